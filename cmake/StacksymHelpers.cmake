@@ -1,0 +1,68 @@
+# Shared CMake helpers.
+
+# stacksym_module(NAME SOURCES... [DEPS libs...]) — one static library per src/<module>.
+# All modules are collected into the `stacksym` interface library.
+set_property(GLOBAL PROPERTY STACKSYM_MODULES "")
+function(stacksym_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(stacksym_${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(stacksym_${name} PUBLIC ${ARG_DEPS})
+  set_property(GLOBAL APPEND PROPERTY STACKSYM_MODULES stacksym_${name})
+endfunction()
+
+# stacksym_gtest(NAME SOURCES... [LIBS libs...] [DEPENDS targets...] [LABELS labels...])
+# A GoogleTest binary registered with ctest, one ctest entry per test case.
+function(stacksym_gtest name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;DEPENDS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE stacksym ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    STACKSYM_FIXTURE_DIR="${STACKSYM_FIXTURE_DIR}"
+    STACKSYM_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    STACKSYM_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  if(ARG_DEPENDS)
+    add_dependencies(${name} ${ARG_DEPENDS})
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                       PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+endfunction()
+
+# stacksym_fixture(NAME SOURCES src... [COMPILER cc] [FLAGS flags...] [POST_COMMANDS ...])
+# Compiles a test fixture binary into ${STACKSYM_FIXTURE_DIR}/NAME at build time (no binaries
+# are committed). POST_COMMANDS run after linking inside the fixture directory, each given as
+# one quoted shell string (for strip, objcopy, dwz ...). Creates target fixture_NAME and
+# appends it to the global STACKSYM_FIXTURES list.
+set_property(GLOBAL PROPERTY STACKSYM_FIXTURES "")
+function(stacksym_fixture name)
+  cmake_parse_arguments(ARG "" "COMPILER" "SOURCES;FLAGS;POST_COMMANDS;OUTPUTS" ${ARGN})
+  if(NOT ARG_COMPILER)
+    set(ARG_COMPILER gcc)
+  endif()
+  set(srcs "")
+  foreach(s ${ARG_SOURCES})
+    list(APPEND srcs ${CMAKE_CURRENT_SOURCE_DIR}/${s})
+  endforeach()
+  set(out ${STACKSYM_FIXTURE_DIR}/${name})
+  set(post "")
+  foreach(p ${ARG_POST_COMMANDS})
+    list(APPEND post COMMAND sh -c "${p}")
+  endforeach()
+  set(extra_outputs "")
+  foreach(o ${ARG_OUTPUTS})
+    list(APPEND extra_outputs ${STACKSYM_FIXTURE_DIR}/${o})
+  endforeach()
+  add_custom_command(
+    OUTPUT ${out} ${extra_outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${STACKSYM_FIXTURE_DIR}
+    COMMAND ${ARG_COMPILER} ${ARG_FLAGS} -o ${out} ${srcs}
+    ${post}
+    WORKING_DIRECTORY ${STACKSYM_FIXTURE_DIR}
+    DEPENDS ${srcs}
+    COMMENT "fixture ${name}"
+    VERBATIM)
+  add_custom_target(fixture_${name} DEPENDS ${out} ${extra_outputs})
+  set_property(GLOBAL APPEND PROPERTY STACKSYM_FIXTURES fixture_${name})
+endfunction()

@@ -1,0 +1,174 @@
+// stacksym/elf.h — a zero-copy ELF reader.
+//
+// ElfFile maps a file once and exposes its sections, segments, notes (GNU build ID,
+// .gnu_debuglink, .gnu_debugaltlink), a sorted symbol table, and the translation between
+// virtual addresses and file offsets. Compressed sections (SHF_COMPRESSED with zlib or zstd,
+// and legacy .zdebug_*) are decompressed on first use, once, and kept. ELF32 and ELF64
+// little-endian; big-endian files are rejected with a clear error. Every length and offset in
+// the file is distrusted: bad input yields an Error naming the problem, never a crash.
+//
+//   Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open("/usr/bin/bash");
+//   if (!elf) return elf.error();
+//   const ElfSymbol* sym = (*elf)->symbols().Find(0x4a2f0);
+//   std::optional<uint64_t> off = (*elf)->VaddrToFileOffset(0x4a2f0);
+//
+// Thread-safety: const methods may be called from several threads at once (lazy state is
+// built under a lock, once).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/mapped_file.h"
+#include "stacksym/result.h"
+
+namespace stacksym {
+
+struct ElfSection {
+  std::string_view name;  // points into the file's section-name table
+  uint32_t index = 0;
+  uint32_t type = 0;      // SHT_*
+  uint64_t flags = 0;     // SHF_*
+  uint64_t addr = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;      // on-disk size (compressed size for compressed sections)
+  uint32_t link = 0;
+  uint32_t info = 0;
+  uint64_t addralign = 0;
+  uint64_t entsize = 0;
+};
+
+struct ElfSegment {
+  uint32_t type = 0;   // PT_*
+  uint32_t flags = 0;  // PF_*
+  uint64_t offset = 0;
+  uint64_t vaddr = 0;
+  uint64_t filesz = 0;
+  uint64_t memsz = 0;
+  uint64_t align = 0;
+};
+
+struct DebugLink {
+  std::string name;
+  uint32_t crc = 0;
+};
+
+struct DebugAltLink {
+  std::string name;
+  std::vector<uint8_t> build_id;
+};
+
+struct ElfSymbol {
+  std::string_view name;  // raw (mangled) name, points into the mapped string table
+  uint64_t address = 0;
+  uint64_t size = 0;      // after fix-up: sizeless symbols end at the next symbol or section end
+  uint8_t type = 0;       // STT_FUNC, STT_GNU_IFUNC, STT_OBJECT, ...
+  uint8_t binding = 0;    // STB_GLOBAL, STB_WEAK, STB_LOCAL
+  uint16_t section = 0;   // st_shndx
+  bool sizeless = false;  // st_size was 0 in the file
+};
+
+// Function and object symbols from .symtab and .dynsym, sorted by address, one entry per
+// address (aliases resolved: global, then weak, then local; ties by name, so the choice is
+// deterministic).
+class SymbolTable {
+ public:
+  // The symbol with address <= addr < address + size, or nullptr.
+  const ElfSymbol* Find(uint64_t addr) const;
+  const ElfSymbol* FindByName(std::string_view name) const;  // linear; for tests and tools
+  std::span<const ElfSymbol> symbols() const { return symbols_; }
+  bool empty() const { return symbols_.empty(); }
+  bool has_symtab() const { return has_symtab_; }    // .symtab was present
+  bool has_dynsym() const { return has_dynsym_; }    // .dynsym was present
+
+ private:
+  friend class ElfFile;
+  std::vector<ElfSymbol> symbols_;
+  bool has_symtab_ = false;
+  bool has_dynsym_ = false;
+};
+
+class ElfFile {
+ public:
+  static Result<std::shared_ptr<ElfFile>> Open(const std::string& path);
+  static Result<std::shared_ptr<ElfFile>> FromMapped(MappedFile file);
+  // Copies the bytes (in-memory images such as a vDSO, fuzzing inputs).
+  static Result<std::shared_ptr<ElfFile>> FromBytes(std::span<const uint8_t> bytes,
+                                                   std::string name);
+
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ~ElfFile();
+
+  const std::string& path() const { return file_.path(); }
+  const FileIdentity& identity() const { return file_.identity(); }
+  std::span<const uint8_t> bytes() const { return file_.bytes(); }
+  bool is_64bit() const { return is_64bit_; }
+  uint16_t type() const { return type_; }        // ET_EXEC, ET_DYN, ...
+  uint16_t machine() const { return machine_; }  // EM_X86_64, ...
+
+  const std::vector<ElfSection>& sections() const { return sections_; }
+  const std::vector<ElfSegment>& segments() const { return segments_; }
+  // By exact name; ".debug_X" also finds a legacy ".zdebug_X".
+  const ElfSection* FindSection(std::string_view name) const;
+
+  // The section's contents, decompressed if compressed (once; later calls return the same
+  // bytes). SHT_NOBITS sections give an empty span. Errors: range past EOF, bad compression
+  // header, decompressed size different from the declared one.
+  Result<std::span<const uint8_t>> SectionData(const ElfSection& section) const;
+  // Convenience: empty span when the section does not exist.
+  Result<std::span<const uint8_t>> SectionData(std::string_view name) const;
+
+  // GNU build ID (NT_GNU_BUILD_ID), any length; empty if the file has none.
+  std::span<const uint8_t> build_id() const { return build_id_; }
+  std::string build_id_hex() const;
+  const std::optional<DebugLink>& debuglink() const { return debuglink_; }
+  const std::optional<DebugAltLink>& debugaltlink() const { return debugaltlink_; }
+
+  // Function/object symbols; built on first call.
+  const SymbolTable& symbols() const;
+
+  // Through PT_LOAD segments. nullopt when no segment holds the address/offset.
+  std::optional<uint64_t> VaddrToFileOffset(uint64_t vaddr) const;
+  std::optional<uint64_t> FileOffsetToVaddr(uint64_t offset) const;
+
+ private:
+  ElfFile() = default;
+  Result<void> Parse();
+
+  MappedFile file_;
+  bool is_64bit_ = false;
+  uint16_t type_ = 0;
+  uint16_t machine_ = 0;
+  std::vector<ElfSection> sections_;
+  std::vector<ElfSegment> segments_;
+  std::vector<uint8_t> build_id_;
+  std::optional<DebugLink> debuglink_;
+  std::optional<DebugAltLink> debugaltlink_;
+
+  mutable std::once_flag symbols_once_;
+  mutable SymbolTable symbols_;
+  struct Decompressed;
+  mutable std::mutex decompress_mu_;
+  mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
+};
+
+// Hex of a byte string, lowercase ("build ID" form).
+std::string ToHex(std::span<const uint8_t> bytes);
+// Parses hex (even length, no prefix) into bytes; nullopt on bad input.
+std::optional<std::vector<uint8_t>> FromHex(std::string_view hex);
+
+// Reads just the GNU build ID of an open ELF file with pread: the ELF header, program
+// headers and PT_NOTE contents — a few KiB, never the whole file. Empty vector: no build ID.
+Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd);
+
+// The CRC32 used by .gnu_debuglink (zlib's polynomial) of a whole file.
+uint32_t DebugLinkCrc32(std::span<const uint8_t> bytes);
+
+}  // namespace stacksym

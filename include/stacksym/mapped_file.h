@@ -1,0 +1,60 @@
+// MappedFile — a read-only, private mmap of a whole file, plus its identity.
+//
+// Parsers read the mapping zero-copy through ByteCursor. Identity (dev, inode, size, mtime)
+// is the key caches use to tell whether a path still names the same file. Move-only; the
+// mapping lives until the object dies. Files that cannot be mmapped (procfs, pipes) are read
+// into an owned buffer instead, transparently.
+//
+//   Result<MappedFile> f = MappedFile::Open("/usr/lib/x86_64-linux-gnu/libc.so.6");
+//   std::span<const uint8_t> bytes = f->bytes();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stacksym/result.h"
+
+namespace stacksym {
+
+struct FileIdentity {
+  uint64_t dev = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+class MappedFile {
+ public:
+  static Result<MappedFile> Open(const std::string& path);
+  // Maps an already open descriptor (not closed by this call).
+  static Result<MappedFile> FromFd(int fd, const std::string& path_for_errors);
+  // Owns a copy of `bytes` (for in-memory images such as a process's vDSO, and fuzzing).
+  static MappedFile FromBytes(std::span<const uint8_t> bytes, std::string name);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  const FileIdentity& identity() const { return identity_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;             // true: munmap on destruction
+  std::vector<uint8_t> owned_;      // fallback storage when not mapped
+  std::string path_;
+  FileIdentity identity_;
+};
+
+}  // namespace stacksym

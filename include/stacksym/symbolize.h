@@ -1,0 +1,97 @@
+// stacksym/symbolize.h — addresses of one ELF file → functions, inline chains, file:line.
+//
+// An ElfSymbolizer owns one binary (and, with debug info on, the debug files found for it:
+// build-ID directories, .gnu_debuglink, dwz supplementary files, split DWARF). Give it
+// virtual addresses or file offsets; every address gets either an answer or a Reason, and a
+// batch never fails as a whole.
+//
+//   SymbolizeOptions opts;                       // demangle + DWARF by default
+//   auto sym = ElfSymbolizer::Open("/usr/bin/bash", opts);
+//   if (!sym) return sym.error();
+//   SymbolizedAddress a = (*sym)->Symbolize(0x4a2f0, AddressKind::kVirtual);
+//   if (a.reason) puts(ReasonText(*a.reason)); else puts(a.symbol.c_str());
+//
+// Thread-safety: one ElfSymbolizer is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stacksym/elf.h"
+#include "stacksym/reason.h"
+#include "stacksym/result.h"
+
+namespace stacksym {
+
+struct SymbolizeOptions {
+  bool demangle = true;
+  bool use_debug_info = true;  // DWARF line tables and inline chains when available
+  bool inlines = true;         // report inlined frames (otherwise only the outermost frame)
+  // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
+  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+};
+
+enum class AddressKind : uint8_t { kVirtual, kFileOffset };
+
+// One frame of an inline chain. For an inlined frame, file:line:column is where the code at
+// the address stands inside that inlined function; the next frame out is its caller.
+struct SourceFrame {
+  std::string function;      // demangled when demangling is on
+  std::string raw_function;  // linkage name as found in the debug info / symbol table
+  std::string file;          // empty when unknown
+  uint32_t line = 0;
+  uint32_t column = 0;
+  bool inlined = false;      // true for every frame but the last (the out-of-line function)
+};
+
+struct SymbolizedAddress {
+  uint64_t input = 0;  // the address as given
+  uint64_t vaddr = 0;  // the address in the file's virtual address space
+  std::optional<Reason> reason;  // set when nothing could be found for the address
+
+  // From the symbol table (empty symbol when only DWARF knew the function).
+  std::string symbol;      // demangled when demangling is on
+  std::string raw_symbol;  // as in the symbol table
+  uint64_t symbol_address = 0;
+  uint64_t symbol_size = 0;
+  uint64_t offset = 0;     // vaddr - symbol_address
+
+  // Innermost first; the last entry is the out-of-line function. Empty without DWARF.
+  std::vector<SourceFrame> frames;
+  std::string module;      // path of the binary
+};
+
+class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
+
+class ElfSymbolizer {
+ public:
+  static Result<std::unique_ptr<ElfSymbolizer>> Open(const std::string& path,
+                                                     const SymbolizeOptions& options = {});
+  static Result<std::unique_ptr<ElfSymbolizer>> FromElf(std::shared_ptr<ElfFile> elf,
+                                                        const SymbolizeOptions& options = {});
+  ~ElfSymbolizer();
+
+  SymbolizedAddress Symbolize(uint64_t address, AddressKind kind);
+  std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
+                                                AddressKind kind);
+
+  const ElfFile& elf() const { return *elf_; }
+  // Path of the file DWARF was read from (the binary itself or a separate debug file);
+  // empty when none was found or debug info is off.
+  std::string debug_file() const;
+
+ private:
+  ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options);
+  void FillFromSymbolTable(SymbolizedAddress& out) const;
+
+  std::shared_ptr<ElfFile> elf_;
+  SymbolizeOptions options_;
+  std::unique_ptr<DebugInfoSource> debug_info_;
+  bool debug_info_loaded_ = false;
+};
+
+}  // namespace stacksym

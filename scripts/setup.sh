@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian bookworm machine lacks to build, test and demo stacksym.
+# Idempotent and quick when everything is present: dpkg is asked first, apt only when needed.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build g++ make pkg-config
+  zlib1g-dev libzstd-dev libiberty-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang llvm libclang-rt-14-dev clang-format
+  binutils elfutils dwz libc6-dbg
+  libbpf-dev bpftool linux-perf
+  libprotobuf-dev protobuf-compiler
+  python3
+)
+# Large debug packages used by differential tests and benchmarks; wanted but not fatal.
+OPTIONAL_PACKAGES=(python3.11-dbg)
+if [[ "${STACKSYM_BENCH_DEPS:-0}" == 1 ]]; then
+  OPTIONAL_PACKAGES+=(librados2 librados2-dbg)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+optional_missing=()
+for p in "${OPTIONAL_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || optional_missing+=("$p")
+done
+
+if (( ${#missing[@]} + ${#optional_missing[@]} == 0 )); then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+echo "setup: installing ${missing[*]} ${optional_missing[*]}" >&2
+$SUDO apt-get update -qq
+if (( ${#missing[@]} )); then
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+for p in "${optional_missing[@]}"; do
+  $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
+    echo "setup: optional package $p could not be installed; tests that need it will skip" >&2
+done
