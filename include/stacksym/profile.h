@@ -1,0 +1,91 @@
+// stacksym/profile.h — a profile: deduplicated stacks of normalized frames, with counts.
+//
+// This is what `record` produces and every output (pprof, folded, flame graph, report)
+// consumes. User frames are normalized (module = ELF build ID + path, address = file
+// offset), so a profile stays meaningful after the process exits and can be symbolized on
+// another machine. Each distinct frame is stored once (Profile::frames) and symbolized once
+// (Profile::symbols), however many stacks refer to it.
+//
+//   Profile p;
+//   uint32_t m = p.AddModule({.kind = ModuleKind::kElf, .path = "/usr/bin/bash", ...});
+//   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x4a2f0});
+//   p.AddSample({.pid = 1, .tid = 1, .comm = "bash", .frames = {f}}, /*count=*/1);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stacksym/reason.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+enum class ModuleKind : uint8_t { kElf, kVdso, kAnonymous, kKernel, kUnknown };
+
+struct ProfileModule {
+  ModuleKind kind = ModuleKind::kUnknown;
+  std::string path;               // file path as mapped ("[vdso]", "[kernel.kallsyms]", ...)
+  std::vector<uint8_t> build_id;  // empty when unknown
+  bool operator==(const ProfileModule&) const = default;
+};
+
+enum class FrameKind : uint8_t {
+  kUser,         // address = file offset inside module
+  kUserRaw,      // could not be normalized: address = virtual address in the process
+  kKernel,       // address = kernel virtual address
+};
+
+struct ProfileFrame {
+  FrameKind kind = FrameKind::kUser;
+  uint32_t module = 0;  // index into Profile::modules (ignored for kUserRaw)
+  uint64_t address = 0;
+  bool operator==(const ProfileFrame&) const = default;
+};
+
+struct ProfileStack {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;              // thread name
+  std::vector<uint32_t> frames;  // indices into Profile::frames, leaf (innermost) first;
+                                 // kernel frames come before user frames
+  bool operator==(const ProfileStack&) const = default;
+};
+
+// Result of symbolizing one frame (filled by the symbolize-once pass).
+struct FrameSymbols {
+  std::optional<Reason> reason;    // set when nothing was found
+  std::vector<SourceFrame> lines;  // inline chain, innermost first; at least one entry when
+                                   // a symbol was found (file/line may be empty)
+};
+
+struct Profile {
+  std::vector<ProfileModule> modules;
+  std::vector<ProfileFrame> frames;                    // distinct frames
+  std::vector<ProfileStack> stacks;                    // distinct stacks
+  std::vector<uint64_t> counts;                        // samples per stack, parallel to stacks
+  std::vector<std::optional<FrameSymbols>> symbols;    // parallel to frames once symbolized
+
+  uint64_t period_ns = 0;       // sampling period (1e9 / frequency)
+  uint64_t start_time_ns = 0;   // wall clock, ns since the epoch
+  uint64_t duration_ns = 0;
+
+  uint32_t AddModule(const ProfileModule& module);  // deduplicated
+  uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
+  void AddSample(const ProfileStack& stack, uint64_t count);  // aggregates equal stacks
+  uint64_t total_samples() const;
+
+ private:
+  struct FrameHash {
+    size_t operator()(const ProfileFrame& f) const;
+  };
+  struct StackHash {
+    size_t operator()(const ProfileStack& s) const;
+  };
+  std::unordered_map<ProfileFrame, uint32_t, FrameHash> frame_index_;
+  std::unordered_map<ProfileStack, uint32_t, StackHash> stack_index_;
+};
+
+}  // namespace stacksym
