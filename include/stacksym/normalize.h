@@ -1,0 +1,240 @@
+// stacksym/normalize.h — user addresses of a live process → (module, file offset).
+//
+// Normalization turns the virtual addresses of a running process into answers that stay valid
+// after it exits: for each address the module it lies in (an ELF file with its GNU build ID,
+// the vDSO, anonymous memory such as JIT code) and the offset inside that module. A profiler
+// stores (build ID, file offset) and symbolizes later, here or on another machine.
+//
+//   Normalizer normalizer;                               // owns its caches
+//   Result<NormalizedBatch> batch = normalizer.Normalize(pid, addrs);
+//   if (!batch) return batch.error();                    // only for meaningless arguments
+//   for (const NormalizedAddress& a : batch->addresses) {
+//     if (!a.ok()) { printf("%s\n", ReasonName(a.reason)); continue; }
+//     const NormalizedModule& m = batch->modules[a.module];
+//     printf("%s %s 0x%llx\n", m.path.c_str(), ToHex(m.build_id).c_str(), a.file_offset);
+//   }
+//
+// VMAs come from the PROCMAP_QUERY ioctl on /proc/PID/maps (Linux 6.11+) or, where that is
+// missing, from parsing the text of /proc/PID/maps; both give identical answers. The lower
+// layers — VMA sources and the sorted address/VMA walk — are public too, so that process
+// symbolization reuses the same walk.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/reason.h"
+#include "stacksym/result.h"
+
+namespace stacksym {
+
+// ---------------------------------------------------------------------------------------------
+// VMA sources
+
+enum class VmaSourceKind : uint8_t {
+  kAuto,   // PROCMAP_QUERY when the kernel has it, else text
+  kIoctl,  // PROCMAP_QUERY only (Error kUnsupported when the kernel lacks it)
+  kText,   // parse /proc/PID/maps
+};
+const char* VmaSourceKindName(VmaSourceKind kind);  // "auto", "ioctl", "text"
+std::optional<VmaSourceKind> ParseVmaSourceKind(std::string_view name);
+
+// Whether this kernel supports PROCMAP_QUERY (probed once per process on /proc/self/maps).
+bool ProcmapQuerySupported();
+
+// VMA permission bits (Vma::perms).
+inline constexpr uint32_t kVmaRead = 1;
+inline constexpr uint32_t kVmaWrite = 2;
+inline constexpr uint32_t kVmaExec = 4;
+inline constexpr uint32_t kVmaShared = 8;
+
+// One virtual memory area of a process. Views point into the source's buffers and stay valid
+// until the next call on that source.
+struct Vma {
+  uint64_t start = 0;
+  uint64_t end = 0;      // exclusive
+  uint64_t offset = 0;   // file offset mapped at `start` (0 when not file-backed)
+  uint64_t dev = 0;      // makedev(major, minor) of the backing file, 0 if none
+  uint64_t inode = 0;    // 0 if not file-backed
+  uint32_t perms = 0;    // kVma* bits
+  bool deleted = false;  // the backing file was unlinked (" (deleted)" stripped from name)
+  // Path as the process sees it, or "[vdso]", "[heap]", "[stack]", "[anon:NAME]", or empty.
+  std::string_view name;
+  // Set only by the ioctl source when it was asked for build IDs: the kernel's answer.
+  bool has_kernel_build_id = false;          // true: kernel_build_id is the kernel's answer
+  std::span<const uint8_t> kernel_build_id;  // empty: the kernel found none (or could not read)
+
+  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
+  bool file_backed() const { return inode != 0 || dev != 0; }
+};
+
+struct VmaSourceOptions {
+  bool executable_only = false;   // skip VMAs without exec permission (ioctl: kernel filter)
+  bool kernel_build_ids = false;  // ioctl source: ask the kernel for each VMA's build ID
+};
+
+// Reads the VMAs of one process. Not thread-safe; one per process and thread.
+class VmaSource {
+ public:
+  virtual ~VmaSource() = default;
+  virtual VmaSourceKind kind() const = 0;
+  // The VMA containing `addr`, or else the lowest one above it. Returns false when there is
+  // none. Errors: ErrorCode::kNotFound when the process has gone, kPermission, kIo.
+  // Addresses queried in ascending order are cheapest (the text source walks forward).
+  virtual Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) = 0;
+  // Number of expensive operations done so far (ioctls, or maps-file reads for text).
+  virtual uint64_t lookups() const = 0;
+};
+
+// Opens /proc/PID/maps. kAuto picks PROCMAP_QUERY when supported.
+Result<std::unique_ptr<VmaSource>> OpenVmaSource(pid_t pid, VmaSourceKind kind,
+                                                 const VmaSourceOptions& options = {});
+
+// The per-address Reason for an Error from a VMA source or a /proc file (process gone,
+// permission denied, other I/O).
+Reason ReasonForError(const Error& error);
+
+// /proc/PID/map_files/START-END: opens the mapped file even when deleted or in another mount
+// namespace (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
+std::string MapFilesPath(pid_t pid, uint64_t vma_start, uint64_t vma_end);
+// /proc/PID/root/PATH: the path in the process's own mount namespace.
+std::string ProcRootPath(pid_t pid, std::string_view path);
+
+// ---------------------------------------------------------------------------------------------
+// The sorted walk ("one walk, two users": the normalizer and process symbolization)
+
+// Indices of `addrs` in ascending address order (stable). Empty result when `addrs` is
+// already sorted, so sorted input costs one pass and no allocation.
+std::vector<uint32_t> SortedOrder(std::span<const uint64_t> addrs);
+
+// Called once per run of addresses (consecutive in sorted order) that share one outcome:
+// `vma` is the VMA that covers them, or nullptr with `reason` set (unmapped, process gone...).
+// `indices` are positions in the caller's `addrs`.
+using VmaVisitor =
+    std::function<void(const Vma* vma, Reason reason, std::span<const uint32_t> indices)>;
+
+struct WalkStats {
+  uint64_t lookups = 0;           // FindCoveringOrNext calls
+  uint64_t range_cache_hits = 0;  // addresses answered by the VMA found for an earlier one
+};
+
+// Merge-walks addresses (in `order`, or in input order when `order` is empty — then they must
+// be ascending) against the source's VMAs: one lookup per VMA touched or per gap, not per
+// address. Never fails: source errors become per-address Reasons.
+WalkStats WalkVmas(VmaSource& source, std::span<const uint64_t> addrs,
+                   std::span<const uint32_t> order, const VmaVisitor& visit);
+
+// ---------------------------------------------------------------------------------------------
+// Normalizer
+
+enum class ModuleKind : uint8_t {
+  kElf,        // a file-backed mapping (normally ELF; build_id_reason says when it is not)
+  kVdso,       // [vdso]; file_offset is the offset in the vDSO image
+  kAnonymous,  // heap, stack, [anon:NAME], unnamed anonymous memory (JIT code lives here)
+  kUnknown,    // other special mappings ([vvar], [uprobes], ...)
+};
+const char* ModuleKindName(ModuleKind kind);  // "elf", "vdso", "anonymous", "unknown"
+
+struct NormalizedModule {
+  ModuleKind kind = ModuleKind::kUnknown;
+  // Path as the process sees it (without " (deleted)"), or the bracketed name, or empty.
+  std::string path;
+  bool deleted = false;
+  uint64_t dev = 0;
+  uint64_t inode = 0;
+  // GNU build ID; empty when there is none, it was not asked for, or it could not be read.
+  std::vector<uint8_t> build_id;
+  // Why build_id is empty when build IDs were asked for: kNoBuildId, kFileUnavailable,
+  // kAccessDenied, kProcessGone. Unset when build_id is present or was not asked for.
+  std::optional<Reason> build_id_reason;
+  // The lowest VMA of this module seen in the batch, to open its file through
+  // MapFilesPath(pid, map_start, map_end) (vDSO: to read its pages from /proc/PID/mem).
+  uint64_t map_start = 0;
+  uint64_t map_end = 0;
+  uint64_t map_offset = 0;
+};
+
+inline constexpr uint32_t kNoModule = 0xffffffffu;
+
+struct NormalizedAddress {
+  // kElf: offset in the file; kVdso: offset in the vDSO image; kAnonymous/kUnknown: offset
+  // from the start of the VMA. Meaningless when !ok().
+  uint64_t file_offset = 0;
+  uint32_t module = kNoModule;        // index into NormalizedBatch::modules
+  Reason reason = Reason::kUnmapped;  // meaningful only when module == kNoModule
+  bool ok() const { return module != kNoModule; }
+};
+
+struct NormalizedBatch {
+  pid_t pid = 0;
+  VmaSourceKind source = VmaSourceKind::kAuto;  // the source that served (kIoctl or kText)
+  std::vector<NormalizedAddress> addresses;     // one per input address, in input order
+  std::vector<NormalizedModule> modules;        // in order of first appearance by address
+};
+
+struct NormalizerOptions {
+  VmaSourceKind vma_source = VmaSourceKind::kAuto;
+  bool build_ids = true;         // read build IDs (else build_id stays empty)
+  bool kernel_build_ids = true;  // ioctl source: take build IDs from PROCMAP_QUERY
+  bool executable_only = false;  // only executable VMAs count (others → kUnmapped)
+  // Per-process VMA cache across calls: an address inside a remembered VMA needs no lookup.
+  // Call Invalidate(pid) after the process maps or unmaps (e.g. on a perf MMAP event).
+  bool cache_vmas = false;
+  size_t vma_cache_processes = 64;  // processes remembered (LRU)
+  // Build-ID cache keyed by file identity (dev, inode, size, mtime), positive and negative.
+  bool cache_build_ids = true;
+  size_t build_id_cache_entries = 4096;  // LRU bound
+};
+
+// Counters that show each cache at work. Monotonic until ResetStats().
+struct NormalizerStats {
+  uint64_t calls = 0;
+  uint64_t addresses = 0;
+  uint64_t vma_lookups = 0;              // FindCoveringOrNext calls (ioctls or text searches)
+  uint64_t maps_reads = 0;               // text source: whole /proc/PID/maps reads
+  uint64_t range_cache_hits = 0;         // address inside the last resolved VMA: no lookup
+  uint64_t vma_cache_hits = 0;           // address inside a cached VMA from an earlier call
+  uint64_t vma_cache_invalidations = 0;  // cached VMAs dropped (explicitly or on mismatch)
+  uint64_t same_file_hits = 0;           // another VMA of a file already seen in this call
+  uint64_t kernel_build_ids = 0;         // build IDs taken from PROCMAP_QUERY
+  uint64_t build_id_reads = 0;           // files opened and their notes read
+  uint64_t build_id_cache_hits = 0;      // build ID found in the cache (positive)
+  uint64_t negative_hits = 0;            // cache said "this file has no build ID"
+};
+
+// Thread-safety: all methods may be called from several threads; calls are serialized by an
+// internal lock (use one Normalizer per thread for parallel normalization).
+class Normalizer {
+ public:
+  explicit Normalizer(NormalizerOptions options = {});
+  ~Normalizer();
+  Normalizer(const Normalizer&) = delete;
+  Normalizer& operator=(const Normalizer&) = delete;
+
+  // Errors only for meaningless arguments (pid <= 0). A process that is gone, unreadable or
+  // exits during the call gives per-address Reasons (kProcessGone, kAccessDenied).
+  Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
+
+  // Forgets the cached VMAs of `pid` (all processes for InvalidateAll).
+  void Invalidate(pid_t pid);
+  void InvalidateAll();
+  void ClearBuildIdCache();
+
+  NormalizerStats stats() const;
+  void ResetStats();
+  const NormalizerOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stacksym
