@@ -1,0 +1,40 @@
+// `stacksym buildid FILE...` — GNU build IDs as lowercase hex, one line per file.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "stacksym/elf.h"
+
+namespace stacksym::cli {
+namespace {
+
+int RunBuildId(const std::vector<std::string>& files) {
+  int rc = kExitOk;
+  for (const std::string& path : files) {
+    auto elf = ElfFile::Open(path);
+    if (!elf) {
+      std::fprintf(stderr, "stacksym buildid: %s\n", elf.error().ToString().c_str());
+      rc = kExitBadInput;
+      continue;
+    }
+    if ((*elf)->build_id().empty()) {
+      std::fprintf(stderr, "stacksym buildid: %s: no GNU build ID note\n", path.c_str());
+      rc = kExitBadInput;
+      continue;
+    }
+    std::printf("%s %s\n", (*elf)->build_id_hex().c_str(), path.c_str());
+  }
+  return rc;
+}
+
+CommandRegistrar registrar("buildid", "Print the GNU build ID of ELF files (lowercase hex)",
+                           [](CLI::App& app) -> CommandRun {
+                             auto files = std::make_shared<std::vector<std::string>>();
+                             app.add_option("FILE", *files, "ELF files")->required();
+                             return [files] { return RunBuildId(*files); };
+                           });
+
+}  // namespace
+}  // namespace stacksym::cli

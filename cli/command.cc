@@ -1,0 +1,75 @@
+#include "command.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace stacksym::cli {
+
+namespace {
+
+struct Registered {
+  std::string path;
+  std::string description;
+  CommandSetup setup;
+};
+
+// Function-local so registration from other translation units' static initializers is safe.
+std::vector<Registered>& Registry() {
+  static std::vector<Registered> registry;
+  return registry;
+}
+
+std::vector<std::string> SplitWords(const std::string& path) {
+  std::istringstream in(path);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+const char* GroupDescription(const std::string& name) {
+  if (name == "symbolize") return "Symbolize addresses (of an ELF file, a process, the kernel, a build ID)";
+  return "";
+}
+
+}  // namespace
+
+CommandRegistrar::CommandRegistrar(std::string path, std::string description, CommandSetup setup) {
+  Registry().push_back({std::move(path), std::move(description), std::move(setup)});
+}
+
+CommandTree::CommandTree(CLI::App& app) {
+  std::vector<Registered> commands = Registry();
+  std::sort(commands.begin(), commands.end(),
+            [](const Registered& a, const Registered& b) { return a.path < b.path; });
+  std::map<std::string, CLI::App*> groups;
+  for (Registered& command : commands) {
+    std::vector<std::string> words = SplitWords(command.path);
+    if (words.empty()) continue;
+    CLI::App* parent = &app;
+    std::string prefix;
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      prefix += words[i] + " ";
+      auto it = groups.find(prefix);
+      if (it == groups.end()) {
+        CLI::App* group = parent->add_subcommand(words[i], GroupDescription(words[i]));
+        group->require_subcommand(1);
+        it = groups.emplace(prefix, group).first;
+      }
+      parent = it->second;
+    }
+    CLI::App* leaf = parent->add_subcommand(words.back(), command.description);
+    leaves_.push_back({leaf, command.setup(*leaf)});
+  }
+}
+
+CommandRun CommandTree::Selected() const {
+  for (const Leaf& leaf : leaves_) {
+    if (leaf.app->parsed()) return leaf.run;
+  }
+  return {};
+}
+
+}  // namespace stacksym::cli

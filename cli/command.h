@@ -1,0 +1,49 @@
+// Subcommand registry of the `stacksym` command. Each cli/cmd_*.cc registers one subcommand
+// with a static CommandRegistrar; main.cc builds the CLI11 tree from the registry, parses,
+// and runs the selected command. A command's path may have several words
+// ("symbolize elf"): the leading words become groups that require a subcommand.
+//
+//   static stacksym::cli::CommandRegistrar registrar(
+//       "buildid", "Print GNU build IDs of ELF files",
+//       [](CLI::App& app) -> stacksym::cli::CommandRun {
+//         auto files = std::make_shared<std::vector<std::string>>();
+//         app.add_option("FILE", *files)->required();
+//         return [files] { return 0; };
+//       });
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace stacksym::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitBadInput = 1;
+inline constexpr int kExitUsage = 2;
+
+using CommandRun = std::function<int()>;
+using CommandSetup = std::function<CommandRun(CLI::App& command)>;
+
+struct CommandRegistrar {
+  CommandRegistrar(std::string path, std::string description, CommandSetup setup);
+};
+
+// Called by main(): adds every registered command to `app`; returns the run function of the
+// command that was selected after parsing (empty when none).
+class CommandTree {
+ public:
+  explicit CommandTree(CLI::App& app);
+  CommandRun Selected() const;
+
+ private:
+  struct Leaf {
+    CLI::App* app;
+    CommandRun run;
+  };
+  std::vector<Leaf> leaves_;
+};
+
+}  // namespace stacksym::cli

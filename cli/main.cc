@@ -1,0 +1,26 @@
+// stacksym — follow a stack trace through its life: capture, normalize, symbolize, output.
+// The command is thin: every subcommand parses its arguments and calls the library.
+#include <cstdio>
+
+#include "command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "stacksym: capture stacks with BPF, normalize them to (build ID, file offset), "
+      "symbolize them with ELF symbols and DWARF, and write profiles."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "stacksym 0.1");
+  stacksym::cli::CommandTree tree(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? stacksym::cli::kExitOk : stacksym::cli::kExitUsage;
+  }
+  stacksym::cli::CommandRun run = tree.Selected();
+  if (!run) {
+    std::fputs(app.help().c_str(), stderr);
+    return stacksym::cli::kExitUsage;
+  }
+  return run();
+}

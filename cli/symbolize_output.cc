@@ -1,0 +1,216 @@
+#include "symbolize_output.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace stacksym::cli {
+
+namespace {
+
+void AppendHex(uint64_t v, std::string* out) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  *out += buf;
+}
+
+void AppendUint(uint64_t v, std::string* out) { *out += std::to_string(v); }
+
+void AppendLocation(const SourceFrame& frame, std::string* out) {
+  if (frame.file.empty()) {
+    *out += "??:0:0";
+    return;
+  }
+  *out += frame.file;
+  *out += ':';
+  AppendUint(frame.line, out);
+  *out += ':';
+  AppendUint(frame.column, out);
+}
+
+void AppendLlvm(const SymbolizedAddress& a, std::string* out) {
+  if (!a.frames.empty()) {
+    for (const SourceFrame& frame : a.frames) {
+      *out += frame.function.empty() ? "??" : frame.function;
+      *out += '\n';
+      AppendLocation(frame, out);
+      *out += '\n';
+    }
+  } else if (!a.reason && !a.symbol.empty()) {
+    *out += a.symbol;
+    *out += "\n??:0:0\n";
+  } else {
+    *out += "??\n??:0:0\n";
+  }
+  *out += '\n';
+}
+
+void AppendText(const SymbolizedAddress& a, std::string* out) {
+  AppendHex(a.input, out);
+  *out += "  ";
+  if (a.reason) {
+    *out += "?? (";
+    *out += ReasonText(*a.reason);
+    *out += ")";
+    if (!a.module.empty()) *out += "  " + a.module;
+    *out += '\n';
+    return;
+  }
+  if (!a.symbol.empty()) {
+    *out += a.symbol;
+    *out += '+';
+    AppendHex(a.offset, out);
+  } else if (!a.frames.empty()) {
+    *out += a.frames.back().function;
+  }
+  if (!a.module.empty()) *out += "  " + a.module;
+  *out += '\n';
+  for (const SourceFrame& frame : a.frames) {
+    *out += frame.inlined ? "    inlined " : "    in ";
+    *out += frame.function.empty() ? "??" : frame.function;
+    *out += " at ";
+    AppendLocation(frame, out);
+    *out += '\n';
+  }
+}
+
+void AppendJson(const SymbolizedAddress& a, std::string* out) {
+  *out += "{\"address\":\"";
+  AppendHex(a.input, out);
+  *out += "\",\"vaddr\":\"";
+  AppendHex(a.vaddr, out);
+  *out += "\",\"module\":";
+  AppendJsonString(a.module, out);
+  if (a.reason) {
+    *out += ",\"reason\":";
+    AppendJsonString(ReasonName(*a.reason), out);
+    *out += ",\"reason_text\":";
+    AppendJsonString(ReasonText(*a.reason), out);
+    *out += "}\n";
+    return;
+  }
+  *out += ",\"symbol\":";
+  AppendJsonString(a.symbol, out);
+  *out += ",\"raw_symbol\":";
+  AppendJsonString(a.raw_symbol, out);
+  *out += ",\"symbol_address\":\"";
+  AppendHex(a.symbol_address, out);
+  *out += "\",\"symbol_size\":";
+  AppendUint(a.symbol_size, out);
+  *out += ",\"offset\":";
+  AppendUint(a.offset, out);
+  *out += ",\"frames\":[";
+  for (size_t i = 0; i < a.frames.size(); ++i) {
+    const SourceFrame& f = a.frames[i];
+    if (i) *out += ',';
+    *out += "{\"function\":";
+    AppendJsonString(f.function, out);
+    *out += ",\"raw_function\":";
+    AppendJsonString(f.raw_function, out);
+    *out += ",\"file\":";
+    AppendJsonString(f.file, out);
+    *out += ",\"line\":";
+    AppendUint(f.line, out);
+    *out += ",\"column\":";
+    AppendUint(f.column, out);
+    *out += f.inlined ? ",\"inlined\":true}" : ",\"inlined\":false}";
+  }
+  *out += "]}\n";
+}
+
+}  // namespace
+
+OutputStyle OutputOptions::style() const {
+  if (json || style_name == "json" || style_name == "JSON") return OutputStyle::kJson;
+  if (style_name == "llvm" || style_name == "LLVM" || style_name == "GNU") return OutputStyle::kLlvm;
+  return OutputStyle::kText;
+}
+
+void AddOutputOptions(CLI::App& app, OutputOptions* options) {
+  app.add_flag("--json", options->json, "One JSON object per address (JSON lines)");
+  app.add_option("--output-style", options->style_name,
+                 "text (default), json, or llvm (llvm-symbolizer's layout, for diffing)")
+      ->check(CLI::IsMember({"text", "json", "JSON", "llvm", "LLVM"}));
+  app.add_flag("--no-demangle", options->no_demangle, "Keep raw (mangled) names");
+}
+
+void AppendSymbolized(const SymbolizedAddress& address, const OutputOptions& options,
+                      std::string* out) {
+  switch (options.style()) {
+    case OutputStyle::kText: return AppendText(address, out);
+    case OutputStyle::kJson: return AppendJson(address, out);
+    case OutputStyle::kLlvm: return AppendLlvm(address, out);
+  }
+}
+
+std::string FormatSymbolized(const SymbolizedAddress& address, const OutputOptions& options) {
+  std::string out;
+  AppendSymbolized(address, options, &out);
+  return out;
+}
+
+bool ParseHexAddress(std::string_view text, uint64_t* value) {
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (text.empty() || text.size() > 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+    else return false;
+    v = (v << 4) | static_cast<uint64_t>(digit);
+  }
+  *value = v;
+  return true;
+}
+
+bool ReadAddresses(const std::vector<std::string>& args, std::vector<uint64_t>* out,
+                   std::string* error) {
+  auto add = [&](std::string_view token) {
+    uint64_t v;
+    if (!ParseHexAddress(token, &v)) {
+      *error = "invalid address '" + std::string(token) + "' (expected hex, with or without 0x)";
+      return false;
+    }
+    out->push_back(v);
+    return true;
+  };
+  if (!args.empty()) {
+    for (const std::string& a : args) {
+      if (!add(a)) return false;
+    }
+    return true;
+  }
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string::npos || line[b] == '#') continue;
+    size_t e = line.find_last_not_of(" \t\r");
+    if (!add(std::string_view(line).substr(b, e - b + 1))) return false;
+  }
+  return true;
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  *out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\t': *out += "\\t"; break;
+      case '\r': *out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          *out += buf;
+        } else {
+          *out += static_cast<char>(c);
+        }
+    }
+  }
+  *out += '"';
+}
+
+}  // namespace stacksym::cli

@@ -1,0 +1,40 @@
+// Demangling through libiberty, the demangler of binutils (addr2line -C, nm -C): C++ Itanium
+// and Rust legacy + v0. Styles are tried explicitly (Rust first, since legacy Rust names are
+// also valid Itanium names) instead of DMGL_AUTO, which would also apply GNAT and D rules to
+// plain C names.
+#include "stacksym/demangle.h"
+
+#include <cstdlib>
+#include <string>
+
+extern "C" {
+#include <libiberty/demangle.h>
+}
+
+namespace stacksym {
+
+namespace {
+
+bool LooksMangled(std::string_view name) {
+  return name.size() > 2 && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+}
+
+std::string TryStyle(const std::string& name, int style) {
+  char* out = cplus_demangle(name.c_str(), DMGL_PARAMS | DMGL_ANSI | style);
+  if (out == nullptr) return {};
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+}  // namespace
+
+std::string Demangle(std::string_view mangled) {
+  if (!LooksMangled(mangled)) return std::string(mangled);
+  std::string name(mangled);
+  std::string out = TryStyle(name, DMGL_RUST);
+  if (out.empty()) out = TryStyle(name, DMGL_GNU_V3);
+  return out.empty() ? name : out;
+}
+
+}  // namespace stacksym

@@ -1,0 +1,125 @@
+#include <elf.h>
+
+#include <utility>
+
+#include "stacksym/demangle.h"
+#include "stacksym/symbolize.h"
+#ifdef STACKSYM_WITH_DWARF
+#include "dwarf/debug_info_source.h"
+#else
+namespace stacksym {
+class DebugInfoSource {};
+}  // namespace stacksym
+#endif
+
+namespace stacksym {
+
+Result<std::unique_ptr<ElfSymbolizer>> ElfSymbolizer::Open(const std::string& path,
+                                                           const SymbolizeOptions& options) {
+  auto elf = ElfFile::Open(path);
+  if (!elf) return std::move(elf).error();
+  return FromElf(std::move(*elf), options);
+}
+
+Result<std::unique_ptr<ElfSymbolizer>> ElfSymbolizer::FromElf(std::shared_ptr<ElfFile> elf,
+                                                              const SymbolizeOptions& options) {
+  if (!elf) return Error(ErrorCode::kInvalidArgument, "no ELF file given");
+  return std::unique_ptr<ElfSymbolizer>(new ElfSymbolizer(std::move(elf), options));
+}
+
+ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options)
+    : elf_(std::move(elf)), options_(options) {}
+
+ElfSymbolizer::~ElfSymbolizer() = default;
+
+std::string ElfSymbolizer::debug_file() const {
+#ifdef STACKSYM_WITH_DWARF
+  if (debug_info_) return debug_info_->path();
+#endif
+  return {};
+}
+
+namespace {
+
+bool HasLoadSegments(const ElfFile& elf) {
+  for (const ElfSegment& s : elf.segments()) {
+    if (s.type == PT_LOAD) return true;
+  }
+  return false;
+}
+
+bool InLoadSegment(const ElfFile& elf, uint64_t vaddr) {
+  for (const ElfSegment& s : elf.segments()) {
+    if (s.type == PT_LOAD && vaddr >= s.vaddr && vaddr - s.vaddr < s.memsz) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
+  SymbolizedAddress out;
+  out.input = address;
+  out.module = elf_->path();
+  if (kind == AddressKind::kFileOffset) {
+    std::optional<uint64_t> vaddr = elf_->FileOffsetToVaddr(address);
+    if (!vaddr) {
+      out.reason = Reason::kNotInSegment;
+      return out;
+    }
+    out.vaddr = *vaddr;
+  } else {
+    out.vaddr = address;
+    // Relocatable objects and some debug-only files have no PT_LOAD: no segment check there.
+    if (HasLoadSegments(*elf_) && !InLoadSegment(*elf_, address)) {
+      out.reason = Reason::kNotInSegment;
+      return out;
+    }
+  }
+
+#ifdef STACKSYM_WITH_DWARF
+  if (options_.use_debug_info) {
+    if (!debug_info_loaded_) {
+      debug_info_loaded_ = true;
+      auto source = DebugInfoSource::Open(elf_, options_);
+      // Unusable debug info is not fatal: the symbol table still answers.
+      if (source) debug_info_ = std::move(*source);
+    }
+    if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
+  }
+#endif
+  FillFromSymbolTable(out);
+  return out;
+}
+
+void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
+  const SymbolTable& table = elf_->symbols();
+  const ElfSymbol* symbol = table.Find(out.vaddr);
+  if (symbol != nullptr) {
+    out.raw_symbol = std::string(symbol->name);
+    out.symbol = options_.demangle ? Demangle(symbol->name) : out.raw_symbol;
+    out.symbol_address = symbol->address;
+    out.symbol_size = symbol->size;
+    out.offset = out.vaddr - symbol->address;
+  }
+  // Line-table-only DWARF (assembly sources) knows no function: name it from the symbols.
+  for (SourceFrame& frame : out.frames) {
+    if (frame.function.empty() && !frame.inlined && symbol != nullptr) {
+      frame.function = out.symbol;
+      frame.raw_function = out.raw_symbol;
+    }
+  }
+  if (symbol == nullptr && out.frames.empty()) {
+    out.reason = table.empty() ? Reason::kNoSymbols : Reason::kNoSymbol;
+  }
+}
+
+std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
+                                                             AddressKind kind) {
+  std::vector<SymbolizedAddress> out;
+  out.reserve(addresses.size());
+  for (uint64_t a : addresses) out.push_back(Symbolize(a, kind));
+  return out;
+}
+
+}  // namespace stacksym

@@ -1,0 +1,55 @@
+#include "stacksym/demangle.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace stacksym {
+namespace {
+
+TEST(Demangle, CppItanium) {
+  EXPECT_EQ(Demangle("_ZN3foo3barEv"), "foo::bar()");
+  EXPECT_EQ(Demangle("_ZN2ns6VectorIiEixEm"), "ns::Vector<int>::operator[](unsigned long)");
+  EXPECT_EQ(Demangle("_ZNK3Foo3getERKSt6vectorIiSaIiEE"),
+            "Foo::get(std::vector<int, std::allocator<int> > const&) const");
+}
+
+TEST(Demangle, PlainAndInvalidNamesUnchanged) {
+  EXPECT_EQ(Demangle("main"), "main");
+  EXPECT_EQ(Demangle("foo__bar"), "foo__bar");  // not GNAT-demangled
+  EXPECT_EQ(Demangle("_Zinvalid"), "_Zinvalid");
+  EXPECT_EQ(Demangle(""), "");
+}
+
+TEST(Demangle, RustLegacy) {
+  EXPECT_EQ(Demangle("_ZN4core3fmt5write17h0123456789abcdefE"), "core::fmt::write");
+}
+
+TEST(Demangle, RustV0) {
+  // From the Rust v0 mangling RFC examples.
+  EXPECT_EQ(Demangle("_RNvCs15kBYyAo9fc_7mycrate7example"), "mycrate::example");
+  EXPECT_EQ(Demangle("_RNvNtCs1234_7mycrate3foo3bar"), "mycrate::foo::bar");
+}
+
+// Differential: the same answers as binutils' c++filt (which is libiberty too, but this
+// catches wrong option flags such as missing DMGL_PARAMS).
+TEST(Demangle, AgreesWithCxxfilt) {
+  const char* names[] = {"_ZNSt6vectorIiSaIiEE9push_backERKi", "_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv",
+                         "_ZZ4mainENKUlvE_clEv", "_ZN4core3fmt5write17h0123456789abcdefE"};
+  for (const char* name : names) {
+    std::string cmd = std::string("c++filt '") + name + "'";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    ASSERT_TRUE(pipe);
+    std::array<char, 512> buf{};
+    ASSERT_NE(fgets(buf.data(), buf.size(), pipe.get()), nullptr);
+    std::string expected(buf.data());
+    if (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    EXPECT_EQ(Demangle(name), expected) << name;
+  }
+}
+
+}  // namespace
+}  // namespace stacksym
