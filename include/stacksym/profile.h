@@ -71,6 +71,8 @@ struct Profile {
   uint64_t period_ns = 0;       // sampling period (1e9 / frequency)
   uint64_t start_time_ns = 0;   // wall clock, ns since the epoch
   uint64_t duration_ns = 0;
+  uint64_t lost_samples = 0;    // samples the recorder knows it dropped (not in counts)
+  std::string event;            // what was sampled ("cpu-clock", "cycles"); empty if unknown
 
   uint32_t AddModule(const ProfileModule& module);  // deduplicated
   uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
@@ -78,6 +80,8 @@ struct Profile {
   uint64_t total_samples() const;
 
  private:
+  // Rebuilds the lookup indexes when the public vectors were filled directly.
+  void RebuildIndexesIfStale();
   struct FrameHash {
     size_t operator()(const ProfileFrame& f) const;
   };

@@ -1,0 +1,98 @@
+// Profile: interning of modules, frames and stacks. Equality is always decided by a full
+// comparison (std::unordered_map calls operator== on hash matches), so two different stacks
+// that happen to hash alike are never merged — the hash only makes the lookup fast.
+#include "stacksym/profile.h"
+
+#include <functional>
+
+namespace stacksym {
+namespace {
+
+// 64-bit mix (splitmix64 finalizer): spreads small integers such as frame indices.
+inline uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+inline uint64_t Combine(uint64_t seed, uint64_t value) {
+  return Mix(seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)));
+}
+
+}  // namespace
+
+size_t Profile::FrameHash::operator()(const ProfileFrame& f) const {
+  uint64_t h = Combine(static_cast<uint64_t>(f.kind), f.module);
+  return static_cast<size_t>(Combine(h, f.address));
+}
+
+size_t Profile::StackHash::operator()(const ProfileStack& s) const {
+  uint64_t h = Combine(s.pid, s.tid);
+  h = Combine(h, std::hash<std::string>{}(s.comm));
+  for (uint32_t frame : s.frames) h = Combine(h, frame);
+  return static_cast<size_t>(Combine(h, s.frames.size()));
+}
+
+uint32_t Profile::AddModule(const ProfileModule& module) {
+  // Modules are few (tens to hundreds); a linear scan keeps the struct free of another index.
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (modules[i] == module) return static_cast<uint32_t>(i);
+  }
+  modules.push_back(module);
+  return static_cast<uint32_t>(modules.size() - 1);
+}
+
+void Profile::RebuildIndexesIfStale() {
+  // The vectors are public: a reader (e.g. of a saved profile) may have filled them directly.
+  if (frame_index_.size() != frames.size()) {
+    frame_index_.clear();
+    frame_index_.reserve(frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+      frame_index_.emplace(frames[i], static_cast<uint32_t>(i));
+    }
+  }
+  if (stack_index_.size() != stacks.size()) {
+    stack_index_.clear();
+    stack_index_.reserve(stacks.size());
+    for (size_t i = 0; i < stacks.size(); ++i) {
+      stack_index_.emplace(stacks[i], static_cast<uint32_t>(i));
+    }
+    counts.resize(stacks.size(), 0);
+  }
+}
+
+uint32_t Profile::InternFrame(const ProfileFrame& frame) {
+  RebuildIndexesIfStale();
+  ProfileFrame key = frame;
+  // The module is documented as ignored for raw frames: clear it so that it cannot split
+  // otherwise equal frames.
+  if (key.kind == FrameKind::kUserRaw) key.module = 0;
+  auto [it, inserted] = frame_index_.try_emplace(key, static_cast<uint32_t>(frames.size()));
+  if (inserted) {
+    frames.push_back(key);
+    if (!symbols.empty()) symbols.resize(frames.size());
+  }
+  return it->second;
+}
+
+void Profile::AddSample(const ProfileStack& stack, uint64_t count) {
+  RebuildIndexesIfStale();
+  auto [it, inserted] = stack_index_.try_emplace(stack, static_cast<uint32_t>(stacks.size()));
+  if (inserted) {
+    stacks.push_back(stack);
+    counts.push_back(count);
+  } else {
+    counts[it->second] += count;
+  }
+}
+
+uint64_t Profile::total_samples() const {
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  return total;
+}
+
+}  // namespace stacksym
