@@ -33,11 +33,11 @@ namespace stacksym {
 struct ElfSection {
   std::string_view name;  // points into the file's section-name table
   uint32_t index = 0;
-  uint32_t type = 0;      // SHT_*
-  uint64_t flags = 0;     // SHF_*
+  uint32_t type = 0;   // SHT_*
+  uint64_t flags = 0;  // SHF_*
   uint64_t addr = 0;
   uint64_t offset = 0;
-  uint64_t size = 0;      // on-disk size (compressed size for compressed sections)
+  uint64_t size = 0;  // on-disk size (compressed size for compressed sections)
   uint32_t link = 0;
   uint32_t info = 0;
   uint64_t addralign = 0;
@@ -70,8 +70,8 @@ struct ElfSymbol {
   uint64_t size = 0;      // after fix-up: sizeless symbols end at the next symbol or section end
   uint8_t type = 0;       // STT_FUNC, STT_GNU_IFUNC, STT_OBJECT, ...
   uint8_t binding = 0;    // STB_GLOBAL, STB_WEAK, STB_LOCAL
-  uint16_t section = 0;   // st_shndx
-  bool sizeless = false;  // st_size was 0 in the file
+  uint32_t section = 0;   // section index (st_shndx, or its SHT_SYMTAB_SHNDX extension)
+  bool sizeless = false;  // st_size was 0 in the file (for every alias at this address)
 };
 
 // Function and object symbols from .symtab and .dynsym, sorted by address, one entry per
@@ -79,17 +79,30 @@ struct ElfSymbol {
 // deterministic).
 class SymbolTable {
  public:
-  // The symbol with address <= addr < address + size, or nullptr.
+  // The symbol with address <= addr < address + size, or nullptr. When sized symbols nest
+  // (a symbol inside another's range), the innermost one — the covering symbol with the
+  // highest address — is returned.
   const ElfSymbol* Find(uint64_t addr) const;
   const ElfSymbol* FindByName(std::string_view name) const;  // linear; for tests and tools
   std::span<const ElfSymbol> symbols() const { return symbols_; }
   bool empty() const { return symbols_.empty(); }
-  bool has_symtab() const { return has_symtab_; }    // .symtab was present
-  bool has_dynsym() const { return has_dynsym_; }    // .dynsym was present
+  bool has_symtab() const { return has_symtab_; }  // .symtab was present
+  bool has_dynsym() const { return has_dynsym_; }  // .dynsym was present
+  // Entries that were dropped because they were malformed (name or section index out of
+  // range), and what was wrong with the tables themselves (past EOF, bad entry size). The
+  // symbols that could be read are still in the table.
+  size_t skipped() const { return skipped_; }
+  const std::vector<Error>& problems() const { return problems_; }
 
  private:
-  friend class ElfFile;
+  friend class SymbolTableBuilder;
   std::vector<ElfSymbol> symbols_;
+  // enclosing_[i]: the index of the nearest earlier entry whose range still covers
+  // symbols_[i].address (kNone if none). Find walks this chain for nested symbols.
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> enclosing_;
+  size_t skipped_ = 0;
+  std::vector<Error> problems_;
   bool has_symtab_ = false;
   bool has_dynsym_ = false;
 };
@@ -100,7 +113,7 @@ class ElfFile {
   static Result<std::shared_ptr<ElfFile>> FromMapped(MappedFile file);
   // Copies the bytes (in-memory images such as a vDSO, fuzzing inputs).
   static Result<std::shared_ptr<ElfFile>> FromBytes(std::span<const uint8_t> bytes,
-                                                   std::string name);
+                                                    std::string name);
 
   ElfFile(const ElfFile&) = delete;
   ElfFile& operator=(const ElfFile&) = delete;
@@ -130,6 +143,9 @@ class ElfFile {
   std::string build_id_hex() const;
   const std::optional<DebugLink>& debuglink() const { return debuglink_; }
   const std::optional<DebugAltLink>& debugaltlink() const { return debugaltlink_; }
+  // Non-fatal problems met while opening (a corrupt .gnu_debuglink, say): the file is still
+  // usable, the affected piece is just missing.
+  const std::vector<Error>& problems() const { return problems_; }
 
   // Function/object symbols; built on first call.
   const SymbolTable& symbols() const;
@@ -151,11 +167,12 @@ class ElfFile {
   std::vector<uint8_t> build_id_;
   std::optional<DebugLink> debuglink_;
   std::optional<DebugAltLink> debugaltlink_;
+  std::vector<Error> problems_;
 
   mutable std::once_flag symbols_once_;
   mutable SymbolTable symbols_;
+  // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
-  mutable std::mutex decompress_mu_;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
 };
 

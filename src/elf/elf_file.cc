@@ -1,0 +1,307 @@
+// ElfFile: opening, header/section/segment/note parsing, section data, address translation.
+#include <elf.h>
+
+#include <string>
+
+#include "elf/decompress.h"
+#include "elf/elf_format.h"
+#include "elf/elf_notes.h"
+#include "elf/symbol_table_builder.h"
+#include "stacksym/elf.h"
+
+namespace stacksym {
+
+using elf::CheckedAdd;
+using elf::CheckedMul;
+using elf::Hex;
+using elf::RangeFits;
+
+// Filled at most once (call_once), so concurrent readers never decompress twice.
+struct ElfFile::Decompressed {
+  std::once_flag once;
+  std::vector<uint8_t> data;
+  std::optional<Error> error;
+};
+
+namespace {
+
+bool IsLegacyCompressedName(std::string_view name) { return name.starts_with(".zdebug"); }
+
+bool HasNoFileData(const ElfSection& s) { return s.type == SHT_NOBITS || s.type == SHT_NULL; }
+
+bool IsCompressed(const ElfSection& s) {
+  if (HasNoFileData(s)) return false;
+  return (s.flags & SHF_COMPRESSED) != 0 || IsLegacyCompressedName(s.name);
+}
+
+std::string SectionLabel(const ElfSection& s) {
+  if (!s.name.empty()) return std::string(s.name);
+  return "[" + std::to_string(s.index) + "]";
+}
+
+}  // namespace
+
+ElfFile::~ElfFile() = default;
+
+Result<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
+  Result<MappedFile> file = MappedFile::Open(path);
+  if (!file) return std::move(file).error();
+  return FromMapped(std::move(*file));
+}
+
+Result<std::shared_ptr<ElfFile>> ElfFile::FromMapped(MappedFile file) {
+  std::shared_ptr<ElfFile> elf(new ElfFile());
+  elf->file_ = std::move(file);
+  Result<void> parsed = elf->Parse();
+  if (!parsed) return std::move(parsed).error().WithFile(elf->file_.path());
+  return elf;
+}
+
+Result<std::shared_ptr<ElfFile>> ElfFile::FromBytes(std::span<const uint8_t> bytes,
+                                                    std::string name) {
+  return FromMapped(MappedFile::FromBytes(bytes, std::move(name)));
+}
+
+Result<void> ElfFile::Parse() {
+  const std::span<const uint8_t> bytes = file_.bytes();
+  const uint64_t file_size = bytes.size();
+  Result<elf::ElfHeader> header = elf::ParseElfHeader(bytes);
+  if (!header) return std::move(header).error();
+  const elf::ElfHeader& h = *header;
+  is_64bit_ = h.is_64bit;
+  type_ = h.type;
+  machine_ = h.machine;
+
+  // Extended numbering: counts and the name-table index that do not fit in 16 bits live in
+  // section 0's header.
+  uint64_t shnum = h.shoff == 0 ? 0 : h.shnum;
+  uint64_t phnum = h.phnum;
+  uint32_t shstrndx = h.shstrndx;
+  if (h.shoff != 0) {
+    if (h.shentsize < h.shdr_size()) {
+      return Error(ErrorCode::kMalformed, "section header entry size " +
+                                              std::to_string(h.shentsize) + " is smaller than " +
+                                              std::to_string(h.shdr_size()));
+    }
+    if (!RangeFits(h.shoff, h.shentsize, file_size)) {
+      return Error(ErrorCode::kMalformed, "section header table at " + Hex(h.shoff) +
+                                              " lies past the end of the file (" +
+                                              std::to_string(file_size) + " bytes)");
+    }
+    ByteCursor c(bytes.subspan(h.shoff, h.shdr_size()));
+    uint32_t unused_name;
+    ElfSection first = elf::ReadSectionHeader(c, is_64bit_, &unused_name);
+    if (shnum == 0) shnum = first.size;
+    if (shstrndx == SHN_XINDEX) shstrndx = first.link;
+    if (phnum == PN_XNUM) phnum = first.info;
+  }
+
+  uint64_t table_bytes = 0;
+  if (shnum > 0 && (!CheckedMul(shnum, h.shentsize, &table_bytes) ||
+                    !RangeFits(h.shoff, table_bytes, file_size))) {
+    return Error(ErrorCode::kMalformed, "section header table (" + std::to_string(shnum) +
+                                            " entries of " + std::to_string(h.shentsize) +
+                                            " bytes at " + Hex(h.shoff) +
+                                            ") extends past the end of the file (" +
+                                            std::to_string(file_size) + " bytes)");
+  }
+  if (phnum > 0) {
+    if (h.phentsize < h.phdr_size()) {
+      return Error(ErrorCode::kMalformed, "program header entry size " +
+                                              std::to_string(h.phentsize) + " is smaller than " +
+                                              std::to_string(h.phdr_size()));
+    }
+    if (!CheckedMul(phnum, h.phentsize, &table_bytes) ||
+        !RangeFits(h.phoff, table_bytes, file_size)) {
+      return Error(ErrorCode::kMalformed, "program header table (" + std::to_string(phnum) +
+                                              " entries of " + std::to_string(h.phentsize) +
+                                              " bytes at " + Hex(h.phoff) +
+                                              ") extends past the end of the file (" +
+                                              std::to_string(file_size) + " bytes)");
+    }
+  }
+
+  // Section headers, then their names.
+  std::vector<uint32_t> name_offsets(shnum);
+  sections_.reserve(shnum);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    ByteCursor c(bytes.subspan(h.shoff + i * h.shentsize, h.shdr_size()));
+    ElfSection s = elf::ReadSectionHeader(c, is_64bit_, &name_offsets[i]);
+    s.index = static_cast<uint32_t>(i);
+    sections_.push_back(s);
+  }
+  if (shnum > 0 && shstrndx != SHN_UNDEF) {
+    if (shstrndx >= shnum) {
+      return Error(ErrorCode::kMalformed, "section name table index " + std::to_string(shstrndx) +
+                                              " is out of range (" + std::to_string(shnum) +
+                                              " sections)");
+    }
+    const ElfSection& names = sections_[shstrndx];
+    if (HasNoFileData(names) || !RangeFits(names.offset, names.size, file_size)) {
+      return Error(ErrorCode::kMalformed,
+                   "section name table (section " + std::to_string(shstrndx) + " at " +
+                       Hex(names.offset) + ", " + std::to_string(names.size) +
+                       " bytes) lies outside the file");
+    }
+    std::span<const uint8_t> table = bytes.subspan(names.offset, names.size);
+    for (uint64_t i = 0; i < shnum; ++i) {
+      if (!StringAt(table, name_offsets[i], &sections_[i].name)) {
+        // Section 0 (SHT_NULL) conventionally has name 0, which is fine even in an empty table.
+        if (i == 0 && name_offsets[i] == 0) continue;
+        return Error(ErrorCode::kMalformed, "name offset " + Hex(name_offsets[i]) + " of section " +
+                                                std::to_string(i) +
+                                                " is outside the section name table (" +
+                                                std::to_string(table.size()) + " bytes)");
+      }
+    }
+  }
+
+  segments_.reserve(phnum);
+  for (uint64_t i = 0; i < phnum; ++i) {
+    ByteCursor c(bytes.subspan(h.phoff + i * h.phentsize, h.phdr_size()));
+    segments_.push_back(elf::ReadProgramHeader(c, is_64bit_));
+  }
+
+  decompressed_.resize(sections_.size());
+  for (const ElfSection& s : sections_) {
+    if (IsCompressed(s)) decompressed_[s.index] = std::make_unique<Decompressed>();
+  }
+
+  // Notes: note sections first (present in separate debug files too), then PT_NOTE segments.
+  // A note area that lies outside the file or is malformed is an error: a build ID read from
+  // garbage would be a silently wrong answer.
+  for (const ElfSection& s : sections_) {
+    if (s.type != SHT_NOTE) continue;
+    if (!RangeFits(s.offset, s.size, file_size)) {
+      return Error(ErrorCode::kMalformed, "note section (" + std::to_string(s.size) + " bytes at " +
+                                              Hex(s.offset) + ") lies past the end of the file")
+          .WithSection(SectionLabel(s));
+    }
+    auto notes = elf::ParseNotes(bytes.subspan(s.offset, s.size), s.addralign);
+    if (!notes) return std::move(notes).error().WithSection(SectionLabel(s));
+    if (build_id_.empty()) {
+      std::span<const uint8_t> id = elf::FindBuildIdNote(*notes);
+      build_id_.assign(id.begin(), id.end());
+    }
+  }
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    const ElfSegment& seg = segments_[i];
+    if (seg.type != PT_NOTE) continue;
+    std::string label = "PT_NOTE segment " + std::to_string(i);
+    if (!RangeFits(seg.offset, seg.filesz, file_size)) {
+      return Error(ErrorCode::kMalformed, label + " (" + std::to_string(seg.filesz) + " bytes at " +
+                                              Hex(seg.offset) + ") lies past the end of the file");
+    }
+    auto notes = elf::ParseNotes(bytes.subspan(seg.offset, seg.filesz), seg.align);
+    if (!notes) return std::move(notes).error().WithSection(label);
+    if (build_id_.empty()) {
+      std::span<const uint8_t> id = elf::FindBuildIdNote(*notes);
+      build_id_.assign(id.begin(), id.end());
+    }
+  }
+
+  // Debug links are hints for finding separate debug files; a corrupt one costs only that.
+  if (const ElfSection* s = FindSection(".gnu_debuglink")) {
+    Result<std::span<const uint8_t>> data = SectionData(*s);
+    Result<DebugLink> link = data ? elf::ParseDebugLink(*data) : Result<DebugLink>(data.error());
+    if (link) {
+      debuglink_ = std::move(*link);
+    } else {
+      problems_.push_back(std::move(link).error().WithSection(".gnu_debuglink"));
+    }
+  }
+  if (const ElfSection* s = FindSection(".gnu_debugaltlink")) {
+    Result<std::span<const uint8_t>> data = SectionData(*s);
+    Result<DebugAltLink> link =
+        data ? elf::ParseDebugAltLink(*data) : Result<DebugAltLink>(data.error());
+    if (link) {
+      debugaltlink_ = std::move(*link);
+    } else {
+      problems_.push_back(std::move(link).error().WithSection(".gnu_debugaltlink"));
+    }
+  }
+  return {};
+}
+
+const ElfSection* ElfFile::FindSection(std::string_view name) const {
+  for (const ElfSection& s : sections_) {
+    if (s.name == name) return &s;
+  }
+  if (name.starts_with(".debug_")) {
+    for (const ElfSection& s : sections_) {
+      if (s.name.size() == name.size() + 1 && s.name.starts_with(".zdebug_") &&
+          s.name.substr(2) == name.substr(1)) {
+        return &s;
+      }
+    }
+  }
+  return nullptr;
+}
+
+Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section) const {
+  if (section.index >= sections_.size()) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "section index " + std::to_string(section.index) + " is not in this file")
+        .WithFile(path());
+  }
+  // Use our own copy of the header: the caller's may be stale or hand-made.
+  const ElfSection& s = sections_[section.index];
+  if (HasNoFileData(s)) return std::span<const uint8_t>();
+  const std::span<const uint8_t> bytes = file_.bytes();
+  if (!RangeFits(s.offset, s.size, bytes.size())) {
+    return Error(ErrorCode::kMalformed, "section data (" + std::to_string(s.size) + " bytes at " +
+                                            Hex(s.offset) + ") lies past the end of the file (" +
+                                            std::to_string(bytes.size()) + " bytes)")
+        .WithFile(path())
+        .WithSection(SectionLabel(s));
+  }
+  std::span<const uint8_t> raw = bytes.subspan(s.offset, s.size);
+  Decompressed* slot = decompressed_[s.index].get();
+  if (slot == nullptr) return raw;
+  std::call_once(slot->once, [&] {
+    bool gabi = (s.flags & SHF_COMPRESSED) != 0;
+    Result<std::vector<uint8_t>> out = elf::DecompressSection(raw, gabi, is_64bit_);
+    if (out) {
+      slot->data = std::move(*out);
+    } else {
+      slot->error = std::move(out).error().WithFile(path()).WithSection(SectionLabel(s));
+    }
+  });
+  if (slot->error) return *slot->error;
+  return std::span<const uint8_t>(slot->data);
+}
+
+Result<std::span<const uint8_t>> ElfFile::SectionData(std::string_view name) const {
+  const ElfSection* s = FindSection(name);
+  if (s == nullptr) return std::span<const uint8_t>();
+  return SectionData(*s);
+}
+
+std::string ElfFile::build_id_hex() const { return ToHex(build_id_); }
+
+const SymbolTable& ElfFile::symbols() const {
+  std::call_once(symbols_once_, [this] { SymbolTableBuilder::Build(*this, &symbols_); });
+  return symbols_;
+}
+
+std::optional<uint64_t> ElfFile::VaddrToFileOffset(uint64_t vaddr) const {
+  for (const ElfSegment& seg : segments_) {
+    if (seg.type != PT_LOAD || vaddr < seg.vaddr) continue;
+    uint64_t delta = vaddr - seg.vaddr;
+    uint64_t offset;
+    if (delta < seg.filesz && CheckedAdd(seg.offset, delta, &offset)) return offset;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> ElfFile::FileOffsetToVaddr(uint64_t offset) const {
+  for (const ElfSegment& seg : segments_) {
+    if (seg.type != PT_LOAD || offset < seg.offset) continue;
+    uint64_t delta = offset - seg.offset;
+    uint64_t vaddr;
+    if (delta < seg.filesz && CheckedAdd(seg.vaddr, delta, &vaddr)) return vaddr;
+  }
+  return std::nullopt;
+}
+
+}  // namespace stacksym

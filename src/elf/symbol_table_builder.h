@@ -1,0 +1,19 @@
+// elf/symbol_table_builder.h — turns .symtab/.dynsym into a SymbolTable.
+//
+// Keeps STT_FUNC, STT_GNU_IFUNC and STT_OBJECT symbols defined in a real section, sorts them
+// once, keeps one entry per address (global > weak > local, then functions over objects, then
+// sized over sizeless, then by name), gives sizeless symbols the extent up to the next symbol
+// or their section's end, and links nested symbols so Find returns the innermost cover.
+// Names are views into the mapped string tables: no allocation per symbol.
+#pragma once
+
+#include "stacksym/elf.h"
+
+namespace stacksym {
+
+class SymbolTableBuilder {
+ public:
+  static void Build(const ElfFile& elf, SymbolTable* table);
+};
+
+}  // namespace stacksym
