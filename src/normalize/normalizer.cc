@@ -1,0 +1,474 @@
+// Normalizer: the sorted VMA walk plus module resolution and the caches (range, same-file,
+// negative, per-process VMAs, build IDs by file identity).
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <numeric>
+#include <unordered_map>
+
+#include "normalize/build_id_cache.h"
+#include "normalize/vma_sources.h"
+#include "stacksym/elf.h"
+#include "stacksym/normalize.h"
+
+namespace stacksym {
+namespace {
+
+// What a batch says about one module, shared with the VMA cache so that a cache hit needs no
+// build-ID work at all.
+struct ModuleInfo {
+  ModuleKind kind = ModuleKind::kUnknown;
+  std::string path;
+  bool deleted = false;
+  uint64_t dev = 0;
+  uint64_t inode = 0;
+  std::vector<uint8_t> build_id;
+  std::optional<Reason> build_id_reason;
+};
+
+struct CachedVma {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  uint64_t inode = 0;
+  std::shared_ptr<const ModuleInfo> module;
+};
+
+struct ProcessCache {
+  std::unique_ptr<VmaSource> source;  // kept open across calls
+  std::vector<CachedVma> vmas;        // sorted by start, disjoint
+  uint64_t last_used = 0;
+};
+
+ModuleKind KindOf(const Vma& vma) {
+  if (vma.file_backed()) return ModuleKind::kElf;
+  std::string_view n = vma.name;
+  if (n == "[vdso]") return ModuleKind::kVdso;
+  if (n.empty() || n == "[heap]" || n.starts_with("[stack") || n.starts_with("[anon:") ||
+      n.starts_with("[anon_shmem:")) {
+    return ModuleKind::kAnonymous;
+  }
+  return ModuleKind::kUnknown;
+}
+
+uint64_t OffsetIn(ModuleKind kind, uint64_t addr, uint64_t vma_start, uint64_t vma_offset) {
+  return kind == ModuleKind::kElf ? addr - vma_start + vma_offset : addr - vma_start;
+}
+
+FileIdentity IdentityOf(const struct stat& st) {
+  FileIdentity id;
+  id.dev = st.st_dev;
+  id.inode = st.st_ino;
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return id;
+}
+
+struct FileKey {
+  uint64_t dev;
+  uint64_t inode;
+  bool operator==(const FileKey&) const = default;
+};
+struct FileKeyHash {
+  size_t operator()(const FileKey& k) const {
+    return static_cast<size_t>(k.inode * 0x9E3779B97F4A7C15ull ^ k.dev);
+  }
+};
+
+}  // namespace
+
+struct Normalizer::Impl {
+  explicit Impl(NormalizerOptions o)
+      : options(o), build_ids(o.cache_build_ids ? o.build_id_cache_entries : 0) {}
+
+  NormalizerOptions options;
+  mutable std::mutex mu;
+  NormalizerStats stats;
+  BuildIdCache build_ids;
+  std::unordered_map<pid_t, ProcessCache> processes;
+  uint64_t tick = 0;
+
+  // State of one Normalize call.
+  struct Call {
+    pid_t pid = 0;
+    NormalizedBatch* batch = nullptr;
+    std::vector<std::shared_ptr<const ModuleInfo>> infos;      // parallel to batch->modules
+    std::unordered_map<FileKey, uint32_t, FileKeyHash> files;  // same-file cache
+    std::unordered_map<std::string, uint32_t> named;           // non-file modules by name
+    bool process_gone = false;
+  };
+
+  Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
+  uint32_t ModuleForVma(Call& call, const Vma& vma);
+  uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info,
+                         const CachedVma& vma);
+  uint32_t AddModule(Call& call, std::shared_ptr<const ModuleInfo> info, uint64_t start,
+                     uint64_t end, uint64_t offset);
+  void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
+  void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
+  ProcessCache* CacheFor(pid_t pid);
+};
+
+uint32_t Normalizer::Impl::AddModule(Call& call, std::shared_ptr<const ModuleInfo> info,
+                                     uint64_t start, uint64_t end, uint64_t offset) {
+  NormalizedModule m;
+  m.kind = info->kind;
+  m.path = info->path;
+  m.deleted = info->deleted;
+  m.dev = info->dev;
+  m.inode = info->inode;
+  m.build_id = info->build_id;
+  m.build_id_reason = info->build_id_reason;
+  m.map_start = start;
+  m.map_end = end;
+  m.map_offset = offset;
+  uint32_t index = static_cast<uint32_t>(call.batch->modules.size());
+  call.batch->modules.push_back(std::move(m));
+  call.infos.push_back(std::move(info));
+  return index;
+}
+
+static void NoteMapping(NormalizedModule& m, uint64_t start, uint64_t end, uint64_t offset) {
+  if (start < m.map_start) {
+    m.map_start = start;
+    m.map_end = end;
+    m.map_offset = offset;
+  }
+}
+
+uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
+  ModuleKind kind = KindOf(vma);
+  if (kind == ModuleKind::kElf) {
+    FileKey key{vma.dev, vma.inode};
+    auto it = call.files.find(key);
+    if (it != call.files.end()) {
+      ++stats.same_file_hits;
+      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
+      return it->second;
+    }
+  } else {
+    auto it = call.named.find(std::string(vma.name));
+    if (it != call.named.end()) {
+      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
+      return it->second;
+    }
+  }
+  auto info = std::make_shared<ModuleInfo>();
+  info->kind = kind;
+  info->path = std::string(vma.name);
+  info->deleted = vma.deleted;
+  info->dev = vma.dev;
+  info->inode = vma.inode;
+  if (kind == ModuleKind::kElf && options.build_ids) ResolveBuildId(call.pid, vma, info.get());
+  uint32_t index = AddModule(call, std::move(info), vma.start, vma.end, vma.offset);
+  if (kind == ModuleKind::kElf) {
+    call.files.emplace(FileKey{vma.dev, vma.inode}, index);
+  } else {
+    call.named.emplace(std::string(vma.name), index);
+  }
+  return index;
+}
+
+uint32_t Normalizer::Impl::ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info,
+                                         const CachedVma& vma) {
+  if (info->kind == ModuleKind::kElf) {
+    auto it = call.files.find(FileKey{info->dev, info->inode});
+    if (it != call.files.end()) {
+      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
+      return it->second;
+    }
+  } else {
+    auto it = call.named.find(info->path);
+    if (it != call.named.end()) {
+      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
+      return it->second;
+    }
+  }
+  uint32_t index = AddModule(call, info, vma.start, vma.end, vma.offset);
+  if (info->kind == ModuleKind::kElf) {
+    call.files.emplace(FileKey{info->dev, info->inode}, index);
+  } else {
+    call.named.emplace(info->path, index);
+  }
+  return index;
+}
+
+void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info) {
+  if (vma.has_kernel_build_id && !vma.kernel_build_id.empty()) {
+    ++stats.kernel_build_ids;
+    info->build_id.assign(vma.kernel_build_id.begin(), vma.kernel_build_id.end());
+    return;
+  }
+  // The kernel gave no answer (text source, or it found none): read the file ourselves. An
+  // empty kernel answer is not trusted as "no build ID" because the kernel also returns
+  // nothing when it cannot read the page; the negative cache keeps the re-check cheap.
+  std::string paths[2] = {MapFilesPath(pid, vma.start, vma.end), std::string()};
+  int path_count = 1;
+  if (!vma.deleted && !vma.name.empty() && vma.name.front() == '/') {
+    paths[path_count++] = ProcRootPath(pid, vma.name);
+  }
+  int last_errno = 0;
+  for (int p = 0; p < path_count; ++p) {
+    struct stat st;
+    if (stat(paths[p].c_str(), &st) != 0) {
+      last_errno = errno;
+      continue;
+    }
+    FileIdentity id = IdentityOf(st);
+    if (const BuildIdEntry* hit = build_ids.Find(id)) {
+      if (hit->build_id.empty()) {
+        ++stats.negative_hits;
+        info->build_id_reason = hit->reason;
+      } else {
+        ++stats.build_id_cache_hits;
+        info->build_id = hit->build_id;
+      }
+      return;
+    }
+    int fd = open(paths[p].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    ++stats.build_id_reads;
+    struct stat fst;
+    if (fstat(fd, &fst) == 0) id = IdentityOf(fst);  // the file actually read
+    Result<std::vector<uint8_t>> read = ReadBuildIdFromFd(fd);
+    close(fd);
+    BuildIdEntry entry;
+    if (!read) {
+      entry.reason = read.error().code == ErrorCode::kPermission ? Reason::kAccessDenied
+                                                                 : Reason::kFileUnavailable;
+      if (read.error().code == ErrorCode::kIo) {  // transient: do not remember
+        info->build_id_reason = entry.reason;
+        return;
+      }
+    } else if (read->empty()) {
+      entry.reason = Reason::kNoBuildId;
+    } else {
+      entry.build_id = *read;
+    }
+    if (entry.build_id.empty()) {
+      info->build_id_reason = entry.reason;
+    } else {
+      info->build_id = entry.build_id;
+    }
+    build_ids.Insert(id, std::move(entry));
+    return;
+  }
+  if (last_errno == EACCES || last_errno == EPERM) {
+    info->build_id_reason = Reason::kAccessDenied;
+  } else if (!ProcessAlive(pid)) {
+    info->build_id_reason = Reason::kProcessGone;
+  } else {
+    info->build_id_reason = Reason::kFileUnavailable;
+  }
+}
+
+void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
+                                std::shared_ptr<const ModuleInfo> info) {
+  auto& v = pc.vmas;
+  // First cached VMA that ends above vma.start: the first that may overlap.
+  auto first = std::partition_point(v.begin(), v.end(),
+                                    [&](const CachedVma& c) { return c.end <= vma.start; });
+  auto last = first;
+  while (last != v.end() && last->start < vma.end) ++last;
+  if (last - first == 1 && first->start == vma.start && first->end == vma.end &&
+      first->offset == vma.offset && first->inode == vma.inode) {
+    return;  // unchanged
+  }
+  // Whatever overlapped no longer matches the process: drop it.
+  stats.vma_cache_invalidations += static_cast<uint64_t>(last - first);
+  auto pos = v.erase(first, last);
+  v.insert(pos, CachedVma{vma.start, vma.end, vma.offset, vma.inode, std::move(info)});
+}
+
+ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
+  auto it = processes.find(pid);
+  if (it != processes.end()) {
+    it->second.last_used = ++tick;
+    return &it->second;
+  }
+  if (options.vma_cache_processes == 0) return nullptr;
+  while (processes.size() >= options.vma_cache_processes) {
+    auto oldest = std::min_element(processes.begin(), processes.end(), [](auto& a, auto& b) {
+      return a.second.last_used < b.second.last_used;
+    });
+    stats.vma_cache_invalidations += oldest->second.vmas.size();
+    processes.erase(oldest);
+  }
+  ProcessCache& pc = processes[pid];
+  pc.last_used = ++tick;
+  return &pc;
+}
+
+Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const uint64_t> addrs) {
+  if (pid <= 0) return Error(ErrorCode::kInvalidArgument, "pid must be a positive process ID");
+  if (addrs.size() >= UINT32_MAX) return Error(ErrorCode::kInvalidArgument, "too many addresses");
+  std::lock_guard<std::mutex> lock(mu);
+  ++stats.calls;
+  stats.addresses += addrs.size();
+
+  NormalizedBatch batch;
+  batch.pid = pid;
+  batch.source = options.vma_source;
+  batch.addresses.resize(addrs.size());
+  if (addrs.empty()) return batch;
+
+  Call call;
+  call.pid = pid;
+  call.batch = &batch;
+
+  std::vector<uint32_t> order = SortedOrder(addrs);
+  if (order.empty()) {
+    order.resize(addrs.size());
+    std::iota(order.begin(), order.end(), 0u);
+  }
+
+  ProcessCache* pc = options.cache_vmas ? CacheFor(pid) : nullptr;
+  // Addresses that need the VMA source: not 0, not inside a cached VMA. Stays sorted.
+  std::vector<uint32_t> pending;
+  pending.reserve(order.size());
+  size_t cursor = 0;  // into pc->vmas; addresses ascend, so it only moves forward
+  for (uint32_t idx : order) {
+    uint64_t a = addrs[idx];
+    if (a == 0) {
+      batch.addresses[idx].reason = Reason::kInvalidAddress;
+      continue;
+    }
+    if (pc != nullptr) {
+      auto& v = pc->vmas;
+      while (cursor < v.size() && v[cursor].end <= a) ++cursor;
+      if (cursor < v.size() && v[cursor].start <= a) {
+        const CachedVma& c = v[cursor];
+        ++stats.vma_cache_hits;
+        NormalizedAddress& out = batch.addresses[idx];
+        out.module = ModuleForInfo(call, c.module, c);
+        out.file_offset = OffsetIn(c.module->kind, a, c.start, c.offset);
+        continue;
+      }
+    }
+    pending.push_back(idx);
+  }
+  if (pending.empty()) {
+    if (batch.source == VmaSourceKind::kAuto) {
+      batch.source = ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
+    }
+    return batch;
+  }
+
+  VmaSourceOptions source_options;
+  source_options.executable_only = options.executable_only;
+  source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
+  std::unique_ptr<VmaSource> owned_source;
+  VmaSource* source = nullptr;
+  if (pc != nullptr && pc->source) {
+    source = pc->source.get();
+    if (source->kind() == VmaSourceKind::kText) static_cast<TextVmaSource*>(source)->Rewind();
+  } else {
+    Result<std::unique_ptr<VmaSource>> opened =
+        OpenVmaSource(pid, options.vma_source, source_options);
+    if (!opened) {
+      if (opened.error().code == ErrorCode::kUnsupported) return opened.error();
+      Reason reason = ReasonForError(opened.error());
+      for (uint32_t idx : pending) batch.addresses[idx].reason = reason;
+      if (pc != nullptr && reason == Reason::kProcessGone) processes.erase(pid);
+      return batch;
+    }
+    owned_source = std::move(*opened);
+    source = owned_source.get();
+  }
+  batch.source = source->kind();
+  uint64_t reads_before = source->lookups();
+
+  WalkStats ws = WalkVmas(*source, addrs, pending,
+                          [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
+                            if (vma == nullptr) {
+                              if (reason == Reason::kProcessGone) call.process_gone = true;
+                              for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
+                              return;
+                            }
+                            uint32_t module = ModuleForVma(call, *vma);
+                            ModuleKind kind = batch.modules[module].kind;
+                            for (uint32_t idx : idxs) {
+                              NormalizedAddress& out = batch.addresses[idx];
+                              out.module = module;
+                              out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
+                            }
+                            if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
+                          });
+  stats.vma_lookups += ws.lookups;
+  stats.range_cache_hits += ws.range_cache_hits;
+  if (source->kind() == VmaSourceKind::kText) stats.maps_reads += source->lookups() - reads_before;
+
+  if (pc != nullptr) {
+    if (call.process_gone) {
+      stats.vma_cache_invalidations += pc->vmas.size();
+      processes.erase(pid);
+    } else if (owned_source) {
+      pc->source = std::move(owned_source);
+    }
+  }
+  return batch;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const char* ModuleKindName(ModuleKind kind) {
+  switch (kind) {
+    case ModuleKind::kElf:
+      return "elf";
+    case ModuleKind::kVdso:
+      return "vdso";
+    case ModuleKind::kAnonymous:
+      return "anonymous";
+    case ModuleKind::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+Normalizer::Normalizer(NormalizerOptions options) : impl_(std::make_unique<Impl>(options)) {}
+Normalizer::~Normalizer() = default;
+
+Result<NormalizedBatch> Normalizer::Normalize(pid_t pid, std::span<const uint64_t> addrs) {
+  return impl_->Normalize(pid, addrs);
+}
+
+void Normalizer::Invalidate(pid_t pid) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->processes.find(pid);
+  if (it == impl_->processes.end()) return;
+  impl_->stats.vma_cache_invalidations += it->second.vmas.size();
+  impl_->processes.erase(it);
+}
+
+void Normalizer::InvalidateAll() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (auto& [pid, pc] : impl_->processes) impl_->stats.vma_cache_invalidations += pc.vmas.size();
+  impl_->processes.clear();
+}
+
+void Normalizer::ClearBuildIdCache() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->build_ids.Clear();
+}
+
+NormalizerStats Normalizer::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+void Normalizer::ResetStats() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->stats = NormalizerStats{};
+}
+
+const NormalizerOptions& Normalizer::options() const { return impl_->options; }
+
+}  // namespace stacksym
