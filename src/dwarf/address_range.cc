@@ -1,0 +1,104 @@
+#include "dwarf/address_range.h"
+
+#include <algorithm>
+#include <set>
+
+namespace stacksym::dwarf {
+
+namespace {
+
+void Emit(std::vector<AddressSegment>* out, uint64_t start, int32_t id) {
+  if (!out->empty() && out->back().start == start) {
+    out->back().id = id;
+    // Replacing may make it equal to its predecessor: merge.
+    if (out->size() >= 2 && (*out)[out->size() - 2].id == id) out->pop_back();
+    return;
+  }
+  if (!out->empty() && out->back().id == id) return;
+  if (out->empty() && id == kNoId) return;
+  out->push_back({start, id});
+}
+
+}  // namespace
+
+int32_t FindSegment(const std::vector<AddressSegment>& segments, uint64_t address) {
+  auto it = std::upper_bound(segments.begin(), segments.end(), address,
+                             [](uint64_t a, const AddressSegment& s) { return a < s.start; });
+  if (it == segments.begin()) return kNoId;
+  return std::prev(it)->id;
+}
+
+std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges) {
+  ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
+                              [](const TreeRange& r) { return r.low >= r.high; }),
+               ranges.end());
+  std::sort(ranges.begin(), ranges.end(), [](const TreeRange& a, const TreeRange& b) {
+    if (a.low != b.low) return a.low < b.low;
+    return a.order < b.order;
+  });
+  std::vector<AddressSegment> out;
+  struct Open {
+    uint64_t high;
+    int32_t id;
+  };
+  std::vector<Open> stack;  // highs never increase towards the top
+  auto close_until = [&](uint64_t limit) {
+    while (!stack.empty() && stack.back().high <= limit) {
+      uint64_t end = stack.back().high;
+      stack.pop_back();
+      // Anything still open continues after `end`.
+      Emit(&out, end, stack.empty() ? kNoId : stack.back().id);
+    }
+  };
+  for (const TreeRange& r : ranges) {
+    close_until(r.low);
+    uint64_t high = r.high;
+    // A later range overlapping the tail of an open one but reaching past it: the part past
+    // the open range's end is kept by re-opening with the rest after that one closes.
+    if (!stack.empty() && high > stack.back().high) {
+      // Split: [low, top.high) nested now; [top.high, high) becomes a sibling later.
+      // Rare (broken or discarded-code DWARF); handled by truncating — the later range
+      // still wins where it overlaps.
+      high = stack.back().high;
+    }
+    Emit(&out, r.low, r.id);
+    stack.push_back({high, r.id});
+  }
+  close_until(~uint64_t{0});
+  return out;
+}
+
+std::vector<AddressSegment> FlattenByLowestId(std::vector<IdRange> ranges) {
+  struct Event {
+    uint64_t address;
+    int32_t id;
+    bool open;
+  };
+  std::vector<Event> events;
+  events.reserve(ranges.size() * 2);
+  for (const IdRange& r : ranges) {
+    if (r.low >= r.high) continue;
+    events.push_back({r.low, r.id, true});
+    events.push_back({r.high, r.id, false});
+  }
+  std::sort(events.begin(), events.end(),
+            [](const Event& a, const Event& b) { return a.address < b.address; });
+  std::vector<AddressSegment> out;
+  std::multiset<int32_t> active;
+  size_t i = 0;
+  while (i < events.size()) {
+    uint64_t at = events[i].address;
+    for (; i < events.size() && events[i].address == at; ++i) {
+      if (events[i].open) {
+        active.insert(events[i].id);
+      } else {
+        auto it = active.find(events[i].id);
+        if (it != active.end()) active.erase(it);
+      }
+    }
+    Emit(&out, at, active.empty() ? kNoId : *active.begin());
+  }
+  return out;
+}
+
+}  // namespace stacksym::dwarf

@@ -1,0 +1,45 @@
+// Half-open address ranges and the flattening of possibly overlapping ranges into a sorted,
+// disjoint segment table (one binary search per lookup).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace stacksym::dwarf {
+
+struct AddressRange {
+  uint64_t low = 0;
+  uint64_t high = 0;  // exclusive
+};
+
+// One entry of a flattened table: [start, next entry's start) maps to `id` (kNoId: a gap).
+struct AddressSegment {
+  uint64_t start = 0;
+  int32_t id = -1;
+};
+inline constexpr int32_t kNoId = -1;
+
+// The id whose segment holds `address`, or kNoId.
+int32_t FindSegment(const std::vector<AddressSegment>& segments, uint64_t address);
+
+// Flattens ranges of a tree (children nested in parents, `order` = depth-first visit order):
+// where ranges overlap, the one visited later (the deeper or later sibling) wins — the rule
+// llvm-symbolizer's address-to-DIE map applies.
+struct TreeRange {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  int32_t id = 0;
+  uint32_t order = 0;
+};
+std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges);
+
+// Flattens ranges of independent objects (units): where they overlap the smallest id wins,
+// as in LLVM's aranges table.
+struct IdRange {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  int32_t id = 0;
+};
+std::vector<AddressSegment> FlattenByLowestId(std::vector<IdRange> ranges);
+
+}  // namespace stacksym::dwarf

@@ -1,0 +1,24 @@
+// .debug_aranges: address ranges → the .debug_info offset of the unit that covers them.
+// Only an accelerator: the caller checks which units it names and finds the others' ranges
+// from the units themselves.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "stacksym/result.h"
+
+namespace stacksym::dwarf {
+
+struct ArangeEntry {
+  uint64_t low = 0;
+  uint64_t high = 0;
+  uint64_t unit_offset = 0;
+};
+
+// Appends every non-empty range to `out`. On a corrupt set, the sets before it are kept and
+// an error is returned.
+Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEntry>* out);
+
+}  // namespace stacksym::dwarf

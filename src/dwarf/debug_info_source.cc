@@ -1,0 +1,444 @@
+#include "dwarf/debug_info_source.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "dwarf/aranges.h"
+#include "dwarf/dwarf_constants.h"
+#include "dwarf/dwarf_error.h"
+#include "stacksym/demangle.h"
+
+#if __has_include("dwarf/debug_file_finder.h")
+#include "dwarf/debug_file_finder.h"
+#define STACKSYM_HAVE_DEBUG_FILE_FINDER 1
+#endif
+#if __has_include("dwarf/dwp_index.h")
+#include "dwarf/dwp_index.h"
+#define STACKSYM_HAVE_DWP_INDEX 1
+#endif
+
+namespace stacksym {
+
+#ifndef STACKSYM_HAVE_DEBUG_FILE_FINDER
+class DebugFileFinder {};
+#endif
+
+using dwarf::AddressRange;
+using dwarf::DwarfFile;
+using dwarf::DwarfSections;
+using dwarf::FunctionTable;
+using dwarf::LineTable;
+using dwarf::UnitInfo;
+
+// Per-unit tables, built on first use.
+struct DebugInfoSource::UnitState {
+  bool built = false;
+  bool ok = false;
+  DwarfFile* function_file = nullptr;  // the file the function DIEs are in (main, dwo, dwp)
+  FunctionTable functions;
+  const LineTable* line = nullptr;
+  std::string_view comp_dir;
+  // Lazily resolved per node / per file index.
+  std::vector<std::string_view> names;
+  std::vector<uint8_t> name_done;
+  std::vector<std::string> paths;
+  std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
+};
+
+namespace {
+
+bool HasDebugInfo(const ElfFile& elf) {
+  const ElfSection* s = elf.FindSection(".debug_info");
+  return s != nullptr && s->type != 8 /* SHT_NOBITS */ && s->size > 0;
+}
+
+Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo) {
+  DwarfSections s;
+  struct Want {
+    const char* name;
+    std::span<const uint8_t>* out;
+  };
+  const Want wants[] = {
+      {".debug_info", &s.info},         {".debug_abbrev", &s.abbrev},
+      {".debug_str", &s.str},           {".debug_line", &s.line},
+      {".debug_line_str", &s.line_str}, {".debug_str_offsets", &s.str_offsets},
+      {".debug_addr", &s.addr},         {".debug_ranges", &s.ranges},
+      {".debug_rnglists", &s.rnglists}, {".debug_aranges", &s.aranges},
+  };
+  for (const Want& w : wants) {
+    std::string name = w.name;
+    if (dwo) {
+      // Split objects have *.dwo sections; addresses and aranges stay in the skeleton's file.
+      if (name == ".debug_addr" || name == ".debug_aranges" || name == ".debug_ranges" ||
+          name == ".debug_line_str") {
+        continue;
+      }
+      name += ".dwo";
+    }
+    Result<std::span<const uint8_t>> data = elf.SectionData(name);
+    if (!data) return std::move(data).error().WithFile(elf.path());
+    *w.out = *data;
+  }
+  return s;
+}
+
+}  // namespace
+
+DebugInfoSource::~DebugInfoSource() = default;
+
+size_t DebugInfoSource::unit_count() const { return main_ ? main_->units().size() : 0; }
+
+Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<ElfFile> binary,
+                                                               const SymbolizeOptions& options) {
+  std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
+  source->options_ = options;
+  source->binary_ = binary;
+#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
+  source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs);
+#endif
+  std::shared_ptr<ElfFile> debug_file;
+  if (HasDebugInfo(*binary)) {
+    debug_file = binary;
+  } else {
+#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
+    Result<std::shared_ptr<ElfFile>> found = source->finder_->FindSeparateDebugFile(*binary);
+    if (!found) return std::move(found).error();
+    debug_file = *found;
+#endif
+    if (!debug_file || !HasDebugInfo(*debug_file)) return std::unique_ptr<DebugInfoSource>();
+  }
+  source->debug_file_ = debug_file;
+  source->path_ = debug_file->path();
+  Result<DwarfSections> sections = LoadSections(*debug_file, false);
+  if (!sections) return std::move(sections).error();
+  source->main_ = std::make_unique<DwarfFile>(*sections);
+
+#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
+  if (debug_file->debugaltlink()) {
+    Result<std::shared_ptr<ElfFile>> alt = source->finder_->FindSupplementaryFile(*debug_file);
+    // Without the supplementary file, names that live there are missing; lines still work.
+    if (alt && *alt) {
+      Result<DwarfSections> alt_sections = LoadSections(**alt, false);
+      if (alt_sections) {
+        source->supplementary_file_ = *alt;
+        source->supplementary_ = std::make_unique<DwarfFile>(*alt_sections);
+        (void)source->supplementary_->ScanUnits();
+        source->main_->set_supplementary(source->supplementary_.get());
+        source->supplementary_->set_supplementary(source->supplementary_.get());
+      }
+    }
+  }
+#endif
+  if (Result<void> r = source->Init(*sections); !r)
+    return std::move(r).error().WithFile(source->path_);
+  return source;
+}
+
+Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::FromSections(
+    const DwarfSections& sections, const SymbolizeOptions& options) {
+  std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
+  source->options_ = options;
+  source->path_ = "<memory>";
+  source->main_ = std::make_unique<DwarfFile>(sections);
+  if (Result<void> r = source->Init(sections); !r) return std::move(r).error();
+  return source;
+}
+
+Result<void> DebugInfoSource::Init(const DwarfSections& sections) {
+  Result<void> scanned = main_->ScanUnits();
+  // A corrupt header ends the scan; the units before it remain usable.
+  if (!scanned) {
+    if (main_->units().empty()) return scanned;
+    unit_errors_.push_back(std::move(scanned).error());
+  }
+  units_.resize(main_->units().size());
+  return BuildUnitMap();
+}
+
+Result<void> DebugInfoSource::BuildUnitMap() {
+  std::vector<UnitInfo>& units = main_->units();
+  std::vector<dwarf::IdRange> ranges;
+  std::vector<uint8_t> covered(units.size(), 0);
+  std::vector<dwarf::ArangeEntry> aranges;
+  Result<void> parsed = dwarf::ParseAranges(main_->sections().aranges, &aranges);
+  if (!parsed) unit_errors_.push_back(std::move(parsed).error());
+  for (const dwarf::ArangeEntry& e : aranges) {
+    auto it = std::lower_bound(units.begin(), units.end(), e.unit_offset,
+                               [](const UnitInfo& u, uint64_t o) { return u.offset < o; });
+    if (it == units.end() || it->offset != e.unit_offset || it->is_type_unit()) continue;
+    int32_t index = static_cast<int32_t>(it - units.begin());
+    covered[static_cast<size_t>(index)] = 1;
+    ranges.push_back({e.low, e.high, index});
+  }
+  // Units aranges does not describe (clang emits no aranges; producers may leave units out):
+  // their own unit-DIE ranges. Only the unit DIE is read, never the whole unit.
+  std::vector<AddressRange> unit_ranges;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (covered[i] || units[i].is_type_unit()) continue;
+    unit_ranges.clear();
+    Result<void> r = main_->UnitRanges(units[i], &unit_ranges);
+    if (!r) {
+      unit_errors_.push_back(std::move(r).error());
+      continue;
+    }
+    for (const AddressRange& ar : unit_ranges) {
+      ranges.push_back({ar.low, ar.high, static_cast<int32_t>(i)});
+    }
+  }
+  unit_map_ = dwarf::FlattenByLowestId(std::move(ranges));
+  unit_map_.shrink_to_fit();
+  return {};
+}
+
+const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_size) {
+  auto it = line_tables_.find(offset);
+  if (it != line_tables_.end()) return it->second.get();
+  dwarf::LineSections ls;
+  const DwarfSections& s = main_->sections();
+  ls.line = s.line;
+  ls.line_str = s.line_str;
+  ls.str = s.str;
+  ls.str_offsets = s.str_offsets;
+  Result<LineTable> table = LineTable::Parse(ls, offset, address_size);
+  std::unique_ptr<LineTable> owned;
+  if (table) {
+    owned = std::make_unique<LineTable>(std::move(*table));
+  } else {
+    unit_errors_.push_back(std::move(table).error());
+  }
+  const LineTable* raw = owned.get();
+  line_tables_.emplace(offset, std::move(owned));  // failures are cached as nullptr too
+  return raw;
+}
+
+Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state) {
+#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
+  std::unique_ptr<DwarfFile> dwo;
+  std::shared_ptr<ElfFile> dwo_elf;
+  // A .dwp package first (it replaces the .dwo files), then the .dwo itself.
+#ifdef STACKSYM_HAVE_DWP_INDEX
+  {
+    Result<std::shared_ptr<ElfFile>> dwp = finder_->FindDwp(binary_ ? *binary_ : *debug_file_);
+    if (dwp && *dwp) {
+      Result<std::span<const uint8_t>> index_bytes = (*dwp)->SectionData(".debug_cu_index");
+      if (index_bytes) {
+        Result<DwpIndex> index = DwpIndex::Parse(*index_bytes);
+        std::optional<DwpUnitSections> contrib;
+        if (index) contrib = index->Find(skeleton.dwo_id);
+        Result<DwarfSections> whole = LoadSections(**dwp, true);
+        if (contrib && whole) {
+          auto slice = [](std::span<const uint8_t> s, const DwpContribution& c) {
+            if (c.size == 0 && c.offset == 0) return s;
+            if (c.offset > s.size() || c.size > s.size() - c.offset) {
+              return std::span<const uint8_t>();
+            }
+            return s.subspan(static_cast<size_t>(c.offset), static_cast<size_t>(c.size));
+          };
+          DwarfSections s = *whole;
+          s.info = slice(s.info, contrib->info);
+          s.abbrev = slice(s.abbrev, contrib->abbrev);
+          s.line = slice(s.line, contrib->line);
+          s.str_offsets = slice(s.str_offsets, contrib->str_offsets);
+          s.rnglists = slice(s.rnglists, contrib->rnglists);
+          dwo = std::make_unique<DwarfFile>(s, true);
+          dwo_elf = *dwp;
+        }
+      }
+    }
+  }
+#endif
+  if (!dwo) {
+    Result<std::shared_ptr<ElfFile>> found =
+        finder_->FindDwo(binary_ ? *binary_ : *debug_file_, skeleton.comp_dir, skeleton.dwo_name);
+    if (!found) return std::move(found).error();
+    if (!*found) {
+      return MakeError(ErrorCode::kNotFound,
+                       "split DWARF object " + std::string(skeleton.dwo_name) + " not found");
+    }
+    Result<DwarfSections> s = LoadSections(**found, true);
+    if (!s) return std::move(s).error();
+    dwo = std::make_unique<DwarfFile>(*s, true);
+    dwo_elf = *found;
+  }
+  if (Result<void> r = dwo->ScanUnits(); !r && dwo->units().empty()) return r;
+  UnitInfo* split = nullptr;
+  for (UnitInfo& u : dwo->units()) {
+    if (u.is_type_unit()) continue;
+    if (!dwo->ReadUnitDie(u)) continue;
+    if (!skeleton.has_dwo_id || (u.has_dwo_id && u.dwo_id == skeleton.dwo_id)) {
+      split = &u;
+      break;
+    }
+  }
+  if (split == nullptr) {
+    return MakeError(ErrorCode::kMalformed,
+                     "no unit with the skeleton's DWO id in " + std::string(skeleton.dwo_name));
+  }
+  // Addresses (and DWARF 4 range lists) of a split unit live in the skeleton's file.
+  split->addr_section = main_->sections().addr;
+  split->addr_overridden = true;
+  split->addr_base = skeleton.addr_base;
+  split->low_pc = skeleton.low_pc;
+  if (split->ctx.version < 5) {
+    split->ranges_section = main_->sections().ranges;
+    split->ranges_overridden = true;
+    split->gnu_ranges_base = skeleton.gnu_ranges_base;
+  }
+  Result<FunctionTable> functions = FunctionTable::Build(*dwo, *split);
+  if (!functions) return std::move(functions).error().WithFile(dwo_elf->path());
+  state->functions = std::move(*functions);
+  state->function_file = dwo.get();
+  split_dwarf_.push_back(std::move(dwo));
+  split_files_.push_back(std::move(dwo_elf));
+  return {};
+#else
+  (void)skeleton;
+  (void)state;
+  return MakeError(ErrorCode::kUnsupported, "split DWARF support is not built in");
+#endif
+}
+
+DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
+  std::unique_ptr<UnitState>& slot = units_[index];
+  if (slot) return slot->ok ? slot.get() : nullptr;
+  slot = std::make_unique<UnitState>();
+  UnitState* state = slot.get();
+  state->built = true;
+  ++parsed_units_;
+  UnitInfo& unit = main_->units()[index];
+  if (Result<void> r = main_->ReadUnitDie(unit); !r) {
+    unit_errors_.push_back(std::move(r).error());
+    return nullptr;
+  }
+  state->comp_dir = unit.comp_dir;
+  bool split = unit.unit_type == dwarf::DW_UT_skeleton || !unit.dwo_name.empty();
+  if (split) {
+    Result<void> r = OpenSplitUnit(unit, state);
+    // Without the split object the line table of the skeleton still answers.
+    if (!r) unit_errors_.push_back(std::move(r).error());
+  } else {
+    Result<FunctionTable> functions = FunctionTable::Build(*main_, unit);
+    if (functions) {
+      state->functions = std::move(*functions);
+      state->function_file = main_.get();
+    } else {
+      unit_errors_.push_back(std::move(functions).error().WithFile(path_));
+    }
+  }
+  if (unit.has_stmt_list) state->line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
+  state->names.assign(state->functions.nodes().size(), std::string_view());
+  state->name_done.assign(state->functions.nodes().size(), 0);
+  state->ok = true;
+  return state;
+}
+
+std::string_view DebugInfoSource::NodeName(UnitState& state, int32_t node) {
+  size_t i = static_cast<size_t>(node);
+  if (!state.name_done[i]) {
+    state.name_done[i] = 1;
+    state.names[i] = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset);
+  }
+  return state.names[i];
+}
+
+const std::string& DebugInfoSource::DemangledName(std::string_view raw) {
+  // Keyed by the name's address: names are views into the (stable) section bytes.
+  auto it = demangled_.find(raw.data());
+  if (it != demangled_.end()) return it->second;
+  return demangled_.emplace(raw.data(), Demangle(raw)).first->second;
+}
+
+const std::string& DebugInfoSource::FilePath(UnitState& state, uint32_t file) {
+  static const std::string kEmpty;
+  if (state.line == nullptr) return kEmpty;
+  if (file >= state.paths.size()) {
+    if (file > state.line->files().size() + 1) return kEmpty;
+    state.paths.resize(file + 1);
+    state.path_state.resize(file + 1, 0);
+  }
+  if (state.path_state[file] == 0) {
+    state.path_state[file] = state.line->FilePath(file, state.comp_dir, &state.paths[file]) ? 1 : 2;
+  }
+  return state.path_state[file] == 1 ? state.paths[file] : kEmpty;
+}
+
+bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
+  frames->clear();
+  if (!main_) return false;
+  int32_t unit_index = dwarf::FindSegment(unit_map_, vaddr);
+  if (unit_index < 0) return false;
+  UnitState* state = EnsureUnit(static_cast<size_t>(unit_index));
+  if (state == nullptr) return false;
+  int32_t node = state->functions.Find(vaddr);
+  const dwarf::LineRow* row = state->line ? state->line->Find(vaddr) : nullptr;
+  if (node < 0 && row == nullptr) return false;
+
+  auto name_frame = [&](SourceFrame& frame, int32_t n) {
+    if (n < 0) return;
+    std::string_view raw = NodeName(*state, n);
+    frame.raw_function.assign(raw);
+    if (options_.demangle && !raw.empty()) {
+      frame.function = DemangledName(raw);
+    } else {
+      frame.function.assign(raw);
+    }
+  };
+  auto nodes = state->functions.nodes();
+  if (!options_.inlines) {
+    // Only the out-of-line function, with the line of the address itself.
+    int32_t outer = node;
+    while (outer >= 0 && nodes[static_cast<size_t>(outer)].inlined) {
+      outer = nodes[static_cast<size_t>(outer)].parent;
+    }
+    SourceFrame& frame = frames->emplace_back();
+    name_frame(frame, outer >= 0 ? outer : node);
+    if (row != nullptr) {
+      frame.file = FilePath(*state, row->file);
+      frame.line = row->line;
+      frame.column = row->column;
+    }
+    return true;
+  }
+  // Innermost frame: the line row of the address. Each outer frame: the call site recorded
+  // on the inlined subroutine it contains. The chain ends at the first out-of-line function.
+  SourceFrame& first = frames->emplace_back();
+  name_frame(first, node);
+  if (row != nullptr) {
+    first.file = FilePath(*state, row->file);
+    first.line = row->line;
+    first.column = row->column;
+  }
+  int32_t current = node;
+  size_t guard = 0;
+  while (current >= 0 && nodes[static_cast<size_t>(current)].inlined && ++guard < 4096) {
+    const dwarf::FunctionNode& inlined = nodes[static_cast<size_t>(current)];
+    frames->back().inlined = true;
+    SourceFrame& caller = frames->emplace_back();
+    name_frame(caller, inlined.parent);
+    caller.file = FilePath(*state, inlined.call_file);
+    caller.line = inlined.call_line;
+    caller.column = inlined.call_column;
+    current = inlined.parent;
+  }
+  return true;
+}
+
+size_t DebugInfoSource::memory_bytes() const {
+  size_t total = unit_map_.capacity() * sizeof(dwarf::AddressSegment);
+  if (main_) total += main_->memory_bytes();
+  if (supplementary_) total += supplementary_->memory_bytes();
+  for (const auto& d : split_dwarf_) total += d->memory_bytes();
+  for (const auto& u : units_) {
+    if (!u) continue;
+    total += sizeof(UnitState) + u->functions.memory_bytes() +
+             u->names.capacity() * sizeof(std::string_view) + u->name_done.capacity();
+    for (const std::string& p : u->paths) total += sizeof(std::string) + p.capacity();
+  }
+  for (const auto& [offset, table] : line_tables_) {
+    if (table) total += sizeof(LineTable) + table->memory_bytes();
+  }
+  for (const auto& [key, name] : demangled_) total += sizeof(std::string) + name.capacity() + 16;
+  return total;
+}
+
+}  // namespace stacksym

@@ -1,0 +1,90 @@
+// DebugInfoSource — DWARF behind the ELF symbolizer: vaddr → inline chain with file:line:column.
+//
+// Open() finds the DWARF of a binary (the binary itself, or a separate debug file found by
+// build ID / .gnu_debuglink, plus a dwz supplementary file and split-DWARF .dwo/.dwp files) and
+// builds only a small address → unit map (from .debug_aranges, and from the unit DIEs of units
+// aranges does not name). Each unit is parsed the first time an address needs it, once, into
+// compact sorted tables (inline tree + line rows); lookups are then binary searches.
+//
+//   auto source = DebugInfoSource::Open(elf, options);   // nullptr: no DWARF at all
+//   std::vector<SourceFrame> frames;
+//   if (*source && (*source)->Lookup(vaddr, &frames)) ... // innermost first
+//
+// Thread-safety: one thread at a time (lookups fill caches).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dwarf/address_range.h"
+#include "dwarf/dwarf_file.h"
+#include "dwarf/function_table.h"
+#include "dwarf/line_table.h"
+#include "stacksym/elf.h"
+#include "stacksym/result.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+class DebugFileFinder;
+
+class DebugInfoSource {
+ public:
+  // Returns nullptr (not an error) when no DWARF exists at all.
+  static Result<std::unique_ptr<DebugInfoSource>> Open(std::shared_ptr<ElfFile> binary,
+                                                       const SymbolizeOptions& options);
+  // DWARF from raw section bytes (tests, fuzzing); the bytes must outlive the source.
+  static Result<std::unique_ptr<DebugInfoSource>> FromSections(const dwarf::DwarfSections& sections,
+                                                               const SymbolizeOptions& options);
+  ~DebugInfoSource();
+
+  // Inline chain for vaddr, innermost first, last = out-of-line function. false when DWARF
+  // covers no function and no line for vaddr. A frame whose function DWARF does not name
+  // (line-table-only units) has an empty function.
+  bool Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames);
+
+  const std::string& path() const { return path_; }
+
+  // Diagnostics for tests and benchmarks.
+  size_t unit_count() const;
+  size_t parsed_unit_count() const { return parsed_units_; }
+  size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
+  // Errors met while parsing units (each unit's first), for tests and --verbose output.
+  const std::vector<Error>& unit_errors() const { return unit_errors_; }
+
+ private:
+  struct UnitState;
+  DebugInfoSource() = default;
+  Result<void> Init(const dwarf::DwarfSections& sections);
+  Result<void> BuildUnitMap();
+  UnitState* EnsureUnit(size_t index);
+  Result<void> OpenSplitUnit(dwarf::UnitInfo& skeleton, UnitState* state);
+  std::string_view NodeName(UnitState& state, int32_t node);
+  const std::string& DemangledName(std::string_view raw);
+  const std::string& FilePath(UnitState& state, uint32_t file);
+  const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
+
+  SymbolizeOptions options_;
+  std::string path_;
+  std::shared_ptr<ElfFile> binary_;
+  std::shared_ptr<ElfFile> debug_file_;
+  std::shared_ptr<ElfFile> supplementary_file_;
+  std::vector<std::shared_ptr<ElfFile>> split_files_;  // .dwo / .dwp kept alive
+  std::unique_ptr<DebugFileFinder> finder_;
+  std::unique_ptr<dwarf::DwarfFile> main_;
+  std::unique_ptr<dwarf::DwarfFile> supplementary_;
+  std::vector<std::unique_ptr<dwarf::DwarfFile>> split_dwarf_;
+
+  std::vector<dwarf::AddressSegment> unit_map_;  // address → index into main_->units()
+  std::vector<std::unique_ptr<UnitState>> units_;
+  std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
+  std::unordered_map<const char*, std::string> demangled_;
+  std::vector<Error> unit_errors_;
+  size_t parsed_units_ = 0;
+};
+
+}  // namespace stacksym

@@ -1,0 +1,35 @@
+// Reading the attributes of one DIE given its abbreviation: either each value in turn, or a
+// skip over all of them (one step when the abbreviation's size is fixed).
+#pragma once
+
+#include "base/byte_cursor.h"
+#include "dwarf/abbrev_table.h"
+#include "dwarf/dwarf_form.h"
+
+namespace stacksym::dwarf {
+
+// Calls on_attr(uint16_t name, const AttrValue&) per attribute; false on bad data.
+template <class OnAttr>
+bool ReadDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
+                  const FormContext& ctx, OnAttr&& on_attr) {
+  for (const AttrSpec& spec : table.specs(abbrev)) {
+    AttrValue v;
+    if (!ReadAttrValue(c, spec.form, spec.implicit_const, ctx, &v)) return false;
+    on_attr(spec.name, v);
+  }
+  return true;
+}
+
+inline bool SkipDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
+                         const FormContext& ctx) {
+  if (abbrev.fixed_size >= 0) {
+    c.Skip(static_cast<size_t>(abbrev.fixed_size));
+    return c.ok();
+  }
+  for (const AttrSpec& spec : table.specs(abbrev)) {
+    if (!SkipAttrValue(c, spec.form, ctx)) return false;
+  }
+  return true;
+}
+
+}  // namespace stacksym::dwarf

@@ -1,0 +1,461 @@
+#include "dwarf/dwarf_file.h"
+
+#include <algorithm>
+
+#include "base/byte_cursor.h"
+#include "dwarf/die_reader.h"
+#include "dwarf/dwarf_constants.h"
+#include "dwarf/dwarf_error.h"
+
+namespace stacksym::dwarf {
+
+namespace {
+
+constexpr const char* kInfo = ".debug_info";
+// Bound on DW_AT_abstract_origin / DW_AT_specification hops when looking for a name. Real
+// chains are 1–3 long (concrete → abstract → declaration).
+constexpr size_t kMaxNameChain = 16;
+
+uint64_t Tombstone(uint8_t address_size) {
+  return address_size >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * address_size)) - 1;
+}
+
+}  // namespace
+
+DwarfFile::DwarfFile(DwarfSections sections, bool is_dwo) : sections_(sections), is_dwo_(is_dwo) {}
+
+Result<void> DwarfFile::ScanUnits() {
+  ByteCursor c(sections_.info);
+  while (!c.at_end()) {
+    uint64_t offset = c.offset();
+    UnitInfo u;
+    u.offset = offset;
+    uint64_t length = c.U32();
+    u.ctx.offset_size = 4;
+    if (length == 0xffffffffu) {
+      length = c.U64();
+      u.ctx.offset_size = 8;
+    } else if (length >= 0xfffffff0u) {
+      return Malformed(kInfo, offset, "reserved unit length " + Hex(length));
+    }
+    if (!c.ok() || length > c.remaining()) {
+      return Malformed(kInfo, offset, "unit extends past the end of the section");
+    }
+    u.end = c.offset() + length;
+    ByteCursor h = c.Sub(static_cast<size_t>(length));
+    u.ctx.version = h.U16();
+    if (u.ctx.version < 2 || u.ctx.version > 5) {
+      continue;  // unknown version: the length still lets us step over it
+    }
+    if (u.ctx.version >= 5) {
+      u.unit_type = h.U8();
+      u.ctx.address_size = h.U8();
+      u.abbrev_offset = h.UN(u.ctx.offset_size);
+      if (u.unit_type == DW_UT_skeleton || u.unit_type == DW_UT_split_compile) {
+        u.dwo_id = h.U64();
+        u.has_dwo_id = true;
+      } else if (u.unit_type == DW_UT_type || u.unit_type == DW_UT_split_type) {
+        h.U64();
+        h.UN(u.ctx.offset_size);
+      }
+    } else {
+      u.unit_type = DW_UT_compile;
+      u.abbrev_offset = h.UN(u.ctx.offset_size);
+      u.ctx.address_size = h.U8();
+    }
+    if (!h.ok()) return Malformed(kInfo, offset, "truncated unit header");
+    if (u.ctx.address_size != 4 && u.ctx.address_size != 8 && u.ctx.address_size != 2) {
+      return Malformed(kInfo, offset,
+                       "unsupported address size " + std::to_string(u.ctx.address_size));
+    }
+    u.die_offset = u.offset + (h.offset() + (u.ctx.offset_size == 8 ? 12 : 4));
+    units_.push_back(u);
+  }
+  return {};
+}
+
+int DwarfFile::FindUnit(uint64_t offset) const {
+  auto it = std::upper_bound(units_.begin(), units_.end(), offset,
+                             [](uint64_t o, const UnitInfo& u) { return o < u.offset; });
+  if (it == units_.begin()) return -1;
+  --it;
+  if (offset >= it->end || offset < it->die_offset) return -1;
+  return static_cast<int>(it - units_.begin());
+}
+
+Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
+  uint64_t key = (unit.abbrev_offset << 8) | unit.ctx.address_size |
+                 (unit.ctx.offset_size == 8 ? 0x80 : 0) | (unit.ctx.version <= 2 ? 0x40 : 0);
+  auto it = abbrevs_.find(key);
+  if (it != abbrevs_.end()) return it->second.get();
+  Result<AbbrevTable> table = AbbrevTable::Parse(sections_.abbrev, unit.abbrev_offset, unit.ctx);
+  if (!table) return std::move(table).error();
+  auto owned = std::make_unique<AbbrevTable>(std::move(*table));
+  const AbbrevTable* raw = owned.get();
+  abbrevs_.emplace(key, std::move(owned));
+  return raw;
+}
+
+Result<void> DwarfFile::ReadUnitDie(UnitInfo& unit) {
+  if (unit.die_read) {
+    if (unit.die_ok) return {};
+    return Malformed(kInfo, unit.die_offset, "bad unit DIE");
+  }
+  unit.die_read = true;
+  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
+  if (!abbrevs) return std::move(abbrevs).error();
+  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
+  c.Seek(static_cast<size_t>(unit.die_offset));
+  uint64_t code = c.Uleb128();
+  const Abbrev* abbrev = (*abbrevs)->Find(code);
+  if (!c.ok() || abbrev == nullptr) {
+    return Malformed(kInfo, unit.die_offset, "bad abbreviation code " + std::to_string(code));
+  }
+  unit.tag = abbrev->tag;
+  // Defaults where the attribute is absent: split units (and DWARF 5 tables in general)
+  // start right after their section header.
+  uint64_t header = unit.ctx.offset_size == 8 ? 16 : 8;
+  if (unit.ctx.version >= 5) unit.str_offsets_base = header;
+  if (unit.ctx.version >= 5) unit.addr_base = header;
+  if (is_dwo_ && unit.ctx.version >= 5) unit.rnglists_base = unit.ctx.offset_size == 8 ? 20 : 12;
+  AttrValue low_pc, name, comp_dir, dwo_name;
+  bool has_low = false, has_name = false, has_comp_dir = false, has_dwo_name = false;
+  bool ok = ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+    switch (at) {
+      case DW_AT_low_pc:
+        low_pc = v;
+        has_low = true;
+        break;
+      case DW_AT_name:
+        name = v;
+        has_name = true;
+        break;
+      case DW_AT_comp_dir:
+        comp_dir = v;
+        has_comp_dir = true;
+        break;
+      case DW_AT_dwo_name:
+      case DW_AT_GNU_dwo_name:
+        dwo_name = v;
+        has_dwo_name = true;
+        break;
+      case DW_AT_stmt_list:
+        unit.stmt_list = v.value;
+        unit.has_stmt_list = true;
+        break;
+      case DW_AT_str_offsets_base:
+        unit.str_offsets_base = v.value;
+        unit.has_str_offsets_base = true;
+        break;
+      case DW_AT_addr_base:
+      case DW_AT_GNU_addr_base:
+        unit.addr_base = v.value;
+        break;
+      case DW_AT_rnglists_base:
+        unit.rnglists_base = v.value;
+        unit.has_rnglists_base = true;
+        break;
+      case DW_AT_GNU_ranges_base:
+        unit.gnu_ranges_base = v.value;
+        break;
+      case DW_AT_GNU_dwo_id:
+        unit.dwo_id = v.value;
+        unit.has_dwo_id = true;
+        break;
+      default:
+        break;
+    }
+  });
+  if (!ok) return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
+  // Strings and addresses after all bases are known (clang puts DW_AT_str_offsets_base
+  // after attributes that use it).
+  if (has_low && !Address(unit, low_pc, &unit.low_pc)) unit.low_pc = 0;
+  if (has_name) String(unit, name, &unit.name);
+  if (has_comp_dir) String(unit, comp_dir, &unit.comp_dir);
+  if (has_dwo_name) String(unit, dwo_name, &unit.dwo_name);
+  unit.die_ok = true;
+  return {};
+}
+
+bool DwarfFile::String(const UnitInfo& unit, const AttrValue& v, std::string_view* out) const {
+  switch (v.kind) {
+    case ValueKind::kInlineString:
+      *out = std::string_view(reinterpret_cast<const char*>(v.data), v.value);
+      return true;
+    case ValueKind::kStrOffset:
+      return StringAt(sections_.str, v.value, out);
+    case ValueKind::kLineStrOffset:
+      return StringAt(sections_.line_str, v.value, out);
+    case ValueKind::kAltStrOffset:
+      return alt_ != nullptr && StringAt(alt_->sections_.str, v.value, out);
+    case ValueKind::kStrIndex: {
+      uint64_t size = unit.ctx.offset_size;
+      if (v.value > sections_.str_offsets.size()) return false;
+      uint64_t pos = unit.str_offsets_base + v.value * size;
+      if (pos < unit.str_offsets_base || pos + size > sections_.str_offsets.size()) return false;
+      ByteCursor c(sections_.str_offsets);
+      c.Seek(static_cast<size_t>(pos));
+      uint64_t off = c.UN(size);
+      return c.ok() && StringAt(sections_.str, off, out);
+    }
+    default:
+      return false;
+  }
+}
+
+bool DwarfFile::ReadAddrIndex(const UnitInfo& unit, uint64_t index, uint64_t* out) const {
+  std::span<const uint8_t> section = unit.addr_overridden ? unit.addr_section : sections_.addr;
+  uint64_t size = unit.ctx.address_size;
+  if (index > section.size()) return false;
+  uint64_t pos = unit.addr_base + index * size;
+  if (pos < unit.addr_base || pos + size > section.size()) return false;
+  ByteCursor c(section);
+  c.Seek(static_cast<size_t>(pos));
+  *out = c.UN(size);
+  return c.ok();
+}
+
+bool DwarfFile::Address(const UnitInfo& unit, const AttrValue& v, uint64_t* out) const {
+  if (v.kind == ValueKind::kAddress) {
+    *out = v.value;
+    return true;
+  }
+  if (v.kind == ValueKind::kAddrIndex) return ReadAddrIndex(unit, v.value, out);
+  return false;
+}
+
+bool DwarfFile::Reference(const UnitInfo& unit, const AttrValue& v, DieRef* out) {
+  switch (v.kind) {
+    case ValueKind::kUnitRef:
+      if (v.value >= unit.end - unit.offset) return false;
+      *out = {this, unit.offset + v.value};
+      return true;
+    case ValueKind::kInfoRef:
+      if (v.value >= sections_.info.size()) return false;
+      *out = {this, v.value};
+      return true;
+    case ValueKind::kAltRef:
+      if (alt_ == nullptr || v.value >= alt_->sections_.info.size()) return false;
+      *out = {alt_, v.value};
+      return true;
+    default:
+      return false;
+  }
+}
+
+Result<void> DwarfFile::DieRanges(const UnitInfo& unit, const AttrValue* low_pc,
+                                  const AttrValue* high_pc, const AttrValue* ranges,
+                                  std::vector<AddressRange>* out) const {
+  if (low_pc != nullptr && high_pc != nullptr) {
+    uint64_t low = 0, high = 0;
+    if (!Address(unit, *low_pc, &low)) return Malformed(kInfo, unit.offset, "bad DW_AT_low_pc");
+    if (IsConstantForm(high_pc->form)) {
+      high = low + high_pc->value;
+    } else if (!Address(unit, *high_pc, &high)) {
+      return Malformed(kInfo, unit.offset, "bad DW_AT_high_pc");
+    }
+    // The linker's marker for discarded code.
+    if (low == Tombstone(unit.ctx.address_size)) return {};
+    if (low < high) out->push_back({low, high});
+    return {};
+  }
+  if (ranges == nullptr) return {};
+  if (ranges->kind == ValueKind::kRnglistIndex) {
+    std::span<const uint8_t> section = sections_.rnglists;
+    uint64_t size = unit.ctx.offset_size;
+    uint64_t pos = unit.rnglists_base + ranges->value * size;
+    if (ranges->value > section.size() || pos + size > section.size()) {
+      return Malformed(".debug_rnglists", pos, "range list index out of range");
+    }
+    ByteCursor c(section);
+    c.Seek(static_cast<size_t>(pos));
+    uint64_t rel = c.UN(size);
+    return ReadRangeList(unit, unit.rnglists_base + rel, true, out);
+  }
+  if (ranges->kind != ValueKind::kSecOffset && ranges->kind != ValueKind::kUnsigned) {
+    return Malformed(kInfo, unit.offset, "bad DW_AT_ranges form");
+  }
+  if (unit.ctx.version >= 5) {
+    // A split unit's section offsets are relative to its contribution's table.
+    uint64_t base = is_dwo_ ? unit.rnglists_base - (unit.ctx.offset_size == 8 ? 20 : 12) : 0;
+    return ReadRangeList(unit, base + ranges->value, true, out);
+  }
+  return ReadRangeList(unit, unit.gnu_ranges_base + ranges->value, false, out);
+}
+
+Result<void> DwarfFile::ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
+                                      std::vector<AddressRange>* out) const {
+  const char* name = rnglists ? ".debug_rnglists" : ".debug_ranges";
+  std::span<const uint8_t> section = rnglists ? sections_.rnglists : sections_.ranges;
+  if (!rnglists && unit.ranges_overridden) section = unit.ranges_section;
+  if (offset >= section.size()) return Malformed(name, offset, "range list offset past the end");
+  ByteCursor c(section);
+  c.Seek(static_cast<size_t>(offset));
+  uint8_t as = unit.ctx.address_size;
+  uint64_t base = unit.low_pc;
+  uint64_t tombstone = Tombstone(as);
+  if (!rnglists) {
+    while (true) {
+      uint64_t start = c.UN(as);
+      uint64_t end = c.UN(as);
+      if (!c.ok()) return Malformed(name, offset, "truncated range list");
+      if (start == 0 && end == 0) return {};
+      if (start == tombstone) {
+        base = end;
+        continue;
+      }
+      uint64_t low = base + start, high = base + end;
+      if (low < high) out->push_back({low, high});
+    }
+  }
+  while (true) {
+    uint8_t kind = c.U8();
+    uint64_t low = 0, high = 0;
+    bool emit = false;
+    switch (kind) {
+      case DW_RLE_end_of_list:
+        if (!c.ok()) return Malformed(name, offset, "truncated range list");
+        return {};
+      case DW_RLE_base_addressx: {
+        uint64_t index = c.Uleb128();
+        if (c.ok() && !ReadAddrIndex(unit, index, &base)) {
+          return Malformed(name, offset, "bad address index in range list");
+        }
+        break;
+      }
+      case DW_RLE_startx_endx: {
+        uint64_t a = c.Uleb128(), b = c.Uleb128();
+        if (c.ok() && (!ReadAddrIndex(unit, a, &low) || !ReadAddrIndex(unit, b, &high))) {
+          return Malformed(name, offset, "bad address index in range list");
+        }
+        emit = true;
+        break;
+      }
+      case DW_RLE_startx_length: {
+        uint64_t a = c.Uleb128(), len = c.Uleb128();
+        if (c.ok() && !ReadAddrIndex(unit, a, &low)) {
+          return Malformed(name, offset, "bad address index in range list");
+        }
+        high = low + len;
+        emit = true;
+        break;
+      }
+      case DW_RLE_offset_pair: {
+        uint64_t a = c.Uleb128(), b = c.Uleb128();
+        low = base + a;
+        high = base + b;
+        emit = true;
+        break;
+      }
+      case DW_RLE_base_address:
+        base = c.UN(as);
+        break;
+      case DW_RLE_start_end:
+        low = c.UN(as);
+        high = c.UN(as);
+        emit = true;
+        break;
+      case DW_RLE_start_length:
+        low = c.UN(as);
+        high = low + c.Uleb128();
+        emit = true;
+        break;
+      default:
+        return Malformed(name, offset + c.offset(), "unknown range list entry kind " + Hex(kind));
+    }
+    if (!c.ok()) return Malformed(name, offset, "truncated range list");
+    if (emit && low != tombstone && low < high) out->push_back({low, high});
+  }
+}
+
+Result<void> DwarfFile::UnitRanges(UnitInfo& unit, std::vector<AddressRange>* out) {
+  if (Result<void> r = ReadUnitDie(unit); !r) return r;
+  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
+  if (!abbrevs) return std::move(abbrevs).error();
+  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
+  c.Seek(static_cast<size_t>(unit.die_offset));
+  const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
+  if (!c.ok() || abbrev == nullptr) return Malformed(kInfo, unit.die_offset, "bad unit DIE");
+  AttrValue low, high, ranges;
+  bool has_low = false, has_high = false, has_ranges = false;
+  bool ok = ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+    if (at == DW_AT_low_pc) low = v, has_low = true;
+    if (at == DW_AT_high_pc) high = v, has_high = true;
+    if (at == DW_AT_ranges) ranges = v, has_ranges = true;
+  });
+  if (!ok) return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
+  return DieRanges(unit, has_low ? &low : nullptr, has_high ? &high : nullptr,
+                   has_ranges ? &ranges : nullptr, out);
+}
+
+bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
+  int index = FindUnit(die_offset);
+  if (index < 0) return false;
+  UnitInfo& unit = units_[static_cast<size_t>(index)];
+  if (!ReadUnitDie(unit)) return false;
+  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
+  if (!abbrevs) return false;
+  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
+  c.Seek(static_cast<size_t>(die_offset));
+  const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
+  if (!c.ok() || abbrev == nullptr) return false;
+  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+    switch (at) {
+      case DW_AT_linkage_name:
+      case DW_AT_MIPS_linkage_name:
+        if (out->linkage_name.empty()) String(unit, v, &out->linkage_name);
+        break;
+      case DW_AT_name:
+        if (out->name.empty()) String(unit, v, &out->name);
+        break;
+      case DW_AT_abstract_origin:
+        Reference(unit, v, &out->abstract_origin);
+        break;
+      case DW_AT_specification:
+        Reference(unit, v, &out->specification);
+        break;
+      default:
+        break;
+    }
+  });
+}
+
+std::string_view DwarfFile::SubroutineName(uint64_t die_offset) {
+  // Same search order as LLVM's DWARFDie::findRecursively: a LIFO worklist, abstract origin
+  // pushed before specification, each DIE visited once.
+  DieRef worklist[kMaxNameChain * 2];
+  size_t worklist_size = 0;
+  DieRef seen[kMaxNameChain];
+  size_t seen_size = 0;
+  std::string_view first_name;
+  worklist[worklist_size++] = {this, die_offset};
+  seen[seen_size++] = {this, die_offset};
+  auto push = [&](const DieRef& ref) {
+    if (ref.file == nullptr) return;
+    for (size_t i = 0; i < seen_size; ++i) {
+      if (seen[i].file == ref.file && seen[i].offset == ref.offset) return;
+    }
+    if (seen_size == kMaxNameChain) return;
+    seen[seen_size++] = ref;
+    worklist[worklist_size++] = ref;
+  };
+  while (worklist_size > 0) {
+    DieRef ref = worklist[--worklist_size];
+    NameAttrs attrs;
+    if (!ref.file->ReadNameAttrs(ref.offset, &attrs)) continue;
+    if (!attrs.linkage_name.empty()) return attrs.linkage_name;
+    if (first_name.empty()) first_name = attrs.name;
+    push(attrs.abstract_origin);
+    push(attrs.specification);
+  }
+  return first_name;
+}
+
+size_t DwarfFile::memory_bytes() const {
+  size_t total = units_.capacity() * sizeof(UnitInfo);
+  for (const auto& [key, table] : abbrevs_)
+    total += sizeof(AbbrevTable) + table->memory_bytes() + 32;
+  return total;
+}
+
+}  // namespace stacksym::dwarf

@@ -1,0 +1,146 @@
+// The DWARF of one object file (a binary, a separate debug file, a dwz supplementary file or a
+// .dwo): its sections, the list of units (headers only, found by a cheap scan), lazily read
+// unit-DIE attributes (bases, comp_dir, line table offset), cached abbreviation tables, and
+// the resolution of attribute values: strings, addresses, references and range lists.
+//
+// Everything points into the section bytes (the mapped file or the ELF layer's decompressed
+// copies), which must outlive this object.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dwarf/abbrev_table.h"
+#include "dwarf/address_range.h"
+#include "dwarf/dwarf_form.h"
+#include "stacksym/result.h"
+
+namespace stacksym::dwarf {
+
+struct DwarfSections {
+  std::span<const uint8_t> info;
+  std::span<const uint8_t> abbrev;
+  std::span<const uint8_t> str;
+  std::span<const uint8_t> line;
+  std::span<const uint8_t> line_str;
+  std::span<const uint8_t> str_offsets;
+  std::span<const uint8_t> addr;
+  std::span<const uint8_t> ranges;
+  std::span<const uint8_t> rnglists;
+  std::span<const uint8_t> aranges;
+};
+
+struct UnitInfo {
+  // From the header.
+  uint64_t offset = 0;      // of the unit header in .debug_info
+  uint64_t end = 0;         // one past the unit
+  uint64_t die_offset = 0;  // of the unit DIE
+  uint64_t abbrev_offset = 0;
+  uint64_t dwo_id = 0;  // DWARF 5 skeleton/split header, or DW_AT_GNU_dwo_id
+  FormContext ctx;
+  uint8_t unit_type = 0;  // DW_UT_*; DWARF 2–4 compile units report DW_UT_compile
+
+  // From the unit DIE (valid once die_read).
+  bool die_read = false;
+  bool die_ok = false;
+  uint16_t tag = 0;
+  uint64_t low_pc = 0;  // base address for range lists
+  bool has_str_offsets_base = false;
+  uint64_t str_offsets_base = 0;
+  uint64_t addr_base = 0;
+  bool has_rnglists_base = false;
+  uint64_t rnglists_base = 0;
+  uint64_t gnu_ranges_base = 0;
+  bool has_stmt_list = false;
+  uint64_t stmt_list = 0;
+  std::string_view comp_dir;
+  std::string_view name;
+  std::string_view dwo_name;
+  bool has_dwo_id = false;
+
+  // Where addrx values of this unit are read: the file's own .debug_addr, or for a split unit
+  // the skeleton's (set by the owner of the skeleton).
+  std::span<const uint8_t> addr_section;
+  bool addr_overridden = false;
+  // Likewise .debug_ranges for a DWARF 4 split unit (the skeleton's, at gnu_ranges_base).
+  std::span<const uint8_t> ranges_section;
+  bool ranges_overridden = false;
+
+  bool is_type_unit() const { return unit_type == 0x02 || unit_type == 0x06; }
+};
+
+// A DIE reference: a .debug_info offset in a given file.
+struct DieRef {
+  class DwarfFile* file = nullptr;
+  uint64_t offset = 0;
+};
+
+class DwarfFile {
+ public:
+  // `is_dwo`: the sections are a split-DWARF object's (*.dwo sections).
+  DwarfFile(DwarfSections sections, bool is_dwo = false);
+
+  // Reads all unit headers of .debug_info (a jump from header to header, no DIE parsing).
+  // Units after a corrupt header are dropped and the error is returned together with the
+  // units that were fine (callers usually continue with those).
+  Result<void> ScanUnits();
+
+  const DwarfSections& sections() const { return sections_; }
+  std::vector<UnitInfo>& units() { return units_; }
+  bool is_dwo() const { return is_dwo_; }
+  void set_supplementary(DwarfFile* alt) { alt_ = alt; }
+  DwarfFile* supplementary() const { return alt_; }
+
+  // Index of the unit containing .debug_info offset `offset`, or -1.
+  int FindUnit(uint64_t offset) const;
+
+  // The abbreviation table of a unit (cached by offset and unit shape).
+  Result<const AbbrevTable*> Abbrevs(const UnitInfo& unit);
+
+  // Reads the unit DIE's attributes into `unit` (once).
+  Result<void> ReadUnitDie(UnitInfo& unit);
+
+  // Resolution of attribute values in the context of `unit`.
+  bool String(const UnitInfo& unit, const AttrValue& v, std::string_view* out) const;
+  bool Address(const UnitInfo& unit, const AttrValue& v, uint64_t* out) const;
+  bool Reference(const UnitInfo& unit, const AttrValue& v, DieRef* out);
+  // The address ranges of a DIE, from low_pc/high_pc or ranges (appended to `out`).
+  // Attributes the DIE lacks are passed as nullptr.
+  Result<void> DieRanges(const UnitInfo& unit, const AttrValue* low_pc, const AttrValue* high_pc,
+                         const AttrValue* ranges, std::vector<AddressRange>* out) const;
+
+  // The ranges of the unit DIE itself (DW_AT_low_pc/high_pc or DW_AT_ranges).
+  Result<void> UnitRanges(UnitInfo& unit, std::vector<AddressRange>* out);
+
+  // The name llvm-symbolizer gives a subroutine DIE: the linkage name found by following
+  // DW_AT_abstract_origin / DW_AT_specification (across units and into the supplementary
+  // file), else DW_AT_name the same way. Bounded: cycles and long chains stop the search.
+  std::string_view SubroutineName(uint64_t die_offset);
+
+  size_t memory_bytes() const;
+
+ private:
+  struct NameAttrs {
+    std::string_view linkage_name;
+    std::string_view name;
+    DieRef abstract_origin;
+    DieRef specification;
+  };
+  bool ReadNameAttrs(uint64_t die_offset, NameAttrs* out);
+  Result<void> ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
+                             std::vector<AddressRange>* out) const;
+  bool ReadAddrIndex(const UnitInfo& unit, uint64_t index, uint64_t* out) const;
+
+  DwarfSections sections_;
+  bool is_dwo_ = false;
+  DwarfFile* alt_ = nullptr;
+  std::vector<UnitInfo> units_;
+  std::unordered_map<uint64_t, std::unique_ptr<AbbrevTable>> abbrevs_;
+};
+
+}  // namespace stacksym::dwarf

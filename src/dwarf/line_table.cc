@@ -1,0 +1,348 @@
+#include "dwarf/line_table.h"
+
+#include <algorithm>
+
+#include "base/byte_cursor.h"
+#include "dwarf/dwarf_constants.h"
+#include "dwarf/dwarf_error.h"
+#include "dwarf/dwarf_form.h"
+
+namespace stacksym::dwarf {
+
+namespace {
+
+constexpr const char* kSection = ".debug_line";
+
+struct Sequence {
+  size_t first = 0;  // index into the scratch row vector
+  size_t end = 0;    // one past the end marker
+  uint64_t low = 0;
+  uint64_t high = 0;
+};
+
+// A string-valued field of a v5 directory/file entry.
+bool EntryString(const AttrValue& v, const LineSections& s, uint8_t offset_size,
+                 std::string_view* out) {
+  switch (v.kind) {
+    case ValueKind::kInlineString:
+      *out = std::string_view(reinterpret_cast<const char*>(v.data), v.value);
+      return true;
+    case ValueKind::kLineStrOffset:
+      return StringAt(s.line_str, v.value, out);
+    case ValueKind::kStrOffset:
+      return StringAt(s.str, v.value, out);
+    case ValueKind::kStrIndex: {
+      uint64_t pos = s.str_offsets_base + v.value * offset_size;
+      if (v.value > s.str_offsets.size() || pos + offset_size > s.str_offsets.size()) return false;
+      ByteCursor c(s.str_offsets);
+      c.Seek(pos);
+      uint64_t off = c.UN(offset_size);
+      return c.ok() && StringAt(s.str, off, out);
+    }
+    default:
+      return false;
+  }
+}
+
+struct EntryFormat {
+  uint64_t content = 0;
+  uint16_t form = 0;
+};
+
+// Reads a v5 entry-format list followed by the entries it describes.
+template <class OnEntry>
+bool ReadV5Entries(ByteCursor& c, const FormContext& ctx, OnEntry on_entry) {
+  uint8_t format_count = c.U8();
+  EntryFormat formats[32];
+  if (format_count > 32) return false;
+  for (uint8_t i = 0; i < format_count; ++i) {
+    formats[i].content = c.Uleb128();
+    uint64_t form = c.Uleb128();
+    if (form > 0xffff) return false;
+    formats[i].form = static_cast<uint16_t>(form);
+  }
+  uint64_t count = c.Uleb128();
+  if (!c.ok()) return false;
+  // Each entry takes at least one byte unless every form is zero-sized; bound the count.
+  if (count > c.remaining() && format_count > 0) return false;
+  for (uint64_t n = 0; n < count; ++n) {
+    std::string_view path;
+    uint64_t dir = 0;
+    for (uint8_t i = 0; i < format_count; ++i) {
+      AttrValue v;
+      if (!ReadAttrValue(c, formats[i].form, 0, ctx, &v)) return false;
+      if (formats[i].content == DW_LNCT_path) {
+        if (!on_entry.string(v, &path)) return false;
+      } else if (formats[i].content == DW_LNCT_directory_index) {
+        dir = v.value;
+      }
+    }
+    on_entry.add(path, dir);
+  }
+  return c.ok();
+}
+
+}  // namespace
+
+void AppendPath(std::string* path, std::string_view part) {
+  if (part.empty()) return;
+  if (!path->empty() && path->back() != '/' && part.front() != '/') path->push_back('/');
+  path->append(part);
+}
+
+Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8_t address_size) {
+  if (offset >= s.line.size()) return Malformed(kSection, offset, "line table offset past the end");
+  ByteCursor whole(s.line);
+  whole.Seek(static_cast<size_t>(offset));
+  uint64_t length = whole.U32();
+  uint8_t offset_size = 4;
+  if (length == 0xffffffffu) {
+    length = whole.U64();
+    offset_size = 8;
+  } else if (length >= 0xfffffff0u) {
+    return Malformed(kSection, offset, "reserved unit length " + Hex(length));
+  }
+  if (!whole.ok() || length > whole.remaining()) {
+    return Malformed(kSection, offset, "line table extends past the end of the section");
+  }
+  ByteCursor c = whole.Sub(static_cast<size_t>(length));
+  LineTable table;
+  table.version_ = c.U16();
+  if (table.version_ < 2 || table.version_ > 5) {
+    return MakeError(ErrorCode::kUnsupported,
+                     "line table version " + std::to_string(table.version_))
+        .WithSection(kSection)
+        .WithOffset(offset);
+  }
+  FormContext ctx;
+  ctx.version = table.version_;
+  ctx.offset_size = offset_size;
+  ctx.address_size = address_size;
+  if (table.version_ >= 5) {
+    ctx.address_size = c.U8();
+    c.U8();  // segment selector size
+  }
+  uint64_t header_length = c.UN(offset_size);
+  if (!c.ok() || header_length > c.remaining()) {
+    return Malformed(kSection, offset, "line table header length past the end");
+  }
+  size_t program_start = c.offset() + static_cast<size_t>(header_length);
+  uint8_t min_inst_length = c.U8();
+  uint8_t max_ops = 1;
+  if (table.version_ >= 4) max_ops = c.U8();
+  (void)max_ops;  // VLIW op_index is not tracked: x86-64 and aarch64 always have 1
+  bool default_is_stmt = c.U8() != 0;
+  (void)default_is_stmt;
+  int8_t line_base = c.S8();
+  uint8_t line_range = c.U8();
+  uint8_t opcode_base = c.U8();
+  if (!c.ok()) return Malformed(kSection, offset, "truncated line table header");
+  if (line_range == 0) return Malformed(kSection, offset, "line_range is 0");
+  if (opcode_base == 0) return Malformed(kSection, offset, "opcode_base is 0");
+  uint8_t opcode_lengths[256] = {};
+  for (int i = 1; i < opcode_base; ++i) opcode_lengths[i] = c.U8();
+
+  if (table.version_ >= 5) {
+    struct DirSink {
+      LineTable* t;
+      const LineSections* s;
+      uint8_t os;
+      bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
+      void add(std::string_view path, uint64_t) { t->dirs_.push_back(path); }
+    } dirs{&table, &s, offset_size};
+    if (!ReadV5Entries(c, ctx, dirs)) {
+      return Malformed(kSection, offset, "bad directory table");
+    }
+    struct FileSink {
+      LineTable* t;
+      const LineSections* s;
+      uint8_t os;
+      bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
+      void add(std::string_view path, uint64_t dir) { t->files_.push_back({path, dir}); }
+    } files{&table, &s, offset_size};
+    if (!ReadV5Entries(c, ctx, files)) return Malformed(kSection, offset, "bad file name table");
+  } else {
+    while (true) {
+      std::string_view dir = c.CStr();
+      if (!c.ok()) return Malformed(kSection, offset, "truncated include directories");
+      if (dir.empty()) break;
+      table.dirs_.push_back(dir);
+    }
+    while (true) {
+      std::string_view name = c.CStr();
+      if (!c.ok()) return Malformed(kSection, offset, "truncated file names");
+      if (name.empty()) break;
+      uint64_t dir = c.Uleb128();
+      c.SkipLeb128();  // mtime
+      c.SkipLeb128();  // length
+      table.files_.push_back({name, dir});
+    }
+  }
+  if (!c.ok()) return Malformed(kSection, offset, "truncated line table header");
+  if (program_start > c.size()) return Malformed(kSection, offset, "program start past the end");
+  c.Seek(program_start);
+
+  // Run the state machine. Rows go to a scratch vector per sequence; sequences are sorted by
+  // start address afterwards (the linker may place them in any order).
+  std::vector<LineRow> scratch;
+  std::vector<Sequence> sequences;
+  uint64_t address = 0;
+  uint64_t file = 1;
+  uint64_t line = 1;
+  uint64_t column = 0;
+  size_t seq_first = 0;
+  auto reset = [&] {
+    address = 0;
+    file = 1;
+    line = 1;
+    column = 0;
+  };
+  auto emit = [&](bool end) {
+    LineRow row;
+    row.address = address;
+    row.line = static_cast<uint32_t>(line);
+    row.column = static_cast<uint16_t>(std::min<uint64_t>(column, 0xffff));
+    row.file =
+        end ? LineRow::kEndSequence : static_cast<uint16_t>(std::min<uint64_t>(file, 0xfffe));
+    // Within a sequence keep only the last row per address (the one lookups return).
+    if (scratch.size() > seq_first && scratch.back().address == address && !end) {
+      scratch.back() = row;
+    } else if (scratch.size() > seq_first && scratch.back().address == address && end) {
+      // A row at the very end address covers nothing; the end marker replaces it.
+      scratch.back() = row;
+    } else {
+      scratch.push_back(row);
+    }
+  };
+
+  while (!c.at_end()) {
+    uint8_t op = c.U8();
+    if (op >= opcode_base) {
+      uint8_t adjusted = static_cast<uint8_t>(op - opcode_base);
+      address += static_cast<uint64_t>(adjusted / line_range) * min_inst_length;
+      line += static_cast<int64_t>(line_base) + adjusted % line_range;
+      emit(false);
+      continue;
+    }
+    switch (op) {
+      case 0: {  // extended opcode
+        uint64_t len = c.Uleb128();
+        if (!c.ok() || len == 0 || len > c.remaining()) {
+          return Malformed(kSection, offset + c.offset(), "bad extended opcode length");
+        }
+        ByteCursor ext = c.Sub(static_cast<size_t>(len));
+        uint8_t sub = ext.U8();
+        switch (sub) {
+          case DW_LNE_end_sequence: {
+            emit(true);
+            uint64_t low = scratch.size() > seq_first ? scratch[seq_first].address : 0;
+            if (scratch.size() - seq_first >= 2 && low < address) {
+              sequences.push_back({seq_first, scratch.size(), low, address});
+            } else {
+              scratch.resize(seq_first);  // empty sequence: covers nothing
+            }
+            seq_first = scratch.size();
+            reset();
+            break;
+          }
+          case DW_LNE_set_address:
+            address = ext.UN(len - 1);
+            if (!ext.ok()) return Malformed(kSection, offset + c.offset(), "bad set_address");
+            break;
+          default:  // define_file, set_discriminator, vendor opcodes: nothing we keep
+            break;
+        }
+        break;
+      }
+      case DW_LNS_copy:
+        emit(false);
+        break;
+      case DW_LNS_advance_pc:
+        address += c.Uleb128() * min_inst_length;
+        break;
+      case DW_LNS_advance_line:
+        line += static_cast<uint64_t>(c.Sleb128());
+        break;
+      case DW_LNS_set_file:
+        file = c.Uleb128();
+        break;
+      case DW_LNS_set_column:
+        column = c.Uleb128();
+        break;
+      case DW_LNS_negate_stmt:
+      case DW_LNS_set_basic_block:
+      case DW_LNS_set_prologue_end:
+      case DW_LNS_set_epilogue_begin:
+        break;
+      case DW_LNS_const_add_pc:
+        address += static_cast<uint64_t>((255 - opcode_base) / line_range) * min_inst_length;
+        break;
+      case DW_LNS_fixed_advance_pc:
+        address += c.U16();
+        break;
+      default:  // set_isa and unknown standard opcodes: skip their LEB128 operands
+        for (int i = 0; i < opcode_lengths[op]; ++i) c.SkipLeb128();
+        break;
+    }
+    if (!c.ok()) return Malformed(kSection, offset + c.offset(), "truncated line program");
+  }
+  // Rows after the last end_sequence belong to no sequence and are dropped (as LLVM does).
+  scratch.resize(seq_first);
+
+  std::stable_sort(sequences.begin(), sequences.end(),
+                   [](const Sequence& a, const Sequence& b) { return a.low < b.low; });
+  table.rows_.reserve(scratch.size());
+  uint64_t covered_until = 0;
+  bool any = false;
+  for (const Sequence& seq : sequences) {
+    // Overlapping sequences (code the linker discarded, relocated to 0) would break the sort
+    // order; the first one at an address wins.
+    if (any && seq.low < covered_until) continue;
+    any = true;
+    covered_until = seq.high;
+    if (!table.rows_.empty() && table.rows_.back().address == seq.low) table.rows_.pop_back();
+    table.rows_.insert(table.rows_.end(), scratch.begin() + static_cast<ptrdiff_t>(seq.first),
+                       scratch.begin() + static_cast<ptrdiff_t>(seq.end));
+  }
+  table.rows_.shrink_to_fit();
+  return table;
+}
+
+const LineRow* LineTable::Find(uint64_t address) const {
+  auto it = std::upper_bound(rows_.begin(), rows_.end(), address,
+                             [](uint64_t a, const LineRow& r) { return a < r.address; });
+  if (it == rows_.begin()) return nullptr;
+  --it;
+  if (it->is_end()) return nullptr;
+  return &*it;
+}
+
+bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out) const {
+  const FileEntry* entry = nullptr;
+  if (version_ >= 5) {
+    if (index < files_.size()) entry = &files_[index];
+  } else if (index >= 1 && index <= files_.size()) {
+    entry = &files_[index - 1];
+  }
+  if (entry == nullptr) return false;
+  out->clear();
+  if (!entry->name.empty() && entry->name.front() == '/') {
+    out->assign(entry->name);
+    return true;
+  }
+  std::string_view dir;
+  if (version_ >= 5) {
+    if (entry->dir_index < dirs_.size()) dir = dirs_[entry->dir_index];
+  } else if (entry->dir_index >= 1 && entry->dir_index <= dirs_.size()) {
+    dir = dirs_[entry->dir_index - 1];
+  }
+  bool dir_absolute = !dir.empty() && dir.front() == '/';
+  if ((version_ < 5 || entry->dir_index != 0) && !comp_dir.empty() && !dir_absolute) {
+    AppendPath(out, comp_dir);
+  }
+  AppendPath(out, dir);
+  AppendPath(out, entry->name);
+  return true;
+}
+
+}  // namespace stacksym::dwarf

@@ -1,0 +1,79 @@
+// A .debug_line program (versions 2–5) run once into a compact sorted row table.
+//
+// Rows of all sequences are merged into one array sorted by address; the end of each sequence
+// is kept as a marker row, so "which row covers address A" is one binary search: the last row
+// at or below A, unless that row is an end marker (A is in a gap between sequences). Among rows
+// at the same address only the last is kept, which is the row llvm-symbolizer reports.
+//
+//   Result<LineTable> t = LineTable::Parse(sections, offset, {});
+//   if (const LineRow* row = t->Find(addr)) t->FilePath(row->file, comp_dir, &path);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/result.h"
+
+namespace stacksym::dwarf {
+
+// Sections a line program's header may point into (v5 string forms).
+struct LineSections {
+  std::span<const uint8_t> line;
+  std::span<const uint8_t> line_str;
+  std::span<const uint8_t> str;
+  std::span<const uint8_t> str_offsets;
+  uint64_t str_offsets_base = 0;  // for DW_FORM_strx* file names (rare)
+};
+
+// 16 bytes; a flat array of these can be written to disk and mapped back as is.
+struct LineRow {
+  uint64_t address = 0;
+  uint32_t line = 0;
+  uint16_t column = 0;  // saturated at 65535
+  uint16_t file = 0;    // file index as in the program; kEndSequence marks a sequence end
+  static constexpr uint16_t kEndSequence = 0xffff;
+  bool is_end() const { return file == kEndSequence; }
+};
+
+class LineTable {
+ public:
+  struct FileEntry {
+    std::string_view name;
+    uint64_t dir_index = 0;
+  };
+
+  // `address_size` is the unit's (used only when a v2–v4 program needs it; v5 headers carry it).
+  static Result<LineTable> Parse(const LineSections& sections, uint64_t offset,
+                                 uint8_t address_size);
+
+  // The row covering `address`, or nullptr.
+  const LineRow* Find(uint64_t address) const;
+
+  // Path of file `index` the way llvm-symbolizer prints it (absolute-path mode): absolute names
+  // as they are, otherwise comp_dir / include directory / name joined with '/'.
+  bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out) const;
+
+  uint16_t version() const { return version_; }
+  std::span<const LineRow> rows() const { return rows_; }
+  std::span<const FileEntry> files() const { return files_; }
+  std::span<const std::string_view> directories() const { return dirs_; }
+  size_t memory_bytes() const {
+    return rows_.capacity() * sizeof(LineRow) + files_.capacity() * sizeof(FileEntry) +
+           dirs_.capacity() * sizeof(std::string_view);
+  }
+
+ private:
+  uint16_t version_ = 0;
+  std::vector<std::string_view> dirs_;
+  std::vector<FileEntry> files_;
+  std::vector<LineRow> rows_;
+};
+
+// Joins path components the way LLVM's sys::path::append does: a '/' between parts unless
+// one is already there; empty parts are skipped.
+void AppendPath(std::string* path, std::string_view part);
+
+}  // namespace stacksym::dwarf
