@@ -1,0 +1,228 @@
+// `stacksym record` — sample stacks (BPF ring buffer, or perf_event_open), symbolize each
+// distinct frame once, write a profile (format from the file extension).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "stacksym/capture.h"
+#include "stacksym/output.h"
+#include "stacksym/symbolize_profile.h"
+
+namespace stacksym::cli {
+namespace {
+
+struct Options {
+  RecordOptions record;
+  uint32_t frequency = 99;
+  std::string event = "cpu-clock";
+  std::string backend = "auto";
+  std::string ringbuf_size = "8M";
+  bool all = false;
+  bool quiet = false;
+  bool no_symbolize = false;
+  std::string output = "stacksym.pb.gz";
+  std::string format;
+  std::vector<std::string> debug_dirs;
+  std::string vmlinux;
+};
+
+std::atomic<Recorder*> g_recorder{nullptr};
+
+void OnSignal(int) {
+  if (Recorder* r = g_recorder.load()) r->RequestStop();
+}
+
+// "8M", "64K", "1G", "4096".
+bool ParseSize(const std::string& text, uint64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  unsigned long long v = strtoull(text.c_str(), &end, 10);
+  if (end == text.c_str()) return false;
+  std::string suffix(end);
+  uint64_t mult = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") {
+    mult = 1ull << 10;
+  } else if (suffix == "M" || suffix == "MiB") {
+    mult = 1ull << 20;
+  } else if (suffix == "G" || suffix == "GiB") {
+    mult = 1ull << 30;
+  } else if (!suffix.empty()) {
+    return false;
+  }
+  *out = v * mult;
+  return true;
+}
+
+void PrintStatus(const RecordStats& s) {
+  std::fprintf(stderr, "\r\033[K[%6.1fs] samples %llu  lost %llu  stacks %llu", s.elapsed_s,
+               static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.lost),
+               static_cast<unsigned long long>(s.distinct_stacks));
+  std::fflush(stderr);
+}
+
+void PrintSummary(const RecordStats& s, const Options& o) {
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::fprintf(stderr,
+               "stacksym record: %llu samples in %.2f s (%s backend, %s @ %u Hz), %llu lost, "
+               "%llu distinct stacks\n",
+               u(s.samples), s.elapsed_s, CaptureBackendName(s.backend), CaptureEventName(s.event),
+               o.frequency, u(s.lost), u(s.distinct_stacks));
+  std::fprintf(stderr,
+               "  user stacks: %llu empty, %llu truncated at 127 frames; %llu frames not "
+               "normalized (process gone or unmapped)\n",
+               u(s.user_stacks_empty), u(s.user_stacks_truncated), u(s.frames_not_normalized));
+  if (o.record.kernel_build_ids) {
+    std::fprintf(stderr, "  kernel build IDs: %llu frames, %llu fallbacks to raw IPs\n",
+                 u(s.build_id_frames), u(s.build_id_fallbacks));
+  }
+  if (s.kernel_stack_errors || s.user_stack_errors) {
+    std::fprintf(stderr, "  stack read errors: %llu kernel, %llu user\n", u(s.kernel_stack_errors),
+                 u(s.user_stack_errors));
+  }
+  if (s.backend == CaptureBackend::kStackMap) {
+    std::fprintf(stderr,
+                 "  stackmap (%u entries): %llu stacks dropped by hash collisions (EEXIST), "
+                 "%llu other errors, %llu samples without room in the count map\n",
+                 o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
+                 u(s.stackmap_counts_full));
+  }
+  if (s.samples > 0) {
+    std::fprintf(stderr, "  recorder CPU time: %.3f s (%.2f ms per 1000 samples)\n", s.user_cpu_s,
+                 s.user_cpu_s * 1e6 / static_cast<double>(s.samples));
+  }
+}
+
+int RunRecord(Options& o) {
+  o.record.frequency_hz = o.frequency;
+  auto event = ParseCaptureEvent(o.event);
+  if (!event) {
+    std::fprintf(stderr, "stacksym record: unknown event '%s' (cpu-clock, cycles)\n",
+                 o.event.c_str());
+    return kExitUsage;
+  }
+  o.record.event = *event;
+  auto backend = ParseCaptureBackend(o.backend);
+  if (!backend) {
+    std::fprintf(stderr, "stacksym record: unknown backend '%s' (auto, bpf, perf, stackmap)\n",
+                 o.backend.c_str());
+    return kExitUsage;
+  }
+  o.record.backend = *backend;
+  if (!ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
+    std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
+                 o.ringbuf_size.c_str());
+    return kExitUsage;
+  }
+  if (o.all && (!o.record.pids.empty() || !o.record.tids.empty() || !o.record.command.empty())) {
+    std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
+    return kExitUsage;
+  }
+  std::optional<ProfileFormat> format;
+  if (!o.format.empty()) {
+    Result<ProfileFormat> f = ParseProfileFormat(o.format);
+    if (!f) {
+      std::fprintf(stderr, "stacksym record: %s\n", f.error().ToString().c_str());
+      return kExitUsage;
+    }
+    format = *f;
+  } else if (o.output != "-") {
+    format = ProfileFormatFromPath(o.output);
+    if (!format) {
+      std::fprintf(stderr,
+                   "stacksym record: cannot tell the format of '%s' from its extension "
+                   "(.pb.gz, .folded, .html, .svg) — give --format\n",
+                   o.output.c_str());
+      return kExitUsage;
+    }
+  }
+
+  Result<std::unique_ptr<Recorder>> rec = Recorder::Create(o.record);
+  if (!rec) {
+    std::fprintf(stderr, "stacksym record: %s\n", rec.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  for (const std::string& note : (*rec)->notes()) {
+    std::fprintf(stderr, "stacksym record: %s\n", note.c_str());
+  }
+  g_recorder.store(rec->get());
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int, old_term;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  bool live = !o.quiet && isatty(STDERR_FILENO);
+  Result<void> run = (*rec)->Run(live ? RecordStatusCallback(PrintStatus) : RecordStatusCallback());
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  g_recorder.store(nullptr);
+  if (live) std::fprintf(stderr, "\r\033[K");
+  if (!run) std::fprintf(stderr, "stacksym record: %s\n", run.error().ToString().c_str());
+
+  Profile& profile = (*rec)->profile();
+  if (!o.no_symbolize) {
+    SymbolizeProfileOptions so;
+    so.module_files = (*rec)->module_files();
+    if (!o.debug_dirs.empty()) so.symbolize.debug_dirs = o.debug_dirs;
+    so.vmlinux_path = o.vmlinux;
+    SymbolizeProfile(profile, so);
+  }
+  if (!o.quiet) PrintSummary((*rec)->stats(), o);
+
+  if (o.output == "-") {
+    std::string text = FormatFolded(profile);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    Result<void> w = WriteProfileAs(profile, *format, o.output);
+    if (!w) {
+      std::fprintf(stderr, "stacksym record: %s\n", w.error().ToString().c_str());
+      return kExitBadInput;
+    }
+    if (!o.quiet) {
+      std::fprintf(stderr, "stacksym record: wrote %s (%s)\n", o.output.c_str(),
+                   ProfileFormatName(*format));
+    }
+  }
+  if (!run) return kExitBadInput;
+  return kExitOk;
+}
+
+CommandRegistrar registrar(
+    "record", "Sample stacks of processes (BPF ring buffer or perf) into a profile",
+    [](CLI::App& app) -> CommandRun {
+      auto o = std::make_shared<Options>();
+      app.add_option("-F,--frequency", o->frequency, "Samples per second per CPU (default 99)");
+      app.add_option("-e,--event", o->event, "cpu-clock (default) or cycles");
+      app.add_option("-p,--pid", o->record.pids, "Process (thread group) to sample; repeatable");
+      app.add_option("--tid", o->record.tids, "Thread to sample; repeatable");
+      app.add_option("--cgroup", o->record.cgroup_path, "Only tasks in this cgroup v2 directory");
+      app.add_flag("-a,--all", o->all, "All processes (the default without targets)");
+      app.add_flag("--include-idle", o->record.include_idle, "Also sample the idle task");
+      app.add_option("-d,--duration", o->record.duration_s,
+                     "Seconds to record (default: until Ctrl-C or the command exits)");
+      app.add_option("--backend", o->backend, "auto (default), bpf, perf, stackmap");
+      app.add_option("--ringbuf-size", o->ringbuf_size, "Ring buffer size (default 8M)");
+      app.add_option("--stackmap-size", o->record.stackmap_size,
+                     "Entries of the stackmap backend's map (default 16384)");
+      app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,
+                   "BPF: user frames as build ID + offset from the kernel");
+      app.add_option("-o,--output", o->output,
+                     "Output file; format from the extension (default stacksym.pb.gz); "
+                     "- for folded stacks on stdout");
+      app.add_option("--format", o->format, "pprof, folded, html, svg (overrides extension)");
+      app.add_flag("-q,--quiet", o->quiet, "No status line or summary");
+      app.add_flag("--no-symbolize", o->no_symbolize, "Keep addresses only");
+      app.add_option("--debug-dir", o->debug_dirs, "Debug-file root (default /usr/lib/debug)");
+      app.add_option("--vmlinux", o->vmlinux, "vmlinux with DWARF for kernel frames");
+      app.add_option("command", o->record.command, "-- CMD ARGS: run and profile a command");
+      return [o] { return RunRecord(*o); };
+    });
+
+}  // namespace
+}  // namespace stacksym::cli

@@ -1,0 +1,211 @@
+#include "capture/aggregator.h"
+
+#include <sys/auxv.h>
+
+#include <cstring>
+#include <utility>
+
+namespace stacksym {
+namespace {
+
+// Return addresses point after the call instruction; the call itself is one byte earlier.
+// Callers are stored as "return address - 1" so that every frame address lies inside the
+// instruction that was executing (or calling), which is what symbolizers expect.
+inline uint64_t CallerAddress(uint64_t return_address) {
+  return return_address == 0 ? 0 : return_address - 1;
+}
+
+std::string ModuleKey(ModuleKind kind, const std::string& path,
+                      const std::vector<uint8_t>& build_id) {
+  std::string key;
+  key.reserve(path.size() + build_id.size() + 2);
+  key.push_back(static_cast<char>(kind));
+  key.append(reinterpret_cast<const char*>(build_id.data()), build_id.size());
+  key.push_back('|');
+  key.append(path);
+  return key;
+}
+
+ModuleKind ToProfileKind(UserModuleKind kind) {
+  switch (kind) {
+    case UserModuleKind::kElf:
+      return ModuleKind::kElf;
+    case UserModuleKind::kVdso:
+      return ModuleKind::kVdso;
+    case UserModuleKind::kAnonymous:
+      return ModuleKind::kAnonymous;
+    case UserModuleKind::kUnknown:
+      break;
+  }
+  return ModuleKind::kUnknown;
+}
+
+// The vDSO is the same image in every process of this kernel: our own copy serves for
+// symbolizing theirs.
+std::shared_ptr<ElfFile> OpenOwnVdso() {
+  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
+  if (base == nullptr) return nullptr;
+  // The image ends with its section headers: e_shoff + e_shnum * e_shentsize (ELF64).
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, base + 0x28, 8);
+  std::memcpy(&shentsize, base + 0x3a, 2);
+  std::memcpy(&shnum, base + 0x3c, 2);
+  uint64_t size = shoff + uint64_t{shentsize} * shnum;
+  if (size == 0 || size > (1u << 20)) return nullptr;
+  auto elf = ElfFile::FromBytes(std::span<const uint8_t>(base, size), "[vdso]");
+  return elf ? *elf : nullptr;
+}
+
+std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
+  if (m.kind == UserModuleKind::kVdso) return OpenOwnVdso();
+  if (m.kind != UserModuleKind::kElf) return nullptr;
+  // map_files reaches the very file mapped (deleted, replaced or in another mount
+  // namespace); the path is the fallback when map_files is not readable.
+  std::vector<std::string> candidates;
+  if (m.map_end > m.map_start) {
+    candidates.push_back(UserStackNormalizer::MapFilesPath(pid, m.map_start, m.map_end));
+  }
+  candidates.push_back("/proc/" + std::to_string(pid) + "/root" + m.path);
+  candidates.push_back(m.path);
+  for (const std::string& path : candidates) {
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
+    if (!elf) continue;
+    auto id = (*elf)->build_id();
+    if (!m.build_id.empty() &&
+        !std::equal(id.begin(), id.end(), m.build_id.begin(), m.build_id.end())) {
+      continue;  // a different file now lives at this path
+    }
+    return *elf;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+SampleAggregator::SampleAggregator() = default;
+
+uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
+  ModuleKind kind = ToProfileKind(m.kind);
+  std::string key = ModuleKey(kind, m.path, m.build_id);
+  if (auto it = module_index_.find(key); it != module_index_.end()) {
+    uint32_t index = it->second;
+    if (!module_files_[index] && m.kind == UserModuleKind::kElf) {
+      module_files_[index] = OpenModuleFile(pid, m);  // retry: the last one may have failed
+    }
+    return index;
+  }
+  uint32_t index = profile_.AddModule({kind, m.path, m.build_id});
+  module_files_.resize(profile_.modules.size());
+  module_files_[index] = OpenModuleFile(pid, m);
+  module_index_.emplace(std::move(key), index);
+  return index;
+}
+
+uint32_t SampleAggregator::KernelModule() {
+  if (kernel_module_ == UINT32_MAX) {
+    kernel_module_ = profile_.AddModule({ModuleKind::kKernel, "[kernel.kallsyms]", {}});
+    module_files_.resize(profile_.modules.size());
+  }
+  return kernel_module_;
+}
+
+void SampleAggregator::AppendUserFrames(const RawSample& s, std::vector<uint32_t>* frames) {
+  addrs_.assign(s.user_ips.begin(), s.user_ips.end());
+  for (size_t i = 1; i < addrs_.size(); ++i) addrs_[i] = CallerAddress(addrs_[i]);
+  normalizer_.Normalize(static_cast<pid_t>(s.pid), addrs_, &user_frames_, &user_modules_);
+  std::vector<uint32_t> module_map(user_modules_.size(), UINT32_MAX);
+  for (size_t i = 0; i < addrs_.size(); ++i) {
+    const UserFrame& f = user_frames_[i];
+    ProfileFrame pf;
+    if (f.ok && f.module < user_modules_.size()) {
+      uint32_t& m = module_map[f.module];
+      if (m == UINT32_MAX) m = InternModule(static_cast<pid_t>(s.pid), user_modules_[f.module]);
+      pf = {FrameKind::kUser, m, f.file_offset};
+    } else {
+      ++counters_.frames_not_normalized;
+      pf = {FrameKind::kUserRaw, 0, addrs_[i]};
+    }
+    frames->push_back(profile_.InternFrame(pf));
+  }
+}
+
+void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames) {
+  // Frames the kernel could not normalize carry raw IPs: normalize those here, in one batch.
+  addrs_.clear();
+  for (size_t i = 0; i < s.user_build_id_frames.size(); ++i) {
+    const BuildIdFrame& f = s.user_build_id_frames[i];
+    if (f.status != kBuildIdFrameValid) {
+      addrs_.push_back(i == 0 ? f.offset_or_ip : CallerAddress(f.offset_or_ip));
+    }
+  }
+  if (!addrs_.empty()) {
+    normalizer_.Normalize(static_cast<pid_t>(s.pid), addrs_, &user_frames_, &user_modules_);
+  }
+  size_t next_fallback = 0;
+  for (size_t i = 0; i < s.user_build_id_frames.size(); ++i) {
+    const BuildIdFrame& f = s.user_build_id_frames[i];
+    ProfileFrame pf;
+    if (f.status == kBuildIdFrameValid) {
+      ++counters_.build_id_frames;
+      // The kernel's offset is that of the return address for callers; step back into the
+      // call instruction like for raw IPs.
+      uint64_t offset = i == 0 ? f.offset_or_ip : CallerAddress(f.offset_or_ip);
+      // BPF build IDs are padded to 20 bytes; the real length is unknown here, so trust it
+      // as is except for trailing zero padding of shorter IDs.
+      size_t len = sizeof(f.build_id);
+      while (len > 0 && f.build_id[len - 1] == 0) --len;
+      std::span<const uint8_t> id(f.build_id, len);
+      std::optional<UserModule> module =
+          normalizer_.FindModuleByBuildId(static_cast<pid_t>(s.pid), id);
+      UserModule m;
+      if (module) {
+        m = *module;
+      } else {
+        m.kind = UserModuleKind::kElf;
+        m.build_id.assign(id.begin(), id.end());
+      }
+      pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), m), offset};
+    } else {
+      ++counters_.build_id_fallbacks;
+      size_t k = next_fallback++;
+      const UserFrame& uf = user_frames_[k];
+      if (uf.ok && uf.module < user_modules_.size()) {
+        pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), user_modules_[uf.module]),
+              uf.file_offset};
+      } else {
+        ++counters_.frames_not_normalized;
+        pf = {FrameKind::kUserRaw, 0, addrs_[k]};
+      }
+    }
+    frames->push_back(profile_.InternFrame(pf));
+  }
+}
+
+void SampleAggregator::Add(const RawSample& s) {
+  stack_.pid = s.pid;
+  stack_.tid = s.tid;
+  stack_.comm.assign(s.comm.data(), s.comm.size());
+  stack_.frames.clear();
+  if (!s.kernel_ips.empty()) {
+    uint32_t km = KernelModule();
+    for (size_t i = 0; i < s.kernel_ips.size(); ++i) {
+      uint64_t addr = i == 0 ? s.kernel_ips[i] : CallerAddress(s.kernel_ips[i]);
+      stack_.frames.push_back(profile_.InternFrame({FrameKind::kKernel, km, addr}));
+    }
+  }
+  size_t user_frames = s.user_ips.size() + s.user_build_id_frames.size();
+  if (!s.kernel_thread && s.pid != 0) {
+    if (user_frames == 0) counters_.user_stacks_empty += s.count;
+    if (user_frames >= kMaxStackFrames) counters_.user_stacks_truncated += s.count;
+  }
+  if (!s.user_build_id_frames.empty()) {
+    AppendBuildIdFrames(s, &stack_.frames);
+  } else if (!s.user_ips.empty()) {
+    AppendUserFrames(s, &stack_.frames);
+  }
+  profile_.AddSample(stack_, s.count);
+  counters_.aggregated += s.count;
+}
+
+}  // namespace stacksym

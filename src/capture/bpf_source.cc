@@ -1,0 +1,275 @@
+// The BPF backends: the ring-buffer program (default) and the stack-map diagnostic, both from
+// one skeleton (profile.skel.h, generated at build time from bpf/profile.bpf.c).
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capture/perf_event_util.h"
+#include "capture/sample_source.h"
+
+// clang-format off
+#include "bpf/sample_event.h"
+#include "profile.skel.h"
+// clang-format on
+
+namespace stacksym {
+
+bool BpfBackendCompiled() { return true; }
+
+namespace {
+
+int LibbpfQuiet(enum libbpf_print_level level, const char* format, va_list args) {
+  // libbpf's warnings (verifier logs) only matter when debugging the BPF program itself.
+  if (level == LIBBPF_WARN && getenv("STACKSYM_BPF_DEBUG") != nullptr) {
+    return vfprintf(stderr, format, args);
+  }
+  return 0;
+}
+
+uint64_t RoundRingbufSize(uint64_t bytes) {
+  uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  uint64_t size = page;
+  while (size < bytes && size < (1ull << 32)) size <<= 1;
+  return size;
+}
+
+class BpfSource : public SampleSource {
+ public:
+  ~BpfSource() override { Close(); }
+
+  Result<void> Open(const SourceConfig& config, bool stackmap, std::vector<std::string>* notes) {
+    stackmap_ = stackmap;
+    event_ = config.event;
+    libbpf_set_print(LibbpfQuiet);
+    skel_ = profile_bpf__open();
+    if (skel_ == nullptr) return ErrnoError(errno, "opening the BPF object");
+    auto* ro = skel_->rodata;
+    ro->filter_tgid = !config.tgids.empty();
+    ro->filter_tid = !config.tids.empty();
+    ro->filter_cgroup = config.filter_cgroup;
+    ro->target_cgroup_id = config.cgroup_id;
+    ro->follow_forks = config.follow_forks;
+    ro->include_idle = config.options.include_idle;
+    ro->kernel_stacks = config.options.kernel_stacks;
+    ro->user_stacks = config.options.user_stacks;
+    ro->user_build_ids = config.options.kernel_build_ids;
+
+    uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
+    bpf_map__set_max_entries(skel_->maps.samples, stackmap ? 4096 : rb_size);
+    bpf_map__set_max_entries(skel_->maps.stackmap, stackmap ? config.options.stackmap_size : 1);
+    bpf_map__set_max_entries(skel_->maps.stack_counts, stackmap ? 65536 : 1);
+    bpf_program__set_autoload(skel_->progs.on_sample, !stackmap);
+    bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap);
+    bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
+    bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
+
+    if (int err = profile_bpf__load(skel_); err != 0) {
+      return ErrnoError(-err,
+                        "loading the BPF program (needs CAP_BPF and CAP_PERFMON, and a kernel "
+                        "with BTF, ring buffers and bpf_get_stack; set STACKSYM_BPF_DEBUG=1 "
+                        "for the verifier log)");
+    }
+    uint8_t one = 1;
+    for (pid_t pid : config.tgids) {
+      uint32_t key = static_cast<uint32_t>(pid);
+      if (bpf_map__update_elem(skel_->maps.target_tgids, &key, sizeof(key), &one, sizeof(one),
+                               BPF_ANY) != 0) {
+        return ErrnoError(errno, "adding pid " + std::to_string(pid) + " to the BPF targets");
+      }
+    }
+    for (pid_t tid : config.tids) {
+      uint32_t key = static_cast<uint32_t>(tid);
+      if (bpf_map__update_elem(skel_->maps.target_tids, &key, sizeof(key), &one, sizeof(one),
+                               BPF_ANY) != 0) {
+        return ErrnoError(errno, "adding tid " + std::to_string(tid) + " to the BPF targets");
+      }
+    }
+    if (config.follow_forks) {
+      for (bpf_program* p : {skel_->progs.on_fork, skel_->progs.on_exit}) {
+        bpf_link* link = bpf_program__attach(p);
+        if (link == nullptr) return ErrnoError(errno, "attaching the fork/exit tracepoints");
+        tracepoint_links_.push_back(link);
+      }
+    }
+    if (!stackmap) {
+      ring_ =
+          ring_buffer__new(bpf_map__fd(skel_->maps.samples), &BpfSource::OnRecord, this, nullptr);
+      if (ring_ == nullptr) return ErrnoError(errno, "creating the ring buffer reader");
+    }
+
+    Result<std::vector<int>> cpus = OnlineCpus();
+    if (!cpus) return cpus.error();
+    bpf_program* prog = stackmap ? skel_->progs.on_sample_stackmap : skel_->progs.on_sample;
+    for (int cpu : *cpus) {
+      perf_event_attr attr = SamplingAttr(event_, config.options.frequency_hz);
+      Result<int> fd = PerfEventOpen(&attr, -1, cpu, -1, 0);
+      if (!fd) return fd.error();
+      perf_fds_.push_back(*fd);
+      bpf_link* link = bpf_program__attach_perf_event(prog, *fd);
+      if (link == nullptr) {
+        return ErrnoError(errno, "attaching the BPF program to cpu " + std::to_string(cpu));
+      }
+      links_.push_back(link);
+    }
+    (void)notes;
+    return {};
+  }
+
+  CaptureBackend backend() const override {
+    return stackmap_ ? CaptureBackend::kStackMap : CaptureBackend::kBpf;
+  }
+  CaptureEvent event() const override { return event_; }
+
+  Result<void> Poll(int timeout_ms, const SampleCallback& callback) override {
+    if (stackmap_) {
+      usleep(static_cast<useconds_t>(timeout_ms) * 1000);  // aggregated in the kernel
+      return {};
+    }
+    callback_ = &callback;
+    int n = ring_buffer__poll(ring_, timeout_ms);
+    callback_ = nullptr;
+    if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling the BPF ring buffer");
+    return {};
+  }
+
+  Result<void> StopAndDrain(const SampleCallback& callback) override {
+    DetachEvents();
+    if (!stackmap_) {
+      callback_ = &callback;
+      int n = ring_buffer__consume(ring_);
+      callback_ = nullptr;
+      if (n < 0) return ErrnoError(-n, "draining the BPF ring buffer");
+      return {};
+    }
+    return DrainStackMap(callback);
+  }
+
+  SourceCounters Counters() override {
+    SourceCounters c;
+    int ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) return c;
+    std::vector<stacksym_counters> per_cpu(static_cast<size_t>(ncpus));
+    uint32_t zero = 0;
+    if (bpf_map__lookup_elem(skel_->maps.counters, &zero, sizeof(zero), per_cpu.data(),
+                             per_cpu.size() * sizeof(stacksym_counters), 0) != 0) {
+      return c;
+    }
+    c.lost_per_cpu.resize(per_cpu.size());
+    for (size_t i = 0; i < per_cpu.size(); ++i) {
+      const stacksym_counters& p = per_cpu[i];
+      c.samples += p.samples;
+      c.lost += p.lost_ringbuf;
+      c.lost_per_cpu[i] = p.lost_ringbuf;
+      c.kstack_errors += p.kstack_errors;
+      c.ustack_errors += p.ustack_errors;
+      c.stackmap_collisions += p.stackmap_collisions;
+      c.stackmap_errors += p.stackmap_errors;
+      c.stackmap_counts_full += p.counts_map_full;
+    }
+    return c;
+  }
+
+ private:
+  static int OnRecord(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<BpfSource*>(ctx);
+    if (self->callback_ == nullptr || size < sizeof(stacksym_sample)) return 0;
+    const auto* h = static_cast<const stacksym_sample*>(data);
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    size_t kbytes = h->kstack_bytes > 0 ? static_cast<size_t>(h->kstack_bytes) : 0;
+    size_t ubytes = h->ustack_bytes > 0 ? static_cast<size_t>(h->ustack_bytes) : 0;
+    if (sizeof(*h) + kbytes + ubytes > size) return 0;  // cannot happen: the program sized it
+    RawSample s;
+    s.pid = h->pid;
+    s.tid = h->tid;
+    s.cpu = h->cpu;
+    s.time_ns = h->time_ns;
+    s.comm = std::string_view(h->comm, strnlen(h->comm, sizeof(h->comm)));
+    s.kernel_thread = (h->flags & STACKSYM_SAMPLE_KTHREAD) != 0;
+    s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
+    const uint8_t* u = bytes + sizeof(*h) + kbytes;
+    if (h->flags & STACKSYM_SAMPLE_USER_BUILD_ID) {
+      s.user_build_id_frames = {reinterpret_cast<const BuildIdFrame*>(u),
+                                ubytes / sizeof(BuildIdFrame)};
+    } else {
+      s.user_ips = {reinterpret_cast<const uint64_t*>(u), ubytes / 8};
+    }
+    (*self->callback_)(s);
+    return 0;
+  }
+
+  Result<void> DrainStackMap(const SampleCallback& callback) {
+    int counts_fd = bpf_map__fd(skel_->maps.stack_counts);
+    int stacks_fd = bpf_map__fd(skel_->maps.stackmap);
+    stacksym_stackmap_key key, next;
+    std::vector<uint64_t> kstack(kMaxStackFrames), ustack(kMaxStackFrames);
+    void* prev = nullptr;
+    while (bpf_map_get_next_key(counts_fd, prev, &next) == 0) {
+      key = next;
+      prev = &key;
+      uint64_t count = 0;
+      if (bpf_map_lookup_elem(counts_fd, &key, &count) != 0) continue;
+      auto read_stack = [&](int32_t id, std::vector<uint64_t>& out) -> std::span<const uint64_t> {
+        if (id < 0) return {};
+        std::fill(out.begin(), out.end(), 0);
+        uint32_t sid = static_cast<uint32_t>(id);
+        if (bpf_map_lookup_elem(stacks_fd, &sid, out.data()) != 0) return {};
+        size_t n = 0;
+        while (n < out.size() && out[n] != 0) ++n;
+        return {out.data(), n};
+      };
+      RawSample s;
+      s.pid = key.pid;
+      s.tid = key.tid;
+      s.count = count;
+      s.comm = std::string_view(key.comm, strnlen(key.comm, sizeof(key.comm)));
+      s.kernel_ips = read_stack(key.kstack_id, kstack);
+      s.user_ips = read_stack(key.ustack_id, ustack);
+      s.kernel_thread = key.ustack_id == -EFAULT;  // the program asks no user stack of those
+      callback(s);
+    }
+    return {};
+  }
+
+  void DetachEvents() {
+    for (bpf_link* l : links_) bpf_link__destroy(l);
+    links_.clear();
+    for (int fd : perf_fds_) close(fd);
+    perf_fds_.clear();
+  }
+
+  void Close() {
+    DetachEvents();
+    for (bpf_link* l : tracepoint_links_) bpf_link__destroy(l);
+    tracepoint_links_.clear();
+    if (ring_ != nullptr) ring_buffer__free(ring_);
+    ring_ = nullptr;
+    if (skel_ != nullptr) profile_bpf__destroy(skel_);
+    skel_ = nullptr;
+  }
+
+  bool stackmap_ = false;
+  CaptureEvent event_ = CaptureEvent::kCpuClock;
+  profile_bpf* skel_ = nullptr;
+  ring_buffer* ring_ = nullptr;
+  std::vector<int> perf_fds_;
+  std::vector<bpf_link*> links_;
+  std::vector<bpf_link*> tracepoint_links_;
+  const SampleCallback* callback_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig& config, bool stackmap,
+                                                    std::vector<std::string>* notes) {
+  auto source = std::make_unique<BpfSource>();
+  if (auto r = source->Open(config, stackmap, notes); !r) return r.error();
+  return std::unique_ptr<SampleSource>(std::move(source));
+}
+
+}  // namespace stacksym

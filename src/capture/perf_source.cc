@@ -1,0 +1,286 @@
+// The perf_event_open backend: one sampling event per CPU with PERF_SAMPLE_CALLCHAIN, read
+// from its mmap ring. Used when BPF cannot load, or with --backend perf. Targets are filtered
+// here in user space (cgroups by the kernel, through PERF_FLAG_PID_CGROUP); the command's
+// descendants are followed through PERF_RECORD_FORK, thread names through PERF_RECORD_COMM.
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "capture/perf_event_util.h"
+#include "capture/sample_source.h"
+
+namespace stacksym {
+namespace {
+
+class PerfSource : public SampleSource {
+ public:
+  ~PerfSource() override { Close(); }
+
+  Result<void> Open(const SourceConfig& config) {
+    event_ = config.event;
+    include_idle_ = config.options.include_idle;
+    kernel_stacks_ = config.options.kernel_stacks;
+    user_stacks_ = config.options.user_stacks;
+    follow_ = config.follow_forks;
+    tgids_.insert(config.tgids.begin(), config.tgids.end());
+    tids_.insert(config.tids.begin(), config.tids.end());
+    filter_ = !tgids_.empty() || !tids_.empty();
+
+    Result<std::vector<int>> cpus = OnlineCpus();
+    if (!cpus) return cpus.error();
+    long page = sysconf(_SC_PAGESIZE);
+    // Share --ringbuf-size among the CPUs; each ring is a power of two of pages.
+    uint64_t per_cpu = config.options.ringbuf_size / cpus->size();
+    size_t pages = 8;
+    while (pages * page < per_cpu && pages < 4096) pages <<= 1;
+    data_size_ = pages * page;
+    for (int cpu : *cpus) {
+      perf_event_attr attr = SamplingAttr(event_, config.options.frequency_hz);
+      attr.sample_type =
+          PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN;
+      attr.exclude_callchain_kernel = !kernel_stacks_;
+      attr.exclude_callchain_user = !user_stacks_;
+      attr.disabled = 1;
+      attr.comm = 1;
+      attr.task = 1;  // PERF_RECORD_FORK / EXIT
+      attr.sample_id_all = 1;
+      attr.wakeup_events = 0;
+      attr.watermark = 1;
+      attr.wakeup_watermark = static_cast<uint32_t>(data_size_ / 4);
+      int pid = -1;
+      unsigned long flags = 0;
+      if (config.filter_cgroup) {
+        pid = config.cgroup_fd;
+        flags = PERF_FLAG_PID_CGROUP;
+      }
+      Result<int> fd = PerfEventOpen(&attr, pid, cpu, -1, flags);
+      if (!fd) return fd.error();
+      Ring ring;
+      ring.fd = *fd;
+      rings_.push_back(ring);
+      void* base = mmap(nullptr, data_size_ + page, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+      if (base == MAP_FAILED) return ErrnoError(errno, "mmap of the perf ring");
+      rings_.back().base = static_cast<uint8_t*>(base);
+      rings_.back().page = static_cast<size_t>(page);
+    }
+    for (Ring& r : rings_) {
+      if (ioctl(r.fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+        return ErrnoError(errno, "enabling the perf event");
+      }
+    }
+    return {};
+  }
+
+  CaptureBackend backend() const override { return CaptureBackend::kPerf; }
+  CaptureEvent event() const override { return event_; }
+
+  Result<void> Poll(int timeout_ms, const SampleCallback& callback) override {
+    std::vector<pollfd> fds;
+    for (const Ring& r : rings_) fds.push_back({r.fd, POLLIN, 0});
+    int n = poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno != EINTR) return ErrnoError(errno, "poll on perf events");
+    for (Ring& r : rings_) ReadRing(r, callback);
+    return {};
+  }
+
+  Result<void> StopAndDrain(const SampleCallback& callback) override {
+    for (Ring& r : rings_) ioctl(r.fd, PERF_EVENT_IOC_DISABLE, 0);
+    for (Ring& r : rings_) ReadRing(r, callback);
+    return {};
+  }
+
+  SourceCounters Counters() override {
+    SourceCounters c;
+    c.samples = samples_ + lost_;
+    c.lost = lost_;
+    return c;
+  }
+
+ private:
+  struct Ring {
+    int fd = -1;
+    uint8_t* base = nullptr;  // metadata page, then data
+    size_t page = 0;
+  };
+
+  bool IsTarget(uint32_t pid, uint32_t tid) const {
+    if (tid == 0 && !include_idle_) return false;
+    if (!filter_) return true;
+    return tgids_.count(static_cast<pid_t>(pid)) || tids_.count(static_cast<pid_t>(tid));
+  }
+
+  void ReadRing(Ring& r, const SampleCallback& callback) {
+    auto* meta = reinterpret_cast<perf_event_mmap_page*>(r.base);
+    uint8_t* data = r.base + r.page;
+    uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = meta->data_tail;
+    while (tail + sizeof(perf_event_header) <= head) {
+      perf_event_header hdr;
+      CopyOut(data, tail, &hdr, sizeof(hdr));
+      if (hdr.size < sizeof(hdr) || tail + hdr.size > head) break;
+      record_.resize(hdr.size);
+      CopyOut(data, tail, record_.data(), hdr.size);
+      Handle(hdr, record_.data(), callback);
+      tail += hdr.size;
+    }
+    __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  }
+
+  void CopyOut(const uint8_t* data, uint64_t pos, void* out, size_t len) const {
+    size_t off = pos & (data_size_ - 1);
+    size_t first = std::min(len, data_size_ - off);
+    std::memcpy(out, data + off, first);
+    if (first < len) std::memcpy(static_cast<uint8_t*>(out) + first, data, len - first);
+  }
+
+  const std::string& Comm(uint32_t pid, uint32_t tid) {
+    auto it = comms_.find(tid);
+    if (it != comms_.end()) return it->second;
+    std::string name;
+    std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm";
+    if (FILE* f = fopen(path.c_str(), "re")) {
+      char buf[64];
+      if (fgets(buf, sizeof(buf), f)) {
+        name = buf;
+        if (!name.empty() && name.back() == '\n') name.pop_back();
+      }
+      fclose(f);
+    }
+    if (tid == 0) name = "swapper";
+    return comms_.emplace(tid, name).first->second;
+  }
+
+  void Handle(const perf_event_header& hdr, const uint8_t* rec, const SampleCallback& callback) {
+    const uint8_t* p = rec + sizeof(hdr);
+    const uint8_t* end = rec + hdr.size;
+    auto u32_at = [&](const uint8_t* q) {
+      uint32_t v;
+      std::memcpy(&v, q, 4);
+      return v;
+    };
+    auto u64_at = [&](const uint8_t* q) {
+      uint64_t v;
+      std::memcpy(&v, q, 8);
+      return v;
+    };
+    switch (hdr.type) {
+      case PERF_RECORD_SAMPLE: {
+        // TID, TIME, CPU, CALLCHAIN in that order (the kernel's fixed order).
+        if (end - p < 8 + 8 + 8 + 8) return;
+        uint32_t pid = u32_at(p), tid = u32_at(p + 4);
+        uint64_t time = u64_at(p + 8);
+        uint32_t cpu = u32_at(p + 16);
+        uint64_t nr = u64_at(p + 24);
+        p += 32;
+        if (nr > static_cast<uint64_t>(end - p) / 8) return;
+        if (!IsTarget(pid, tid)) return;
+        ++samples_;
+        kips_.clear();
+        uips_.clear();
+        std::vector<uint64_t>* cur = &kips_;
+        for (uint64_t i = 0; i < nr; ++i) {
+          uint64_t ip = u64_at(p + 8 * i);
+          if (ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) {
+            if (ip == static_cast<uint64_t>(PERF_CONTEXT_USER)) {
+              cur = &uips_;
+            } else if (ip == static_cast<uint64_t>(PERF_CONTEXT_KERNEL)) {
+              cur = &kips_;
+            } else {
+              cur = nullptr;  // hypervisor/guest contexts: not ours
+            }
+            continue;
+          }
+          if (cur != nullptr) cur->push_back(ip);
+        }
+        RawSample s;
+        s.pid = pid;
+        s.tid = tid;
+        s.cpu = cpu;
+        s.time_ns = time;
+        s.comm = Comm(pid, tid);
+        s.kernel_ips = kips_;
+        s.user_ips = uips_;
+        // Kernel threads have no user stack; PERF has no flag for them, so /proc tells.
+        s.kernel_thread = pid == 0 || (uips_.empty() && IsKernelThread(pid));
+        callback(s);
+        return;
+      }
+      case PERF_RECORD_LOST: {
+        if (end - p >= 16) lost_ += u64_at(p + 8);
+        return;
+      }
+      case PERF_RECORD_COMM: {
+        if (end - p < 8) return;
+        uint32_t tid = u32_at(p + 4);
+        const char* name = reinterpret_cast<const char*>(p + 8);
+        comms_[tid] = std::string(name, strnlen(name, static_cast<size_t>(end - p - 8)));
+        return;
+      }
+      case PERF_RECORD_FORK: {
+        if (end - p < 16) return;
+        uint32_t pid = u32_at(p), ppid = u32_at(p + 4), tid = u32_at(p + 8);
+        comms_.erase(tid);
+        if (follow_ && pid != ppid && tgids_.count(static_cast<pid_t>(ppid))) {
+          tgids_.insert(static_cast<pid_t>(pid));
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  bool IsKernelThread(uint32_t pid) {
+    auto it = kthreads_.find(pid);
+    if (it != kthreads_.end()) return it->second;
+    // Kernel threads have an empty /proc/PID/cmdline... and no exe link.
+    char buf[8];
+    std::string path = "/proc/" + std::to_string(pid) + "/exe";
+    bool kthread = readlink(path.c_str(), buf, sizeof(buf)) < 0 && errno == ENOENT;
+    kthreads_[pid] = kthread;
+    return kthread;
+  }
+
+  void Close() {
+    for (Ring& r : rings_) {
+      if (r.base != nullptr) munmap(r.base, data_size_ + r.page);
+      if (r.fd >= 0) close(r.fd);
+    }
+    rings_.clear();
+  }
+
+  CaptureEvent event_ = CaptureEvent::kCpuClock;
+  bool include_idle_ = false, kernel_stacks_ = true, user_stacks_ = true, follow_ = false;
+  bool filter_ = false;
+  std::unordered_set<pid_t> tgids_, tids_;
+  std::vector<Ring> rings_;
+  size_t data_size_ = 0;
+  uint64_t samples_ = 0, lost_ = 0;
+  std::vector<uint8_t> record_;
+  std::vector<uint64_t> kips_, uips_;
+  std::unordered_map<uint32_t, std::string> comms_;
+  std::unordered_map<uint32_t, bool> kthreads_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SampleSource>> OpenPerfSource(const SourceConfig& config,
+                                                     std::vector<std::string>* notes) {
+  (void)notes;
+  auto source = std::make_unique<PerfSource>();
+  if (auto r = source->Open(config); !r) return r.error();
+  return std::unique_ptr<SampleSource>(std::move(source));
+}
+
+}  // namespace stacksym

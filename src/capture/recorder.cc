@@ -1,0 +1,342 @@
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "capture/aggregator.h"
+#include "capture/perf_event_util.h"
+#include "capture/sample_source.h"
+#include "stacksym/capture.h"
+
+namespace stacksym {
+
+const char* CaptureBackendName(CaptureBackend backend) {
+  switch (backend) {
+    case CaptureBackend::kAuto:
+      return "auto";
+    case CaptureBackend::kBpf:
+      return "bpf";
+    case CaptureBackend::kPerf:
+      return "perf";
+    case CaptureBackend::kStackMap:
+      return "stackmap";
+  }
+  return "?";
+}
+
+std::optional<CaptureBackend> ParseCaptureBackend(std::string_view name) {
+  for (CaptureBackend b : {CaptureBackend::kAuto, CaptureBackend::kBpf, CaptureBackend::kPerf,
+                           CaptureBackend::kStackMap}) {
+    if (name == CaptureBackendName(b)) return b;
+  }
+  return std::nullopt;
+}
+
+const char* CaptureEventName(CaptureEvent event) {
+  return event == CaptureEvent::kCycles ? "cycles" : "cpu-clock";
+}
+
+std::optional<CaptureEvent> ParseCaptureEvent(std::string_view name) {
+  if (name == "cpu-clock") return CaptureEvent::kCpuClock;
+  if (name == "cycles") return CaptureEvent::kCycles;
+  return std::nullopt;
+}
+
+namespace {
+
+double MonotonicSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double ProcessCpuSeconds() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
+  };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+bool ProcessExists(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+bool ThreadExists(pid_t tid) {
+  struct stat st;
+  // /proc/TID exists (hidden from readdir) for every thread id.
+  return tid > 0 && stat(("/proc/" + std::to_string(tid)).c_str(), &st) == 0;
+}
+
+// Searches PATH like execvp would, so that "command not found" is reported before attaching.
+bool CommandFindable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    if (access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Forks the command; the child blocks on a pipe until released, then execs. Returns the pid
+// and the write end of the pipe (closing it releases the child).
+Result<std::pair<pid_t, int>> StartCommandPaused(const std::vector<std::string>& argv) {
+  int release[2];
+  if (pipe2(release, O_CLOEXEC) != 0) return ErrnoError(errno, "pipe");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    int err = errno;
+    close(release[0]);
+    close(release[1]);
+    return ErrnoError(err, "fork");
+  }
+  if (pid == 0) {
+    close(release[1]);
+    char c;
+    // Wait for the go (EOF when the parent closes the pipe or exits).
+    while (read(release[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    execvp(args[0], args.data());
+    dprintf(2, "stacksym record: cannot run %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+  }
+  close(release[0]);
+  return std::make_pair(pid, release[1]);
+}
+
+}  // namespace
+
+Recorder::~Recorder() {
+  source_.reset();
+  if (command_release_fd_ >= 0) {
+    // Never released (Run not called): the child would run unprofiled; stop it instead.
+    kill(command_pid_, SIGKILL);
+    close(command_release_fd_);
+    waitpid(command_pid_, nullptr, 0);
+  }
+}
+
+Profile& Recorder::profile() { return aggregator_->profile(); }
+
+const std::vector<std::shared_ptr<ElfFile>>& Recorder::module_files() const {
+  return aggregator_->module_files();
+}
+
+Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options) {
+  // 1. Check everything the user gave before touching the kernel.
+  if (options.frequency_hz == 0 || options.frequency_hz > 100000) {
+    return MakeError(ErrorCode::kInvalidArgument, "sampling frequency must be 1..100000 Hz, got " +
+                                                      std::to_string(options.frequency_hz));
+  }
+  if (options.duration_s < 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "duration must not be negative");
+  }
+  if (options.ringbuf_size < 4096 || options.ringbuf_size > (1ull << 30)) {
+    return MakeError(ErrorCode::kInvalidArgument, "ring buffer size must be 4 KiB .. 1 GiB");
+  }
+  if (options.backend == CaptureBackend::kStackMap &&
+      (options.stackmap_size == 0 || options.stackmap_size > (1u << 24))) {
+    return MakeError(ErrorCode::kInvalidArgument, "stack map size must be 1 .. 16M entries");
+  }
+  if (!options.command.empty() && (!options.pids.empty() || !options.tids.empty())) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "give either a command or -p/--tid targets, not both");
+  }
+  for (pid_t pid : options.pids) {
+    if (!ProcessExists(pid)) {
+      return MakeError(ErrorCode::kNotFound, "no process with pid " + std::to_string(pid));
+    }
+  }
+  for (pid_t tid : options.tids) {
+    if (!ThreadExists(tid)) {
+      return MakeError(ErrorCode::kNotFound, "no thread with tid " + std::to_string(tid));
+    }
+  }
+  if (!options.command.empty() && !CommandFindable(options.command[0])) {
+    return MakeError(ErrorCode::kNotFound, "command not found: " + options.command[0]);
+  }
+
+  std::unique_ptr<Recorder> rec(new Recorder());
+  rec->options_ = options;
+  SourceConfig config;
+  config.options = options;
+  config.tgids = options.pids;
+  config.tids = options.tids;
+  int cgroup_fd = -1;
+  if (!options.cgroup_path.empty()) {
+    cgroup_fd = open(options.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cgroup_fd < 0) {
+      return ErrnoError(errno, "cgroup " + options.cgroup_path);
+    }
+    struct stat st;
+    fstat(cgroup_fd, &st);
+    config.filter_cgroup = true;
+    config.cgroup_id = st.st_ino;  // cgroup v2: the id bpf_get_current_cgroup_id returns
+    config.cgroup_fd = cgroup_fd;
+  }
+
+  // 2. The event: cycles needs a PMU.
+  config.event = options.event;
+  if (options.event == CaptureEvent::kCycles) {
+    Result<std::vector<int>> cpus = OnlineCpus();
+    if (!cpus) return cpus.error();
+    if (!CyclesAvailable(cpus->front())) {
+      rec->notes_.push_back(
+          "hardware cycles event unavailable (no PMU here); sampling "
+          "cpu-clock instead");
+      config.event = CaptureEvent::kCpuClock;
+    }
+  }
+
+  // 3. The command, stopped before exec, so that its pid is a target from its first
+  // instruction.
+  if (!options.command.empty()) {
+    Result<std::pair<pid_t, int>> started = StartCommandPaused(options.command);
+    if (!started) return started.error();
+    rec->command_pid_ = started->first;
+    rec->command_release_fd_ = started->second;
+    config.tgids = {rec->command_pid_};
+    config.follow_forks = true;
+  }
+
+  // 4. The backend.
+  Result<std::unique_ptr<SampleSource>> source =
+      MakeError(ErrorCode::kInternal, "no backend tried");
+  switch (options.backend) {
+    case CaptureBackend::kAuto:
+      source = OpenBpfSource(config, /*stackmap=*/false, &rec->notes_);
+      if (!source) {
+        rec->notes_.push_back("BPF backend unavailable (" + source.error().ToString() +
+                              "); using perf_event_open");
+        source = OpenPerfSource(config, &rec->notes_);
+      }
+      break;
+    case CaptureBackend::kBpf:
+      source = OpenBpfSource(config, false, &rec->notes_);
+      break;
+    case CaptureBackend::kStackMap:
+      source = OpenBpfSource(config, true, &rec->notes_);
+      break;
+    case CaptureBackend::kPerf:
+      source = OpenPerfSource(config, &rec->notes_);
+      break;
+  }
+  if (cgroup_fd >= 0) close(cgroup_fd);  // perf events keep their own reference
+  if (!source) return source.error();    // ~Recorder kills the paused command
+  if (options.kernel_build_ids && (*source)->backend() != CaptureBackend::kBpf) {
+    rec->notes_.push_back(
+        "--kernel-build-ids applies to the BPF backend only; user stacks "
+        "are normalized in user space");
+  }
+  rec->source_ = std::move(*source);
+  rec->aggregator_ = std::make_unique<SampleAggregator>();
+  rec->stats_.backend = rec->source_->backend();
+  rec->stats_.event = rec->source_->event();
+  Profile& p = rec->aggregator_->profile();
+  p.period_ns = 1000000000ull / options.frequency_hz;
+  p.event = CaptureEventName(rec->stats_.event);
+  return rec;
+}
+
+void Recorder::RefreshStats() {
+  SourceCounters c = source_->Counters();
+  const AggregatorCounters& a = aggregator_->counters();
+  stats_.samples = c.samples;
+  stats_.lost = c.lost;
+  stats_.lost_per_cpu = c.lost_per_cpu;
+  stats_.kernel_stack_errors = c.kstack_errors;
+  stats_.user_stack_errors = c.ustack_errors;
+  stats_.stackmap_collisions = c.stackmap_collisions;
+  stats_.stackmap_errors = c.stackmap_errors;
+  stats_.stackmap_counts_full = c.stackmap_counts_full;
+  stats_.aggregated = a.aggregated;
+  stats_.user_stacks_empty = a.user_stacks_empty;
+  stats_.user_stacks_truncated = a.user_stacks_truncated;
+  stats_.build_id_frames = a.build_id_frames;
+  stats_.build_id_fallbacks = a.build_id_fallbacks;
+  stats_.frames_not_normalized = a.frames_not_normalized;
+  stats_.distinct_stacks = aggregator_->profile().stacks.size();
+}
+
+Result<void> Recorder::Run(const RecordStatusCallback& status) {
+  SampleCallback add = [this](const RawSample& s) { aggregator_->Add(s); };
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  aggregator_->profile().start_time_ns =
+      static_cast<uint64_t>(wall.tv_sec) * 1000000000ull + static_cast<uint64_t>(wall.tv_nsec);
+  double start = MonotonicSeconds();
+  double cpu_start = ProcessCpuSeconds();
+  if (command_release_fd_ >= 0) {
+    close(command_release_fd_);  // go
+    command_release_fd_ = -1;
+  }
+  double last_status = start, last_invalidate = start;
+  Result<void> result;
+  while (!stop_requested_.load(std::memory_order_relaxed)) {
+    double now = MonotonicSeconds();
+    if (options_.duration_s > 0 && now - start >= options_.duration_s) break;
+    if (command_pid_ > 0) {
+      int wstatus;
+      pid_t r = waitpid(command_pid_, &wstatus, WNOHANG);
+      if (r == command_pid_) {
+        command_status_ = wstatus;
+        break;
+      }
+    }
+    int timeout = 100;
+    if (options_.duration_s > 0) {
+      double left_ms = (options_.duration_s - (now - start)) * 1000;
+      if (left_ms < timeout) timeout = left_ms < 1 ? 1 : static_cast<int>(left_ms);
+    }
+    if (auto r = source_->Poll(timeout, add); !r) {
+      result = r;
+      break;
+    }
+    now = MonotonicSeconds();
+    if (now - last_invalidate >= 1.0) {
+      // Mappings change (dlopen, munmap): bound how long a stale cached VMA can be used.
+      aggregator_->InvalidateMappings();
+      last_invalidate = now;
+    }
+    if (status && now - last_status >= 0.25) {
+      RefreshStats();
+      stats_.elapsed_s = now - start;
+      status(stats_);
+      last_status = now;
+    }
+  }
+  if (auto r = source_->StopAndDrain(add); !r && result.ok()) result = r;
+  double end = MonotonicSeconds();
+  RefreshStats();
+  stats_.elapsed_s = end - start;
+  stats_.user_cpu_s = ProcessCpuSeconds() - cpu_start;
+  Profile& p = aggregator_->profile();
+  p.duration_ns = static_cast<uint64_t>(stats_.elapsed_s * 1e9);
+  p.lost_samples = stats_.lost;
+  if (command_pid_ > 0 && !command_status_) {
+    // Stopped early (duration or signal): the command keeps running, as with `perf record`
+    // it would get the terminal's SIGINT itself. Reap it if it already ended.
+    int wstatus;
+    if (waitpid(command_pid_, &wstatus, WNOHANG) == command_pid_) command_status_ = wstatus;
+  }
+  return result;
+}
+
+}  // namespace stacksym

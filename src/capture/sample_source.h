@@ -1,0 +1,93 @@
+// Internal interface between the Recorder and its backends (BPF ring buffer, BPF stack map,
+// perf_event_open ring). A backend delivers RawSamples; views in a RawSample are valid only
+// during the callback.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/capture.h"
+#include "stacksym/result.h"
+
+namespace stacksym {
+
+// Same layout as struct stacksym_build_id_frame / the kernel's struct bpf_stack_build_id.
+struct BuildIdFrame {
+  int32_t status;  // 0 empty, 1 valid, 2 fallback to IP
+  uint8_t build_id[20];
+  uint64_t offset_or_ip;
+};
+static_assert(sizeof(BuildIdFrame) == 32);
+
+inline constexpr int32_t kBuildIdFrameValid = 1;
+inline constexpr int32_t kBuildIdFrameIp = 2;
+inline constexpr size_t kMaxStackFrames = 127;
+
+struct RawSample {
+  uint32_t pid = 0;  // thread group
+  uint32_t tid = 0;
+  uint32_t cpu = 0;
+  uint64_t time_ns = 0;
+  uint64_t count = 1;  // > 1 only for pre-aggregated backends (stackmap)
+  std::string_view comm;
+  bool kernel_thread = false;                          // no user stack expected
+  std::span<const uint64_t> kernel_ips;                // innermost first
+  std::span<const uint64_t> user_ips;                  // innermost first (raw virtual addresses)
+  std::span<const BuildIdFrame> user_build_id_frames;  // instead of user_ips (BPF build IDs)
+};
+
+using SampleCallback = std::function<void(const RawSample&)>;
+
+struct SourceCounters {
+  uint64_t samples = 0;
+  uint64_t lost = 0;
+  std::vector<uint64_t> lost_per_cpu;
+  uint64_t kstack_errors = 0;
+  uint64_t ustack_errors = 0;
+  uint64_t stackmap_collisions = 0;
+  uint64_t stackmap_errors = 0;
+  uint64_t stackmap_counts_full = 0;
+};
+
+// What a backend needs to know, with targets already resolved and checked.
+struct SourceConfig {
+  RecordOptions options;
+  std::vector<pid_t> tgids;  // thread groups to sample (includes the command's pid)
+  std::vector<pid_t> tids;
+  bool follow_forks = false;  // children of tgids become targets (command mode)
+  bool filter_cgroup = false;
+  uint64_t cgroup_id = 0;  // cgroup v2 id (inode of the directory)
+  int cgroup_fd = -1;      // open cgroup directory (perf backend)
+  CaptureEvent event = CaptureEvent::kCpuClock;
+};
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual CaptureBackend backend() const = 0;
+  virtual CaptureEvent event() const = 0;
+  // Waits up to timeout_ms for data, delivers what is there.
+  virtual Result<void> Poll(int timeout_ms, const SampleCallback& callback) = 0;
+  // Stops sampling and delivers everything still buffered.
+  virtual Result<void> StopAndDrain(const SampleCallback& callback) = 0;
+  virtual SourceCounters Counters() = 0;
+};
+
+// Both fail with a clear Error (kPermission, kUnsupported, ...) when the kernel refuses.
+Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig& config, bool stackmap,
+                                                    std::vector<std::string>* notes);
+Result<std::unique_ptr<SampleSource>> OpenPerfSource(const SourceConfig& config,
+                                                     std::vector<std::string>* notes);
+// Whether the BPF backend was compiled in (clang, bpftool and libbpf found at build time).
+bool BpfBackendCompiled();
+
+// Online CPU ids (from /sys/devices/system/cpu/online).
+Result<std::vector<int>> OnlineCpus();
+
+}  // namespace stacksym

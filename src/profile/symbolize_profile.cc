@@ -1,0 +1,162 @@
+// The symbolize-once pass: frames are grouped by module, each module is opened once and its
+// distinct addresses go through one SymbolizeBatch call.
+#include "stacksym/symbolize_profile.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "stacksym/kernel.h"
+
+namespace stacksym {
+namespace {
+
+FrameSymbols ToFrameSymbols(const SymbolizedAddress& a) {
+  FrameSymbols out;
+  if (!a.frames.empty()) {
+    out.lines = a.frames;
+  } else if (!a.symbol.empty()) {
+    SourceFrame f;
+    f.function = a.symbol;
+    f.raw_function = a.raw_symbol;
+    out.lines.push_back(std::move(f));
+  } else {
+    out.reason = a.reason.value_or(Reason::kNoSymbol);
+  }
+  return out;
+}
+
+bool BuildIdMatches(const ElfFile& elf, const std::vector<uint8_t>& want) {
+  if (want.empty()) return true;
+  auto id = elf.build_id();
+  return std::equal(id.begin(), id.end(), want.begin(), want.end());
+}
+
+// Debug file for a build ID: DIR/.build-id/ab/cdef....debug
+std::shared_ptr<ElfFile> FindByBuildId(const std::vector<uint8_t>& id,
+                                       const std::vector<std::string>& dirs) {
+  if (id.size() < 2) return nullptr;
+  std::string hex = ToHex(id);
+  for (const std::string& dir : dirs) {
+    std::string path = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) continue;
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
+    if (elf && BuildIdMatches(**elf, id)) return *elf;
+  }
+  return nullptr;
+}
+
+// Opens the module's file: the one handed in, else its path when the build ID matches, else a
+// debug file by build ID. Reason when none is usable.
+std::shared_ptr<ElfFile> OpenModule(const ProfileModule& m, size_t index,
+                                    const SymbolizeProfileOptions& options, Reason* reason) {
+  if (index < options.module_files.size() && options.module_files[index]) {
+    return options.module_files[index];
+  }
+  *reason = Reason::kFileUnavailable;
+  if (m.kind != ModuleKind::kElf) {
+    *reason = m.kind == ModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
+    return nullptr;
+  }
+  if (!m.path.empty()) {
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(m.path);
+    if (elf && BuildIdMatches(**elf, m.build_id)) return *elf;
+  }
+  if (auto elf = FindByBuildId(m.build_id, options.symbolize.debug_dirs)) return elf;
+  if (!m.build_id.empty()) *reason = Reason::kNotFound;
+  return nullptr;
+}
+
+}  // namespace
+
+SymbolizeProfileStats SymbolizeProfile(Profile& profile, const SymbolizeProfileOptions& options) {
+  SymbolizeProfileStats stats;
+  profile.symbols.resize(profile.frames.size());
+  // Frames that need work, grouped: per user module, and kernel.
+  std::vector<std::vector<uint32_t>> by_module(profile.modules.size());
+  std::vector<uint32_t> kernel_frames;
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    if (options.only_missing && profile.symbols[i]) continue;
+    const ProfileFrame& f = profile.frames[i];
+    ++stats.frames;
+    switch (f.kind) {
+      case FrameKind::kKernel:
+        kernel_frames.push_back(i);
+        break;
+      case FrameKind::kUser:
+        if (f.module < by_module.size()) {
+          by_module[f.module].push_back(i);
+        } else {
+          profile.symbols[i] = FrameSymbols{Reason::kCorruptData, {}};
+        }
+        break;
+      case FrameKind::kUserRaw:
+        profile.symbols[i] = FrameSymbols{Reason::kUnmapped, {}};
+        break;
+    }
+  }
+
+  std::vector<uint64_t> addrs;
+  for (size_t m = 0; m < by_module.size(); ++m) {
+    const std::vector<uint32_t>& frames = by_module[m];
+    if (frames.empty()) continue;
+    Reason reason = Reason::kFileUnavailable;
+    std::shared_ptr<ElfFile> elf = OpenModule(profile.modules[m], m, options, &reason);
+    std::unique_ptr<ElfSymbolizer> sym;
+    if (elf) {
+      Result<std::unique_ptr<ElfSymbolizer>> s = ElfSymbolizer::FromElf(elf, options.symbolize);
+      if (s) sym = std::move(*s);
+    }
+    if (!sym) {
+      ++stats.modules_missing;
+      for (uint32_t i : frames) profile.symbols[i] = FrameSymbols{reason, {}};
+      continue;
+    }
+    ++stats.modules_opened;
+    addrs.clear();
+    for (uint32_t i : frames) addrs.push_back(profile.frames[i].address);
+    std::vector<SymbolizedAddress> out = sym->SymbolizeBatch(addrs, AddressKind::kFileOffset);
+    for (size_t k = 0; k < frames.size() && k < out.size(); ++k) {
+      profile.symbols[frames[k]] = ToFrameSymbols(out[k]);
+    }
+  }
+
+  if (!kernel_frames.empty()) {
+    std::unique_ptr<KernelSymbolizer> ksym;
+    if (options.kernel) {
+      KernelSymbolizerOptions kopts;
+      kopts.kallsyms_path = options.kallsyms_path;
+      kopts.vmlinux_path = options.vmlinux_path;
+      kopts.symbolize = options.symbolize;
+      Result<std::unique_ptr<KernelSymbolizer>> k = KernelSymbolizer::Open(kopts);
+      if (k) ksym = std::move(*k);
+    }
+    if (ksym) {
+      addrs.clear();
+      for (uint32_t i : kernel_frames) addrs.push_back(profile.frames[i].address);
+      std::vector<SymbolizedAddress> out = ksym->SymbolizeBatch(addrs);
+      for (size_t k = 0; k < kernel_frames.size() && k < out.size(); ++k) {
+        profile.symbols[kernel_frames[k]] = ToFrameSymbols(out[k]);
+      }
+    } else {
+      for (uint32_t i : kernel_frames) {
+        profile.symbols[i] = FrameSymbols{Reason::kFileUnavailable, {}};
+      }
+    }
+  }
+
+  for (const auto& s : profile.symbols) {
+    if (!s) continue;
+    if (s->reason) {
+      ++stats.failed;
+    } else {
+      ++stats.symbolized;
+    }
+  }
+  return stats;
+}
+
+}  // namespace stacksym
