@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The main job (`make demo`): symbolize a handful of real addresses of the system's libc with
+# symbol tables and DWARF (libc6-dbg), print the build ID, and show llvm-symbolizer's layout.
+set -euo pipefail
+build=${1:-build}
+stacksym="$build/stacksym"
+libc=/usr/lib/x86_64-linux-gnu/libc.so.6
+
+echo "== stacksym buildid $libc"
+"$stacksym" buildid "$libc"
+
+# A few exported libc functions, each at a small offset inside it.
+addresses=()
+for fn in malloc printf qsort getaddrinfo pthread_create; do
+  line=$(nm -D --defined-only "$libc" | awk -v f="$fn" '$3 == f || $3 ~ "^"f"@@" {print $1; exit}')
+  [[ -n "$line" ]] && addresses+=("0x$(printf '%x' $((16#$line + 0x10)))")
+done
+
+echo
+echo "== stacksym symbolize elf --file $libc ${addresses[*]}"
+"$stacksym" symbolize elf --file "$libc" "${addresses[@]}"
+
+echo
+echo "== the same with --output-style=llvm (diffable with llvm-symbolizer --inlines)"
+"$stacksym" symbolize elf --output-style=llvm --file "$libc" "${addresses[@]:0:2}"
