@@ -78,9 +78,10 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
   if (!header) return std::move(header).error();
   const elf::ElfHeader& h = *header;
 
-  // Section 0 holds the real counts under extended numbering.
-  std::optional<ElfSection> first;
-  if (h.shoff != 0) {
+  // Section 0 holds the real counts under extended numbering; read only when needed, so a
+  // file whose tail (where section headers usually live) is missing still gives its ID.
+  auto read_first_section = [&]() -> Result<std::optional<ElfSection>> {
+    if (h.shoff == 0) return std::optional<ElfSection>();
     if (h.shentsize < h.shdr_size()) {
       return Error(ErrorCode::kMalformed,
                    "section header entry size " + std::to_string(h.shentsize) + " is too small");
@@ -89,10 +90,14 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
     if (!raw) return std::move(raw).error();
     ByteCursor c(*raw);
     uint32_t unused_name;
-    first = elf::ReadSectionHeader(c, h.is_64bit, &unused_name);
-  }
+    return std::optional<ElfSection>(elf::ReadSectionHeader(c, h.is_64bit, &unused_name));
+  };
   uint64_t phnum = h.phnum;
-  if (phnum == PN_XNUM && first) phnum = first->info;
+  if (phnum == PN_XNUM) {
+    auto first = read_first_section();
+    if (!first) return std::move(first).error();
+    if (*first) phnum = (*first)->info;
+  }
 
   bool had_note_segment = false;
   if (phnum > 0) {
@@ -112,10 +117,12 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
       if (!id->empty()) return id;
     }
   }
-  if (had_note_segment || !first) return std::vector<uint8_t>();
+  if (had_note_segment || h.shoff == 0) return std::vector<uint8_t>();
 
   // No note segments (relocatable objects, some debug files): look at SHT_NOTE sections.
-  uint64_t shnum = h.shnum == 0 ? first->size : h.shnum;
+  auto first = read_first_section();
+  if (!first) return std::move(first).error();
+  uint64_t shnum = h.shnum == 0 ? (*first)->size : h.shnum;
   auto table = ReadTable(fd, h.shoff, shnum, h.shentsize, "section header table");
   if (!table) return std::move(table).error();
   for (uint64_t i = 0; i < shnum; ++i) {
