@@ -1,0 +1,66 @@
+// stacksym/build_id.h — symbolize (build ID, file offset) pairs: the remote half of
+// normalize-then-symbolize.
+//
+// A profile recorded elsewhere names each user frame by the GNU build ID of its binary and a
+// file offset. FindFileByBuildId looks the build ID up in debug directories laid out like
+// /usr/lib/debug (<dir>/.build-id/xx/rest for the binary, <dir>/.build-id/xx/rest.debug for
+// its separate debug file), checks the candidate really carries that build ID, and
+// BuildIdSymbolizer symbolizes file offsets with it, caching one ElfSymbolizer per build ID.
+//
+//   SymbolizeOptions opts;
+//   opts.debug_dirs = {"/srv/symbols", "/usr/lib/debug"};
+//   BuildIdSymbolizer symbolizer(opts);
+//   SymbolizedAddress a = symbolizer.Symbolize(build_id, 0x4a2f0);   // a file offset
+//   if (a.reason == Reason::kNotFound) ...                          // no such file anywhere
+//
+// Thread-safety: one BuildIdSymbolizer is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "stacksym/result.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+// Candidate paths for a build ID in one debug directory, in the order they are tried:
+// the binary ("<dir>/.build-id/ab/cdef...") first, then the debug file ("....debug").
+std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
+                                      std::span<const uint8_t> build_id);
+
+// The first candidate, over all `debug_dirs` in order, that is an ELF file whose GNU build ID
+// equals `build_id`. Errors: kInvalidArgument for an empty or 1-byte build ID, kNotFound
+// (listing what was tried) when nothing matches.
+Result<std::string> FindFileByBuildId(std::span<const uint8_t> build_id,
+                                      const std::vector<std::string>& debug_dirs);
+
+class BuildIdSymbolizer {
+ public:
+  explicit BuildIdSymbolizer(SymbolizeOptions options = {});
+  ~BuildIdSymbolizer();
+
+  // `file_offset` as produced by the Normalizer. Reason::kNotFound when no file has the
+  // build ID, kFileUnavailable when the file found cannot be parsed.
+  SymbolizedAddress Symbolize(std::span<const uint8_t> build_id, uint64_t file_offset);
+
+  // The file used for a build ID (after a Symbolize call that found one), or empty.
+  std::string PathFor(std::span<const uint8_t> build_id) const;
+
+ private:
+  struct Entry {
+    std::unique_ptr<ElfSymbolizer> symbolizer;  // null when not found / unusable
+    Reason reason = Reason::kNotFound;
+    std::string path;
+  };
+  Entry& Lookup(std::span<const uint8_t> build_id);
+
+  SymbolizeOptions options_;
+  std::map<std::vector<uint8_t>, Entry> cache_;
+};
+
+}  // namespace stacksym

@@ -1,0 +1,76 @@
+// stacksym/process.h — addresses of a live process → symbols.
+//
+// ProcessSymbolizer normalizes the addresses (Normalizer: module + file offset per address)
+// and then asks the right source for each module:
+//   - ELF files: ElfSymbolizer (symbols + DWARF) on the file opened through
+//     /proc/PID/map_files/START-END, so binaries in other mount namespaces (containers) and
+//     deleted binaries still work; one ElfSymbolizer per (dev, inode) per call;
+//   - the vDSO: its ELF image read from the process's own [vdso] pages (/proc/PID/mem);
+//   - anonymous memory (JIT code): the process's /tmp/perf-PID.map (see PerfMap), looked up
+//     in the process's mount namespace with its namespaced pid;
+//   - anything else: a Reason.
+// Each address gets an answer or a Reason; the batch never fails as a whole.
+//
+//   ProcessSymbolizer symbolizer;                   // default options
+//   Result<std::vector<SymbolizedAddress>> r = symbolizer.Symbolize(pid, addrs);
+//   if (!r) return r.error();                       // only for pid <= 0
+//   for (const SymbolizedAddress& a : *r) puts(a.reason ? ReasonText(*a.reason) :
+//   a.symbol.c_str());
+//
+// Thread-safety: one ProcessSymbolizer is used by one thread at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "stacksym/normalize.h"
+#include "stacksym/result.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+struct ProcessSymbolizerOptions {
+  SymbolizeOptions symbolize;  // demangling, DWARF, debug dirs for the mapped binaries
+  NormalizerOptions normalize;
+  bool perf_maps = true;  // consult /tmp/perf-PID.map for anonymous / non-ELF mappings
+};
+
+// Where an answer came from (ProcessSymbolizer::last_sources, for tests and diagnostics).
+enum class SymbolSource : uint8_t { kNone, kElf, kVdso, kPerfMap };
+
+class ProcessSymbolizer {
+ public:
+  explicit ProcessSymbolizer(ProcessSymbolizerOptions options = {});
+  ~ProcessSymbolizer();
+  ProcessSymbolizer(const ProcessSymbolizer&) = delete;
+  ProcessSymbolizer& operator=(const ProcessSymbolizer&) = delete;
+
+  // One result per address, in input order. SymbolizedAddress::module is the path as the
+  // process sees it ("[vdso]", or the perf map's path for JIT code); `vaddr` is the address
+  // inside that module's ELF file. Errors only for pid <= 0.
+  Result<std::vector<SymbolizedAddress>> Symbolize(pid_t pid, std::span<const uint64_t> addrs);
+
+  // Symbolizes an already normalized batch of `pid` (addrs: the addresses that produced it).
+  // The process must still be alive for map_files, the vDSO and its perf map.
+  std::vector<SymbolizedAddress> SymbolizeNormalized(const NormalizedBatch& batch,
+                                                     std::span<const uint64_t> addrs);
+
+  // Per address of the last call: which source answered.
+  const std::vector<SymbolSource>& last_sources() const { return last_sources_; }
+  Normalizer& normalizer() { return normalizer_; }
+
+ private:
+  ProcessSymbolizerOptions options_;
+  Normalizer normalizer_;
+  std::vector<SymbolSource> last_sources_;
+};
+
+// Reads the ELF image of a process's vDSO from its memory (/proc/PID/mem at the [vdso] VMA).
+// Errors: kNotFound when the process has gone, kPermission, kMalformed for a bad image.
+Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end);
+
+}  // namespace stacksym
