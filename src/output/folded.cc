@@ -1,0 +1,170 @@
+// Folded stacks (Brendan Gregg's format): "comm;outer;...;leaf COUNT", one line per stack.
+#include <charconv>
+#include <map>
+#include <unordered_map>
+
+#include "output/frame_names.h"
+#include "stacksym/output.h"
+
+namespace stacksym {
+namespace {
+
+constexpr std::string_view kInlineSuffix = "_[i]";
+constexpr std::string_view kKernelSuffix = "_[k]";
+
+// ';' separates frames and a newline separates stacks, so neither may appear inside a name.
+void AppendSanitized(std::string_view name, std::string* out) {
+  for (char c : name) {
+    if (c == ';') {
+      out->push_back(':');
+    } else if (c == '\n' || c == '\r') {
+      out->push_back(' ');
+    } else {
+      out->push_back(c);
+    }
+  }
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
+  std::vector<std::vector<output::NamedEntry>> names = output::NameAllFrames(profile);
+  // Stacks that differ only by pid/tid fold into one line; std::map sorts the output.
+  std::map<std::string, uint64_t> lines;
+  std::string line;
+  for (size_t s = 0; s < profile.stacks.size(); ++s) {
+    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
+    if (count == 0) continue;
+    const ProfileStack& stack = profile.stacks[s];
+    line.clear();
+    AppendSanitized(stack.comm.empty() ? "[unknown]" : stack.comm, &line);
+    for (size_t f = stack.frames.size(); f-- > 0;) {
+      uint32_t frame = stack.frames[f];
+      if (frame >= names.size()) continue;
+      for (const output::NamedEntry& entry : names[frame]) {
+        line.push_back(';');
+        AppendSanitized(entry.name, &line);
+        if (entry.kind == output::EntryKind::kKernel && options.mark_kernel) {
+          line.append(kKernelSuffix);
+        } else if (entry.kind == output::EntryKind::kInline && options.mark_inline) {
+          line.append(kInlineSuffix);
+        }
+      }
+    }
+    lines[line] += count;
+  }
+  std::string out;
+  for (const auto& [stack, count] : lines) {
+    out += stack;
+    out += ' ';
+    out += std::to_string(count);
+    out += '\n';
+  }
+  return out;
+}
+
+Result<Profile> ParseFolded(std::string_view text) {
+  Profile profile;
+  uint32_t user_module =
+      profile.AddModule({.kind = ModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
+  uint32_t kernel_module =
+      profile.AddModule({.kind = ModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
+  // A folded frame has no address: each distinct (kind, inline chain) gets the next number.
+  std::unordered_map<std::string, uint32_t> frame_by_key;
+  std::vector<uint32_t> root_first;
+  size_t line_number = 0;
+  auto error = [&](const std::string& what) {
+    return MakeError(ErrorCode::kMalformed,
+                     "folded stacks line " + std::to_string(line_number) + ": " + what);
+  };
+
+  while (!text.empty()) {
+    ++line_number;
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+
+    size_t space = line.rfind(' ');
+    if (space == std::string_view::npos || space == 0) {
+      return error("expected \"stack COUNT\"");
+    }
+    std::string_view count_text = line.substr(space + 1);
+    uint64_t count = 0;
+    auto [end, ec] =
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    if (ec != std::errc() || end != count_text.data() + count_text.size()) {
+      return error("bad sample count \"" + std::string(count_text) + "\"");
+    }
+    std::string_view stack_text = line.substr(0, space);
+
+    // Split into comm and frames; a frame followed by "_[i]" frames forms one inline chain.
+    ProfileStack stack;
+    root_first.clear();
+    size_t pos = 0;
+    bool first = true;
+    std::vector<std::string> chain;  // outermost first
+    bool chain_kernel = false;
+    auto flush_chain = [&]() {
+      if (chain.empty()) return;
+      std::string key(chain_kernel ? "k" : "u");
+      for (const std::string& name : chain) {
+        key += '\n';
+        key += name;
+      }
+      auto [it, inserted] = frame_by_key.try_emplace(key, 0);
+      if (inserted) {
+        ProfileFrame frame{chain_kernel ? FrameKind::kKernel : FrameKind::kUser,
+                           chain_kernel ? kernel_module : user_module, profile.frames.size()};
+        it->second = profile.InternFrame(frame);
+        profile.symbols.resize(profile.frames.size());
+        FrameSymbols symbols;
+        for (size_t i = chain.size(); i-- > 0;) {
+          SourceFrame sf;
+          sf.function = chain[i];
+          sf.inlined = i != 0;
+          symbols.lines.push_back(std::move(sf));
+        }
+        profile.symbols[it->second] = std::move(symbols);
+      }
+      root_first.push_back(it->second);
+      chain.clear();
+    };
+    while (pos <= stack_text.size()) {
+      size_t semi = stack_text.find(';', pos);
+      std::string_view part = stack_text.substr(
+          pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+      pos = semi == std::string_view::npos ? stack_text.size() + 1 : semi + 1;
+      if (first) {
+        stack.comm = std::string(part);
+        first = false;
+        continue;
+      }
+      if (part.empty()) return error("empty frame name");
+      if (EndsWith(part, kInlineSuffix) && !chain.empty() && !chain_kernel) {
+        chain.emplace_back(part.substr(0, part.size() - kInlineSuffix.size()));
+        continue;
+      }
+      flush_chain();
+      chain_kernel = EndsWith(part, kKernelSuffix);
+      if (chain_kernel) {
+        part.remove_suffix(kKernelSuffix.size());
+      } else if (EndsWith(part, kInlineSuffix)) {
+        part.remove_suffix(kInlineSuffix.size());  // an inlined frame with no caller shown
+      }
+      if (part.empty()) return error("empty frame name");
+      chain.emplace_back(part);
+    }
+    flush_chain();
+    stack.frames.assign(root_first.rbegin(), root_first.rend());
+    profile.AddSample(stack, count);
+  }
+  return profile;
+}
+
+}  // namespace stacksym

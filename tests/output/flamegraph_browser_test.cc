@@ -1,0 +1,131 @@
+// The flame graph page in a real browser: headless Chromium loads the page with a search in
+// its URL, runs the page's script, and dumps the resulting DOM; a screenshot is kept as a test
+// artifact under <build>/test-artifacts/output/browser/.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include "stacksym/output.h"
+#include "test_profiles.h"
+
+namespace stacksym {
+namespace {
+
+std::string FindChromium() {
+  for (const char* path :
+       {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+    if (access(path, X_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Runs chromium headless on `url` with extra flags; returns its stdout.
+std::string RunChromium(const std::string& chromium, const std::string& dir,
+                        const std::string& flags, const std::string& url) {
+  std::string profile_dir = dir + "/chromium-profile";
+  std::string out = dir + "/chromium.out";
+  std::string cmd = "timeout 90 " + chromium +
+                    " --headless --no-sandbox --disable-gpu --disable-background-networking"
+                    " --disable-component-update --disable-sync --no-first-run"
+                    " --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
+                    profile_dir + " " + flags + " '" + url + "' > " + out + " 2> " + dir +
+                    "/chromium.err";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << cmd << "\n" << testing::ReadFileOrDie(dir + "/chromium.err");
+  return testing::ReadFileOrDie(out);
+}
+
+class BrowserTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    chromium_ = FindChromium();
+    if (chromium_.empty()) {
+      GTEST_SKIP() << "chromium is not installed (Debian package chromium, in setup.sh's "
+                      "OPTIONAL_PACKAGES): the flame graph page is not tested in a browser";
+    }
+    dir_ = testing::TestOutputDir("browser");
+    page_ = dir_ + "/sample.html";
+    FlameGraphOptions options;
+    options.title = "browser test";
+    ASSERT_TRUE(
+        WriteProfile(testing::MakeSampleProfile(), page_, {.flame_graph = options, .folded = {}}));
+  }
+  std::string chromium_, dir_, page_;
+};
+
+// The attributes of the first frame element whose data-name matches `name`.
+std::string FrameElement(const std::string& dom, const std::string& name) {
+  std::regex re("<div class=\"([^\"]*)\"[^>]*data-name=\"" + name + "\"[^>]*>");
+  std::smatch m;
+  if (!std::regex_search(dom, m, re)) return "";
+  return m[0];
+}
+
+TEST_F(BrowserTest, SearchHighlightsTheHotFrame) {
+  std::string dom = RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000",
+                                "file://" + page_ + "?search=hot_leaf");
+  ASSERT_NE(dom.find("<body"), std::string::npos) << dom;
+  // The root frame is drawn, full width, with every sample.
+  std::string root = FrameElement(dom, "all");
+  ASSERT_FALSE(root.empty()) << dom;
+  EXPECT_NE(root.find("id=\"frame-root\""), std::string::npos) << root;
+  EXPECT_NE(root.find("data-samples=\"100\""), std::string::npos) << root;
+  EXPECT_NE(root.find("width:100.0000%"), std::string::npos) << root;
+  // The hot frame is there, 80% wide, and the search marked it (and nothing else).
+  std::string hot = FrameElement(dom, "ns::hot_leaf\\(int\\)");
+  ASSERT_FALSE(hot.empty()) << dom;
+  EXPECT_NE(hot.find("frame kind-user match"), std::string::npos) << hot;
+  EXPECT_NE(hot.find("data-samples=\"80\""), std::string::npos) << hot;
+  EXPECT_NE(hot.find("width:80.0000%"), std::string::npos) << hot;
+  size_t matches = 0;
+  for (size_t pos = 0; (pos = dom.find(" match\"", pos)) != std::string::npos; ++pos) ++matches;
+  EXPECT_EQ(matches, 1u);
+  EXPECT_NE(dom.find("Matched: 1 frames, 80 samples (80.00%)"), std::string::npos);
+  // Kernel and inlined frames are drawn as such.
+  EXPECT_NE(FrameElement(dom, "do_syscall_64").find("kind-kernel"), std::string::npos);
+  EXPECT_NE(FrameElement(dom, "inline_helper").find("kind-inline"), std::string::npos);
+  // A search that matches nothing highlights nothing.
+  std::string none = RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000",
+                                 "file://" + page_ + "?search=no_such_function");
+  EXPECT_EQ(none.find(" match\""), std::string::npos);
+  EXPECT_NE(none.find("Matched: 0 frames, 0 samples"), std::string::npos);
+}
+
+TEST_F(BrowserTest, ZoomAndInvertedView) {
+  std::string dom = RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000",
+                                "file://" + page_ + "?zoom=work&inverted=1");
+  // Zoomed into "work": it spans the chart, ancestors are dimmed, other threads are gone.
+  std::string work = FrameElement(dom, "work");
+  ASSERT_FALSE(work.empty()) << dom;
+  EXPECT_NE(work.find("width:100.0000%"), std::string::npos) << work;
+  EXPECT_NE(FrameElement(dom, "all").find("dimmed"), std::string::npos);
+  EXPECT_TRUE(FrameElement(dom, "do_syscall_64").empty());
+  EXPECT_TRUE(FrameElement(dom, "other").empty());
+  EXPECT_NE(FrameElement(dom, "ns::hot_leaf\\(int\\)").find("width:100.0000%"), std::string::npos);
+  // Inverted (icicle): the root is at the top.
+  EXPECT_NE(FrameElement(dom, "all").find("top:0px"), std::string::npos);
+
+  // Not inverted: the root is at the bottom (depth 0 → max depth rows down).
+  std::string flame =
+      RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000", "file://" + page_);
+  EXPECT_EQ(FrameElement(flame, "all").find("top:0px"), std::string::npos);
+  EXPECT_NE(FrameElement(flame, "do_syscall_64").find("top:0px"), std::string::npos)
+      << "the deepest frame (depth 5) is the top row";
+}
+
+TEST_F(BrowserTest, ScreenshotIsWritten) {
+  std::string png = dir_ + "/flamegraph.png";
+  RunChromium(chromium_, dir_, "--screenshot=" + png + " --window-size=1280,600",
+              "file://" + page_ + "?search=hot_leaf");
+  std::string bytes = testing::ReadFileOrDie(png);
+  ASSERT_GT(bytes.size(), 1000u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  std::printf("flame graph screenshot: %s\n", png.c_str());
+}
+
+}  // namespace
+}  // namespace stacksym

@@ -1,0 +1,87 @@
+// Static checks of the flame graph writers (the page's behaviour is tested in Chromium by
+// flamegraph_browser_test.cc).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+
+#include "stacksym/output.h"
+#include "test_profiles.h"
+
+namespace stacksym {
+namespace {
+
+TEST(FlameGraphTest, HtmlPageIsSelfContained) {
+  FlameGraphOptions options;
+  options.title = "demo <&> \"title\"";
+  std::string html = RenderFlameGraphHtml(testing::MakeSampleProfile(), options);
+  // The data is embedded, the placeholders are gone, the title is escaped.
+  EXPECT_EQ(html.find("/*STACKSYM_DATA*/"), std::string::npos);
+  EXPECT_EQ(html.find("{{STACKSYM_TITLE}}"), std::string::npos);
+  EXPECT_NE(html.find("<title>demo &lt;&amp;&gt; &quot;title&quot;</title>"), std::string::npos);
+  EXPECT_NE(html.find("\"ns::hot_leaf(int)\""), std::string::npos);
+  // Nothing is fetched: no external scripts, styles, images or URLs.
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("fetch("), std::string::npos);
+  EXPECT_EQ(html.find("XMLHttpRequest"), std::string::npos);
+  EXPECT_EQ(html.find("import("), std::string::npos);
+}
+
+TEST(FlameGraphTest, NamesCannotBreakOutOfTheScript) {
+  Profile p;
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/bin/x", {}});
+  uint32_t f = p.InternFrame({FrameKind::kUser, m, 1});
+  p.symbols.resize(1);
+  p.symbols[0] = FrameSymbols{
+      std::nullopt,
+      {SourceFrame{"</script><script>alert(1)</script>\"\\\x01\xff", "", "", 0, 0, false}}};
+  p.AddSample({1, 1, "x", {f}}, 1);
+  std::string html = RenderFlameGraphHtml(p);
+  EXPECT_EQ(html.find("</script><script>alert"), std::string::npos);
+  EXPECT_NE(html.find("\\u003c/script>\\u003cscript>alert(1)\\u003c/script>\\\"\\\\\\u0001?"),
+            std::string::npos);
+  std::string svg = RenderFlameGraphSvg(p);
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+}
+
+TEST(FlameGraphTest, SvgHasOneBoxPerVisibleFrameWithProportionalWidth) {
+  FlameGraphOptions options;
+  options.svg_width = 1020;  // 1000 px of chart
+  std::string svg = RenderFlameGraphSvg(testing::MakeSampleProfile(), options);
+  // Frames: all, 3 comms, app: main work inline_helper hot_leaf, worker: main lib entry
+  // do_syscall, other: raw → 1 + 3 + 4 + 4 + 1 = 13.
+  std::regex rect("<rect x=\"[0-9.]+\" y=\"[0-9.]+\" width=\"([0-9.]+)\" height=\"15.0\"");
+  std::vector<double> widths;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), rect); it != std::sregex_iterator();
+       ++it) {
+    widths.push_back(std::stod((*it)[1]));
+  }
+  ASSERT_EQ(widths.size(), 13u) << svg;
+  EXPECT_DOUBLE_EQ(widths[0], 1000.0);  // root
+  EXPECT_NE(svg.find("<title>ns::hot_leaf(int) (80 samples, 80.00%)</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>do_syscall_64 (15 samples, 15.00%)</title>"), std::string::npos);
+  EXPECT_NE(svg.find("width=\"800.00\""), std::string::npos);  // app subtree: 80%
+
+  // Well-formed XML, checked by an independent parser when python3 is there.
+  if (std::system("command -v python3 >/dev/null 2>&1") == 0) {
+    std::string dir = testing::TestOutputDir("svg");
+    std::ofstream(dir + "/sample.svg") << svg;
+    std::string cmd = "python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' " +
+                      dir + "/sample.svg";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+  }
+}
+
+TEST(FlameGraphTest, EmptyProfileStillRenders) {
+  Profile empty;
+  EXPECT_NE(RenderFlameGraphHtml(empty).find("\"tree\":[0,0,0,0,[]]"), std::string::npos);
+  EXPECT_NE(RenderFlameGraphSvg(empty).find("</svg>"), std::string::npos);
+  EXPECT_EQ(FormatFolded(empty), "");
+}
+
+}  // namespace
+}  // namespace stacksym

@@ -1,0 +1,295 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "output/gzip.h"
+#include "profile.pb.h"
+#include "stacksym/output.h"
+#include "test_profiles.h"
+
+namespace stacksym {
+namespace {
+
+namespace pb = perftools::profiles;
+using testing::MakeNormalizedOnlyProfile;
+using testing::MakeSampleProfile;
+
+std::span<const uint8_t> Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+pb::Profile EncodeToMessage(const Profile& p) {
+  Result<std::string> raw = EncodePprof(p, /*gzip=*/false);
+  EXPECT_TRUE(raw);
+  pb::Profile message;
+  EXPECT_TRUE(message.ParseFromString(*raw));
+  return message;
+}
+
+const std::string& Str(const pb::Profile& m, int64_t index) {
+  return m.string_table(static_cast<int>(index));
+}
+
+// A stack written out as "comm pid/tid: module!function|module!function..." so that two
+// profiles can be compared independent of frame numbering.
+std::vector<std::string> DescribeStacks(const Profile& p) {
+  std::vector<std::string> out;
+  for (size_t s = 0; s < p.stacks.size(); ++s) {
+    const ProfileStack& stack = p.stacks[s];
+    std::string d = stack.comm + " " + std::to_string(stack.pid) + "/" + std::to_string(stack.tid) +
+                    " x" + std::to_string(p.counts[s]) + ":";
+    for (uint32_t f : stack.frames) {
+      const ProfileFrame& frame = p.frames[f];
+      d += " " + std::to_string(static_cast<int>(frame.kind)) + ":";
+      if (frame.kind != FrameKind::kUserRaw) d += p.modules[frame.module].path + "!";
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(frame.address));
+      d += hex;
+      if (f < p.symbols.size() && p.symbols[f]) {
+        for (const SourceFrame& l : p.symbols[f]->lines) {
+          d += "[" + l.function + "|" + l.raw_function + "|" + l.file + ":" +
+               std::to_string(l.line) + ":" + std::to_string(l.column) + (l.inlined ? "|i" : "") +
+               "]";
+        }
+      }
+    }
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(PprofTest, RoundTripKeepsSamplesSymbolsAndMetadata) {
+  Profile original = MakeSampleProfile();
+  Result<std::string> encoded = EncodePprof(original);
+  ASSERT_TRUE(encoded) << encoded.error().ToString();
+  ASSERT_GE(encoded->size(), 2u);
+  EXPECT_EQ(static_cast<uint8_t>((*encoded)[0]), 0x1f);  // gzip
+  Result<Profile> decoded = DecodePprof(Bytes(*encoded));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+
+  EXPECT_EQ(DescribeStacks(*decoded), DescribeStacks(original));
+  EXPECT_EQ(decoded->period_ns, original.period_ns);
+  EXPECT_EQ(decoded->start_time_ns, original.start_time_ns);
+  EXPECT_EQ(decoded->duration_ns, original.duration_ns);
+  EXPECT_EQ(decoded->total_samples(), 100u);
+  // Build IDs survive, as bytes.
+  bool found_app = false;
+  for (const ProfileModule& m : decoded->modules) {
+    if (m.path == "/usr/bin/app") {
+      found_app = true;
+      EXPECT_EQ(m.build_id, (std::vector<uint8_t>{0xab, 0xcd, 0x01, 0x02}));
+      EXPECT_EQ(m.kind, ModuleKind::kElf);
+    }
+  }
+  EXPECT_TRUE(found_app);
+  // And the folded view of both is identical.
+  EXPECT_EQ(FormatFolded(*decoded), FormatFolded(original));
+}
+
+TEST(PprofTest, NormalizedOnlyProfileRoundTripsWithoutSymbols) {
+  Profile original = MakeNormalizedOnlyProfile();
+  Result<std::string> encoded = EncodePprof(original);
+  ASSERT_TRUE(encoded);
+  Result<Profile> decoded = DecodePprof(Bytes(*encoded));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_EQ(DescribeStacks(*decoded), DescribeStacks(original));
+  for (const auto& s : decoded->symbols) EXPECT_FALSE(s.has_value());
+
+  pb::Profile m = EncodeToMessage(original);
+  EXPECT_EQ(m.function_size(), 0);
+  for (const pb::Location& loc : m.location()) EXPECT_EQ(loc.line_size(), 0);
+  for (const pb::Mapping& map : m.mapping()) {
+    EXPECT_FALSE(map.has_functions()) << Str(m, map.filename());
+    EXPECT_FALSE(map.has_line_numbers());
+  }
+}
+
+TEST(PprofTest, MessageFollowsTheFormat) {
+  pb::Profile m = EncodeToMessage(MakeSampleProfile());
+  ASSERT_GE(m.string_table_size(), 1);
+  EXPECT_EQ(m.string_table(0), "");
+  ASSERT_EQ(m.sample_type_size(), 2);
+  EXPECT_EQ(Str(m, m.sample_type(0).type()), "samples");
+  EXPECT_EQ(Str(m, m.sample_type(0).unit()), "count");
+  EXPECT_EQ(Str(m, m.sample_type(1).type()), "cpu");
+  EXPECT_EQ(Str(m, m.sample_type(1).unit()), "nanoseconds");
+  EXPECT_EQ(Str(m, m.period_type().type()), "cpu");
+  EXPECT_EQ(m.period(), 10101010);
+  EXPECT_EQ(m.duration_nanos(), 3000000000);
+  EXPECT_EQ(m.time_nanos(), 1700000000000000000);
+
+  std::map<uint64_t, const pb::Mapping*> mappings;
+  for (const pb::Mapping& map : m.mapping()) mappings[map.id()] = &map;
+  std::map<uint64_t, const pb::Function*> functions;
+  for (const pb::Function& f : m.function()) functions[f.id()] = &f;
+
+  // Mapping flags are truthful per module.
+  for (const pb::Mapping& map : m.mapping()) {
+    const std::string& file = Str(m, map.filename());
+    if (file == "/usr/bin/app") {
+      EXPECT_EQ(Str(m, map.build_id()), "abcd0102");
+      EXPECT_TRUE(map.has_functions());
+      EXPECT_TRUE(map.has_filenames());
+      EXPECT_TRUE(map.has_line_numbers());
+      EXPECT_TRUE(map.has_inline_frames());
+      EXPECT_EQ(map.file_offset(), 0u);
+    } else if (file == "/usr/lib/libfoo.so") {
+      // Symbolization found nothing there.
+      EXPECT_FALSE(map.has_functions());
+      EXPECT_FALSE(map.has_filenames());
+      EXPECT_FALSE(map.has_line_numbers());
+    } else if (file == "[kernel.kallsyms]") {
+      EXPECT_TRUE(map.has_functions());
+      EXPECT_FALSE(map.has_filenames());
+      EXPECT_FALSE(map.has_line_numbers());
+      EXPECT_FALSE(map.has_inline_frames());
+      EXPECT_EQ(map.memory_start(), 0xffffffff81000100u);
+    }
+  }
+  // User mappings do not overlap.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const pb::Mapping& map : m.mapping()) {
+    if (Str(m, map.filename())[0] == '/')
+      ranges.push_back({map.memory_start(), map.memory_limit()});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) EXPECT_LE(ranges[i - 1].second, ranges[i].first);
+
+  // The inlined location has two Lines, innermost first; addresses map back to file offsets.
+  bool saw_inline = false;
+  for (const pb::Location& loc : m.location()) {
+    if (loc.line_size() != 2) continue;
+    saw_inline = true;
+    EXPECT_EQ(Str(m, functions.at(loc.line(0).function_id())->name()), "inline_helper");
+    EXPECT_EQ(Str(m, functions.at(loc.line(1).function_id())->name()), "work");
+    EXPECT_EQ(Str(m, functions.at(loc.line(1).function_id())->system_name()), "_Z4workv");
+    EXPECT_EQ(Str(m, functions.at(loc.line(1).function_id())->filename()), "app.cc");
+    EXPECT_EQ(loc.line(1).line(), 30);
+    const pb::Mapping* map = mappings.at(loc.mapping_id());
+    EXPECT_EQ(loc.address() - map->memory_start() + map->file_offset(), 0x1100u);
+  }
+  EXPECT_TRUE(saw_inline);
+
+  // Samples: leaf first, values [count, count * period], labels pid / tid / comm.
+  uint64_t total = 0;
+  bool saw_tid_101 = false;
+  for (const pb::Sample& s : m.sample()) {
+    ASSERT_EQ(s.value_size(), 2);
+    EXPECT_EQ(s.value(1), s.value(0) * 10101010);
+    total += s.value(0);
+    std::map<std::string, std::string> labels;
+    for (const pb::Label& l : s.label()) {
+      labels[Str(m, l.key())] = l.str() ? Str(m, l.str()) : std::to_string(l.num());
+    }
+    ASSERT_EQ(labels.size(), 3u);
+    if (labels["tid"] == "101") {
+      saw_tid_101 = true;
+      EXPECT_EQ(labels["pid"], "100");
+      EXPECT_EQ(labels["comm"], "app");
+      EXPECT_EQ(s.value(0), 20);
+      ASSERT_EQ(s.location_id_size(), 3);
+      const pb::Location* leaf = nullptr;
+      for (const pb::Location& loc : m.location()) {
+        if (loc.id() == s.location_id(0)) leaf = &loc;
+      }
+      ASSERT_NE(leaf, nullptr);
+      ASSERT_EQ(leaf->line_size(), 1);
+      EXPECT_EQ(Str(m, functions.at(leaf->line(0).function_id())->name()), "ns::hot_leaf(int)");
+    }
+  }
+  EXPECT_EQ(total, 100u);
+  EXPECT_TRUE(saw_tid_101);
+}
+
+// The independent check: Debian's protoc decodes the file against the project's schema.
+TEST(PprofTest, ProtocDecodesTheFile) {
+  if (std::system("command -v protoc >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "protoc not installed (Debian package protobuf-compiler)";
+  }
+  std::string dir = testing::TestOutputDir("protoc");
+  std::string gz = dir + "/sample.pb.gz";
+  ASSERT_TRUE(WriteProfile(MakeSampleProfile(), gz));
+  std::string decoded = dir + "/decoded.txt";
+  std::string cmd = "gunzip -c " + gz +
+                    " | protoc --decode perftools.profiles.Profile --proto_path=" +
+                    std::string(STACKSYM_SOURCE_DIR) + "/src/output profile.proto > " + decoded +
+                    " 2>" + dir + "/protoc.err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::ReadFileOrDie(dir + "/protoc.err");
+  std::string text = testing::ReadFileOrDie(decoded);
+  EXPECT_NE(text.find("string_table: \"ns::hot_leaf(int)\""), std::string::npos) << text;
+  EXPECT_NE(text.find("string_table: \"_ZN2ns8hot_leafEi\""), std::string::npos);
+  EXPECT_NE(text.find("has_inline_frames: true"), std::string::npos);
+  EXPECT_NE(text.find("period: 10101010"), std::string::npos);
+  EXPECT_NE(text.find("string_table: \"abcd0102\""), std::string::npos);
+  size_t samples = 0;
+  for (size_t pos = 0; (pos = text.find("\nsample {", pos)) != std::string::npos; ++pos) ++samples;
+  EXPECT_EQ(samples, 4u);
+}
+
+TEST(PprofTest, PlainProtobufIsAcceptedToo) {
+  Result<std::string> raw = EncodePprof(MakeSampleProfile(), /*gzip=*/false);
+  ASSERT_TRUE(raw);
+  Result<Profile> decoded = DecodePprof(Bytes(*raw));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_EQ(decoded->total_samples(), 100u);
+}
+
+TEST(PprofTest, BadInputIsAClearError) {
+  Result<std::string> encoded = EncodePprof(MakeSampleProfile());
+  ASSERT_TRUE(encoded);
+  // Truncated gzip.
+  std::string truncated = encoded->substr(0, encoded->size() / 2);
+  Result<Profile> r1 = DecodePprof(Bytes(truncated));
+  ASSERT_FALSE(r1);
+  EXPECT_NE(r1.error().message.find("gzip"), std::string::npos) << r1.error().message;
+  // Not protobuf at all.
+  Result<Profile> r2 = DecodePprof(Bytes(std::string("\xff\xff\xff\xff\xff", 5)));
+  ASSERT_FALSE(r2);
+  EXPECT_EQ(r2.error().code, ErrorCode::kMalformed);
+
+  // Structurally valid protobuf with dangling references.
+  pb::Profile m = EncodeToMessage(MakeSampleProfile());
+  pb::Profile dangling_location = m;
+  dangling_location.mutable_sample(0)->set_location_id(0, 9999);
+  pb::Profile bad_string = m;
+  bad_string.mutable_function(0)->set_name(123456);
+  pb::Profile dangling_mapping = m;
+  dangling_mapping.mutable_location(0)->set_mapping_id(77);
+  pb::Profile dangling_function = m;
+  dangling_function.mutable_location(0)->mutable_line(0)->set_function_id(555);
+  pb::Profile negative = m;
+  negative.mutable_sample(0)->set_value(0, -4);
+  for (const auto& [name, message] :
+       std::vector<std::pair<std::string, pb::Profile>>{{"location", dangling_location},
+                                                        {"string", bad_string},
+                                                        {"mapping", dangling_mapping},
+                                                        {"function", dangling_function},
+                                                        {"negative", negative}}) {
+    std::string bytes = message.SerializeAsString();
+    Result<Profile> r = DecodePprof(Bytes(bytes));
+    ASSERT_FALSE(r) << name;
+    EXPECT_EQ(r.error().code, ErrorCode::kMalformed) << name;
+    EXPECT_NE(r.error().message.find(name == "negative" ? "negative" : name), std::string::npos)
+        << name << ": " << r.error().message;
+  }
+}
+
+TEST(PprofTest, GzipBombIsRefused) {
+  // 64 MiB of zeros compress to ~64 KiB; inflating stops at the limit instead of growing.
+  std::string zeros(size_t{64} << 20, '\0');
+  Result<std::string> bomb = output::GzipCompress(zeros);
+  ASSERT_TRUE(bomb);
+  EXPECT_LT(bomb->size(), size_t{1} << 20);
+  Result<std::string> r = output::GzipDecompress(Bytes(*bomb), size_t{1} << 20);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("exceeds"), std::string::npos) << r.error().message;
+  Result<std::string> ok = output::GzipDecompress(Bytes(*bomb));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->size(), zeros.size());
+}
+
+}  // namespace
+}  // namespace stacksym
