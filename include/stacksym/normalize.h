@@ -199,7 +199,7 @@ struct NormalizerStats {
   uint64_t calls = 0;
   uint64_t addresses = 0;
   uint64_t vma_lookups = 0;              // FindCoveringOrNext calls (ioctls or text searches)
-  uint64_t maps_reads = 0;               // text source: whole /proc/PID/maps reads
+  uint64_t maps_reads = 0;               // text source: read() calls on /proc/PID/maps
   uint64_t range_cache_hits = 0;         // address inside the last resolved VMA: no lookup
   uint64_t vma_cache_hits = 0;           // address inside a cached VMA from an earlier call
   uint64_t vma_cache_invalidations = 0;  // cached VMAs dropped (explicitly or on mismatch)

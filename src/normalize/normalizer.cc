@@ -133,8 +133,10 @@ uint32_t Normalizer::Impl::AddModule(Call& call, std::shared_ptr<const ModuleInf
   return index;
 }
 
+// Keeps the lowest mapping; at an equal start the later one wins (lookups run after cache
+// hits, so a fresh VMA replaces one the cache remembered).
 static void NoteMapping(NormalizedModule& m, uint64_t start, uint64_t end, uint64_t offset) {
-  if (start < m.map_start) {
+  if (start <= m.map_start) {
     m.map_start = start;
     m.map_end = end;
     m.map_offset = offset;
@@ -334,6 +336,11 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   // Addresses that need the VMA source: not 0, not inside a cached VMA. Stays sorted.
   std::vector<uint32_t> pending;
   pending.reserve(order.size());
+  struct CacheHit {
+    uint32_t idx;
+    uint64_t start, end;
+  };
+  std::vector<CacheHit> cache_hits;
   size_t cursor = 0;  // into pc->vmas; addresses ascend, so it only moves forward
   for (uint32_t idx : order) {
     uint64_t a = addrs[idx];
@@ -347,6 +354,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
       if (cursor < v.size() && v[cursor].start <= a) {
         const CachedVma& c = v[cursor];
         ++stats.vma_cache_hits;
+        cache_hits.push_back({idx, c.start, c.end});
         NormalizedAddress& out = batch.addresses[idx];
         out.module = ModuleForInfo(call, c.module, c);
         out.file_offset = OffsetIn(c.module->kind, a, c.start, c.offset);
@@ -386,24 +394,45 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   batch.source = source->kind();
   uint64_t reads_before = source->lookups();
 
-  WalkStats ws = WalkVmas(*source, addrs, pending,
-                          [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
-                            if (vma == nullptr) {
-                              if (reason == Reason::kProcessGone) call.process_gone = true;
-                              for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
-                              return;
-                            }
-                            uint32_t module = ModuleForVma(call, *vma);
-                            ModuleKind kind = batch.modules[module].kind;
-                            for (uint32_t idx : idxs) {
-                              NormalizedAddress& out = batch.addresses[idx];
-                              out.module = module;
-                              out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
-                            }
-                            if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
-                          });
+  auto visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
+    if (vma == nullptr) {
+      if (reason == Reason::kProcessGone) call.process_gone = true;
+      for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
+      return;
+    }
+    uint32_t module = ModuleForVma(call, *vma);
+    ModuleKind kind = batch.modules[module].kind;
+    for (uint32_t idx : idxs) {
+      NormalizedAddress& out = batch.addresses[idx];
+      out.module = module;
+      out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
+    }
+    if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
+  };
+  uint64_t invalidations_before = stats.vma_cache_invalidations;
+  WalkStats ws = WalkVmas(*source, addrs, pending, visit);
   stats.vma_lookups += ws.lookups;
   stats.range_cache_hits += ws.range_cache_hits;
+  // A lookup contradicted cached VMAs: answers taken from them earlier in this call are stale.
+  if (pc != nullptr && !cache_hits.empty() && !call.process_gone &&
+      stats.vma_cache_invalidations != invalidations_before) {
+    std::vector<uint32_t> stale;
+    for (const CacheHit& h : cache_hits) {
+      auto& v = pc->vmas;
+      auto it = std::partition_point(v.begin(), v.end(),
+                                     [&](const CachedVma& c) { return c.end <= h.start; });
+      if (it == v.end() || it->start != h.start || it->end != h.end) {
+        stale.push_back(h.idx);
+        batch.addresses[h.idx] = NormalizedAddress{};
+      }
+    }
+    if (!stale.empty()) {
+      stats.vma_cache_hits -= stale.size();
+      WalkStats again = WalkVmas(*source, addrs, stale, visit);
+      stats.vma_lookups += again.lookups;
+      stats.range_cache_hits += again.range_cache_hits;
+    }
+  }
   if (source->kind() == VmaSourceKind::kText) stats.maps_reads += source->lookups() - reads_before;
 
   if (pc != nullptr) {
