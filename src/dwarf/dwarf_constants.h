@@ -31,6 +31,8 @@ inline constexpr uint16_t DW_TAG_imported_unit = 0x3d;
 inline constexpr uint16_t DW_TAG_type_unit = 0x41;
 inline constexpr uint16_t DW_TAG_skeleton_unit = 0x4a;
 inline constexpr uint16_t DW_TAG_module = 0x1e;
+inline constexpr uint16_t DW_TAG_formal_parameter = 0x05;
+inline constexpr uint16_t DW_TAG_variable = 0x34;
 
 // Attributes.
 inline constexpr uint16_t DW_AT_sibling = 0x01;

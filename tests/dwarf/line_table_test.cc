@@ -1,0 +1,185 @@
+// .debug_line programs v4 and v5 on crafted bytes: rows, sequences, file paths, errors.
+#include "dwarf/line_table.h"
+
+#include <gtest/gtest.h>
+
+#include "dwarf/dwarf_constants.h"
+#include "dwarf_builder.h"
+
+namespace stacksym::dwarf {
+namespace {
+
+using testing::ByteWriter;
+
+// Header fields shared by the tests: min_inst 1, line_base -5, line_range 14, opcode_base 13.
+void StandardFields(ByteWriter& w, int version) {
+  w.U8(1);
+  if (version >= 4) w.U8(1);
+  w.U8(1).Fixed(static_cast<uint64_t>(-5), 1).U8(14).U8(13);
+  const uint8_t lengths[] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
+  for (uint8_t l : lengths) w.U8(l);
+}
+
+void SetAddress(ByteWriter& w, uint64_t a) { w.U8(0).Uleb(9).U8(DW_LNE_set_address).U64(a); }
+void EndSequence(ByteWriter& w) { w.U8(0).Uleb(1).U8(DW_LNE_end_sequence); }
+
+TEST(LineTableTest, TinyProgramRows) {
+  testing::TinyDwarf t = testing::BuildTinyDwarf(4);
+  LineSections s;
+  s.line = t.line;
+  auto table = LineTable::Parse(s, 0, 8);
+  ASSERT_TRUE(table) << table.error().ToString();
+  EXPECT_EQ(table->Find(0xfff), nullptr);
+  const LineRow* r = table->Find(0x1000);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->line, 10u);
+  r = table->Find(0x1013);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->line, 20u);
+  EXPECT_EQ(r->column, 5u);
+  EXPECT_EQ(r->file, 2u);
+  EXPECT_EQ(table->Find(0x10ff)->line, 30u);
+  EXPECT_EQ(table->Find(0x1100), nullptr);  // end_sequence is exclusive
+  std::string path;
+  ASSERT_TRUE(table->FilePath(2, "/src", &path));
+  EXPECT_EQ(path, "/src/inc/tiny.h");
+  ASSERT_TRUE(table->FilePath(1, "/src", &path));
+  EXPECT_EQ(path, "/src/tiny.c");
+  EXPECT_FALSE(table->FilePath(0, "/src", &path));  // v4 files start at 1
+  EXPECT_FALSE(table->FilePath(3, "/src", &path));
+}
+
+// Two sequences written high-address first; special opcodes; equal addresses keep the last.
+TEST(LineTableTest, SequencesAreSortedAndLastRowAtAnAddressWins) {
+  ByteWriter w;
+  w.U32(0).U16(3);
+  size_t hl = w.size();
+  w.U32(0);
+  size_t hs = w.size();
+  StandardFields(w, 3);
+  w.U8(0).Str("a.c").Uleb(0).Uleb(0).Uleb(0).U8(0);
+  w.Patch32(hl, static_cast<uint32_t>(w.size() - hs));
+  SetAddress(w, 0x5000);
+  w.U8(DW_LNS_copy);                                  // 0x5000 line 1
+  w.U8(DW_LNS_advance_line).Sleb(4).U8(DW_LNS_copy);  // 0x5000 line 5 (wins)
+  // Special opcode: address += 2, line += 1 → adjusted = 2*14 + (1 - -5) = 34 → op 47.
+  w.U8(47);  // 0x5002 line 6
+  w.U8(DW_LNS_advance_pc).Uleb(6);
+  EndSequence(w);  // end 0x5008
+  SetAddress(w, 0x1000);
+  w.U8(DW_LNS_advance_line).Sleb(99).U8(DW_LNS_copy);  // 0x1000 line 100
+  w.U8(DW_LNS_const_add_pc);                           // += (255-13)/14 = 17
+  EndSequence(w);                                      // end 0x1011
+  w.Patch32(0, static_cast<uint32_t>(w.size() - 4));
+  LineSections s;
+  s.line = w.bytes();
+  auto table = LineTable::Parse(s, 0, 8);
+  ASSERT_TRUE(table) << table.error().ToString();
+  EXPECT_EQ(table->Find(0x1000)->line, 100u);
+  EXPECT_EQ(table->Find(0x1010)->line, 100u);
+  EXPECT_EQ(table->Find(0x1011), nullptr);
+  EXPECT_EQ(table->Find(0x4fff), nullptr);
+  EXPECT_EQ(table->Find(0x5000)->line, 5u);
+  EXPECT_EQ(table->Find(0x5001)->line, 5u);
+  EXPECT_EQ(table->Find(0x5002)->line, 6u);
+  EXPECT_EQ(table->Find(0x5007)->line, 6u);
+  EXPECT_EQ(table->Find(0x5008), nullptr);
+  for (size_t i = 1; i < table->rows().size(); ++i) {
+    EXPECT_LT(table->rows()[i - 1].address, table->rows()[i].address);
+  }
+}
+
+TEST(LineTableTest, Version5EntryFormatsAndPaths) {
+  std::vector<uint8_t> line_str;
+  auto add = [&](std::string_view s) {
+    uint32_t off = static_cast<uint32_t>(line_str.size());
+    line_str.insert(line_str.end(), s.begin(), s.end());
+    line_str.push_back(0);
+    return off;
+  };
+  uint32_t comp = add("/build");
+  uint32_t inc = add("include");
+  uint32_t abs = add("/usr/include");
+  uint32_t main_c = add("main.c");
+  uint32_t util_h = add("util.h");
+  uint32_t std_h = add("stdio.h");
+  ByteWriter w;
+  w.U32(0).U16(5).U8(8).U8(0);
+  size_t hl = w.size();
+  w.U32(0);
+  size_t hs = w.size();
+  StandardFields(w, 5);
+  w.U8(1).Uleb(DW_LNCT_path).Uleb(DW_FORM_line_strp);
+  w.Uleb(3).U32(comp).U32(inc).U32(abs);
+  w.U8(3)
+      .Uleb(DW_LNCT_path)
+      .Uleb(DW_FORM_line_strp)
+      .Uleb(DW_LNCT_directory_index)
+      .Uleb(DW_FORM_udata);
+  w.Uleb(DW_LNCT_MD5).Uleb(DW_FORM_data16);
+  std::vector<uint8_t> md5(16, 0xaa);
+  w.Uleb(4);
+  w.U32(main_c).Uleb(0).Raw(md5);
+  w.U32(main_c).Uleb(0).Raw(md5);
+  w.U32(util_h).Uleb(1).Raw(md5);
+  w.U32(std_h).Uleb(2).Raw(md5);
+  w.Patch32(hl, static_cast<uint32_t>(w.size() - hs));
+  SetAddress(w, 0x2000);
+  w.U8(DW_LNS_set_file).Uleb(0).U8(DW_LNS_copy);
+  w.U8(DW_LNS_advance_pc).Uleb(4);
+  EndSequence(w);
+  w.Patch32(0, static_cast<uint32_t>(w.size() - 4));
+  LineSections s;
+  s.line = w.bytes();
+  s.line_str = line_str;
+  auto table = LineTable::Parse(s, 0, 8);
+  ASSERT_TRUE(table) << table.error().ToString();
+  std::string p;
+  ASSERT_TRUE(table->FilePath(0, "/build", &p));
+  EXPECT_EQ(p, "/build/main.c");  // directory 0 is the compilation directory itself
+  ASSERT_TRUE(table->FilePath(2, "/build", &p));
+  EXPECT_EQ(p, "/build/include/util.h");
+  ASSERT_TRUE(table->FilePath(3, "/build", &p));
+  EXPECT_EQ(p, "/usr/include/stdio.h");
+  EXPECT_FALSE(table->FilePath(4, "/build", &p));
+  ASSERT_NE(table->Find(0x2000), nullptr);
+  EXPECT_EQ(table->Find(0x2000)->file, 0u);
+}
+
+TEST(LineTableTest, AppendPathJoinsLikeLlvm) {
+  std::string p;
+  AppendPath(&p, "/a/");
+  AppendPath(&p, "");
+  AppendPath(&p, "b");
+  AppendPath(&p, "/c");
+  EXPECT_EQ(p, "/a/b/c");
+}
+
+TEST(LineTableTest, BadHeadersAreErrors) {
+  testing::TinyDwarf t = testing::BuildTinyDwarf(4);
+  LineSections s;
+  // Truncated at every length: an error or a table, never a crash.
+  for (size_t n = 0; n < t.line.size(); ++n) {
+    std::vector<uint8_t> cut(t.line.begin(), t.line.begin() + static_cast<ptrdiff_t>(n));
+    s.line = cut;
+    auto table = LineTable::Parse(s, 0, 8);
+    if (n < 10) {
+      EXPECT_FALSE(table);
+    }
+  }
+  std::vector<uint8_t> bad = t.line;
+  bad[4] = 9;  // version 9
+  s.line = bad;
+  EXPECT_FALSE(LineTable::Parse(s, 0, 8));
+  bad = t.line;
+  bad[14] = 0;  // line_range 0 would divide by zero
+  s.line = bad;
+  auto zero = LineTable::Parse(s, 0, 8);
+  ASSERT_FALSE(zero);
+  EXPECT_NE(zero.error().message.find("line_range"), std::string::npos);
+  s.line = t.line;
+  EXPECT_FALSE(LineTable::Parse(s, t.line.size() + 5, 8));
+}
+
+}  // namespace
+}  // namespace stacksym::dwarf

@@ -1,0 +1,167 @@
+// Differential test: every address of every function of each fixture, symbolized by
+// DebugInfoSource and by `llvm-symbolizer --inlines`; function (raw linkage name), file, line,
+// column and inline depth must agree. Where they differ and addr2line agrees with us, the
+// difference is reported as an llvm-symbolizer quirk; any other difference fails the test.
+// Every difference is printed.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dwarf/debug_info_source.h"
+#include "stacksym/elf.h"
+#include "symbolizer_reference.h"
+
+namespace stacksym {
+namespace {
+
+using testing::RefChain;
+using testing::RefFrame;
+
+struct DiffCase {
+  const char* fixture;    // file we symbolize
+  const char* reference;  // file llvm-symbolizer reads (same DWARF; differs for zstd, which
+                          // llvm-symbolizer 14 cannot decompress)
+};
+
+std::string Describe(const RefChain& chain) {
+  std::string out;
+  for (const RefFrame& f : chain) {
+    out += "    " + f.function + " @ " + f.file + ":" + std::to_string(f.line) + ":" +
+           std::to_string(f.column) + "\n";
+  }
+  return out;
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// What llvm-symbolizer would print from our answer (before its symbol-table override).
+RefChain OurChain(DebugInfoSource& source, uint64_t address) {
+  std::vector<SourceFrame> frames;
+  RefChain chain;
+  if (!source.Lookup(address, &frames)) {
+    chain.push_back({"??", "??", 0, 0});
+    return chain;
+  }
+  for (const SourceFrame& f : frames) {
+    chain.push_back({f.raw_function.empty() ? "??" : f.raw_function, f.file.empty() ? "??" : f.file,
+                     f.line, f.column});
+  }
+  return chain;
+}
+
+bool SameFrames(const RefChain& ours, const RefChain& llvm,
+                const std::vector<std::string>& aliases) {
+  if (ours.size() != llvm.size()) return false;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const RefFrame& a = ours[i];
+    const RefFrame& b = llvm[i];
+    bool outermost = i + 1 == ours.size();
+    bool name_ok = a.function == b.function;
+    // llvm-symbolizer names the out-of-line frame from the symbol table when a symbol covers
+    // the address (any alias at that symbol's start); the DWARF name is what we check here.
+    if (!name_ok && outermost) {
+      for (const std::string& alias : aliases) name_ok |= alias == b.function;
+    }
+    if (!name_ok || a.file != b.file || a.line != b.line || a.column != b.column) return false;
+  }
+  return true;
+}
+
+// addr2line prints no columns and may spell paths differently: compare names, basenames, lines.
+bool Addr2lineAgrees(const RefChain& ours, const RefChain& a2l) {
+  if (ours.size() != a2l.size()) return false;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    if (ours[i].function != a2l[i].function || ours[i].line != a2l[i].line ||
+        Basename(ours[i].file) != Basename(a2l[i].file)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class LlvmDiffTest : public ::testing::TestWithParam<DiffCase> {};
+
+TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
+  if (!testing::ToolExists("llvm-symbolizer")) GTEST_SKIP() << "llvm-symbolizer not installed";
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam().fixture;
+  std::string reference = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam().reference;
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf) << elf.error().ToString();
+  SymbolizeOptions options;
+  options.demangle = false;
+  auto source = DebugInfoSource::Open(*elf, options);
+  ASSERT_TRUE(source) << source.error().ToString();
+  ASSERT_NE(*source, nullptr) << "no DWARF found in " << path;
+
+  std::vector<uint64_t> addresses = testing::FunctionAddresses(reference, 30000);
+  ASSERT_GT(addresses.size(), 100u);
+  std::vector<RefChain> llvm = testing::RunLlvmSymbolizer(reference, addresses);
+  ASSERT_EQ(llvm.size(), addresses.size()) << "could not run/parse llvm-symbolizer";
+  std::vector<RefChain> a2l;
+  if (testing::ToolExists("addr2line")) a2l = testing::RunAddr2line(reference, addresses);
+  std::multimap<uint64_t, std::string> nm = testing::NmSymbols(reference);
+
+  size_t agree = 0, quirks = 0, differ = 0, inlined = 0;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    uint64_t a = addresses[i];
+    RefChain ours = OurChain(**source, a);
+    std::vector<std::string> aliases;
+    if (const ElfSymbol* s = (*elf)->symbols().Find(a)) {
+      auto [lo, hi] = nm.equal_range(s->address);
+      for (auto it = lo; it != hi; ++it) aliases.push_back(it->second);
+    }
+    if (llvm[i].size() > 1) ++inlined;
+    if (SameFrames(ours, llvm[i], aliases)) {
+      ++agree;
+      continue;
+    }
+    bool quirk = !a2l.empty() && Addr2lineAgrees(ours, a2l[i]);
+    (quirk ? quirks : differ)++;
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(a));
+    std::printf("%s %s:\n  ours:\n%s  llvm-symbolizer:\n%s", quirk ? "QUIRK" : "DIFF", hex,
+                Describe(ours).c_str(), Describe(llvm[i]).c_str());
+  }
+  std::printf(
+      "%s: %zu addresses (%zu with inline frames), %zu agree, %zu llvm quirks "
+      "(addr2line agrees with us), %zu differ; %zu of %zu units parsed\n",
+      GetParam().fixture, addresses.size(), inlined, agree, quirks, differ,
+      (*source)->parsed_unit_count(), (*source)->unit_count());
+  EXPECT_EQ(differ, 0u);
+  // The fixtures are built to inline heavily when optimized: the test must see inline chains.
+  if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) EXPECT_GT(inlined, 10u);
+  EXPECT_TRUE((*source)->unit_errors().empty()) << (*source)->unit_errors().front().ToString();
+}
+
+#define CASES(tag)                                                           \
+  DiffCase{"dwarf_" tag "_cxx_o0_d4", "dwarf_" tag "_cxx_o0_d4"},            \
+      DiffCase{"dwarf_" tag "_cxx_o2_d4", "dwarf_" tag "_cxx_o2_d4"},        \
+      DiffCase{"dwarf_" tag "_cxx_o0_d5", "dwarf_" tag "_cxx_o0_d5"},        \
+      DiffCase{"dwarf_" tag "_cxx_o2_d5", "dwarf_" tag "_cxx_o2_d5"},        \
+      DiffCase{"dwarf_" tag "_cxx_o2_d5.zstd", "dwarf_" tag "_cxx_o2_d5"},   \
+      DiffCase{"dwarf_" tag "_cxx_o3_d5", "dwarf_" tag "_cxx_o3_d5"},        \
+      DiffCase{"dwarf_" tag "_cxx_o2_zlib", "dwarf_" tag "_cxx_o2_zlib"},    \
+      DiffCase{"dwarf_" tag "_cxx_o2_d5_64", "dwarf_" tag "_cxx_o2_d5_64"},  \
+      DiffCase{"dwarf_" tag "_c_o0_d5", "dwarf_" tag "_c_o0_d5"},            \
+      DiffCase{"dwarf_" tag "_c_o2_d4", "dwarf_" tag "_c_o2_d4"},            \
+      DiffCase{"dwarf_" tag "_c_o2_d3", "dwarf_" tag "_c_o2_d3"}, DiffCase { \
+    "dwarf_" tag "_c_o1_d2", "dwarf_" tag "_c_o1_d2"                         \
+  }
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, LlvmDiffTest, ::testing::Values(CASES("gcc"), CASES("clang")),
+                         [](const ::testing::TestParamInfo<DiffCase>& info) {
+                           std::string name = info.param.fixture;
+                           for (char& c : name) {
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace stacksym
