@@ -135,7 +135,9 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
       (*source)->parsed_unit_count(), (*source)->unit_count());
   EXPECT_EQ(differ, 0u);
   // The fixtures are built to inline heavily when optimized: the test must see inline chains.
-  if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) EXPECT_GT(inlined, 10u);
+  if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) {
+    EXPECT_GT(inlined, 10u);
+  }
   EXPECT_TRUE((*source)->unit_errors().empty()) << (*source)->unit_errors().front().ToString();
 }
 
