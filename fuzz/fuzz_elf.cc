@@ -1,0 +1,81 @@
+// libFuzzer target for the ELF reader: parse, read every section (decompressing), build the
+// symbol table and look addresses up, translate addresses, read notes — and check the
+// invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "stacksym/elf.h"
+
+using stacksym::ElfFile;
+using stacksym::ElfSymbol;
+
+namespace {
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void CheckFind(const stacksym::SymbolTable& table, uint64_t addr) {
+  const ElfSymbol* s = table.Find(addr);
+  if (s != nullptr) Check(addr >= s->address && addr - s->address < s->size);
+}
+
+void ReadViaFd(const uint8_t* data, size_t size) {
+  int fd = memfd_create("fuzz_elf", MFD_CLOEXEC);
+  if (fd < 0) return;
+  if (write(fd, data, size) == static_cast<ssize_t>(size)) {
+    (void)stacksym::ReadBuildIdFromFd(fd);
+  }
+  close(fd);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ReadViaFd(data, size);
+  auto opened = ElfFile::FromBytes({data, size}, "fuzz-input");
+  if (!opened) {
+    Check(!opened.error().message.empty());
+    return 0;
+  }
+  const ElfFile& elf = **opened;
+
+  uint64_t checksum = 0;
+  for (const stacksym::ElfSection& section : elf.sections()) {
+    auto bytes = elf.SectionData(section);
+    if (bytes && !bytes->empty()) checksum += (*bytes)[0] + bytes->back();
+    auto again = elf.SectionData(section);  // cached: same answer, same bytes
+    Check(bytes.ok() == again.ok());
+    if (bytes && again) Check(bytes->data() == again->data() && bytes->size() == again->size());
+  }
+  (void)elf.SectionData(".debug_info");
+  (void)elf.build_id_hex();
+  if (elf.debuglink()) checksum += elf.debuglink()->crc;
+  if (elf.debugaltlink()) checksum += elf.debugaltlink()->build_id.size();
+
+  const stacksym::SymbolTable& table = elf.symbols();
+  auto symbols = table.symbols();
+  for (size_t i = 0; i < symbols.size() && i < 2000; ++i) {
+    const ElfSymbol& s = symbols[i];
+    if (i > 0) Check(symbols[i - 1].address < s.address);
+    CheckFind(table, s.address);
+    CheckFind(table, s.address + s.size / 2);
+    CheckFind(table, s.address + s.size);
+    if (s.size > 0) CheckFind(table, s.address + s.size - 1);
+  }
+  for (uint64_t addr : {uint64_t{0}, uint64_t{0x1000}, uint64_t{0x401000}, ~uint64_t{0}}) {
+    CheckFind(table, addr);
+  }
+
+  for (const stacksym::ElfSegment& seg : elf.segments()) {
+    for (uint64_t delta : {uint64_t{0}, seg.filesz / 2, seg.filesz}) {
+      auto offset = elf.VaddrToFileOffset(seg.vaddr + delta);
+      if (offset) (void)elf.FileOffsetToVaddr(*offset);
+    }
+    (void)elf.FileOffsetToVaddr(seg.offset);
+  }
+  return checksum == 0xdeadbeefcafeULL ? 1 : 0;
+}

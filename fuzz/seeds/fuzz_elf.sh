@@ -1,0 +1,11 @@
+#!/bin/sh
+# Seeds for fuzz_elf: the ELF test fixtures of a build (compiled by tests/elf), given the build
+# directory as $1. Small real binaries with every feature the reader handles.
+dir="$1/fixtures"
+for f in "$dir"/elf_basic_pie "$dir"/elf_basic_nopie "$dir"/elf_basic_strip_all \
+         "$dir"/elf_basic_zlib "$dir"/elf_basic_zlib_gnu "$dir"/elf_basic_zstd \
+         "$dir"/elf_basic_debuglink "$dir"/elf_basic_debuglink.debug "$dir"/elf_basic_dwz \
+         "$dir"/elf_basic_dwz.alt "$dir"/elf_cxx; do
+  [ -f "$f" ] && echo "$f"
+done
+exit 0
