@@ -185,10 +185,13 @@ struct NormalizerOptions {
   bool build_ids = true;         // read build IDs (else build_id stays empty)
   bool kernel_build_ids = true;  // ioctl source: take build IDs from PROCMAP_QUERY
   bool executable_only = false;  // only executable VMAs count (others → kUnmapped)
-  // Per-process VMA cache across calls: an address inside a remembered VMA needs no lookup.
-  // Call Invalidate(pid) after the process maps or unmaps (e.g. on a perf MMAP event).
+  // The Normalizer remembers, per process, its open /proc/PID/maps and the VMAs it has looked
+  // up with their modules. A later lookup that returns the same VMA (start, end, offset,
+  // inode) reuses the module and build ID; one that contradicts remembered VMAs drops them.
+  // With cache_vmas, an address inside a remembered VMA needs no lookup at all: call
+  // Invalidate(pid) after the process maps or unmaps (e.g. on a perf MMAP event).
   bool cache_vmas = false;
-  size_t vma_cache_processes = 64;  // processes remembered (LRU)
+  size_t vma_cache_processes = 64;  // processes remembered (LRU); 0: remember nothing
   // Build-ID cache keyed by file identity (dev, inode, size, mtime), positive and negative.
   bool cache_build_ids = true;
   size_t build_id_cache_entries = 4096;  // LRU bound
@@ -203,11 +206,14 @@ struct NormalizerStats {
   uint64_t range_cache_hits = 0;         // address inside the last resolved VMA: no lookup
   uint64_t vma_cache_hits = 0;           // address inside a cached VMA from an earlier call
   uint64_t vma_cache_invalidations = 0;  // cached VMAs dropped (explicitly or on mismatch)
-  uint64_t same_file_hits = 0;           // another VMA of a file already seen in this call
-  uint64_t kernel_build_ids = 0;         // build IDs taken from PROCMAP_QUERY
-  uint64_t build_id_reads = 0;           // files opened and their notes read
-  uint64_t build_id_cache_hits = 0;      // build ID found in the cache (positive)
-  uint64_t negative_hits = 0;            // cache said "this file has no build ID"
+  // A looked-up VMA matched a remembered one (start, end, offset, inode): its module and
+  // build ID were reused, and the ioctl skipped name and build ID.
+  uint64_t vma_matches = 0;
+  uint64_t same_file_hits = 0;       // another VMA of a file already seen in this call
+  uint64_t kernel_build_ids = 0;     // build IDs taken from PROCMAP_QUERY
+  uint64_t build_id_reads = 0;       // files opened and their notes read
+  uint64_t build_id_cache_hits = 0;  // build ID found in the cache (positive)
+  uint64_t negative_hits = 0;        // cache said "this file has no build ID"
 };
 
 // Thread-safety: all methods may be called from several threads; calls are serialized by an
@@ -226,6 +232,7 @@ class Normalizer {
   // Forgets the cached VMAs of `pid` (all processes for InvalidateAll).
   void Invalidate(pid_t pid);
   void InvalidateAll();
+  // Forgets every remembered build ID (the build-ID cache and the remembered VMAs' modules).
   void ClearBuildIdCache();
 
   NormalizerStats stats() const;

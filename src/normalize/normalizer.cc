@@ -112,6 +112,7 @@ struct Normalizer::Impl {
   void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
   void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
   ProcessCache* CacheFor(pid_t pid);
+  void DropProcess(pid_t pid);
 };
 
 uint32_t Normalizer::Impl::AddModule(Call& call, std::shared_ptr<const ModuleInfo> info,
@@ -309,6 +310,55 @@ ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
   return &pc;
 }
 
+// Wraps the real source for one walk: an address inside a remembered VMA is checked with the
+// cheapest query (PROCMAP_QUERY without name or build ID); if the kernel's VMA still matches
+// (start, end, offset, inode), the remembered module — path and build ID — is reused, so
+// neither the kernel nor we read the build ID again. Anything else gets the full query.
+class RememberingSource final : public VmaSource {
+ public:
+  RememberingSource(VmaSource* inner, const std::vector<CachedVma>* remembered)
+      : inner_(inner), remembered_(remembered) {}
+  VmaSourceKind kind() const override { return inner_->kind(); }
+  uint64_t lookups() const override { return inner_->lookups(); }
+
+  Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) override {
+    matched_ = nullptr;
+    const CachedVma* known = Find(addr);
+    if (known != nullptr && inner_->kind() == VmaSourceKind::kIoctl) {
+      Result<bool> r = static_cast<IoctlVmaSource*>(inner_)->Query(addr, false, false, out);
+      if (!r || !*r) return r;
+      if (Matches(*known, *out)) {
+        out->name = known->module->path;
+        out->deleted = known->module->deleted;
+        matched_ = known->module;
+        return true;
+      }
+      return inner_->FindCoveringOrNext(addr, out);
+    }
+    Result<bool> r = inner_->FindCoveringOrNext(addr, out);
+    if (r && *r && known != nullptr && Matches(*known, *out)) matched_ = known->module;
+    return r;
+  }
+
+  // The remembered module of the VMA the last lookup returned, or nullptr.
+  const std::shared_ptr<const ModuleInfo>& matched() const { return matched_; }
+
+ private:
+  static bool Matches(const CachedVma& c, const Vma& v) {
+    return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
+  }
+  const CachedVma* Find(uint64_t addr) const {
+    if (remembered_ == nullptr) return nullptr;
+    auto it = std::partition_point(remembered_->begin(), remembered_->end(),
+                                   [addr](const CachedVma& c) { return c.end <= addr; });
+    return it != remembered_->end() && it->start <= addr ? &*it : nullptr;
+  }
+
+  VmaSource* inner_;
+  const std::vector<CachedVma>* remembered_;
+  std::shared_ptr<const ModuleInfo> matched_;
+};
+
 Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const uint64_t> addrs) {
   if (pid <= 0) return Error(ErrorCode::kInvalidArgument, "pid must be a positive process ID");
   if (addrs.size() >= UINT32_MAX) return Error(ErrorCode::kInvalidArgument, "too many addresses");
@@ -332,8 +382,10 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
     std::iota(order.begin(), order.end(), 0u);
   }
 
-  ProcessCache* pc = options.cache_vmas ? CacheFor(pid) : nullptr;
-  // Addresses that need the VMA source: not 0, not inside a cached VMA. Stays sorted.
+  // Per-process state (kept maps fd, remembered VMAs); absent when vma_cache_processes == 0.
+  ProcessCache* pc = CacheFor(pid);
+  // Addresses that need the VMA source: not 0 and, when cache_vmas trusts remembered VMAs, not
+  // inside one. Stays sorted.
   std::vector<uint32_t> pending;
   pending.reserve(order.size());
   struct CacheHit {
@@ -348,7 +400,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
       batch.addresses[idx].reason = Reason::kInvalidAddress;
       continue;
     }
-    if (pc != nullptr) {
+    if (pc != nullptr && options.cache_vmas) {
       auto& v = pc->vmas;
       while (cursor < v.size() && v[cursor].end <= a) ++cursor;
       if (cursor < v.size() && v[cursor].start <= a) {
@@ -373,77 +425,112 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   VmaSourceOptions source_options;
   source_options.executable_only = options.executable_only;
   source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
-  std::unique_ptr<VmaSource> owned_source;
-  VmaSource* source = nullptr;
-  if (pc != nullptr && pc->source) {
-    source = pc->source.get();
-    if (source->kind() == VmaSourceKind::kText) static_cast<TextVmaSource*>(source)->Rewind();
-  } else {
-    Result<std::unique_ptr<VmaSource>> opened =
-        OpenVmaSource(pid, options.vma_source, source_options);
-    if (!opened) {
-      if (opened.error().code == ErrorCode::kUnsupported) return opened.error();
-      Reason reason = ReasonForError(opened.error());
-      for (uint32_t idx : pending) batch.addresses[idx].reason = reason;
-      if (pc != nullptr && reason == Reason::kProcessGone) processes.erase(pid);
-      return batch;
-    }
-    owned_source = std::move(*opened);
-    source = owned_source.get();
-  }
-  batch.source = source->kind();
-  uint64_t reads_before = source->lookups();
 
-  auto visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
-    if (vma == nullptr) {
-      if (reason == Reason::kProcessGone) call.process_gone = true;
-      for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
-      return;
+  // A kept source pins the process it was opened for: if that process is gone (and the pid
+  // perhaps reused), drop the state and try once more with a fresh open.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<VmaSource> owned_source;
+    VmaSource* source = nullptr;
+    bool kept = pc != nullptr && pc->source != nullptr;
+    if (kept) {
+      source = pc->source.get();
+      if (source->kind() == VmaSourceKind::kText) static_cast<TextVmaSource*>(source)->Rewind();
+    } else {
+      Result<std::unique_ptr<VmaSource>> opened =
+          OpenVmaSource(pid, options.vma_source, source_options);
+      if (!opened) {
+        if (opened.error().code == ErrorCode::kUnsupported) return opened.error();
+        Reason reason = ReasonForError(opened.error());
+        for (uint32_t idx : pending) batch.addresses[idx].reason = reason;
+        if (pc != nullptr && reason == Reason::kProcessGone) DropProcess(pid);
+        return batch;
+      }
+      owned_source = std::move(*opened);
+      source = owned_source.get();
     }
-    uint32_t module = ModuleForVma(call, *vma);
-    ModuleKind kind = batch.modules[module].kind;
-    for (uint32_t idx : idxs) {
-      NormalizedAddress& out = batch.addresses[idx];
-      out.module = module;
-      out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
-    }
-    if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
-  };
-  uint64_t invalidations_before = stats.vma_cache_invalidations;
-  WalkStats ws = WalkVmas(*source, addrs, pending, visit);
-  stats.vma_lookups += ws.lookups;
-  stats.range_cache_hits += ws.range_cache_hits;
-  // A lookup contradicted cached VMAs: answers taken from them earlier in this call are stale.
-  if (pc != nullptr && !cache_hits.empty() && !call.process_gone &&
-      stats.vma_cache_invalidations != invalidations_before) {
-    std::vector<uint32_t> stale;
-    for (const CacheHit& h : cache_hits) {
-      auto& v = pc->vmas;
-      auto it = std::partition_point(v.begin(), v.end(),
-                                     [&](const CachedVma& c) { return c.end <= h.start; });
-      if (it == v.end() || it->start != h.start || it->end != h.end) {
-        stale.push_back(h.idx);
-        batch.addresses[h.idx] = NormalizedAddress{};
+    batch.source = source->kind();
+    uint64_t reads_before = source->lookups();
+    RememberingSource remembering(source, pc != nullptr ? &pc->vmas : nullptr);
+
+    auto visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
+      if (vma == nullptr) {
+        if (reason == Reason::kProcessGone) call.process_gone = true;
+        for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
+        return;
+      }
+      uint32_t module;
+      if (const auto& known = remembering.matched()) {
+        ++stats.vma_matches;
+        module = ModuleForInfo(call, known,
+                               CachedVma{vma->start, vma->end, vma->offset, vma->inode, known});
+      } else {
+        module = ModuleForVma(call, *vma);
+        if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
+      }
+      ModuleKind kind = batch.modules[module].kind;
+      for (uint32_t idx : idxs) {
+        NormalizedAddress& out = batch.addresses[idx];
+        out.module = module;
+        out.reason = Reason::kUnmapped;
+        out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
+      }
+    };
+    uint64_t invalidations_before = stats.vma_cache_invalidations;
+    WalkStats ws = WalkVmas(remembering, addrs, pending, visit);
+    stats.vma_lookups += ws.lookups;
+    stats.range_cache_hits += ws.range_cache_hits;
+    // A lookup contradicted remembered VMAs: answers taken from them earlier in this call are
+    // stale; walk those addresses again.
+    if (pc != nullptr && !cache_hits.empty() && !call.process_gone &&
+        stats.vma_cache_invalidations != invalidations_before) {
+      std::vector<uint32_t> stale;
+      for (const CacheHit& h : cache_hits) {
+        auto& v = pc->vmas;
+        auto it = std::partition_point(v.begin(), v.end(),
+                                       [&](const CachedVma& c) { return c.end <= h.start; });
+        if (it == v.end() || it->start != h.start || it->end != h.end) {
+          stale.push_back(h.idx);
+          batch.addresses[h.idx] = NormalizedAddress{};
+        }
+      }
+      if (!stale.empty()) {
+        stats.vma_cache_hits -= stale.size();
+        WalkStats again = WalkVmas(remembering, addrs, stale, visit);
+        stats.vma_lookups += again.lookups;
+        stats.range_cache_hits += again.range_cache_hits;
       }
     }
-    if (!stale.empty()) {
-      stats.vma_cache_hits -= stale.size();
-      WalkStats again = WalkVmas(*source, addrs, stale, visit);
-      stats.vma_lookups += again.lookups;
-      stats.range_cache_hits += again.range_cache_hits;
+    if (source->kind() == VmaSourceKind::kText) {
+      stats.maps_reads += source->lookups() - reads_before;
     }
-  }
-  if (source->kind() == VmaSourceKind::kText) stats.maps_reads += source->lookups() - reads_before;
 
-  if (pc != nullptr) {
-    if (call.process_gone) {
-      stats.vma_cache_invalidations += pc->vmas.size();
-      processes.erase(pid);
-    } else if (owned_source) {
-      pc->source = std::move(owned_source);
+    if (pc == nullptr) return batch;
+    if (!call.process_gone) {
+      if (owned_source) pc->source = std::move(owned_source);
+      return batch;
     }
+    DropProcess(pid);
+    if (!kept) return batch;
+    // Retry with a fresh source: only the addresses the kept one could not answer.
+    pc = CacheFor(pid);
+    std::vector<uint32_t> retry;
+    for (uint32_t idx : pending) {
+      if (!batch.addresses[idx].ok() && batch.addresses[idx].reason == Reason::kProcessGone) {
+        retry.push_back(idx);
+      }
+    }
+    pending = std::move(retry);
+    cache_hits.clear();
+    call.process_gone = false;
   }
   return batch;
+}
+
+void Normalizer::Impl::DropProcess(pid_t pid) {
+  auto it = processes.find(pid);
+  if (it == processes.end()) return;
+  stats.vma_cache_invalidations += it->second.vmas.size();
+  processes.erase(it);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -471,10 +558,7 @@ Result<NormalizedBatch> Normalizer::Normalize(pid_t pid, std::span<const uint64_
 
 void Normalizer::Invalidate(pid_t pid) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto it = impl_->processes.find(pid);
-  if (it == impl_->processes.end()) return;
-  impl_->stats.vma_cache_invalidations += it->second.vmas.size();
-  impl_->processes.erase(it);
+  impl_->DropProcess(pid);
 }
 
 void Normalizer::InvalidateAll() {
@@ -486,6 +570,11 @@ void Normalizer::InvalidateAll() {
 void Normalizer::ClearBuildIdCache() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->build_ids.Clear();
+  // Remembered VMAs carry build IDs too; forget them (the kept maps fds stay open).
+  for (auto& [pid, pc] : impl_->processes) {
+    impl_->stats.vma_cache_invalidations += pc.vmas.size();
+    pc.vmas.clear();
+  }
 }
 
 NormalizerStats Normalizer::stats() const {

@@ -68,15 +68,21 @@ IoctlVmaSource::IoctlVmaSource(pid_t pid, UniqueFd fd, const VmaSourceOptions& o
     : pid_(pid), fd_(std::move(fd)), options_(options), name_(PATH_MAX + 64) {}
 
 Result<bool> IoctlVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
+  return Query(addr, true, options_.kernel_build_ids, out);
+}
+
+Result<bool> IoctlVmaSource::Query(uint64_t addr, bool want_name, bool want_build_id, Vma* out) {
   procmap::procmap_query q;
   std::memset(&q, 0, sizeof(q));
   q.size = sizeof(q);
   q.query_flags = procmap::kQueryCoveringOrNextVma;
   if (options_.executable_only) q.query_flags |= procmap::kQueryVmaExecutable;
   q.query_addr = addr;
-  q.vma_name_addr = reinterpret_cast<uintptr_t>(name_.data());
-  q.vma_name_size = static_cast<uint32_t>(name_.size());
-  if (options_.kernel_build_ids) {
+  if (want_name) {
+    q.vma_name_addr = reinterpret_cast<uintptr_t>(name_.data());
+    q.vma_name_size = static_cast<uint32_t>(name_.size());
+  }
+  if (want_build_id) {
     q.build_id_addr = reinterpret_cast<uintptr_t>(build_id_);
     q.build_id_size = sizeof(build_id_);
   }
@@ -104,11 +110,10 @@ Result<bool> IoctlVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
     out->deleted = true;
   }
   out->name = name;
-  out->has_kernel_build_id = options_.kernel_build_ids;
+  out->has_kernel_build_id = want_build_id;
   out->kernel_build_id =
-      options_.kernel_build_ids
-          ? std::span<const uint8_t>(build_id_, std::min<size_t>(q.build_id_size, 64))
-          : std::span<const uint8_t>();
+      want_build_id ? std::span<const uint8_t>(build_id_, std::min<size_t>(q.build_id_size, 64))
+                    : std::span<const uint8_t>();
   return true;
 }
 

@@ -45,6 +45,9 @@ class IoctlVmaSource final : public VmaSource {
   VmaSourceKind kind() const override { return VmaSourceKind::kIoctl; }
   Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) override;
   uint64_t lookups() const override { return lookups_; }
+  // The same query, asking the kernel only for what is needed: without the name (d_path) and
+  // build ID it is the cheapest form, for checking a VMA the caller already knows.
+  Result<bool> Query(uint64_t addr, bool want_name, bool want_build_id, Vma* out);
 
  private:
   pid_t pid_;

@@ -444,6 +444,14 @@ TEST_F(NormalizeTest, ExitedProcessGivesProcessGone) {
       std::string error;
       ASSERT_TRUE(t.Start(&error)) << error;
       std::vector<uint64_t> addrs = t.AllAddresses();
+      // This normalizer knew the process alive (it keeps its maps fd and VMAs); a fresh one
+      // did not.
+      NormalizerOptions options;
+      options.vma_source = source;
+      Normalizer knew(options);
+      auto alive = knew.Normalize(t.child.pid(), addrs);
+      ASSERT_TRUE(alive);
+      for (const NormalizedAddress& a : alive->addresses) EXPECT_TRUE(a.ok());
       kill(t.child.pid(), SIGKILL);
       if (reap) {
         t.child.KillAndWait();
@@ -458,13 +466,13 @@ TEST_F(NormalizeTest, ExitedProcessGivesProcessGone) {
           usleep(10000);
         }
       }
-      NormalizerOptions options;
-      options.vma_source = source;
-      Normalizer normalizer(options);
-      auto r = normalizer.Normalize(t.child.pid(), addrs);
-      ASSERT_TRUE(r);
-      for (const NormalizedAddress& a : r->addresses) {
-        EXPECT_EQ(a.reason, Reason::kProcessGone) << ReasonName(a.reason);
+      Normalizer fresh(options);
+      for (Normalizer* normalizer : {&knew, &fresh}) {
+        auto r = normalizer->Normalize(t.child.pid(), addrs);
+        ASSERT_TRUE(r);
+        for (const NormalizedAddress& a : r->addresses) {
+          EXPECT_EQ(a.reason, Reason::kProcessGone) << ReasonName(a.reason);
+        }
       }
     }
   }
@@ -578,6 +586,7 @@ TEST_F(NormalizeTest, BuildIdCacheAndNegativeCache) {
     SCOPED_TRACE(VmaSourceKindName(source));
     NormalizerOptions options;
     options.vma_source = source;
+    options.vma_cache_processes = 0;  // no remembered VMAs: only the build-ID cache
     Normalizer normalizer(options);
     auto first = normalizer.Normalize(target_->child.pid(), addrs);
     ASSERT_TRUE(first);
@@ -608,6 +617,45 @@ TEST_F(NormalizeTest, BuildIdCacheAndNegativeCache) {
     normalizer.ClearBuildIdCache();
     ASSERT_TRUE(normalizer.Normalize(target_->child.pid(), addrs));
     EXPECT_GT(normalizer.stats().build_id_reads, s2.build_id_reads);
+  }
+}
+
+// Without cache_vmas every address is looked up, but a VMA that matches a remembered one reuses
+// its module: no build ID is asked of the kernel or read again.
+TEST_F(NormalizeTest, RememberedVmasReuseModules) {
+  std::vector<uint64_t> addrs;
+  for (const Symbol& s : target_->symbols) addrs.push_back(s.address);
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    NormalizerOptions options;
+    options.vma_source = source;
+    Normalizer normalizer(options);
+    auto first = normalizer.Normalize(target_->child.pid(), addrs);
+    ASSERT_TRUE(first);
+    NormalizerStats s1 = normalizer.stats();
+    EXPECT_EQ(s1.vma_matches, 0u);
+    auto second = normalizer.Normalize(target_->child.pid(), addrs);
+    ASSERT_TRUE(second);
+    NormalizerStats s2 = normalizer.stats();
+    EXPECT_EQ(s2.vma_lookups, 2 * s1.vma_lookups);  // still looked up
+    EXPECT_EQ(s2.vma_matches, s1.vma_lookups);      // every one matched
+    EXPECT_EQ(s2.build_id_reads, s1.build_id_reads);
+    EXPECT_EQ(s2.kernel_build_ids, s1.kernel_build_ids);
+    EXPECT_EQ(s2.negative_hits + s2.build_id_cache_hits, 0u);
+    ASSERT_EQ(first->modules.size(), second->modules.size());
+    for (size_t i = 0; i < addrs.size(); ++i) {
+      const NormalizedAddress& a = first->addresses[i];
+      const NormalizedAddress& b = second->addresses[i];
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(a.file_offset, b.file_offset);
+      const NormalizedModule& m = first->modules[a.module];
+      const NormalizedModule& n = second->modules[b.module];
+      EXPECT_EQ(m.path, n.path);
+      EXPECT_EQ(m.deleted, n.deleted);
+      EXPECT_EQ(m.build_id, n.build_id);
+      EXPECT_EQ(m.build_id_reason, n.build_id_reason);
+      EXPECT_EQ(m.map_start, n.map_start);
+    }
   }
 }
 
