@@ -23,7 +23,7 @@ uint32_t Hash(const std::string& s) {
   return h;
 }
 
-// Same palette as the HTML page: warm user frames, aqua inlined, orange kernel, lilac comm.
+// Same palette as the HTML page: warm user frames, aqua inlined, green kernel, lilac comm.
 std::string Color(const output::FlameNode& node) {
   double v = (Hash(node.name) % 1000) / 1000.0;
   char buf[48];
@@ -34,8 +34,8 @@ std::string Color(const output::FlameNode& node) {
       std::snprintf(buf, sizeof buf, "hsl(260,35%%,%d%%)", static_cast<int>(70 + 10 * v));
       break;
     case output::FlameKind::kKernel:
-      std::snprintf(buf, sizeof buf, "hsl(%d,95%%,%d%%)", static_cast<int>(30 + 8 * v),
-                    static_cast<int>(48 + 8 * v));
+      std::snprintf(buf, sizeof buf, "hsl(%d,50%%,%d%%)", static_cast<int>(95 + 20 * v),
+                    static_cast<int>(52 + 10 * v));
       break;
     case output::FlameKind::kInline:
       std::snprintf(buf, sizeof buf, "hsl(%d,55%%,%d%%)", static_cast<int>(175 + 20 * v),
@@ -108,7 +108,7 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
   out += "</text>\n";
   std::snprintf(buf, sizeof buf,
                 "<text x=\"%.0f\" y=\"%.0f\">%" PRIu64
-                " samples; orange: kernel, aqua: "
+                " samples; green: kernel, aqua: "
                 "inlined, lilac: thread name</text>\n",
                 kPadSide, height - 8, total);
   out += buf;

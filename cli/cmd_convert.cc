@@ -1,0 +1,70 @@
+// `stacksym convert IN --to folded|html|svg|pprof [-o OUT]` — between profile formats.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "stacksym/output.h"
+
+namespace stacksym::cli {
+namespace {
+
+struct ConvertArgs {
+  std::string input;
+  std::string to;
+  std::string output = "-";
+  std::string title;
+  std::string comm;
+  int64_t pid = -1;
+  uint32_t width = 1200;
+};
+
+int RunConvert(const ConvertArgs& args) {
+  Result<ProfileFormat> format = ParseProfileFormat(args.to);
+  if (!format) {
+    std::fprintf(stderr, "stacksym convert: %s\n", format.error().ToString().c_str());
+    return kExitUsage;
+  }
+  Result<Profile> profile = ReadProfile(args.input);
+  if (!profile) {
+    std::fprintf(stderr, "stacksym convert: %s\n", profile.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  ProfileFilter filter;
+  if (!args.comm.empty()) filter.comm = args.comm;
+  if (args.pid >= 0) filter.pid = static_cast<uint32_t>(args.pid);
+  const Profile& chosen = *profile;
+  Profile filtered;
+  if (filter.comm || filter.pid) filtered = FilterProfile(chosen, filter);
+  WriteOptions options;
+  options.flame_graph.title = args.title.empty() ? "stacksym: " + args.input : args.title;
+  options.flame_graph.svg_width = args.width;
+  Result<void> written =
+      WriteProfileAs(filter.comm || filter.pid ? filtered : chosen, *format, args.output, options);
+  if (!written) {
+    std::fprintf(stderr, "stacksym convert: %s\n", written.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+CommandRegistrar registrar(
+    "convert", "Convert a profile (pprof or folded, detected by content) to another format",
+    [](CLI::App& app) -> CommandRun {
+      auto args = std::make_shared<ConvertArgs>();
+      app.add_option("IN", args->input, "input profile (.pb.gz or folded; - for stdin)")
+          ->required();
+      app.add_option("--to", args->to, "output format")
+          ->required()
+          ->check(CLI::IsMember({"folded", "html", "svg", "pprof"}));
+      app.add_option("-o,--output", args->output, "output file (default: stdout)");
+      app.add_option("--title", args->title, "flame graph title");
+      app.add_option("--width", args->width, "SVG width in pixels")->capture_default_str();
+      app.add_option("--comm", args->comm, "only samples of threads with this name");
+      app.add_option("--pid", args->pid, "only samples of this process")
+          ->check(CLI::NonNegativeNumber);
+      return [args] { return RunConvert(*args); };
+    });
+
+}  // namespace
+}  // namespace stacksym::cli

@@ -1,0 +1,59 @@
+// `stacksym report PROFILE` — top functions by self and total samples.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "command.h"
+#include "stacksym/output.h"
+
+namespace stacksym::cli {
+namespace {
+
+struct ReportArgs {
+  std::string input;
+  std::string comm;
+  int64_t pid = -1;
+  size_t limit = 20;
+  bool stdio = false;
+  std::string sort = "self";
+};
+
+int RunReport(const ReportArgs& args) {
+  Result<Profile> profile = ReadProfile(args.input);
+  if (!profile) {
+    std::fprintf(stderr, "stacksym report: %s\n", profile.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  ReportOptions options;
+  if (!args.comm.empty()) options.filter.comm = args.comm;
+  if (args.pid >= 0) options.filter.pid = static_cast<uint32_t>(args.pid);
+  options.limit = args.limit;
+  options.stdio_table = args.stdio;
+  options.sort_by_total = args.sort == "total";
+  std::string text = FormatReport(*profile, options);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+CommandRegistrar registrar(
+    "report", "Top functions of a profile (pprof or folded) by self and total samples",
+    [](CLI::App& app) -> CommandRun {
+      auto args = std::make_shared<ReportArgs>();
+      app.add_option("PROFILE", args->input, "profile file (.pb.gz or folded; - for stdin)")
+          ->required();
+      app.add_flag("--stdio", args->stdio,
+                   "one table like `perf report --no-children --stdio` (self, total, object, "
+                   "symbol)");
+      app.add_option("--comm", args->comm, "only samples of threads with this name");
+      app.add_option("--pid", args->pid, "only samples of this process")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("-n,--limit", args->limit, "rows per table (0 = all)")->capture_default_str();
+      app.add_option("--sort", args->sort, "order of the --stdio table: self or total")
+          ->check(CLI::IsMember({"self", "total"}))
+          ->capture_default_str();
+      return [args] { return RunReport(*args); };
+    });
+
+}  // namespace
+}  // namespace stacksym::cli
