@@ -74,10 +74,47 @@ struct FileKey {
   uint64_t inode;
   bool operator==(const FileKey&) const = default;
 };
-struct FileKeyHash {
-  size_t operator()(const FileKey& k) const {
-    return static_cast<size_t>(k.inode * 0x9E3779B97F4A7C15ull ^ k.dev);
+// (dev, inode) → module index for one call: open addressing, one allocation, no nodes (the
+// same-file cache is consulted once per VMA, so it must cost less than the ioctl it saves).
+class FileModuleTable {
+ public:
+  static constexpr uint32_t kAbsent = 0xffffffffu;
+  uint32_t Find(const FileKey& k) const {
+    if (slots_.empty()) return kAbsent;
+    for (size_t i = Hash(k) & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i].index == kAbsent) return kAbsent;
+      if (slots_[i].key == k) return slots_[i].index;
+    }
   }
+  void Insert(const FileKey& k, uint32_t index) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    size_t i = Hash(k) & mask_;
+    while (slots_[i].index != kAbsent) i = (i + 1) & mask_;
+    slots_[i] = Slot{k, index};
+    ++size_;
+  }
+
+ private:
+  struct Slot {
+    FileKey key{0, 0};
+    uint32_t index = kAbsent;
+  };
+  static size_t Hash(const FileKey& k) {
+    uint64_t h = (k.inode ^ (k.dev << 32 | k.dev >> 32)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 20);
+  }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.index != kAbsent) Insert(s.key, s.index);
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
 };
 
 }  // namespace
@@ -97,16 +134,16 @@ struct Normalizer::Impl {
   struct Call {
     pid_t pid = 0;
     NormalizedBatch* batch = nullptr;
-    std::vector<std::shared_ptr<const ModuleInfo>> infos;      // parallel to batch->modules
-    std::unordered_map<FileKey, uint32_t, FileKeyHash> files;  // same-file cache
-    std::unordered_map<std::string, uint32_t> named;           // non-file modules by name
+    std::vector<std::shared_ptr<const ModuleInfo>> infos;  // parallel to batch->modules
+    FileModuleTable files;                                 // same-file cache
+    std::unordered_map<std::string, uint32_t> named;       // non-file modules by name
     bool process_gone = false;
   };
 
   Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
   uint32_t ModuleForVma(Call& call, const Vma& vma);
-  uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info,
-                         const CachedVma& vma);
+  uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info, uint64_t start,
+                         uint64_t end, uint64_t offset);
   uint32_t AddModule(Call& call, std::shared_ptr<const ModuleInfo> info, uint64_t start,
                      uint64_t end, uint64_t offset);
   void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
@@ -148,11 +185,11 @@ uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
   ModuleKind kind = KindOf(vma);
   if (kind == ModuleKind::kElf) {
     FileKey key{vma.dev, vma.inode};
-    auto it = call.files.find(key);
-    if (it != call.files.end()) {
+    uint32_t found = call.files.Find(key);
+    if (found != FileModuleTable::kAbsent) {
       ++stats.same_file_hits;
-      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
-      return it->second;
+      NoteMapping(call.batch->modules[found], vma.start, vma.end, vma.offset);
+      return found;
     }
   } else {
     auto it = call.named.find(std::string(vma.name));
@@ -170,7 +207,7 @@ uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
   if (kind == ModuleKind::kElf && options.build_ids) ResolveBuildId(call.pid, vma, info.get());
   uint32_t index = AddModule(call, std::move(info), vma.start, vma.end, vma.offset);
   if (kind == ModuleKind::kElf) {
-    call.files.emplace(FileKey{vma.dev, vma.inode}, index);
+    call.files.Insert(FileKey{vma.dev, vma.inode}, index);
   } else {
     call.named.emplace(std::string(vma.name), index);
   }
@@ -178,23 +215,23 @@ uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
 }
 
 uint32_t Normalizer::Impl::ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info,
-                                         const CachedVma& vma) {
+                                         uint64_t start, uint64_t end, uint64_t offset) {
   if (info->kind == ModuleKind::kElf) {
-    auto it = call.files.find(FileKey{info->dev, info->inode});
-    if (it != call.files.end()) {
-      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
-      return it->second;
+    uint32_t found = call.files.Find(FileKey{info->dev, info->inode});
+    if (found != FileModuleTable::kAbsent) {
+      NoteMapping(call.batch->modules[found], start, end, offset);
+      return found;
     }
   } else {
     auto it = call.named.find(info->path);
     if (it != call.named.end()) {
-      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
+      NoteMapping(call.batch->modules[it->second], start, end, offset);
       return it->second;
     }
   }
-  uint32_t index = AddModule(call, info, vma.start, vma.end, vma.offset);
+  uint32_t index = AddModule(call, info, start, end, offset);
   if (info->kind == ModuleKind::kElf) {
-    call.files.emplace(FileKey{info->dev, info->inode}, index);
+    call.files.Insert(FileKey{info->dev, info->inode}, index);
   } else {
     call.named.emplace(info->path, index);
   }
@@ -408,7 +445,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
         ++stats.vma_cache_hits;
         cache_hits.push_back({idx, c.start, c.end});
         NormalizedAddress& out = batch.addresses[idx];
-        out.module = ModuleForInfo(call, c.module, c);
+        out.module = ModuleForInfo(call, c.module, c.start, c.end, c.offset);
         out.file_offset = OffsetIn(c.module->kind, a, c.start, c.offset);
         continue;
       }
@@ -461,8 +498,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
       uint32_t module;
       if (const auto& known = remembering.matched()) {
         ++stats.vma_matches;
-        module = ModuleForInfo(call, known,
-                               CachedVma{vma->start, vma->end, vma->offset, vma->inode, known});
+        module = ModuleForInfo(call, known, vma->start, vma->end, vma->offset);
       } else {
         module = ModuleForVma(call, *vma);
         if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
