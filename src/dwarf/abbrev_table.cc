@@ -53,6 +53,7 @@ Result<AbbrevTable> AbbrevTable::Parse(std::span<const uint8_t> section, uint64_
       spec.name = static_cast<uint16_t>(name);
       spec.form = static_cast<uint16_t>(form);
       if (form == DW_FORM_implicit_const) spec.implicit_const = c.Sleb128();
+      if (name == DW_AT_sibling) a.has_sibling = true;
       int size = FixedFormSize(spec.form, ctx);
       if (size == kUnknownForm) {
         return AbbrevError("unknown attribute form " + Hex(form), entry_offset);

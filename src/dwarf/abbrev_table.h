@@ -24,7 +24,8 @@ struct Abbrev {
   bool has_children = false;
   uint32_t first_spec = 0;  // index into AbbrevTable::specs()
   uint32_t num_specs = 0;
-  int32_t fixed_size = -1;  // total size of the attribute values, or -1 when variable
+  int32_t fixed_size = -1;   // total size of the attribute values, or -1 when variable
+  bool has_sibling = false;  // has a DW_AT_sibling attribute (lets readers skip the subtree)
 };
 
 class AbbrevTable {

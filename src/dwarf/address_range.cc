@@ -21,7 +21,7 @@ void Emit(std::vector<AddressSegment>* out, uint64_t start, int32_t id) {
 
 }  // namespace
 
-int32_t FindSegment(const std::vector<AddressSegment>& segments, uint64_t address) {
+int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address) {
   auto it = std::upper_bound(segments.begin(), segments.end(), address,
                              [](uint64_t a, const AddressSegment& s) { return a < s.start; });
   if (it == segments.begin()) return kNoId;

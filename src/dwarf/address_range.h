@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace stacksym::dwarf {
@@ -20,7 +21,7 @@ struct AddressSegment {
 inline constexpr int32_t kNoId = -1;
 
 // The id whose segment holds `address`, or kNoId.
-int32_t FindSegment(const std::vector<AddressSegment>& segments, uint64_t address);
+int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address);
 
 // Flattens ranges of a tree (children nested in parents, `order` = depth-first visit order):
 // where ranges overlap, the one visited later (the deeper or later sibling) wins — the rule

@@ -1,6 +1,7 @@
 #include "dwarf/debug_info_source.h"
 
 #include <algorithm>
+#include <thread>
 #include <unordered_set>
 
 #include "dwarf/aranges.h"
@@ -52,33 +53,60 @@ bool HasDebugInfo(const ElfFile& elf) {
   return s != nullptr && s->type != 8 /* SHT_NOBITS */ && s->size > 0;
 }
 
+bool IsCompressed(const ElfFile& elf, std::string_view name) {
+  const ElfSection* s = elf.FindSection(name);
+  return s != nullptr &&
+         ((s->flags & 0x800 /* SHF_COMPRESSED */) != 0 || s->name.starts_with(".z"));
+}
+
+// Reads (decompressing on first use) the DWARF sections of `elf`. Decompression dominates the
+// cost of opening big compressed debug files, so when both halves hold compressed data, the
+// string/line/range sections are decompressed on a second thread while this one does
+// .debug_info (ElfFile decompresses each section once, under a per-section once-flag).
 Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo) {
   DwarfSections s;
   struct Want {
     const char* name;
     std::span<const uint8_t>* out;
+    bool in_main_skipped_for_dwo;
   };
-  const Want wants[] = {
-      {".debug_info", &s.info},         {".debug_abbrev", &s.abbrev},
-      {".debug_str", &s.str},           {".debug_line", &s.line},
-      {".debug_line_str", &s.line_str}, {".debug_str_offsets", &s.str_offsets},
-      {".debug_addr", &s.addr},         {".debug_ranges", &s.ranges},
-      {".debug_rnglists", &s.rnglists}, {".debug_aranges", &s.aranges},
+  const Want first[] = {
+      {".debug_info", &s.info, false},
+      {".debug_abbrev", &s.abbrev, false},
+      {".debug_aranges", &s.aranges, true},
   };
-  for (const Want& w : wants) {
-    std::string name = w.name;
-    if (dwo) {
+  const Want second[] = {
+      {".debug_str", &s.str, false},           {".debug_line", &s.line, false},
+      {".debug_line_str", &s.line_str, true},  {".debug_str_offsets", &s.str_offsets, false},
+      {".debug_addr", &s.addr, true},          {".debug_ranges", &s.ranges, true},
+      {".debug_rnglists", &s.rnglists, false},
+  };
+  auto load = [&](std::span<const Want> wants) -> Result<void> {
+    for (const Want& w : wants) {
       // Split objects have *.dwo sections; addresses and aranges stay in the skeleton's file.
-      if (name == ".debug_addr" || name == ".debug_aranges" || name == ".debug_ranges" ||
-          name == ".debug_line_str") {
-        continue;
-      }
-      name += ".dwo";
+      if (dwo && w.in_main_skipped_for_dwo) continue;
+      std::string name = std::string(w.name) + (dwo ? ".dwo" : "");
+      Result<std::span<const uint8_t>> data = elf.SectionData(name);
+      if (!data) return std::move(data).error().WithFile(elf.path());
+      *w.out = *data;
     }
-    Result<std::span<const uint8_t>> data = elf.SectionData(name);
-    if (!data) return std::move(data).error().WithFile(elf.path());
-    *w.out = *data;
+    return {};
+  };
+  bool parallel = false;
+  if (!dwo && IsCompressed(elf, ".debug_info")) {
+    for (const Want& w : second) parallel |= IsCompressed(elf, w.name);
   }
+  if (!parallel) {
+    if (Result<void> r = load(first); !r) return std::move(r).error();
+    if (Result<void> r = load(second); !r) return std::move(r).error();
+    return s;
+  }
+  Result<void> second_result;
+  std::thread helper([&] { second_result = load(second); });
+  Result<void> first_result = load(first);
+  helper.join();
+  if (!first_result) return std::move(first_result).error();
+  if (!second_result) return std::move(second_result).error();
   return s;
 }
 
@@ -326,14 +354,16 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
     }
   }
   if (unit.has_stmt_list) state->line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
-  state->names.assign(state->functions.nodes().size(), std::string_view());
-  state->name_done.assign(state->functions.nodes().size(), 0);
   state->ok = true;
   return state;
 }
 
 std::string_view DebugInfoSource::NodeName(UnitState& state, int32_t node) {
   size_t i = static_cast<size_t>(node);
+  if (i >= state.names.size()) {  // nodes appear as functions are expanded
+    state.names.resize(state.functions.nodes().size());
+    state.name_done.resize(state.functions.nodes().size(), 0);
+  }
   if (!state.name_done[i]) {
     state.name_done[i] = 1;
     state.names[i] = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset);

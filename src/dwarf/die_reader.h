@@ -32,4 +32,22 @@ inline bool SkipDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& 
   return true;
 }
 
+// Skips the attributes, reading only DW_AT_sibling (a unit-relative offset) when present.
+// *sibling is 0 when the DIE has none.
+inline bool SkipDieAttrsFindSibling(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
+                                    const FormContext& ctx, uint64_t* sibling) {
+  *sibling = 0;
+  if (!abbrev.has_sibling) return SkipDieAttrs(c, table, abbrev, ctx);
+  for (const AttrSpec& spec : table.specs(abbrev)) {
+    if (spec.name == 0x01 /* DW_AT_sibling */) {
+      AttrValue v;
+      if (!ReadAttrValue(c, spec.form, spec.implicit_const, ctx, &v)) return false;
+      if (v.kind == ValueKind::kUnitRef) *sibling = v.value;
+    } else if (!SkipAttrValue(c, spec.form, ctx)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace stacksym::dwarf

@@ -15,6 +15,101 @@ constexpr const char* kInfo = ".debug_info";
 // Deeper DIE nesting than this is not real compiler output; stop rather than grow without end.
 constexpr size_t kMaxDepth = 4096;
 
+bool IsSubroutine(uint16_t tag) {
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+// Tags whose children can be functions with code at the top level of a unit.
+bool HoldsTopLevelFunctions(uint16_t tag) {
+  return tag == DW_TAG_namespace || tag == DW_TAG_module;
+}
+
+// Tags whose children can be code-bearing subroutines inside a function. gcc puts the member
+// function definitions of a local class inside the class DIE (within the enclosing function),
+// so class types count here. Everything else (variables, parameters, call sites, enumerations,
+// ...) is skipped as a whole. At the top level of a unit class types are skipped: there both
+// compilers place definitions outside the class (DW_AT_specification).
+bool HoldsNestedCode(uint16_t tag) {
+  return IsSubroutine(tag) || tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+         tag == DW_TAG_catch_block || tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+         tag == DW_TAG_union_type || tag == DW_TAG_namespace;
+}
+
+struct SubroutineAttrs {
+  AttrValue low_pc, high_pc, ranges;
+  bool has_low = false, has_high = false, has_ranges = false;
+  uint64_t sibling = 0;
+};
+
+bool ReadSubroutineAttrs(ByteCursor& c, const AbbrevTable& abbrevs, const Abbrev& abbrev,
+                         const FormContext& ctx, SubroutineAttrs* out, FunctionNode* node) {
+  return ReadDieAttrs(c, abbrevs, abbrev, ctx, [&](uint16_t at, const AttrValue& v) {
+    switch (at) {
+      case DW_AT_low_pc:
+        out->low_pc = v;
+        out->has_low = true;
+        break;
+      case DW_AT_high_pc:
+        out->high_pc = v;
+        out->has_high = true;
+        break;
+      case DW_AT_ranges:
+        out->ranges = v;
+        out->has_ranges = true;
+        break;
+      case DW_AT_sibling:
+        if (v.kind == ValueKind::kUnitRef) out->sibling = v.value;
+        break;
+      case DW_AT_call_file:
+        node->call_file = static_cast<uint32_t>(v.value);
+        break;
+      case DW_AT_call_line:
+        node->call_line = static_cast<uint32_t>(v.value);
+        break;
+      case DW_AT_call_column:
+        node->call_column = static_cast<uint16_t>(std::min<uint64_t>(v.value, 0xffff));
+        break;
+      default:
+        break;
+    }
+  });
+}
+
+// Moves the cursor past the children of a DIE whose attributes were just read. Uses
+// DW_AT_sibling (unit-relative) when given and sane, otherwise reads through the subtree
+// (itself jumping over inner subtrees that have siblings).
+bool SkipChildren(ByteCursor& c, const AbbrevTable& abbrevs, const UnitInfo& unit,
+                  uint64_t sibling) {
+  if (sibling != 0) {
+    uint64_t target = unit.offset + sibling;
+    if (target > c.offset() && target <= unit.end) {
+      c.Seek(static_cast<size_t>(target));
+      return true;
+    }
+  }
+  size_t depth = 1;
+  while (depth > 0) {
+    uint64_t code = c.Uleb128();
+    if (!c.ok()) return false;
+    if (code == 0) {
+      --depth;
+      continue;
+    }
+    const Abbrev* abbrev = abbrevs.Find(code);
+    if (abbrev == nullptr) return false;
+    uint64_t inner_sibling = 0;
+    if (!SkipDieAttrsFindSibling(c, abbrevs, *abbrev, unit.ctx, &inner_sibling)) return false;
+    if (!abbrev->has_children) continue;
+    uint64_t target = unit.offset + inner_sibling;
+    if (inner_sibling != 0 && target > c.offset() && target <= unit.end) {
+      c.Seek(static_cast<size_t>(target));
+    } else if (++depth > kMaxDepth) {
+      return false;
+    }
+  }
+  return c.ok();
+}
+
 }  // namespace
 
 Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
@@ -22,104 +117,122 @@ Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
   Result<const AbbrevTable*> abbrevs_or = file.Abbrevs(unit);
   if (!abbrevs_or) return std::move(abbrevs_or).error();
   const AbbrevTable& abbrevs = **abbrevs_or;
-
   FunctionTable table;
-  std::vector<TreeRange> ranges;
-  std::vector<AddressRange> die_ranges;
-  // parents[d] = node enclosing the DIEs at depth d + 1 (-1: none).
-  std::vector<int32_t> parents;
-  parents.reserve(64);
+  table.file_ = &file;
+  table.unit_ = &unit;
 
   ByteCursor c(file.sections().info.data(), static_cast<size_t>(unit.end));
   c.Seek(static_cast<size_t>(unit.die_offset));
-  const FormContext& ctx = unit.ctx;
-  int32_t current_parent = -1;
-  bool first = true;
-  while (!c.at_end()) {
+  const Abbrev* unit_abbrev = abbrevs.Find(c.Uleb128());
+  if (!c.ok() || unit_abbrev == nullptr) return Malformed(kInfo, unit.die_offset, "bad unit DIE");
+  if (!SkipDieAttrs(c, abbrevs, *unit_abbrev, unit.ctx)) {
+    return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
+  }
+  std::vector<TreeRange> ranges;
+  size_t depth = unit_abbrev->has_children ? 1 : 0;
+  while (depth > 0 && !c.at_end()) {
     uint64_t die_offset = c.offset();
     uint64_t code = c.Uleb128();
     if (!c.ok()) return Malformed(kInfo, die_offset, "truncated DIE");
     if (code == 0) {
-      if (parents.empty()) break;  // padding after the unit DIE's children
-      current_parent = parents.back();
-      parents.pop_back();
-      if (parents.empty()) break;  // end of the unit DIE's children
+      --depth;
       continue;
     }
     const Abbrev* abbrev = abbrevs.Find(code);
     if (abbrev == nullptr) {
       return Malformed(kInfo, die_offset, "unknown abbreviation code " + std::to_string(code));
     }
-    bool is_subroutine =
-        abbrev->tag == DW_TAG_subprogram || abbrev->tag == DW_TAG_inlined_subroutine;
-    int32_t node_for_children = current_parent;
-    if (is_subroutine && !first) {
-      AttrValue low_pc, high_pc, range_attr;
-      bool has_low = false, has_high = false, has_ranges = false;
-      FunctionNode node;
-      node.die_offset = die_offset;
-      node.parent = current_parent;
-      node.inlined = abbrev->tag == DW_TAG_inlined_subroutine;
-      bool ok = ReadDieAttrs(c, abbrevs, *abbrev, ctx, [&](uint16_t at, const AttrValue& v) {
-        switch (at) {
-          case DW_AT_low_pc:
-            low_pc = v;
-            has_low = true;
-            break;
-          case DW_AT_high_pc:
-            high_pc = v;
-            has_high = true;
-            break;
-          case DW_AT_ranges:
-            range_attr = v;
-            has_ranges = true;
-            break;
-          case DW_AT_call_file:
-            node.call_file = static_cast<uint32_t>(v.value);
-            break;
-          case DW_AT_call_line:
-            node.call_line = static_cast<uint32_t>(v.value);
-            break;
-          case DW_AT_call_column:
-            node.call_column = static_cast<uint16_t>(std::min<uint64_t>(v.value, 0xffff));
-            break;
-          default:
-            break;
-        }
-      });
-      if (!ok) return Malformed(kInfo, die_offset, "truncated DIE attributes");
-      die_ranges.clear();
-      // A DIE with unreadable ranges is left out; the rest of the unit still answers.
-      (void)file.DieRanges(unit, has_low ? &low_pc : nullptr, has_high ? &high_pc : nullptr,
-                           has_ranges ? &range_attr : nullptr, &die_ranges);
-      // Nodes without code (declarations, abstract instances) are not kept, but their
-      // children are still walked with the same enclosing node.
-      if (!die_ranges.empty()) {
-        int32_t index = static_cast<int32_t>(table.nodes_.size());
-        if (table.nodes_.size() >= 0x7fffffff)
-          return Malformed(kInfo, die_offset, "too many functions");
-        table.nodes_.push_back(node);
-        for (const AddressRange& r : die_ranges) {
-          ranges.push_back({r.low, r.high, index, static_cast<uint32_t>(index)});
-        }
-        node_for_children = index;
-      }
-    } else {
-      if (!SkipDieAttrs(c, abbrevs, *abbrev, ctx)) {
-        return Malformed(kInfo, die_offset, "truncated DIE attributes");
-      }
+    if (IsSubroutine(abbrev->tag)) {
+      // The whole subtree, even of a function without code: gcc nests the definitions of
+      // local classes' member functions (and lambdas in them) inside it, with their own code.
+      c.Seek(static_cast<size_t>(die_offset));
+      if (Result<void> r = table.WalkSubroutine(c, abbrevs, &ranges); !r) return r.error();
+      continue;
     }
-    first = false;
-    if (abbrev->has_children) {
-      if (parents.size() >= kMaxDepth) return Malformed(kInfo, die_offset, "DIE tree too deep");
-      parents.push_back(current_parent);
-      current_parent = node_for_children;
+    uint64_t sibling = 0;
+    if (!SkipDieAttrsFindSibling(c, abbrevs, *abbrev, unit.ctx, &sibling)) {
+      return Malformed(kInfo, die_offset, "truncated DIE attributes");
+    }
+    if (!abbrev->has_children) continue;
+    if (HoldsTopLevelFunctions(abbrev->tag)) {
+      if (++depth > kMaxDepth) return Malformed(kInfo, die_offset, "DIE tree too deep");
+    } else if (!SkipChildren(c, abbrevs, unit, sibling)) {
+      return Malformed(kInfo, die_offset, "corrupt DIE tree");
     }
   }
   table.nodes_.shrink_to_fit();
   table.segments_ = FlattenNested(std::move(ranges));
   table.segments_.shrink_to_fit();
   return table;
+}
+
+Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abbrevs,
+                                           std::vector<TreeRange>* ranges) {
+  const UnitInfo& unit = *unit_;
+  std::vector<AddressRange> die_ranges;
+  // parents[d] = node enclosing the DIEs at depth d + 1.
+  std::vector<int32_t> parents;
+  int32_t current_parent = -1;
+  bool first = true;
+  while (first || !parents.empty()) {
+    uint64_t die_offset = c.offset();
+    uint64_t code = c.Uleb128();
+    if (!c.ok()) return Malformed(kInfo, die_offset, "truncated DIE");
+    if (code == 0) {
+      if (parents.empty()) return Malformed(kInfo, die_offset, "unexpected end of children");
+      current_parent = parents.back();
+      parents.pop_back();
+      continue;
+    }
+    const Abbrev* abbrev = abbrevs.Find(code);
+    if (abbrev == nullptr) {
+      return Malformed(kInfo, die_offset, "unknown abbreviation code " + std::to_string(code));
+    }
+    first = false;
+    int32_t node_for_children = current_parent;
+    if (IsSubroutine(abbrev->tag)) {
+      SubroutineAttrs attrs;
+      FunctionNode node;
+      node.die_offset = die_offset;
+      node.parent = current_parent;
+      node.inlined = abbrev->tag == DW_TAG_inlined_subroutine;
+      if (!ReadSubroutineAttrs(c, abbrevs, *abbrev, unit.ctx, &attrs, &node)) {
+        return Malformed(kInfo, die_offset, "truncated DIE attributes");
+      }
+      die_ranges.clear();
+      (void)file_->DieRanges(unit, attrs.has_low ? &attrs.low_pc : nullptr,
+                             attrs.has_high ? &attrs.high_pc : nullptr,
+                             attrs.has_ranges ? &attrs.ranges : nullptr, &die_ranges);
+      // Subroutines without code (declarations, abstract instances) get no node; their
+      // children keep the enclosing one.
+      if (!die_ranges.empty()) {
+        if (nodes_.size() >= 0x7fffffff) return Malformed(kInfo, die_offset, "too many functions");
+        int32_t index = static_cast<int32_t>(nodes_.size());
+        nodes_.push_back(node);
+        for (const AddressRange& r : die_ranges) {
+          ranges->push_back({r.low, r.high, index, static_cast<uint32_t>(index)});
+        }
+        node_for_children = index;
+      }
+    } else {
+      uint64_t sibling = 0;
+      if (!SkipDieAttrsFindSibling(c, abbrevs, *abbrev, unit.ctx, &sibling)) {
+        return Malformed(kInfo, die_offset, "truncated DIE attributes");
+      }
+      if (abbrev->has_children && !HoldsNestedCode(abbrev->tag)) {
+        if (!SkipChildren(c, abbrevs, unit, sibling)) {
+          return Malformed(kInfo, die_offset, "corrupt DIE tree");
+        }
+        continue;
+      }
+    }
+    if (abbrev->has_children) {
+      if (parents.size() >= kMaxDepth) return Malformed(kInfo, die_offset, "DIE tree too deep");
+      parents.push_back(current_parent);
+      current_parent = node_for_children;
+    }
+  }
+  return {};
 }
 
 }  // namespace stacksym::dwarf

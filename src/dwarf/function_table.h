@@ -1,14 +1,17 @@
 // The functions of one unit as a compact inline tree: one node per DW_TAG_subprogram and
-// DW_TAG_inlined_subroutine (with the index of the enclosing one), and a flattened, sorted
-// address → innermost-node table. Built by one pass over the unit's DIEs; DIEs of other kinds
-// are skipped without being kept. Names are not read here (most are never asked for): a node
-// keeps its DIE offset and names are resolved on demand.
+// DW_TAG_inlined_subroutine that has code (with the index of the enclosing one), and a
+// flattened, sorted address → innermost-node table. Built by one pass over the unit that only
+// reads function subtrees: at the unit's top level it descends into namespaces and jumps over
+// everything else (types, variables, declarations) with DW_AT_sibling; inside functions it
+// jumps over parameters, variables and call sites. Names are not read here (most are never
+// asked for): a node keeps its DIE offset.
 //
 //   Result<FunctionTable> t = FunctionTable::Build(file, unit);
-//   for (int32_t n = t->Find(addr); n >= 0 && ...; n = t->nodes()[n].parent) ...
+//   for (int32_t n = t->Find(addr); n >= 0; n = t->nodes()[n].parent) ...
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +34,7 @@ struct FunctionNode {
 
 class FunctionTable {
  public:
+  FunctionTable() = default;
   static Result<FunctionTable> Build(DwarfFile& file, UnitInfo& unit);
 
   // Innermost node covering `address`, or -1.
@@ -42,6 +46,13 @@ class FunctionTable {
   }
 
  private:
+  // Reads the subtree of the subroutine DIE at the cursor into nodes_ and `ranges`, leaving
+  // the cursor after it.
+  Result<void> WalkSubroutine(ByteCursor& c, const AbbrevTable& abbrevs,
+                              std::vector<TreeRange>* ranges);
+
+  DwarfFile* file_ = nullptr;
+  UnitInfo* unit_ = nullptr;
   std::vector<FunctionNode> nodes_;
   std::vector<AddressSegment> segments_;
 };

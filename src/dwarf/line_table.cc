@@ -336,8 +336,11 @@ bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string*
   } else if (entry->dir_index >= 1 && entry->dir_index <= dirs_.size()) {
     dir = dirs_[entry->dir_index - 1];
   }
+  // llvm-symbolizer 14 prepends the compilation directory whenever the include directory is
+  // relative — also for DWARF 5's directory 0 (which is itself the compilation directory, so
+  // a relative comp_dir such as Debian's "./stdlib" appears twice). We print what it prints.
   bool dir_absolute = !dir.empty() && dir.front() == '/';
-  if ((version_ < 5 || entry->dir_index != 0) && !comp_dir.empty() && !dir_absolute) {
+  if (!comp_dir.empty() && !dir_absolute) {
     AppendPath(out, comp_dir);
   }
   AppendPath(out, dir);

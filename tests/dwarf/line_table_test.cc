@@ -142,6 +142,10 @@ TEST(LineTableTest, Version5EntryFormatsAndPaths) {
   ASSERT_TRUE(table->FilePath(3, "/build", &p));
   EXPECT_EQ(p, "/usr/include/stdio.h");
   EXPECT_FALSE(table->FilePath(4, "/build", &p));
+  // A relative compilation directory (Debian's "-ffile-prefix-map" builds) is prepended to a
+  // relative include directory, as llvm-symbolizer 14 does.
+  ASSERT_TRUE(table->FilePath(2, "./lib", &p));
+  EXPECT_EQ(p, "./lib/include/util.h");
   ASSERT_NE(table->Find(0x2000), nullptr);
   EXPECT_EQ(table->Find(0x2000)->file, 0u);
 }
