@@ -43,7 +43,7 @@ int Run(const Options& o) {
   options.inlines = !o.no_inlines;
   if (!o.debug_dirs.empty()) options.debug_dirs = o.debug_dirs;
   int exit_code = kExitOk;
-  Result<std::string> path = FindFileByBuildId(*build_id, options.debug_dirs);
+  Result<std::string> path = FindBinaryByBuildId(*build_id, options.debug_dirs);
   if (!path) {
     // Still answer every offset (with the Reason), so output lines up with input.
     std::fprintf(stderr, "%s: %s\n", kName, path.error().ToString().c_str());

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "stacksym/elf.h"
 #include "stacksym/result.h"
 #include "stacksym/symbolize.h"
 
@@ -33,19 +34,32 @@ namespace stacksym {
 std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
                                       std::span<const uint8_t> build_id);
 
-// The first candidate, over all `debug_dirs` in order, that is an ELF file whose GNU build ID
-// equals `build_id`. Errors: kInvalidArgument for an empty or 1-byte build ID, kNotFound
-// (listing what was tried) when nothing matches.
+// The first candidate that is an ELF file whose GNU build ID equals `build_id`: binaries in
+// every directory (in order) before any debug file, so a binary anywhere wins. Errors:
+// kInvalidArgument for an empty or 1-byte build ID, kNotFound (listing what was tried) when nothing
+// matches.
 Result<std::string> FindFileByBuildId(std::span<const uint8_t> build_id,
                                       const std::vector<std::string>& debug_dirs);
+
+// Like FindFileByBuildId, but only a file whose program headers still map file offsets to
+// addresses: the binary itself. A separate debug file made by objcopy --only-keep-debug or
+// eu-strip has zeroed p_offset/p_filesz, so a file offset cannot be placed in it; when only
+// such a file exists the error (kNotFound) says so. The binary's own debug file is still
+// used for DWARF, found by ElfSymbolizer through the same debug dirs.
+Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
+                                        const std::vector<std::string>& debug_dirs);
+
+// True when the executable PT_LOAD segments of `elf` carry their file bytes (so file
+// offsets are meaningful), false for separate debug files.
+bool HasFileBackedCode(const ElfFile& elf);
 
 class BuildIdSymbolizer {
  public:
   explicit BuildIdSymbolizer(SymbolizeOptions options = {});
   ~BuildIdSymbolizer();
 
-  // `file_offset` as produced by the Normalizer. Reason::kNotFound when no file has the
-  // build ID, kFileUnavailable when the file found cannot be parsed.
+  // `file_offset` as produced by the Normalizer. Reason::kNotFound when no binary with the
+  // build ID was found (FindBinaryByBuildId), kFileUnavailable when it cannot be parsed.
   SymbolizedAddress Symbolize(std::span<const uint8_t> build_id, uint64_t file_offset);
 
   // The file used for a build ID (after a Symbolize call that found one), or empty.

@@ -1,4 +1,6 @@
 // Build-ID lookup in debug directories and file-offset symbolization by build ID.
+#include <elf.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -6,6 +8,54 @@
 #include "stacksym/elf.h"
 
 namespace stacksym {
+
+namespace {
+
+std::string JoinDirs(const std::vector<std::string>& dirs) {
+  std::string out;
+  for (const std::string& d : dirs) out += (out.empty() ? "" : ", ") + d;
+  return out.empty() ? std::string("(no debug dirs)") : out;
+}
+
+// Searches binaries (pass 0) in every dir, then debug files (pass 1), for a matching build
+// ID; binaries_only rejects debug-only files. `tried` says why near-misses were rejected.
+Result<std::string> Search(std::span<const uint8_t> build_id,
+                           const std::vector<std::string>& debug_dirs, bool binaries_only) {
+  if (build_id.size() < 2) {
+    return Error(ErrorCode::kInvalidArgument, "build ID must have at least 2 bytes");
+  }
+  std::string tried;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::string& dir : debug_dirs) {
+      std::string path = BuildIdPaths(dir, build_id)[pass];
+      Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
+      if (!elf) {
+        if (elf.error().code != ErrorCode::kNotFound) {
+          tried += "\n  " + path + ": " + elf.error().message;
+        }
+        continue;
+      }
+      std::span<const uint8_t> found = (*elf)->build_id();
+      if (!std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) {
+        tried += "\n  " + path + ": has build ID " + (*elf)->build_id_hex();
+        continue;
+      }
+      if (binaries_only && !HasFileBackedCode(**elf)) {
+        tried += "\n  " + path +
+                 ": only a separate debug file (its program headers hold no file offsets, so "
+                 "file offsets cannot be placed; install the binary as " +
+                 BuildIdPaths(dir, build_id)[0] + ")";
+        continue;
+      }
+      return path;
+    }
+  }
+  return Error(ErrorCode::kNotFound, std::string("no ") + (binaries_only ? "binary" : "file") +
+                                         " with build ID " + ToHex(build_id) + " in " +
+                                         JoinDirs(debug_dirs) + tried);
+}
+
+}  // namespace
 
 std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
                                       std::span<const uint8_t> build_id) {
@@ -20,31 +70,24 @@ std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
   return out;
 }
 
+bool HasFileBackedCode(const ElfFile& elf) {
+  bool any = false;
+  for (const ElfSegment& s : elf.segments()) {
+    if (s.type != PT_LOAD || (s.flags & PF_X) == 0 || s.memsz == 0) continue;
+    if (s.filesz == 0) return false;
+    any = true;
+  }
+  return any;
+}
+
 Result<std::string> FindFileByBuildId(std::span<const uint8_t> build_id,
                                       const std::vector<std::string>& debug_dirs) {
-  if (build_id.size() < 2) {
-    return Error(ErrorCode::kInvalidArgument, "build ID must have at least 2 bytes");
-  }
-  std::string tried;
-  for (const std::string& dir : debug_dirs) {
-    for (const std::string& path : BuildIdPaths(dir, build_id)) {
-      Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
-      if (!elf) {
-        if (elf.error().code != ErrorCode::kNotFound) {
-          tried += "\n  " + path + ": " + elf.error().message;
-        }
-        continue;
-      }
-      std::span<const uint8_t> found = (*elf)->build_id();
-      if (std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) return path;
-      tried += "\n  " + path + ": has build ID " + (*elf)->build_id_hex();
-    }
-  }
-  std::string dirs;
-  for (const std::string& d : debug_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-  return Error(ErrorCode::kNotFound, "no file with build ID " + ToHex(build_id) + " in " +
-                                         (dirs.empty() ? std::string("(no debug dirs)") : dirs) +
-                                         tried);
+  return Search(build_id, debug_dirs, /*binaries_only=*/false);
+}
+
+Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
+                                        const std::vector<std::string>& debug_dirs) {
+  return Search(build_id, debug_dirs, /*binaries_only=*/true);
 }
 
 BuildIdSymbolizer::BuildIdSymbolizer(SymbolizeOptions options) : options_(std::move(options)) {}
@@ -55,7 +98,7 @@ BuildIdSymbolizer::Entry& BuildIdSymbolizer::Lookup(std::span<const uint8_t> bui
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   Entry entry;
-  Result<std::string> path = FindFileByBuildId(build_id, options_.debug_dirs);
+  Result<std::string> path = FindBinaryByBuildId(build_id, options_.debug_dirs);
   if (path) {
     entry.path = *path;
     auto symbolizer = ElfSymbolizer::Open(*path, options_);
