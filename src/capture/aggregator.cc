@@ -195,7 +195,7 @@ void SampleAggregator::Add(const RawSample& s) {
     }
   }
   size_t user_frames = s.user_ips.size() + s.user_build_id_frames.size();
-  if (!s.kernel_thread && s.pid != 0) {
+  if (!s.kernel_thread && !s.user_stack_dropped && s.pid != 0) {
     if (user_frames == 0) counters_.user_stacks_empty += s.count;
     if (user_frames >= kMaxStackFrames) counters_.user_stacks_truncated += s.count;
   }

@@ -230,6 +230,7 @@ class BpfSource : public SampleSource {
       s.comm = std::string_view(key.comm, strnlen(key.comm, sizeof(key.comm)));
       s.kernel_ips = read_stack(key.kstack_id, kstack);
       s.user_ips = read_stack(key.ustack_id, ustack);
+      s.user_stack_dropped = key.ustack_id == -EEXIST;
       s.kernel_thread = key.ustack_id == -EFAULT;  // the program asks no user stack of those
       callback(s);
     }

@@ -36,9 +36,10 @@ struct RawSample {
   uint64_t time_ns = 0;
   uint64_t count = 1;  // > 1 only for pre-aggregated backends (stackmap)
   std::string_view comm;
-  bool kernel_thread = false;                          // no user stack expected
-  std::span<const uint64_t> kernel_ips;                // innermost first
-  std::span<const uint64_t> user_ips;                  // innermost first (raw virtual addresses)
+  bool kernel_thread = false;            // no user stack expected
+  bool user_stack_dropped = false;       // stackmap backend: the stack was lost to a collision
+  std::span<const uint64_t> kernel_ips;  // innermost first
+  std::span<const uint64_t> user_ips;    // innermost first (raw virtual addresses)
   std::span<const BuildIdFrame> user_build_id_frames;  // instead of user_ips (BPF build IDs)
 };
 

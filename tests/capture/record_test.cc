@@ -492,3 +492,41 @@ TEST(RecordTest, CliWritesFoldedStacks) {
 
 }  // namespace
 }  // namespace stacksym
+
+namespace stacksym {
+namespace {
+
+// Ctrl-C stops recording cleanly and the output is still written.
+TEST(RecordTest, CliSigintStillWritesOutput) {
+  std::string bin = std::string(STACKSYM_BINARY_DIR) + "/stacksym";
+  std::string out =
+      std::string(STACKSYM_BINARY_DIR) + "/capture_sigint_" + std::to_string(getpid()) + ".folded";
+  Fixture app(kFixture, 4.0);
+  std::string pid = std::to_string(app.pid());
+  pid_t rec = fork();
+  if (rec == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execl(bin.c_str(), bin.c_str(), "record", "-q", "-F", "499", "-p", pid.c_str(), "-o",
+          out.c_str(), nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  kill(rec, SIGINT);
+  int status = 0;
+  waitpid(rec, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "stacksym record died from a signal";
+  if (WEXITSTATUS(status) != 0) {
+    std::remove(out.c_str());
+    GTEST_SKIP() << "stacksym record could not attach here (exit " << WEXITSTATUS(status) << ")";
+  }
+  std::ifstream f(out);
+  std::string line;
+  size_t lines = 0;
+  while (std::getline(f, line)) ++lines;
+  std::remove(out.c_str());
+  EXPECT_GT(lines, 0u) << "no folded stacks written after SIGINT";
+}
+
+}  // namespace
+}  // namespace stacksym
