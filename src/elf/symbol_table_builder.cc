@@ -170,7 +170,9 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
     }
   }
 
-  std::sort(syms.begin(), syms.end(), Before);
+  // A lambda (not a function pointer) so the comparison inlines into the sort.
+  std::sort(syms.begin(), syms.end(),
+            [](const ElfSymbol& a, const ElfSymbol& b) { return Before(a, b); });
 
   // One entry per address: the first of each run is the preferred alias. A sizeless winner
   // takes the size of a sized alias, if there is one.
