@@ -2,12 +2,11 @@
 // distinct addresses go through one SymbolizeBatch call.
 #include "stacksym/symbolize_profile.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <optional>
 #include <utility>
 
+#include "stacksym/build_id.h"
 #include "stacksym/kernel.h"
 
 namespace stacksym {
@@ -34,23 +33,8 @@ bool BuildIdMatches(const ElfFile& elf, const std::vector<uint8_t>& want) {
   return std::equal(id.begin(), id.end(), want.begin(), want.end());
 }
 
-// Debug file for a build ID: DIR/.build-id/ab/cdef....debug
-std::shared_ptr<ElfFile> FindByBuildId(const std::vector<uint8_t>& id,
-                                       const std::vector<std::string>& dirs) {
-  if (id.size() < 2) return nullptr;
-  std::string hex = ToHex(id);
-  for (const std::string& dir : dirs) {
-    std::string path = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) continue;
-    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
-    if (elf && BuildIdMatches(**elf, id)) return *elf;
-  }
-  return nullptr;
-}
-
-// Opens the module's file: the one handed in, else its path when the build ID matches, else a
-// debug file by build ID. Reason when none is usable.
+// Opens the module's file: the one handed in, else its path when the build ID matches, else the
+// binary found by build ID in the debug dirs. Reason when none is usable.
 std::shared_ptr<ElfFile> OpenModule(const ProfileModule& m, size_t index,
                                     const SymbolizeProfileOptions& options, Reason* reason) {
   if (index < options.module_files.size() && options.module_files[index]) {
@@ -65,8 +49,15 @@ std::shared_ptr<ElfFile> OpenModule(const ProfileModule& m, size_t index,
     Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(m.path);
     if (elf && BuildIdMatches(**elf, m.build_id)) return *elf;
   }
-  if (auto elf = FindByBuildId(m.build_id, options.symbolize.debug_dirs)) return elf;
-  if (!m.build_id.empty()) *reason = Reason::kNotFound;
+  if (m.build_id.size() >= 2) {
+    // The binary itself by build ID (a debug-only file cannot place file offsets).
+    Result<std::string> path = FindBinaryByBuildId(m.build_id, options.symbolize.debug_dirs);
+    if (path) {
+      Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(*path);
+      if (elf) return *elf;
+    }
+    *reason = Reason::kNotFound;
+  }
   return nullptr;
 }
 
