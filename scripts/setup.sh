@@ -14,7 +14,7 @@ PACKAGES=(
   python3
 )
 # Large debug packages used by differential tests and benchmarks; wanted but not fatal.
-OPTIONAL_PACKAGES=(python3.11-dbg)
+OPTIONAL_PACKAGES=(python3.11-dbg bpftrace)
 if [[ "${STACKSYM_BENCH_DEPS:-0}" == 1 ]]; then
   OPTIONAL_PACKAGES+=(librados2 librados2-dbg)
 fi
