@@ -66,9 +66,12 @@ stacksym_fixture(real_dwp_clang5 SOURCES ${real_srcs} COMPILER clang
   POST_COMMANDS "llvm-dwp-14 -e real_dwp_clang5 -o real_dwp_clang5.dwp" "rm -f real_dwp_clang5-*.dwo"
   OUTPUTS real_dwp_clang5.dwp)
 
+# Its twin without -gsplit-dwarf (identical code): the llvm-symbolizer reference.
+stacksym_fixture(real_clang5 SOURCES ${real_srcs} COMPILER clang FLAGS ${real_inc} -O2 -g -gdwarf-5)
+
 set(real_fixture_targets fixture_real_dbg fixture_real_other fixture_real_dwz_gnu_a
   fixture_real_dwz_d5_a fixture_real_split4 fixture_real_split5 fixture_real_dwp_gnu4
-  fixture_real_dwp_llvm4 fixture_real_dwp_clang5)
+  fixture_real_dwp_llvm4 fixture_real_dwp_clang5 fixture_real_clang5)
 
 stacksym_gtest(dwarf_real_finder_test
   SOURCES real_finder_test.cc real_test_util.cc
