@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Whole-command comparison: stacksym vs llvm-symbolizer, addr2line and eu-addr2line on the same
+# address lists (N addresses sampled inside function symbols, fixed seed), per input binary.
+# Prints a Markdown table: each tool's wall time and peak RSS (GNU time), stacksym's speed-up
+# (tool time / stacksym time) and memory ratio (stacksym RSS / tool RSS), and how many of
+# stacksym's answers are byte-identical to llvm-symbolizer's (llvm output style).
+#
+#   bench/symbolize_compare.sh [BUILD_DIR] [INPUT...]
+#
+# Defaults: BUILD_DIR=build; inputs libc.so.6 (DWARF from libc6-dbg), /usr/bin/python3.11d
+# (python3.11-dbg) and libceph-common.so.2 (librados2 + librados2-dbg; install them with
+# STACKSYM_BENCH_DEPS=1 scripts/setup.sh). Missing inputs are skipped with a note.
+# Environment: ADDRESSES (default 5000), RUNS (timed runs per tool, median kept; default 3),
+# TOOLS (default "stacksym llvm-symbolizer addr2line eu-addr2line").
+set -euo pipefail
+
+BUILD=${1:-build}
+shift || true
+STACKSYM=$BUILD/stacksym
+ADDRESSES=${ADDRESSES:-5000}
+RUNS=${RUNS:-3}
+TOOLS=${TOOLS:-"stacksym llvm-symbolizer addr2line eu-addr2line"}
+if [[ $# -gt 0 ]]; then
+  INPUTS=("$@")
+else
+  INPUTS=(/usr/lib/x86_64-linux-gnu/libc.so.6 /usr/bin/python3.11d
+          /usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2)
+fi
+
+[[ -x $STACKSYM ]] || { echo "no $STACKSYM: build first (make build)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "/usr/bin/time missing: apt-get install time" >&2; exit 2; }
+
+WORK=$(mktemp -d /tmp/stacksym-bench-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+# Addresses inside sized function symbols (.symtab, else .dynsym), uniformly over functions,
+# uniformly inside each; deterministic.
+sample_addresses() {
+  local file=$1 n=$2
+  { nm -S --defined-only "$file" 2>/dev/null || true; } >"$WORK/nm"
+  if ! grep -qE ' [TtWwi] ' "$WORK/nm"; then nm -D -S --defined-only "$file" >"$WORK/nm" 2>/dev/null || true; fi
+  python3 - "$WORK/nm" "$n" <<'EOF'
+import random, sys
+funcs = []
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 4 and p[2] in ("T", "t", "W", "w", "i"):
+        size = int(p[1], 16)
+        if size > 0:
+            funcs.append((int(p[0], 16), size))
+funcs = sorted(set(funcs))
+rng = random.Random(20261121)
+for _ in range(int(sys.argv[2])):
+    start, size = rng.choice(funcs)
+    print(hex(start + rng.randrange(size)))
+EOF
+}
+
+tool_command() {
+  local tool=$1 file=$2
+  case $tool in
+    stacksym) echo "$STACKSYM symbolize elf --output-style=llvm --file $file" ;;
+    llvm-symbolizer) echo "llvm-symbolizer --inlines --obj=$file" ;;
+    addr2line) echo "addr2line -f -i -C -e $file" ;;
+    eu-addr2line) echo "eu-addr2line -f -i -C -e $file" ;;
+  esac
+}
+
+# Runs a tool RUNS times after one warm-up run (page cache); prints "median_seconds peak_kb".
+measure() {
+  local tool=$1 file=$2 addrs=$3 out=$4
+  local cmd
+  cmd=$(tool_command "$tool" "$file")
+  $cmd <"$addrs" >"$out" 2>/dev/null || true
+  local results=()
+  for ((r = 0; r < RUNS; r++)); do
+    /usr/bin/time -f '%e %M' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
+    results+=("$(tail -1 "$WORK/time")")
+  done
+  printf '%s\n' "${results[@]}" | sort -n | awk -v n="$RUNS" 'NR == int((n + 1) / 2) {print}'
+}
+
+identical_blocks() {  # how many llvm-style answers of $1 equal those of $2
+  python3 - "$1" "$2" <<'EOF'
+import sys
+a = open(sys.argv[1]).read().split("\n\n")
+b = open(sys.argv[2]).read().split("\n\n")
+n = min(len(a), len(b)) - 1
+print(sum(1 for x, y in zip(a[:n], b[:n]) if x == y), n)
+EOF
+}
+
+echo "| input | tool | wall time (s) | peak RSS (MB) | stacksym speed-up | stacksym memory ratio |"
+echo "|---|---|---:|---:|---:|---:|"
+notes=()
+for file in "${INPUTS[@]}"; do
+  if [[ ! -r $file ]]; then
+    notes+=("skipped $file: not installed")
+    continue
+  fi
+  addrs=$WORK/addrs
+  sample_addresses "$file" "$ADDRESSES" >"$addrs"
+  if [[ ! -s $addrs ]]; then
+    notes+=("skipped $file: no sized function symbols")
+    continue
+  fi
+  declare -A secs=() kb=()
+  for tool in $TOOLS; do
+    if [[ $tool != stacksym ]] && ! command -v "$tool" >/dev/null; then
+      notes+=("$tool not installed")
+      continue
+    fi
+    read -r s k < <(measure "$tool" "$file" "$addrs" "$WORK/out.$tool")
+    secs[$tool]=$s
+    kb[$tool]=$k
+  done
+  for tool in $TOOLS; do
+    [[ -n ${secs[$tool]:-} ]] || continue
+    speed="" mem=""
+    if [[ $tool != stacksym && -n ${secs[stacksym]:-} ]]; then
+      speed=$(awk -v t="${secs[$tool]}" -v s="${secs[stacksym]}" 'BEGIN {printf "%.1f×", t / (s > 0 ? s : 0.005)}')
+      mem=$(awk -v t="${kb[$tool]}" -v s="${kb[stacksym]}" 'BEGIN {printf "%.2f", s / t}')
+    fi
+    printf '| %s | %s | %.2f | %.0f | %s | %s |\n' "$(basename "$file")" "$tool" "${secs[$tool]}" \
+      "$(awk -v k="${kb[$tool]}" 'BEGIN {print k / 1024}')" "$speed" "$mem"
+  done
+  if [[ -s $WORK/out.stacksym && -s $WORK/out.llvm-symbolizer ]]; then
+    read -r same total < <(identical_blocks "$WORK/out.stacksym" "$WORK/out.llvm-symbolizer")
+    notes+=("$(basename "$file"): $(wc -l <"$addrs") addresses; stacksym output identical to llvm-symbolizer's for $same of $total")
+  fi
+  unset secs kb
+done
+echo
+for n in "${notes[@]}"; do echo "- $n"; done
+echo "- median of $RUNS runs after a warm-up run; $(nproc) CPUs; $(uname -r)"
