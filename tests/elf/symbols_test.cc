@@ -220,8 +220,8 @@ void CompareWithNm(const std::string& path) {
     }
   }
 
-  // 2. Every sized code symbol nm lists is found: at its start, and at its last byte the
-  //    innermost sized nm symbol covering that byte is what Find returns.
+  // 2. Every sized code symbol nm lists is found: at its start, and in its middle and at its
+  //    last byte the innermost sized nm symbol covering that byte is what Find returns.
   std::set<uint64_t> our_addresses;
   for (const ElfSymbol& s : table.symbols()) our_addresses.insert(s.address);
   std::vector<const NmSymbol*> sized;
@@ -252,12 +252,14 @@ void CompareWithNm(const std::string& path) {
     for (auto it = lo; it != hi; ++it) is_alias |= it->second->name == at_start->name;
     EXPECT_TRUE(is_alias) << at_start->name << " is not a name of " << s->name;
 
-    uint64_t last = s->address + *s->size - 1;
-    const ElfSymbol* at_last = table.Find(last);
-    std::optional<uint64_t> expected = innermost(last);
-    ASSERT_TRUE(expected.has_value());
-    ASSERT_NE(at_last, nullptr) << s->name;
-    EXPECT_EQ(at_last->address, *expected) << s->name;
+    for (uint64_t q : {s->address + *s->size / 2, s->address + *s->size - 1}) {
+      const ElfSymbol* found = table.Find(q);
+      std::optional<uint64_t> expected = innermost(q);
+      ASSERT_TRUE(expected.has_value());
+      ASSERT_NE(found, nullptr) << s->name;
+      EXPECT_EQ(found->address, *expected) << s->name << " at +" << (q - s->address);
+      EXPECT_EQ(q - found->address < found->size, true) << s->name;
+    }
     ++checked;
   }
   EXPECT_GT(checked, 3u);
