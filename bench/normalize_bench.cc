@@ -193,6 +193,28 @@ void RunNormalize(benchmark::State& state, Child& (*get_child)(), Source source,
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(child.addrs.size()));
 }
 
+// A new Normalizer per call: opens /proc/PID/maps, remembers nothing, caches nothing — the
+// cost of a one-shot normalization (the published text-vs-ioctl comparison).
+void RunFresh(benchmark::State& state, Child& (*get_child)(), Source source, bool build_ids) {
+  Child& child = get_child();
+  if (child.pid <= 0 || child.addrs.empty()) return state.SkipWithError("child process failed");
+  if (source != Source::kText && !ProcmapQuerySupported()) {
+    return state.SkipWithError("kernel lacks PROCMAP_QUERY");
+  }
+  NormalizerOptions o;
+  o.vma_source = source == Source::kText ? VmaSourceKind::kText : VmaSourceKind::kIoctl;
+  o.kernel_build_ids = source == Source::kIoctl;
+  o.build_ids = build_ids;
+  o.vma_cache_processes = 0;
+  o.cache_build_ids = false;
+  for (auto _ : state) {
+    Normalizer normalizer(o);
+    auto r = normalizer.Normalize(child.pid, child.addrs);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(child.addrs.size()));
+}
+
 // One PROCMAP_QUERY per address (no names, no build IDs): the kernel's floor for answering
 // each address independently. `walk`: one ioctl per VMA, as the sorted walk needs.
 void RunBareIoctl(benchmark::State& state, Child& (*get_child)(), bool walk, bool with_bid) {
@@ -291,6 +313,16 @@ void RegisterAll() {
             RunNormalize(st, c.child, s, b, vc);
           })->Unit(benchmark::kMicrosecond);
         }
+      }
+    }
+    for (Source s : {Source::kText, Source::kIoctl, Source::kIoctlUserBuildIds}) {
+      for (bool bid : {false, true}) {
+        if (s == Source::kIoctlUserBuildIds && !bid) continue;
+        std::string name = std::string("Normalize/") + c.name + "/" + Name(s) +
+                           (bid ? "/uncached_bid" : "/no_bid") + "/fresh_normalizer";
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+          RunFresh(st, c.child, s, bid);
+        })->Unit(benchmark::kMicrosecond);
       }
     }
     for (bool walk : {false, true}) {
