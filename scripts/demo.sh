@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): symbolize a handful of real addresses of the system's libc with
-# symbol tables and DWARF (libc6-dbg), print the build ID, and show llvm-symbolizer's layout.
+# The main job (`make demo`): profile the bundled demo workload with `stacksym record`, write
+# its flame graph page, SVG, pprof and folded stacks and print the top functions; then
+# symbolize a handful of real libc addresses with symbol tables and DWARF (libc6-dbg).
 set -euo pipefail
 build=${1:-build}
 stacksym="$build/stacksym"
 libc=/usr/lib/x86_64-linux-gnu/libc.so.6
+
+"$(dirname "$0")/../demo/run-demo.sh" "$build" 3 out
+echo
 
 echo "== stacksym buildid $libc"
 "$stacksym" buildid "$libc"
