@@ -35,7 +35,8 @@ namespace stacksym {
 // One kallsyms line. Strings point into the owning KallsymsTable.
 struct KernelSymbol {
   uint64_t address = 0;
-  uint64_t size = 0;  // inferred: up to the next higher symbol of the same module; 0 = unknown
+  uint64_t size = 0;  // inferred: up to the next higher symbol of the same module (saturating
+                      // at 4 GiB); 0 = unknown
   std::string_view name;
   std::string_view module;  // empty for vmlinux; "ext4", "bpf", "__builtin__ftrace", ...
   char type = 0;            // the nm-style letter: 'T', 't', 'W', 'D', ...
@@ -73,9 +74,10 @@ class KallsymsTable {
   static constexpr uint64_t kMaxUnsizedSpan = 4096;
 
  private:
+  // 24 bytes per symbol; ~120k symbols on a typical kernel.
   struct Entry {
     uint64_t address;
-    uint64_t end;          // exclusive; address + kMaxUnsizedSpan when unknown
+    uint32_t span;         // bytes covered (kMaxUnsizedSpan when unknown); saturates at 4 GiB
     uint32_t name_offset;  // into names_
     uint16_t name_length;
     uint16_t module;  // index into modules_; 0 = vmlinux

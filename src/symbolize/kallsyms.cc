@@ -42,7 +42,7 @@ KallsymsTable KallsymsTable::Parse(std::string_view text) {
   table.modules_.emplace_back();
   // ~40 bytes per line on a typical kernel; reserving avoids most regrowth.
   table.entries_.reserve(text.size() / 40 + 1);
-  table.names_.reserve(text.size() / 2);
+  table.names_.reserve(text.size() / 3);
 
   std::unordered_map<std::string_view, uint16_t> module_indices;  // views into `text`
   bool any_nonzero = false;
@@ -139,16 +139,16 @@ KallsymsTable KallsymsTable::Parse(std::string_view text) {
     while (group_end < v.size() && v[group_end].address == v[i].address) ++group_end;
     for (size_t k = i; k < group_end; ++k) {
       Entry& e = v[k];
-      uint64_t unsized_end =
-          e.address > UINT64_MAX - kMaxUnsizedSpan ? UINT64_MAX : e.address + kMaxUnsizedSpan;
+      uint64_t span = kMaxUnsizedSpan;
+      e.size_known = false;
       if (group_end < v.size()) {
         const Entry& next = v[group_end];
         e.size_known = next.module == e.module;
-        e.end = e.size_known ? next.address : std::min(next.address, unsized_end);
-      } else {
-        e.size_known = false;
-        e.end = unsized_end;
+        span = e.size_known ? next.address - e.address
+                            : std::min(next.address - e.address, kMaxUnsizedSpan);
       }
+      if (e.address > UINT64_MAX - span) span = UINT64_MAX - e.address;  // top of memory
+      e.span = static_cast<uint32_t>(std::min<uint64_t>(span, UINT32_MAX));
     }
     i = group_end;
   }
@@ -160,7 +160,7 @@ KallsymsTable KallsymsTable::Parse(std::string_view text) {
 KernelSymbol KallsymsTable::ToSymbol(const Entry& e) const {
   KernelSymbol s;
   s.address = e.address;
-  s.size = e.size_known ? e.end - e.address : 0;
+  s.size = e.size_known ? e.span : 0;
   s.name = std::string_view(names_).substr(e.name_offset, e.name_length);
   s.module = modules_[e.module];
   s.type = e.type;
@@ -177,7 +177,7 @@ std::optional<KernelSymbol> KallsymsTable::Find(uint64_t addr) const {
   // Step back to the first (best-ranked) entry of the equal-address group.
   uint64_t start = it->address;
   while (it != entries_.begin() && (it - 1)->address == start) --it;
-  if (addr >= it->end) return std::nullopt;
+  if (addr - it->address >= it->span) return std::nullopt;
   return ToSymbol(*it);
 }
 
