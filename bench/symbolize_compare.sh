@@ -10,8 +10,8 @@
 # Defaults: BUILD_DIR=build; inputs libc.so.6 (DWARF from libc6-dbg), /usr/bin/python3.11d
 # (python3.11-dbg) and libceph-common.so.2 (librados2 + librados2-dbg; install them with
 # STACKSYM_BENCH_DEPS=1 scripts/setup.sh). Missing inputs are skipped with a note.
-# Environment: ADDRESSES (default 5000), RUNS (timed runs per tool, median kept; default 3),
-# TOOLS (default "stacksym llvm-symbolizer addr2line eu-addr2line").
+# Environment: ADDRESSES (default 5000), RUNS (timed runs per tool, median kept; default 3;
+# a tool whose first run exceeds SLOW_SECONDS=20 is timed once; TOOL_TIMEOUT=900 s kills it), TOOLS (default "stacksym llvm-symbolizer addr2line eu-addr2line").
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -19,6 +19,8 @@ shift || true
 STACKSYM=$BUILD/stacksym
 ADDRESSES=${ADDRESSES:-5000}
 RUNS=${RUNS:-3}
+SLOW_SECONDS=${SLOW_SECONDS:-20}
+TOOL_TIMEOUT=${TOOL_TIMEOUT:-900}
 TOOLS=${TOOLS:-"stacksym llvm-symbolizer addr2line eu-addr2line"}
 if [[ $# -gt 0 ]]; then
   INPUTS=("$@")
@@ -66,12 +68,22 @@ tool_command() {
   esac
 }
 
-# Runs a tool RUNS times after one warm-up run (page cache); prints "median_seconds peak_kb".
+# Times one warm-up run (it also fills the page cache); when it took more than SLOW_SECONDS
+# that run is the measurement, otherwise RUNS more runs follow and the median is kept.
+# A run longer than TOOL_TIMEOUT is killed and reported as "timeout". Prints "seconds peak_kb".
 measure() {
   local tool=$1 file=$2 addrs=$3 out=$4
   local cmd
   cmd=$(tool_command "$tool" "$file")
-  $cmd <"$addrs" >"$out" 2>/dev/null || true
+  if ! /usr/bin/time -f '%e %M' -o "$WORK/time" timeout "$TOOL_TIMEOUT" $cmd <"$addrs" >"$out" 2>/dev/null; then
+    if grep -q 'status 124' "$WORK/time"; then echo "timeout 0"; return; fi
+  fi
+  local first
+  first=$(tail -1 "$WORK/time")
+  if awk -v t="${first%% *}" -v s="$SLOW_SECONDS" 'BEGIN {exit !(t > s)}'; then
+    echo "$first"
+    return
+  fi
   local results=()
   for ((r = 0; r < RUNS; r++)); do
     /usr/bin/time -f '%e %M' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
@@ -116,8 +128,12 @@ for file in "${INPUTS[@]}"; do
   done
   for tool in $TOOLS; do
     [[ -n ${secs[$tool]:-} ]] || continue
+    if [[ ${secs[$tool]} == timeout ]]; then
+      printf '| %s | %s | > %s | ? | | |\n' "$(basename "$file")" "$tool" "$TOOL_TIMEOUT"
+      continue
+    fi
     speed="" mem=""
-    if [[ $tool != stacksym && -n ${secs[stacksym]:-} ]]; then
+    if [[ $tool != stacksym && -n ${secs[stacksym]:-} && ${secs[stacksym]} != timeout ]]; then
       speed=$(awk -v t="${secs[$tool]}" -v s="${secs[stacksym]}" 'BEGIN {printf "%.1f×", t / (s > 0 ? s : 0.005)}')
       mem=$(awk -v t="${kb[$tool]}" -v s="${kb[stacksym]}" 'BEGIN {printf "%.2f", s / t}')
     fi
@@ -132,4 +148,4 @@ for file in "${INPUTS[@]}"; do
 done
 echo
 for n in "${notes[@]}"; do echo "- $n"; done
-echo "- median of $RUNS runs after a warm-up run; $(nproc) CPUs; $(uname -r)"
+echo "- median of $RUNS runs after a warm-up run (tools slower than ${SLOW_SECONDS} s: the single first run); $(nproc) CPUs; $(uname -r)"
