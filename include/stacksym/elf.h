@@ -97,10 +97,14 @@ class SymbolTable {
  private:
   friend class SymbolTableBuilder;
   std::vector<ElfSymbol> symbols_;
-  // enclosing_[i]: the index of the nearest earlier entry whose range still covers
-  // symbols_[i].address (kNone if none). Find walks this chain for nested symbols.
-  static constexpr uint32_t kNone = UINT32_MAX;
-  std::vector<uint32_t> enclosing_;
+  // Where a nested symbol's range ends inside an enclosing one, the enclosing symbol covers
+  // again from `position` on. Sorted by position; empty when no symbols nest (the usual
+  // case), so it costs nothing there and keeps Find O(log n) however deep the nesting.
+  struct Resume {
+    uint64_t position;
+    uint32_t index;  // into symbols_
+  };
+  std::vector<Resume> resumes_;
   size_t skipped_ = 0;
   std::vector<Error> problems_;
   bool has_symtab_ = false;

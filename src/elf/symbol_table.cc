@@ -9,15 +9,17 @@ const ElfSymbol* SymbolTable::Find(uint64_t addr) const {
   auto it = std::upper_bound(symbols_.begin(), symbols_.end(), addr,
                              [](uint64_t a, const ElfSymbol& s) { return a < s.address; });
   if (it == symbols_.begin()) return nullptr;
-  uint32_t i = static_cast<uint32_t>(it - symbols_.begin() - 1);
-  // The last symbol starting at or before addr may be a nested one that ends before addr;
-  // then one of the ranges enclosing it may still cover addr.
-  while (i != kNone) {
-    const ElfSymbol& s = symbols_[i];
-    if (addr - s.address < s.size) return &s;
-    i = enclosing_[i];
-  }
-  return nullptr;
+  const ElfSymbol& last = *(it - 1);
+  if (addr - last.address < last.size) return &last;  // the innermost cover, if it covers
+  // The last symbol starting at or before addr ended before it. If an enclosing symbol still
+  // covers addr, a resume point was recorded where the nested range(s) ended — the last resume
+  // point at or before addr names it.
+  auto r = std::upper_bound(resumes_.begin(), resumes_.end(), addr,
+                            [](uint64_t a, const Resume& x) { return a < x.position; });
+  if (r == resumes_.begin()) return nullptr;
+  --r;
+  const ElfSymbol& outer = symbols_[r->index];
+  return addr - outer.address < outer.size ? &outer : nullptr;
 }
 
 const ElfSymbol* SymbolTable::FindByName(std::string_view name) const {

@@ -208,14 +208,30 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
     s.size = end - s.address;
   }
 
-  // enclosing_: a stack of still-open ranges, as in matching nested parentheses.
-  table->enclosing_.assign(syms.size(), SymbolTable::kNone);
+  // Resume points: sweep the ranges in start order with a stack of open ones (as in matching
+  // parentheses). When the innermost open range ends and an enclosing one is still open, the
+  // enclosing one covers again from that end on. Ranges that ended below the top of the stack
+  // (partial overlaps) are dropped when they surface.
+  std::vector<SymbolTable::Resume>& resumes = table->resumes_;
   std::vector<uint32_t> open;
+  auto close_until = [&](uint64_t position) {
+    while (!open.empty() && EndOf(syms[open.back()]) <= position) {
+      uint64_t end = EndOf(syms[open.back()]);
+      open.pop_back();
+      while (!open.empty() && EndOf(syms[open.back()]) <= end) open.pop_back();
+      if (!open.empty()) resumes.push_back({end, open.back()});
+    }
+  };
   for (size_t i = 0; i < syms.size(); ++i) {
-    while (!open.empty() && EndOf(syms[open.back()]) <= syms[i].address) open.pop_back();
-    if (!open.empty()) table->enclosing_[i] = open.back();
-    if (syms[i].size > 0) open.push_back(static_cast<uint32_t>(i));
+    close_until(syms[i].address);
+    if (syms[i].size > 0) {
+      open.push_back(static_cast<uint32_t>(i));
+    } else if (!open.empty()) {
+      resumes.push_back({syms[i].address, open.back()});  // an empty range inside another
+    }
   }
+  close_until(UINT64_MAX);
+  resumes.shrink_to_fit();
 }
 
 }  // namespace stacksym

@@ -3,7 +3,8 @@
 // Keeps STT_FUNC, STT_GNU_IFUNC and STT_OBJECT symbols defined in a real section, sorts them
 // once, keeps one entry per address (global > weak > local, then functions over objects, then
 // sized over sizeless, then by name), gives sizeless symbols the extent up to the next symbol
-// or their section's end, and links nested symbols so Find returns the innermost cover.
+// or their section's end, and records where enclosing symbols resume after nested ones so
+// Find returns the innermost cover in O(log n).
 // Names are views into the mapped string tables: no allocation per symbol.
 #pragma once
 

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <random>
 #include <tuple>
 
 #include "elf_builder.h"
@@ -270,6 +271,66 @@ TEST(CraftedElfTest, NestedAndOverlappingRanges) {
   EXPECT_EQ(name(0x1070), "outer");
   EXPECT_EQ(name(0x10ff), "outer");
   EXPECT_EQ(name(0x1100), "<none>");
+}
+
+// Random tables of nested, overlapping, adjacent and sizeless symbols: Find must return
+// exactly the covering entry with the highest start, for every address.
+TEST(CraftedElfTest, FindMatchesBruteForceOnRandomTables) {
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 40; ++round) {
+    auto elf = WithSymbols([&](SymtabWriter& w, uint16_t text) {
+      int n = 1 + static_cast<int>(rng() % 60);
+      for (int k = 0; k < n; ++k) {
+        uint64_t start = 0x1000 + rng() % 0x100;
+        uint64_t size = rng() % 4 == 0 ? 0 : 1 + rng() % (rng() % 2 ? 8 : 0x80);
+        w.Add("s" + std::to_string(k), start, size, STT_FUNC, static_cast<uint8_t>(rng() % 3),
+              text);
+      }
+    });
+    ASSERT_NE(elf, nullptr);
+    const SymbolTable& t = elf->symbols();
+    for (uint64_t addr = 0xff0; addr < 0x1200; ++addr) {
+      const ElfSymbol* best = nullptr;
+      for (const ElfSymbol& s : t.symbols()) {
+        if (s.address <= addr && addr - s.address < s.size) best = &s;  // sorted: last wins
+      }
+      ASSERT_EQ(t.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+    }
+  }
+}
+
+// Thousands of ranges nested inside each other, each ending before the next query: Find
+// answers from the resume points, not by walking the nesting.
+TEST(CraftedElfTest, DeepNestingIsAnsweredExactly) {
+  const int depth = 3000;
+  ElfBuilder b;
+  uint32_t text = b.AddSection({.name = ".text",
+                                .flags = SHF_ALLOC | SHF_EXECINSTR,
+                                .addr = 0x100000,
+                                .data = std::vector<uint8_t>(4 * depth + 16)});
+  SymtabWriter syms;
+  // Range k: [base + k, base + 2*depth - k), so range k+1 sits inside range k.
+  for (int k = 0; k < depth; ++k) {
+    syms.Add("n" + std::to_string(k), 0x100000 + k, 2 * depth - 2 * k, STT_FUNC, STB_GLOBAL,
+             static_cast<uint16_t>(text));
+  }
+  b.AddSection({.name = ".symtab",
+                .type = SHT_SYMTAB,
+                .data = syms.symbols(),
+                .link = text + 2,
+                .entsize = syms.entry_size()});
+  b.AddSection({.name = ".strtab", .type = SHT_STRTAB, .data = syms.strings()});
+  auto elf = Parse(b.Build());
+  ASSERT_NE(elf, nullptr);
+  const SymbolTable& t = elf->symbols();
+  ASSERT_EQ(t.symbols().size(), static_cast<size_t>(depth));
+  // Right of the middle, address base + 2*depth - k - 1 is the last byte of range k.
+  for (int k = 0; k < depth; ++k) {
+    const ElfSymbol* s = t.Find(0x100000 + 2 * depth - k - 1);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->name, "n" + std::to_string(k));
+  }
+  EXPECT_EQ(t.Find(0x100000 + 2 * depth), nullptr);
 }
 
 TEST(CraftedElfTest, SizelessSymbolOutsideItsSectionClaimsNothing) {
