@@ -4,10 +4,14 @@
 #include "stacksym/kernel.h"
 
 #include <gtest/gtest.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -268,6 +272,56 @@ TEST(KallsymsLiveTest, LiveModuleSymbolsAreLabelled) {
     EXPECT_EQ(a.module, "[" + std::string(s.module) + "]");
   }
   if (modules == 0) GTEST_SKIP() << "this kernel has no module, BPF or ftrace symbols loaded";
+}
+
+// A real BPF program: load a two-instruction socket filter, read its tag back from the
+// kernel, and find "bpf_prog_<tag>_<name>" in [bpf] through the live kallsyms.
+TEST(KallsymsLiveTest, LoadedBpfProgramIsSymbolized) {
+  struct bpf_insn insns[2] = {};
+  insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;  // r0 = 0
+  insns[0].dst_reg = BPF_REG_0;
+  insns[1].code = BPF_JMP | BPF_EXIT;
+  const char kName[] = "stacksym_ktest";
+  union bpf_attr attr = {};
+  attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+  attr.insn_cnt = 2;
+  attr.insns = reinterpret_cast<uint64_t>(insns);
+  attr.license = reinterpret_cast<uint64_t>("GPL");
+  std::memcpy(attr.prog_name, kName, sizeof kName);
+  int fd = static_cast<int>(syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof attr));
+  if (fd < 0) GTEST_SKIP() << "cannot load a BPF program (needs CAP_BPF): " << strerror(errno);
+  struct bpf_prog_info info = {};
+  union bpf_attr info_attr = {};
+  info_attr.info.bpf_fd = static_cast<uint32_t>(fd);
+  info_attr.info.info_len = sizeof info;
+  info_attr.info.info = reinterpret_cast<uint64_t>(&info);
+  ASSERT_EQ(syscall(__NR_bpf, BPF_OBJ_GET_INFO_BY_FD, &info_attr, sizeof info_attr), 0);
+  char tag[17];
+  for (int i = 0; i < 8; ++i) std::snprintf(tag + 2 * i, 3, "%02x", info.tag[i]);
+  std::string symbol = std::string("bpf_prog_") + tag + "_" + kName;
+
+  Result<KallsymsTable> table = KallsymsTable::Load();
+  close(fd);
+  ASSERT_TRUE(table);
+  if (table->addresses_hidden()) GTEST_SKIP() << "kallsyms addresses are hidden";
+  std::vector<KernelSymbol> found = table->FindByName(symbol);
+  if (found.empty()) {
+    GTEST_SKIP() << symbol << " is not in kallsyms (net.core.bpf_jit_kallsyms=0 or no JIT)";
+  }
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].module, "bpf");
+  uint64_t address = found[0].address;
+  auto ks = KernelSymbolizer::FromTable(std::move(*table), {});
+  ASSERT_TRUE(ks);
+  SymbolizedAddress a = (*ks)->Symbolize(address + 1);
+  ASSERT_FALSE(a.reason) << ReasonText(*a.reason);
+  EXPECT_EQ(a.symbol, symbol);
+  EXPECT_EQ(a.module, "[bpf]");
+  EXPECT_EQ(a.offset, 1u);
+  auto parsed = ParseBpfProgramSymbol(a.symbol);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->tag, tag);
+  EXPECT_EQ(parsed->name, kName);
 }
 
 // vmlinux: the fake vmlinux fixture, "loaded" at a made-up slide.
