@@ -102,7 +102,7 @@ struct RecordStats {
   uint64_t stackmap_errors = 0;
   uint64_t stackmap_counts_full = 0;  // stackmap backend: samples with no room to count
   double elapsed_s = 0;
-  double user_cpu_s = 0;  // CPU time this process spent (user + system) while recording
+  double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
 };
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;

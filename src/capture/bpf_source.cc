@@ -61,6 +61,7 @@ class BpfSource : public SampleSource {
     ro->user_build_ids = config.options.kernel_build_ids;
 
     uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
+    ro->wakeup_bytes = rb_size / 8;
     bpf_map__set_max_entries(skel_->maps.samples, stackmap ? 4096 : rb_size);
     bpf_map__set_max_entries(skel_->maps.stackmap, stackmap ? config.options.stackmap_size : 1);
     bpf_map__set_max_entries(skel_->maps.stack_counts, stackmap ? 65536 : 1);
@@ -133,6 +134,8 @@ class BpfSource : public SampleSource {
     }
     callback_ = &callback;
     int n = ring_buffer__poll(ring_, timeout_ms);
+    // Wakeups are batched (wakeup_bytes): after a timeout, take what is there anyway.
+    if (n >= 0) n = ring_buffer__consume(ring_);
     callback_ = nullptr;
     if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling the BPF ring buffer");
     return {};

@@ -326,7 +326,7 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
   double end = MonotonicSeconds();
   RefreshStats();
   stats_.elapsed_s = end - start;
-  stats_.user_cpu_s = ProcessCpuSeconds() - cpu_start;
+  stats_.recorder_cpu_s = ProcessCpuSeconds() - cpu_start;
   Profile& p = aggregator_->profile();
   p.duration_ns = static_cast<uint64_t>(stats_.elapsed_s * 1e9);
   p.lost_samples = stats_.lost;

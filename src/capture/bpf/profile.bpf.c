@@ -34,6 +34,9 @@ const volatile bool include_idle = false;  // sample the idle task (pid 0)
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
 const volatile bool user_build_ids = false;  // BPF_F_USER_BUILD_ID
+// Wake the reader only once this many bytes wait (it also polls on a timer): one wakeup per
+// sample would cost a context switch per sample.
+const volatile __u64 wakeup_bytes = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -167,7 +170,10 @@ int on_sample(struct bpf_perf_event_data* ctx) {
 
   __u64 len = sizeof(*s) + klen + ulen;
   if (len > SCRATCH_SIZE) return 0;  // cannot happen; keeps the verifier's bound explicit
-  if (bpf_ringbuf_output(&samples, buf->data, len, 0) != 0) cnt->lost_ringbuf++;
+  __u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + len >= wakeup_bytes
+                   ? BPF_RB_FORCE_WAKEUP
+                   : BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_output(&samples, buf->data, len, wake) != 0) cnt->lost_ringbuf++;
   return 0;
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Overhead of recording stacks on a CPU-bound workload that times itself (fixed work, so any
+# overhead shows as a longer run): stacksym record (bpf and perf backends), `perf record -g`
+# and bpftrace, each at 99 and 999 Hz; plus stacksym's own CPU time per 1000 samples and the
+# samples it lost. Needs root. Prints a Markdown table.
+#
+#   bench/record_overhead.sh [BUILD_DIR] [REPS]
+# Environment: WORK (kilo-iterations of the workload, default 300), THREADS (default: CPUs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+REPS=${2:-3}
+WORK=${WORK:-300}
+THREADS=${THREADS:-$(nproc)}
+STACKSYM="$BUILD/stacksym"
+TMP=$(mktemp -d /tmp/stacksym-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+[[ -x "$STACKSYM" ]] || { echo "build stacksym first: $STACKSYM missing" >&2; exit 1; }
+gcc -O2 -fno-omit-frame-pointer -pthread bench/workloads/cpu_burn.c -o "$TMP/cpu_burn"
+WORKLOAD=("$TMP/cpu_burn" "$WORK" "$THREADS")
+
+# Runs "$@" (which runs the workload) REPS times; prints the best workload time. The best of
+# several runs is the least disturbed by whatever else the machine does.
+best_time() {
+  local best="" t
+  for ((i = 0; i < REPS; i++)); do
+    t=$("$@" 2>"$TMP/stderr" | awk '/^elapsed_s/ {print $2}')
+    [[ -n "$t" ]] || { echo "run failed: $*" >&2; cat "$TMP/stderr" >&2; return 1; }
+    if [[ -z "$best" ]] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a<b)}'; then
+      best=$t
+      cp "$TMP/stderr" "$TMP/best_stderr"
+    fi
+  done
+  echo "$best"
+}
+
+slowdown() { awk -v t="$1" -v b="$BASE" 'BEGIN{printf "%+.1f%%", (t-b)/b*100}'; }
+
+echo "workload: cpu_burn $WORK kilo-iterations x $THREADS threads on $(nproc) CPUs, best of $REPS" >&2
+BASE=$(best_time "${WORKLOAD[@]}")
+echo "| tool | Hz | workload time (s) | slowdown | samples | lost | stacksym CPU / 1000 samples |"
+echo "|---|---|---|---|---|---|---|"
+echo "| none (baseline) | - | $BASE | - | - | - | - |"
+
+for hz in 99 999; do
+  for backend in bpf perf; do
+    t=$(best_time "$STACKSYM" record --backend "$backend" -F "$hz" -o "$TMP/out.pb.gz" -- "${WORKLOAD[@]}")
+    summary=$(cat "$TMP/best_stderr")
+    samples=$(sed -n 's/^stacksym record: \([0-9]*\) samples.*/\1/p' <<<"$summary")
+    lost=$(sed -n 's/.*), \([0-9]*\) lost,.*/\1/p' <<<"$summary")
+    cpu=$(sed -n 's/.*(\([0-9.]*\) ms per 1000 samples).*/\1 ms/p' <<<"$summary")
+    echo "| stacksym record ($backend) | $hz | $t | $(slowdown "$t") | $samples | $lost | $cpu |"
+  done
+  if command -v perf >/dev/null; then
+    t=$(best_time perf record -q -g -F "$hz" -o "$TMP/perf.data" -- "${WORKLOAD[@]}")
+    samples=$(perf report -i "$TMP/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ {print $3; exit}')
+    lost=$(perf report -i "$TMP/perf.data" --stats 2>/dev/null | awk '/LOST events:/ {print $3; exit}')
+    echo "| perf record -g | $hz | $t | $(slowdown "$t") | ${samples:-?} | ${lost:-0} | - |"
+  fi
+  if command -v bpftrace >/dev/null; then
+    if t=$(best_time bpftrace -q -e "profile:hz:$hz { @[ustack, kstack] = count(); }" \
+             -c "${WORKLOAD[*]}"); then
+      echo "| bpftrace profile:hz | $hz | $t | $(slowdown "$t") | - | - | - |"
+    else
+      echo "| bpftrace profile:hz | $hz | failed | - | - | - | - |"
+    fi
+  fi
+done
