@@ -102,6 +102,22 @@ FlameTree BuildFlameTree(const Profile& profile) {
   return tree;
 }
 
+std::string ToValidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    size_t len = Utf8SequenceLength(text, i);
+    if (len == 0) {
+      out.push_back('?');
+      ++i;
+    } else {
+      out.append(text.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 void AppendJsonEscaped(std::string_view text, std::string* out) {
   for (size_t i = 0; i < text.size();) {
     size_t len = Utf8SequenceLength(text, i);

@@ -28,6 +28,8 @@ struct FlameTree {
 
 FlameTree BuildFlameTree(const Profile& profile);
 
+// The text with every byte that is not part of valid UTF-8 replaced by '?'.
+std::string ToValidUtf8(std::string_view text);
 // Valid UTF-8 out (invalid bytes become '?'), escaped for a JSON string body.
 void AppendJsonEscaped(std::string_view text, std::string* out);
 // Valid UTF-8 out, escaped for XML/HTML text and attribute values.

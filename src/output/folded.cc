@@ -48,6 +48,12 @@ std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
       for (const output::NamedEntry& entry : names[frame]) {
         line.push_back(';');
         AppendSanitized(entry.name, &line);
+        // A plain frame whose name happens to end in a marker would be read back as a
+        // kernel or inlined frame: a trailing space keeps it plain.
+        if (entry.kind == output::EntryKind::kUser &&
+            (EndsWith(entry.name, kKernelSuffix) || EndsWith(entry.name, kInlineSuffix))) {
+          line.push_back(' ');
+        }
         if (entry.kind == output::EntryKind::kKernel && options.mark_kernel) {
           line.append(kKernelSuffix);
         } else if (entry.kind == output::EntryKind::kInline && options.mark_inline) {

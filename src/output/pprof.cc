@@ -1,4 +1,6 @@
 // pprof (profile.proto) encoding and decoding of a Profile.
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <limits>
@@ -6,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "output/flame_tree.h"
 #include "output/gzip.h"
 #include "profile.pb.h"
 #include "stacksym/output.h"
@@ -24,15 +27,27 @@ constexpr uint64_t kMaxNormalizedOffset = kModuleSpacing - 1;
 class StringTable {
  public:
   explicit StringTable(pb::Profile* out) : out_(out) { Intern(""); }
+  // profile.proto strings must be UTF-8 (protobuf refuses to parse anything else), so bytes
+  // that are not are replaced by '?'.
   int64_t Intern(const std::string& s) {
     auto [it, inserted] = index_.try_emplace(s, static_cast<int64_t>(index_.size()));
-    if (inserted) out_->add_string_table(s);
+    if (inserted) {
+      it->second = static_cast<int64_t>(out_->string_table_size());
+      std::string valid = output::ToValidUtf8(s);
+      auto [vit, vinserted] = valid_index_.try_emplace(valid, it->second);
+      if (vinserted) {
+        out_->add_string_table(std::move(valid));
+      } else {
+        it->second = vit->second;
+      }
+    }
     return it->second;
   }
 
  private:
   pb::Profile* out_;
-  std::unordered_map<std::string, int64_t> index_;
+  std::unordered_map<std::string, int64_t> index_;        // by original string
+  std::unordered_map<std::string, int64_t> valid_index_;  // by UTF-8 string
 };
 
 std::string HexBuildId(const std::vector<uint8_t>& id) {
@@ -249,6 +264,8 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
     return MakeError(ErrorCode::kUnsupported, "pprof: profile larger than 2 GiB");
   }
   pb::Profile in;
+  // Bad input is reported through the Error below, not by protobuf logging to stderr.
+  google::protobuf::LogSilencer quiet;
   if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return MakeError(ErrorCode::kMalformed, "pprof: not a valid profile.proto message");
   }

@@ -33,6 +33,18 @@ TEST(FoldedTest, SeparatorsInNamesAreReplaced) {
   EXPECT_EQ(FormatFolded(p), "my:comm;a:b c 3\n");
 }
 
+TEST(FoldedTest, PlainNamesEndingInAMarkerStayPlain) {
+  // Found by fuzz_folded_reader: "x_[k]" as a user function must not come back as kernel.
+  Result<Profile> parsed = ParseFolded("a;x_[k]_[i];y_[i] 1\n");
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  std::string once = FormatFolded(*parsed);
+  EXPECT_EQ(once, "a;x_[k] ;y_[i] 1\n");
+  Result<Profile> again = ParseFolded(once);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(FormatFolded(*again), once);
+  EXPECT_EQ(again->frames[again->stacks[0].frames.back()].kind, FrameKind::kUser);
+}
+
 TEST(FoldedTest, ZeroCountStacksAreLeftOut) {
   Profile p = MakeSampleProfile();
   p.counts[3] = 0;  // "other"

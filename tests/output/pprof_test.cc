@@ -229,6 +229,18 @@ TEST(PprofTest, ProtocDecodesTheFile) {
   EXPECT_EQ(samples, 4u);
 }
 
+TEST(PprofTest, NamesThatAreNotUtf8AreRepaired) {
+  // protobuf refuses to parse proto3 strings that are not UTF-8; the writer must not produce
+  // a file that its own reader (or pprof) rejects.
+  Result<Profile> p = ParseFolded("app;bad\xff\xfename;ok\xc3\xa9 2\n");
+  ASSERT_TRUE(p);
+  Result<std::string> encoded = EncodePprof(*p);
+  ASSERT_TRUE(encoded);
+  Result<Profile> back = DecodePprof(Bytes(*encoded));
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(FormatFolded(*back), "app;bad??name;ok\xc3\xa9 2\n");
+}
+
 TEST(PprofTest, PlainProtobufIsAcceptedToo) {
   Result<std::string> raw = EncodePprof(MakeSampleProfile(), /*gzip=*/false);
   ASSERT_TRUE(raw);
