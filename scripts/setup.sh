@@ -13,8 +13,9 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   python3
 )
-# Large debug packages used by differential tests and benchmarks; wanted but not fatal.
-OPTIONAL_PACKAGES=(python3.11-dbg bpftrace)
+# Large packages used by differential tests, benchmarks and the flame graph browser test
+# (chromium); wanted but not fatal.
+OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium)
 if [[ "${STACKSYM_BENCH_DEPS:-0}" == 1 ]]; then
   OPTIONAL_PACKAGES+=(librados2 librados2-dbg)
 fi
