@@ -78,6 +78,15 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                "  user stacks: %llu empty, %llu truncated at 127 frames; %llu frames not "
                "normalized (process gone or unmapped)\n",
                u(s.user_stacks_empty), u(s.user_stacks_truncated), u(s.frames_not_normalized));
+  if (s.lost > 0 && !s.lost_per_cpu.empty()) {
+    std::string per_cpu;
+    for (size_t i = 0; i < s.lost_per_cpu.size(); ++i) {
+      if (s.lost_per_cpu[i] == 0) continue;
+      per_cpu += " cpu" + std::to_string(i) + "=" + std::to_string(s.lost_per_cpu[i]);
+    }
+    std::fprintf(stderr, "  lost per CPU (ring buffer full; raise --ringbuf-size):%s\n",
+                 per_cpu.c_str());
+  }
   if (o.record.kernel_build_ids) {
     std::fprintf(stderr, "  kernel build IDs: %llu frames, %llu fallbacks to raw IPs\n",
                  u(s.build_id_frames), u(s.build_id_fallbacks));
@@ -157,6 +166,7 @@ int RunRecord(Options& o) {
   for (const std::string& note : (*rec)->notes()) {
     std::fprintf(stderr, "stacksym record: %s\n", note.c_str());
   }
+  size_t notes_shown = (*rec)->notes().size();
   g_recorder.store(rec->get());
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
@@ -171,6 +181,9 @@ int RunRecord(Options& o) {
   g_recorder.store(nullptr);
   if (live) std::fprintf(stderr, "\r\033[K");
   if (!run) std::fprintf(stderr, "stacksym record: %s\n", run.error().ToString().c_str());
+  for (size_t i = notes_shown; i < (*rec)->notes().size(); ++i) {
+    std::fprintf(stderr, "stacksym record: %s\n", (*rec)->notes()[i].c_str());
+  }
 
   Profile& profile = (*rec)->profile();
   if (!o.no_symbolize) {

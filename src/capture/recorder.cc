@@ -331,10 +331,22 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
   p.duration_ns = static_cast<uint64_t>(stats_.elapsed_s * 1e9);
   p.lost_samples = stats_.lost;
   if (command_pid_ > 0 && !command_status_) {
-    // Stopped early (duration or signal): the command keeps running, as with `perf record`
-    // it would get the terminal's SIGINT itself. Reap it if it already ended.
+    // Stopped before the command ended (duration or Ctrl-C): end it rather than leave an
+    // unprofiled orphan behind — SIGTERM, then SIGKILL after two seconds.
     int wstatus;
-    if (waitpid(command_pid_, &wstatus, WNOHANG) == command_pid_) command_status_ = wstatus;
+    pid_t r = waitpid(command_pid_, &wstatus, WNOHANG);
+    if (r == 0) {
+      kill(command_pid_, SIGTERM);
+      for (int i = 0; i < 200 && (r = waitpid(command_pid_, &wstatus, WNOHANG)) == 0; ++i) {
+        usleep(10000);
+      }
+      if (r == 0) {
+        kill(command_pid_, SIGKILL);
+        r = waitpid(command_pid_, &wstatus, 0);
+      }
+      notes_.push_back("recording ended before the command; the command was terminated");
+    }
+    if (r == command_pid_) command_status_ = wstatus;
   }
   return result;
 }
