@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <tuple>
@@ -88,6 +89,9 @@ struct MappingFacts {
   bool any_inline = false;
 };
 
+const std::string kEventComment = "stacksym event: ";
+const std::string kLostComment = "stacksym lost samples: ";
+
 bool IsKernelPath(const std::string& path) { return path.rfind("[kernel", 0) == 0; }
 
 }  // namespace
@@ -106,6 +110,9 @@ Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
   out.set_period(static_cast<int64_t>(profile.period_ns));
   out.set_time_nanos(static_cast<int64_t>(profile.start_time_ns));
   out.set_duration_nanos(static_cast<int64_t>(profile.duration_ns));
+  // What pprof has no field for travels as comments (shown by `pprof -comments`).
+  if (!profile.event.empty()) out.add_comment(strings.Intern(kEventComment + profile.event));
+  out.add_comment(strings.Intern(kLostComment + std::to_string(profile.lost_samples)));
 
   // Mapping ids: module i → i + 1; kernel frames without a kernel module share one synthetic
   // "[kernel.kallsyms]" mapping; raw user addresses have no mapping (id 0).
@@ -303,6 +310,15 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
   profile.period_ns = in.period() > 0 ? static_cast<uint64_t>(in.period()) : 0;
   profile.start_time_ns = in.time_nanos() > 0 ? static_cast<uint64_t>(in.time_nanos()) : 0;
   profile.duration_ns = in.duration_nanos() > 0 ? static_cast<uint64_t>(in.duration_nanos()) : 0;
+
+  for (int64_t index : in.comment()) {
+    const std::string& comment = str(index, "comment");
+    if (comment.rfind(kEventComment, 0) == 0) {
+      profile.event = comment.substr(kEventComment.size());
+    } else if (comment.rfind(kLostComment, 0) == 0) {
+      profile.lost_samples = std::strtoull(comment.c_str() + kLostComment.size(), nullptr, 10);
+    }
+  }
 
   struct MappingInfo {
     uint32_t module;

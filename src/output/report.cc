@@ -138,6 +138,8 @@ std::string FormatReport(const Profile& profile, const ReportOptions& options) {
     }
     out += Row("# Samples: %" PRIu64 "  distinct stacks: %zu", total, stacks);
     if (profile.duration_ns) out += Row("  duration: %.3f s", profile.duration_ns / 1e9);
+    if (profile.lost_samples) out += Row("  lost: %" PRIu64, profile.lost_samples);
+    if (!profile.event.empty()) out += "  event: " + profile.event;
     out += "\n#\n";
     out += "#    Self    Total      Samples  Shared Object         Symbol\n";
     out += "# .......  .......  ...........  ....................  ......\n";
@@ -157,6 +159,7 @@ std::string FormatReport(const Profile& profile, const ReportOptions& options) {
   out += Row("%" PRIu64 " samples in %zu distinct stacks", total, stacks);
   if (profile.duration_ns) out += Row(" over %.3f s", profile.duration_ns / 1e9);
   if (profile.period_ns) out += Row(" (sampling every %.3f ms)", profile.period_ns / 1e6);
+  if (profile.lost_samples) out += Row("; %" PRIu64 " samples lost", profile.lost_samples);
   out += "\n";
   if (by_comm.size() > 1) {
     std::vector<std::pair<uint64_t, std::string>> comms;

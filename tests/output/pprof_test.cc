@@ -74,6 +74,8 @@ TEST(PprofTest, RoundTripKeepsSamplesSymbolsAndMetadata) {
   EXPECT_EQ(decoded->period_ns, original.period_ns);
   EXPECT_EQ(decoded->start_time_ns, original.start_time_ns);
   EXPECT_EQ(decoded->duration_ns, original.duration_ns);
+  EXPECT_EQ(decoded->lost_samples, 2u);
+  EXPECT_EQ(decoded->event, "cpu-clock");
   EXPECT_EQ(decoded->total_samples(), 100u);
   // Build IDs survive, as bytes.
   bool found_app = false;

@@ -75,7 +75,9 @@ TEST(ReportTest, FiltersByCommAndPid) {
 TEST(ReportTest, TextReports) {
   Profile p = testing::MakeSampleProfile();
   std::string summary = FormatReport(p);
-  EXPECT_NE(summary.find("100 samples in 4 distinct stacks over 3.000 s"), std::string::npos)
+  EXPECT_NE(summary.find("100 samples in 4 distinct stacks over 3.000 s (sampling every 10.101 "
+                         "ms); 2 samples lost"),
+            std::string::npos)
       << summary;
   EXPECT_NE(summary.find("80.00%        80  ns::hot_leaf(int)  (app)"), std::string::npos)
       << summary;
@@ -84,7 +86,10 @@ TEST(ReportTest, TextReports) {
   ReportOptions stdio;
   stdio.stdio_table = true;
   std::string table = FormatReport(p, stdio);
-  EXPECT_NE(table.find("# Samples: 100"), std::string::npos) << table;
+  EXPECT_NE(table.find("# Samples: 100  distinct stacks: 4  duration: 3.000 s  lost: 2  event: "
+                       "cpu-clock"),
+            std::string::npos)
+      << table;
   EXPECT_NE(table.find("   80.00%   80.00%           80  app                   [.] "
                        "ns::hot_leaf(int)"),
             std::string::npos)

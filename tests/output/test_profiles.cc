@@ -46,6 +46,8 @@ Profile MakeNormalizedOnlyProfile() {
   p.period_ns = 10101010;
   p.start_time_ns = 1700000000000000000;
   p.duration_ns = 3000000000;
+  p.lost_samples = 2;
+  p.event = "cpu-clock";
   p.symbols.resize(p.frames.size());
   return p;
 }
