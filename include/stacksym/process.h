@@ -37,10 +37,24 @@ struct ProcessSymbolizerOptions {
   SymbolizeOptions symbolize;  // demangling, DWARF, debug dirs for the mapped binaries
   NormalizerOptions normalize;
   bool perf_maps = true;  // consult /tmp/perf-PID.map for anonymous / non-ELF mappings
+  // ElfSymbolizers kept across calls, keyed by the mapped file's identity (dev, inode, size,
+  // mtime as stat() sees it through map_files); least recently used dropped first. 0: parse
+  // per call only. The vDSO image and perf maps are kept too (re-read when they change).
+  size_t cached_files = 64;
+};
+
+struct ProcessSymbolizerStats {
+  uint64_t files_opened = 0;     // ELF files parsed into a new ElfSymbolizer
+  uint64_t file_cache_hits = 0;  // an earlier call's ElfSymbolizer reused
+  uint64_t vdso_reads = 0;       // vDSO images read from process memory
+  uint64_t vdso_reuses = 0;      // a vDSO image identical to the cached one: symbolizer reused
+  uint64_t perf_map_loads = 0;   // perf map files parsed
 };
 
 // Where an answer came from (ProcessSymbolizer::last_sources, for tests and diagnostics).
 enum class SymbolSource : uint8_t { kNone, kElf, kVdso, kPerfMap };
+
+struct ProcessSymbolizerCaches;  // internal
 
 class ProcessSymbolizer {
  public:
@@ -62,11 +76,16 @@ class ProcessSymbolizer {
   // Per address of the last call: which source answered.
   const std::vector<SymbolSource>& last_sources() const { return last_sources_; }
   Normalizer& normalizer() { return normalizer_; }
+  const ProcessSymbolizerStats& stats() const { return stats_; }
+  // Drops every cached ElfSymbolizer, vDSO image and perf map.
+  void ClearCaches();
 
  private:
   ProcessSymbolizerOptions options_;
   Normalizer normalizer_;
   std::vector<SymbolSource> last_sources_;
+  ProcessSymbolizerStats stats_;
+  std::unique_ptr<ProcessSymbolizerCaches> caches_;  // across calls
 };
 
 // Reads the ELF image of a process's vDSO from its memory (/proc/PID/mem at the [vdso] VMA).

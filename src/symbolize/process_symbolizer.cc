@@ -1,5 +1,7 @@
 // ProcessSymbolizer: normalize, then one source per module (ELF through map_files, the vDSO
-// from process memory, perf maps for JIT code).
+// from process memory, perf maps for JIT code). Parsed sources are kept across calls,
+// keyed by what identifies their content, so a profiler calling once per batch does not
+// re-parse libc every time.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,10 +9,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <utility>
 
+#include "stacksym/mapped_file.h"
 #include "stacksym/process.h"
 #include "symbolize/perf_map.h"
 
@@ -21,16 +25,81 @@ namespace {
 // A vDSO is one or two pages; anything much larger is not a vDSO image.
 constexpr uint64_t kMaxVdsoBytes = uint64_t{16} << 20;
 
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+std::optional<FileIdentity> StatIdentity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  FileIdentity id;
+  id.dev = st.st_dev;
+  id.inode = st.st_ino;
+  id.size = static_cast<uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return id;
 }
 
-// State of one SymbolizeNormalized call: the sources opened for it, opened once.
+// Reads [start, start + size) of a process's memory through /proc/PID/mem.
+Result<std::vector<uint8_t>> ReadProcessMemory(pid_t pid, uint64_t start, uint64_t size) {
+  std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "cannot open").WithFile(path);
+  std::vector<uint8_t> bytes(size);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n =
+        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(start + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : ESRCH;  // a read of 0 bytes: the address space is gone
+      ::close(fd);
+      return ErrnoError(err == EIO ? ESRCH : err, "cannot read process memory").WithFile(path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return bytes;
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  std::optional<FileIdentity> ia = StatIdentity(a), ib = StatIdentity(b);
+  return ia && ib && ia->dev == ib->dev && ia->inode == ib->inode;
+}
+
+// Reason for a source that could not be opened: the process may have gone meanwhile.
+Reason ReasonForOpenError(pid_t pid, const Error& error) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return Reason::kProcessGone;
+  if (error.code == ErrorCode::kMalformed || error.code == ErrorCode::kUnsupported) {
+    return Reason::kFileUnavailable;
+  }
+  return ReasonForError(error);
+}
+
+}  // namespace
+
+struct ProcessSymbolizerCaches {
+  struct CachedElf {
+    FileIdentity identity;
+    std::unique_ptr<ElfSymbolizer> symbolizer;
+    uint64_t last_use = 0;
+  };
+  std::vector<CachedElf> elf;  // small (options.cached_files): linear search
+  uint64_t clock = 0;
+
+  std::vector<uint8_t> vdso_image;
+  std::unique_ptr<ElfSymbolizer> vdso;
+
+  std::string perf_map_path;
+  FileIdentity perf_map_identity;
+  std::optional<PerfMap> perf_map;
+};
+
+namespace {
+
+// State of one SymbolizeNormalized call: which sources it opened (or failed to), layered on
+// the cross-call caches.
 class CallState {
  public:
-  CallState(pid_t pid, const ProcessSymbolizerOptions& options) : pid_(pid), options_(options) {
+  CallState(pid_t pid, const ProcessSymbolizerOptions& options, ProcessSymbolizerCaches* caches,
+            ProcessSymbolizerStats* stats)
+      : pid_(pid), options_(options), caches_(caches), stats_(stats) {
     symbolize_options_ = options.symbolize;
     // A container's own debug files live under its root; add that root's debug dir.
     std::string root = ProcRootPath(pid, "/");
@@ -44,68 +113,136 @@ class CallState {
     }
   }
 
-  // The ElfSymbolizer for a file-backed module, or the Reason it cannot be had.
+  // The ElfSymbolizer for a file-backed module, or the Error it cannot be had with.
   Result<ElfSymbolizer*> ForElf(const NormalizedModule& m) {
     auto key = std::make_pair(m.dev, m.inode);
     auto it = elf_.find(key);
-    if (it == elf_.end()) it = elf_.emplace(key, OpenElf(m)).first;
-    if (!it->second) return it->second.error();
-    return it->second->get();
+    if (it == elf_.end()) it = elf_.emplace(key, FindOrOpenElf(m)).first;
+    return it->second;
   }
 
   Result<ElfSymbolizer*> ForVdso(const NormalizedModule& m) {
-    if (!vdso_) {
-      Result<std::shared_ptr<ElfFile>> image = ReadVdsoImage(pid_, m.map_start, m.map_end);
-      if (image) {
-        vdso_.emplace(ElfSymbolizer::FromElf(std::move(*image), symbolize_options_));
-      } else {
-        vdso_.emplace(std::move(image).error());
-      }
-    }
-    if (!*vdso_) return vdso_->error();
-    return vdso_->value().get();
+    if (!vdso_) vdso_.emplace(LoadVdso(m));
+    return *vdso_;
   }
 
   const PerfMap* perf_map() {
     if (!options_.perf_maps) return nullptr;
-    if (!perf_map_) perf_map_.emplace(LoadPerfMapForProcess(pid_));
-    return *perf_map_ ? &perf_map_->value() : nullptr;
+    if (!perf_map_loaded_) {
+      perf_map_loaded_ = true;
+      perf_map_ = LoadPerfMap();
+    }
+    return perf_map_;
   }
 
  private:
-  Result<std::unique_ptr<ElfSymbolizer>> OpenElf(const NormalizedModule& m) {
+  Result<ElfSymbolizer*> FindOrOpenElf(const NormalizedModule& m) {
     // map_files names the mapped file itself: right in any mount namespace, and still there
     // after the file was deleted or replaced on disk.
-    Result<std::shared_ptr<ElfFile>> elf =
-        ElfFile::Open(MapFilesPath(pid_, m.map_start, m.map_end));
-    if (!elf && !m.deleted && !m.path.empty()) {
+    std::string path = MapFilesPath(pid_, m.map_start, m.map_end);
+    std::optional<FileIdentity> id = StatIdentity(path);
+    if (!id && !m.deleted && !m.path.empty()) {
       // Without CAP_SYS_ADMIN map_files is closed; the path in the process's root is next
       // best, if it still names the mapped inode.
-      Result<std::shared_ptr<ElfFile>> by_path = ElfFile::Open(ProcRootPath(pid_, m.path));
-      if (by_path && (m.inode == 0 || (*by_path)->identity().inode == m.inode)) {
-        elf = std::move(by_path);
+      std::string by_root = ProcRootPath(pid_, m.path);
+      std::optional<FileIdentity> root_id = StatIdentity(by_root);
+      if (root_id && (m.inode == 0 || root_id->inode == m.inode)) {
+        path = by_root;
+        id = root_id;
       }
     }
+    if (id) {
+      for (ProcessSymbolizerCaches::CachedElf& c : caches_->elf) {
+        if (c.identity == *id) {
+          c.last_use = ++caches_->clock;
+          ++stats_->file_cache_hits;
+          return c.symbolizer.get();
+        }
+      }
+    }
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
     if (!elf) return std::move(elf).error();
-    return ElfSymbolizer::FromElf(std::move(*elf), symbolize_options_);
+    auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), symbolize_options_);
+    if (!symbolizer) return std::move(symbolizer).error();
+    ++stats_->files_opened;
+    ElfSymbolizer* raw = symbolizer->get();
+    if (options_.cached_files == 0) {
+      call_owned_.push_back(std::move(*symbolizer));
+      return raw;
+    }
+    auto& cache = caches_->elf;
+    if (cache.size() >= options_.cached_files) {
+      auto oldest = std::min_element(cache.begin(), cache.end(), [](const auto& a, const auto& b) {
+        return a.last_use < b.last_use;
+      });
+      // Still referenced by this call? Then keep it alive until the call ends.
+      call_owned_.push_back(std::move(oldest->symbolizer));
+      cache.erase(oldest);
+    }
+    cache.push_back({(*symbolizer)->elf().identity(), std::move(*symbolizer), ++caches_->clock});
+    return raw;
+  }
+
+  Result<ElfSymbolizer*> LoadVdso(const NormalizedModule& m) {
+    if (m.map_end <= m.map_start || m.map_end - m.map_start > kMaxVdsoBytes) {
+      return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
+    }
+    Result<std::vector<uint8_t>> bytes =
+        ReadProcessMemory(pid_, m.map_start, m.map_end - m.map_start);
+    if (!bytes) return std::move(bytes).error();
+    ++stats_->vdso_reads;
+    // Every process of a kernel (and ABI) shares one vDSO image: reuse its symbolizer.
+    if (caches_->vdso && caches_->vdso_image == *bytes) {
+      ++stats_->vdso_reuses;
+      return caches_->vdso.get();
+    }
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::FromBytes(*bytes, "[vdso]");
+    if (!elf) return std::move(elf).error();
+    auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), symbolize_options_);
+    if (!symbolizer) return std::move(symbolizer).error();
+    if (caches_->vdso) call_owned_.push_back(std::move(caches_->vdso));
+    caches_->vdso = std::move(*symbolizer);
+    caches_->vdso_image = std::move(*bytes);
+    return caches_->vdso.get();
+  }
+
+  const PerfMap* LoadPerfMap() {
+    // Reuse the cached map when the same file is unchanged (JITs append, changing size).
+    if (caches_->perf_map) {
+      std::optional<FileIdentity> id = StatIdentity(caches_->perf_map_path);
+      if (id && *id == caches_->perf_map_identity && IsPerfMapPathOf(caches_->perf_map_path)) {
+        return &*caches_->perf_map;
+      }
+    }
+    Result<PerfMap> map = LoadPerfMapForProcess(pid_);
+    if (!map) return nullptr;
+    ++stats_->perf_map_loads;
+    std::optional<FileIdentity> id = StatIdentity(map->path());
+    caches_->perf_map_path = map->path();
+    caches_->perf_map_identity = id.value_or(FileIdentity{});
+    caches_->perf_map = std::move(*map);
+    return &*caches_->perf_map;
+  }
+
+  // The cached path was found for this pid (it embeds "/proc/PID/" or "perf-PID.map").
+  bool IsPerfMapPathOf(const std::string& path) const {
+    std::string proc = "/proc/" + std::to_string(pid_) + "/";
+    std::string host = "/tmp/perf-" + std::to_string(pid_) + ".map";
+    return path.compare(0, proc.size(), proc) == 0 || path == host;
   }
 
   pid_t pid_;
   const ProcessSymbolizerOptions& options_;
+  ProcessSymbolizerCaches* caches_;
+  ProcessSymbolizerStats* stats_;
   SymbolizeOptions symbolize_options_;
-  std::map<std::pair<uint64_t, uint64_t>, Result<std::unique_ptr<ElfSymbolizer>>> elf_;
-  std::optional<Result<std::unique_ptr<ElfSymbolizer>>> vdso_;
-  std::optional<Result<PerfMap>> perf_map_;
+  std::map<std::pair<uint64_t, uint64_t>, Result<ElfSymbolizer*>> elf_;
+  std::optional<Result<ElfSymbolizer*>> vdso_;
+  bool perf_map_loaded_ = false;
+  const PerfMap* perf_map_ = nullptr;
+  // Symbolizers evicted from the caches while this call may still use them.
+  std::vector<std::unique_ptr<ElfSymbolizer>> call_owned_;
 };
-
-// Reason for a source that could not be opened: the process may have gone meanwhile.
-Reason ReasonForOpenError(pid_t pid, const Error& error) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return Reason::kProcessGone;
-  if (error.code == ErrorCode::kMalformed || error.code == ErrorCode::kUnsupported) {
-    return Reason::kFileUnavailable;
-  }
-  return ReasonForError(error);
-}
 
 }  // namespace
 
@@ -113,30 +250,19 @@ Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, ui
   if (vma_end <= vma_start || vma_end - vma_start > kMaxVdsoBytes) {
     return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
   }
-  std::string path = "/proc/" + std::to_string(pid) + "/mem";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "cannot open").WithFile(path);
-  std::vector<uint8_t> bytes(vma_end - vma_start);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n =
-        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(vma_start + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : ESRCH;  // a read of 0 bytes: the address space is gone
-      ::close(fd);
-      return ErrnoError(err == EIO ? ESRCH : err, "cannot read the vDSO").WithFile(path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return ElfFile::FromBytes(bytes, "[vdso]");
+  Result<std::vector<uint8_t>> bytes = ReadProcessMemory(pid, vma_start, vma_end - vma_start);
+  if (!bytes) return std::move(bytes).error();
+  return ElfFile::FromBytes(*bytes, "[vdso]");
 }
 
 ProcessSymbolizer::ProcessSymbolizer(ProcessSymbolizerOptions options)
-    : options_(std::move(options)), normalizer_(options_.normalize) {}
+    : options_(std::move(options)),
+      normalizer_(options_.normalize),
+      caches_(std::make_unique<ProcessSymbolizerCaches>()) {}
 
 ProcessSymbolizer::~ProcessSymbolizer() = default;
+
+void ProcessSymbolizer::ClearCaches() { caches_ = std::make_unique<ProcessSymbolizerCaches>(); }
 
 Result<std::vector<SymbolizedAddress>> ProcessSymbolizer::Symbolize(
     pid_t pid, std::span<const uint64_t> addrs) {
@@ -167,7 +293,7 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
     }
   }
 
-  CallState state(batch.pid, options_);
+  CallState state(batch.pid, options_, caches_.get(), &stats_);
   // JIT code: the perf map answers, else `fallback`.
   auto from_perf_map = [&](uint32_t i, Reason fallback, const std::string& module) {
     SymbolizedAddress& r = out[i];

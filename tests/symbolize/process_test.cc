@@ -187,6 +187,66 @@ TEST_F(ProcessSymbolizerTest, CommandMatchesLlvmSymbolizerOnTheFileOnDisk) {
   }
 }
 
+TEST_F(ProcessSymbolizerTest, SourcesAreReusedAcrossCalls) {
+  std::vector<uint64_t> addrs = {target_->at("main_work"), target_->at("lib_compute"),
+                                 target_->at("jit") + 4};
+  uint64_t vdso = target_->at("vdso_clock_gettime");
+  if (vdso) addrs.push_back(vdso);
+  ProcessSymbolizer symbolizer;
+  auto first = symbolizer.Symbolize(target_->pid(), addrs);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(symbolizer.stats().files_opened, 2u);
+  EXPECT_EQ(symbolizer.stats().file_cache_hits, 0u);
+  EXPECT_EQ(symbolizer.stats().perf_map_loads, 1u);
+  auto second = symbolizer.Symbolize(target_->pid(), addrs);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(symbolizer.stats().files_opened, 2u);
+  EXPECT_EQ(symbolizer.stats().file_cache_hits, 2u);
+  EXPECT_EQ(symbolizer.stats().perf_map_loads, 1u);
+  if (vdso) {
+    EXPECT_EQ(symbolizer.stats().vdso_reuses, 1u);
+  }
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    ASSERT_FALSE((*second)[i].reason) << i;
+    EXPECT_EQ((*first)[i].symbol, (*second)[i].symbol);
+  }
+
+  // The JIT appends to its map: the next call re-reads it.
+  std::string map_path = "/tmp/perf-" + std::to_string(target_->pid()) + ".map";
+  FILE* map = std::fopen(map_path.c_str(), "a");
+  ASSERT_NE(map, nullptr);
+  std::fprintf(map, "%llx 10 jit_function_three\n",
+               static_cast<unsigned long long>(target_->at("jit") + 0x100));
+  std::fclose(map);
+  std::vector<uint64_t> jit3 = {target_->at("jit") + 0x108};
+  auto third = symbolizer.Symbolize(target_->pid(), jit3);
+  ASSERT_TRUE(third);
+  EXPECT_EQ((*third)[0].symbol, "jit_function_three");
+  EXPECT_EQ(symbolizer.stats().perf_map_loads, 2u);
+}
+
+TEST_F(ProcessSymbolizerTest, TinyFileCacheStillAnswersEveryAddress) {
+  ProcessSymbolizerOptions options;
+  options.cached_files = 1;  // every new file evicts the one the same call just used
+  ProcessSymbolizer symbolizer(options);
+  std::vector<uint64_t> addrs = {target_->at("main_work"), target_->at("lib_compute"),
+                                 target_->at("thread")};
+  for (int round = 0; round < 2; ++round) {
+    auto r = symbolizer.Symbolize(target_->pid(), addrs);
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)[0].symbol, "process_target_work");
+    EXPECT_EQ((*r)[1].symbol, "process_lib_compute");
+    EXPECT_EQ((*r)[2].symbol, "process_target_thread");
+  }
+  EXPECT_EQ(symbolizer.stats().files_opened, 4u);
+  options.cached_files = 0;
+  ProcessSymbolizer uncached(options);
+  ASSERT_TRUE(uncached.Symbolize(target_->pid(), addrs));
+  ASSERT_TRUE(uncached.Symbolize(target_->pid(), addrs));
+  EXPECT_EQ(uncached.stats().files_opened, 4u);
+  EXPECT_EQ(uncached.stats().file_cache_hits, 0u);
+}
+
 TEST_F(ProcessSymbolizerTest, EmptyBatch) {
   ProcessSymbolizer symbolizer;
   Result<std::vector<SymbolizedAddress>> r = symbolizer.Symbolize(target_->pid(), {});
