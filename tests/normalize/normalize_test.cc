@@ -379,6 +379,41 @@ TEST_F(NormalizeTest, TextAndIoctlSourcesAgree) {
   }
 }
 
+// With executable_only (the kernel's EXECUTABLE filter for the ioctl source), code still
+// normalizes and data, stack and read-only regions are unmapped, identically in both sources.
+TEST_F(NormalizeTest, ExecutableOnly) {
+  std::vector<uint64_t> addrs;
+  std::vector<bool> executable;
+  for (const Symbol& s : target_->symbols) {
+    addrs.push_back(s.address);
+    executable.push_back(!s.data);
+  }
+  for (uint64_t a : {target_->jit, target_->region, target_->stack}) addrs.push_back(a);
+  executable.insert(executable.end(), {true, false, false});
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    NormalizerOptions options;
+    options.vma_source = source;
+    options.executable_only = true;
+    Normalizer normalizer(options);
+    NormalizerOptions all_options = options;
+    all_options.executable_only = false;
+    Normalizer all(all_options);
+    auto r = normalizer.Normalize(target_->child.pid(), addrs);
+    auto full = all.Normalize(target_->child.pid(), addrs);
+    ASSERT_TRUE(r && full);
+    for (size_t i = 0; i < addrs.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(r->addresses[i].ok(), executable[i]);
+      if (executable[i]) {
+        EXPECT_EQ(r->addresses[i].file_offset, full->addresses[i].file_offset);
+      } else {
+        EXPECT_EQ(r->addresses[i].reason, Reason::kUnmapped);
+      }
+    }
+  }
+}
+
 TEST_F(NormalizeTest, UnsortedInputAnswersInInputOrder) {
   std::vector<uint64_t> sorted = target_->AllAddresses();
   std::sort(sorted.begin(), sorted.end());
