@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <list>
 #include <mutex>
 #include <numeric>
@@ -38,6 +39,8 @@ struct CachedVma {
   uint64_t inode = 0;
   std::shared_ptr<const ModuleInfo> module;
 };
+
+constexpr size_t kMaxRememberedVmas = 16384;  // per process: 16384 × 48 B = 768 KiB
 
 struct ProcessCache {
   std::unique_ptr<VmaSource> source;  // kept open across calls
@@ -325,6 +328,13 @@ void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
   // Whatever overlapped no longer matches the process: drop it.
   stats.vma_cache_invalidations += static_cast<uint64_t>(last - first);
   auto pos = v.erase(first, last);
+  // Bound memory: a process has at most vm.max_map_count (65530) VMAs; remembering more than
+  // kMaxRememberedVmas of one process is not worth its memory, so start over.
+  if (v.size() >= kMaxRememberedVmas) {
+    stats.vma_cache_invalidations += v.size();
+    v.clear();
+    pos = v.end();
+  }
   v.insert(pos, CachedVma{vma.start, vma.end, vma.offset, vma.inode, std::move(info)});
 }
 
@@ -408,6 +418,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   batch.source = options.vma_source;
   batch.addresses.resize(addrs.size());
   if (addrs.empty()) return batch;
+  batch.modules.reserve(16);
 
   Call call;
   call.pid = pid;
@@ -431,6 +442,9 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   };
   std::vector<CacheHit> cache_hits;
   size_t cursor = 0;  // into pc->vmas; addresses ascend, so it only moves forward
+  size_t hit_cursor = SIZE_MAX;
+  uint32_t hit_module = kNoModule;
+  if (pc != nullptr && options.cache_vmas) cache_hits.reserve(order.size());
   for (uint32_t idx : order) {
     uint64_t a = addrs[idx];
     if (a == 0) {
@@ -444,8 +458,12 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
         const CachedVma& c = v[cursor];
         ++stats.vma_cache_hits;
         cache_hits.push_back({idx, c.start, c.end});
+        if (cursor != hit_cursor) {  // module lookup once per VMA, not per address
+          hit_cursor = cursor;
+          hit_module = ModuleForInfo(call, c.module, c.start, c.end, c.offset);
+        }
         NormalizedAddress& out = batch.addresses[idx];
-        out.module = ModuleForInfo(call, c.module, c.start, c.end, c.offset);
+        out.module = hit_module;
         out.file_offset = OffsetIn(c.module->kind, a, c.start, c.offset);
         continue;
       }
