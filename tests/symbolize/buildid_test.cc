@@ -103,12 +103,23 @@ TEST(BuildIdSymbolizerTest, NormalizedOutputSymbolizesLikeTheLiveProcess) {
     EXPECT_EQ(r.input, a.file_offset);
     EXPECT_EQ(remote.PathFor(m.build_id), BuildIdPaths(dir, m.build_id)[0]);
 
-    // The two commands print the same thing for the same frame.
+    // End to end through the commands: `normalize --json` gives (build ID, offset), and
+    // `symbolize build-id` on those prints what `symbolize process` prints.
     std::string cli = std::string(STACKSYM_CLI);
+    std::string normalized = RunCommand(cli + " normalize --json --pid " +
+                                        std::to_string(target->pid()) + " " + Hex(addrs[i]));
+    auto field = [&](const std::string& key) {
+      size_t p = normalized.find("\"" + key + "\":\"");
+      if (p == std::string::npos) return std::string();
+      p += key.size() + 4;
+      return normalized.substr(p, normalized.find('"', p) - p);
+    };
+    EXPECT_EQ(field("build_id"), ToHex(m.build_id)) << normalized;
+    EXPECT_EQ(field("file_offset"), Hex(a.file_offset)) << normalized;
     int code = -1;
     std::string by_id =
         RunCommand(cli + " symbolize build-id --output-style=llvm --debug-dir '" + dir +
-                       "' --build-id " + ToHex(m.build_id) + " " + Hex(a.file_offset),
+                       "' --build-id " + field("build_id") + " " + field("file_offset"),
                    &code);
     EXPECT_EQ(code, 0);
     std::string by_pid = RunCommand(cli + " symbolize process --output-style=llvm --pid " +
