@@ -52,38 +52,63 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 
 FlameTree BuildFlameTree(const Profile& profile) {
   std::vector<std::vector<NamedEntry>> names = NameAllFrames(profile);
+  // Every distinct (kind, name) gets a small id once, so that a child is found by the integer
+  // key (parent, id) instead of hashing strings for every frame of every stack.
+  std::unordered_map<std::string, uint32_t> label_ids;
+  std::vector<std::pair<FlameKind, const std::string*>> labels;
+  auto label_id = [&](FlameKind kind, const std::string& name) {
+    std::string key(1, static_cast<char>(kind));
+    key += name;
+    auto [it, inserted] = label_ids.try_emplace(std::move(key), labels.size());
+    if (inserted) labels.push_back({kind, &name});
+    return it->second;
+  };
+  std::vector<std::vector<uint32_t>> frame_labels(names.size());
+  for (size_t f = 0; f < names.size(); ++f) {
+    for (const NamedEntry& entry : names[f]) {
+      frame_labels[f].push_back(label_id(KindOf(entry.kind), entry.name));
+    }
+  }
+  std::vector<std::string> comm_names;  // owned here so labels can point at them
+  comm_names.reserve(profile.stacks.size());
+
   FlameTree tree;
   tree.nodes.push_back({"all", FlameKind::kRoot, 0, 0, {}});
-  // Child lookup keyed by (parent, kind, name).
-  std::unordered_map<std::string, uint32_t> child_index;
-  std::string key;
-  auto child = [&](uint32_t parent, FlameKind kind, const std::string& name) {
-    key.assign(reinterpret_cast<const char*>(&parent), sizeof parent);
-    key.push_back(static_cast<char>(kind));
-    key += name;
-    auto [it, inserted] = child_index.try_emplace(key, 0);
+  std::unordered_map<uint64_t, uint32_t> child_index;
+  size_t max_nodes = 1;  // every frame of every stack, plus its comm: no rehashing later
+  for (const ProfileStack& stack : profile.stacks) max_nodes += stack.frames.size() + 1;
+  child_index.reserve(max_nodes);
+  tree.nodes.reserve(std::min<size_t>(max_nodes, size_t{1} << 20));
+  auto child = [&](uint32_t parent, uint32_t label) {
+    auto [it, inserted] =
+        child_index.try_emplace(uint64_t{parent} << 32 | label, static_cast<uint32_t>(0));
     if (inserted) {
       it->second = static_cast<uint32_t>(tree.nodes.size());
-      tree.nodes.push_back({name, kind, 0, 0, {}});
+      tree.nodes.push_back({*labels[label].second, labels[label].first, 0, 0, {}});
       tree.nodes[parent].children.push_back(it->second);
     }
     return it->second;
   };
 
+  std::unordered_map<std::string, uint32_t> comm_labels;
   for (size_t s = 0; s < profile.stacks.size(); ++s) {
     uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
     if (count == 0) continue;
     const ProfileStack& stack = profile.stacks[s];
-    uint32_t node = 0;
-    uint32_t depth = 0;
+    const std::string& comm = stack.comm.empty() ? std::string("[unknown]") : stack.comm;
+    auto comm_it = comm_labels.find(comm);
+    if (comm_it == comm_labels.end()) {
+      comm_names.push_back(comm);
+      comm_it = comm_labels.emplace(comm, label_id(FlameKind::kComm, comm_names.back())).first;
+    }
     tree.nodes[0].total += count;
-    node = child(node, FlameKind::kComm, stack.comm.empty() ? "[unknown]" : stack.comm);
+    uint32_t node = child(0, comm_it->second);
     tree.nodes[node].total += count;
-    ++depth;
+    uint32_t depth = 1;
     for (size_t f = stack.frames.size(); f-- > 0;) {
-      if (stack.frames[f] >= names.size()) continue;
-      for (const NamedEntry& entry : names[stack.frames[f]]) {
-        node = child(node, KindOf(entry.kind), entry.name);
+      if (stack.frames[f] >= frame_labels.size()) continue;
+      for (uint32_t label : frame_labels[stack.frames[f]]) {
+        node = child(node, label);
         tree.nodes[node].total += count;
         ++depth;
       }
