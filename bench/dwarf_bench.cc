@@ -1,0 +1,128 @@
+// DWARF lookup speed (DebugInfoSource): the warm per-address cost once a binary's tables are
+// built (the common case: many addresses against one binary), and the cold cost of opening
+// the DWARF and answering a first batch. Inputs: libc.so.6 with libc6-dbg's separate debug
+// file, and libceph-common.so.2 with librados2-dbg (95 MB of compressed DWARF 5) when present;
+// missing inputs are reported as skipped.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dwarf/debug_info_source.h"
+#include "stacksym/elf.h"
+
+namespace {
+
+using stacksym::DebugInfoSource;
+using stacksym::ElfFile;
+using stacksym::SourceFrame;
+using stacksym::SymbolizeOptions;
+
+const char* const kLibc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+const char* const kCeph = "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2";
+
+// `count` addresses spread over the function symbols of `elf`, in random order (a profile's
+// frames do not arrive sorted).
+std::vector<uint64_t> SampleAddresses(const ElfFile& elf, size_t count) {
+  std::vector<uint64_t> out;
+  std::mt19937_64 rng(42);
+  std::vector<const stacksym::ElfSymbol*> functions;
+  for (const auto& s : elf.symbols().symbols()) {
+    if (s.type == 2 /* STT_FUNC */ && s.size > 0) functions.push_back(&s);
+  }
+  if (functions.empty()) return out;
+  for (size_t i = 0; i < count; ++i) {
+    const auto* s = functions[rng() % functions.size()];
+    out.push_back(s->address + rng() % s->size);
+  }
+  return out;
+}
+
+struct Loaded {
+  std::shared_ptr<ElfFile> elf;
+  std::unique_ptr<DebugInfoSource> source;
+  std::vector<uint64_t> addresses;
+};
+
+bool Load(const char* path, bool demangle, Loaded* out, std::string* why) {
+  auto elf = ElfFile::Open(path);
+  if (!elf) {
+    *why = elf.error().ToString();
+    return false;
+  }
+  SymbolizeOptions options;
+  options.demangle = demangle;
+  auto source = DebugInfoSource::Open(*elf, options);
+  if (!source || !*source) {
+    *why = std::string("no DWARF for ") + path + " (install its -dbg package)";
+    return false;
+  }
+  out->elf = *elf;
+  out->source = std::move(*source);
+  out->addresses = SampleAddresses(*out->elf, 5000);
+  return !out->addresses.empty();
+}
+
+// Per-address cost with every table already built: each address of the sample was looked up
+// once before timing starts.
+void WarmLookup(benchmark::State& state, const char* path, bool demangle) {
+  Loaded loaded;
+  std::string why;
+  if (!Load(path, demangle, &loaded, &why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  std::vector<SourceFrame> frames;
+  size_t answered = 0;
+  for (uint64_t a : loaded.addresses) answered += loaded.source->Lookup(a, &frames);
+  size_t i = 0;
+  size_t frame_count = 0;
+  for (auto _ : state) {
+    loaded.source->Lookup(loaded.addresses[i], &frames);
+    frame_count += frames.size();
+    if (++i == loaded.addresses.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["answered_%"] = 100.0 * answered / loaded.addresses.size();
+  state.counters["frames/addr"] =
+      benchmark::Counter(static_cast<double>(frame_count) / state.iterations());
+  state.counters["table_MB"] = loaded.source->memory_bytes() / 1e6;
+}
+
+// Open + tables for the units the sample needs + every lookup, from a freshly opened file
+// (sections are decompressed again each iteration).
+void ColdBatch(benchmark::State& state, const char* path) {
+  std::string why;
+  std::vector<uint64_t> addresses;
+  {
+    Loaded probe;
+    if (!Load(path, false, &probe, &why)) {
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    addresses = probe.addresses;
+  }
+  std::vector<SourceFrame> frames;
+  for (auto _ : state) {
+    auto elf = ElfFile::Open(path);
+    SymbolizeOptions options;
+    options.demangle = false;
+    auto source = DebugInfoSource::Open(*elf, options);
+    for (uint64_t a : addresses) (*source)->Lookup(a, &frames);
+    benchmark::DoNotOptimize(frames.data());
+  }
+  state.SetItemsProcessed(state.iterations() * addresses.size());
+}
+
+BENCHMARK_CAPTURE(WarmLookup, libc_raw_names, kLibc, false);
+BENCHMARK_CAPTURE(WarmLookup, libc_demangled, kLibc, true);
+BENCHMARK_CAPTURE(WarmLookup, ceph_raw_names, kCeph, false);
+BENCHMARK_CAPTURE(WarmLookup, ceph_demangled, kCeph, true);
+BENCHMARK_CAPTURE(ColdBatch, libc_5000, kLibc)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ColdBatch, ceph_5000, kCeph)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+}  // namespace
+
+BENCHMARK_MAIN();

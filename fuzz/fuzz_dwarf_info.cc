@@ -1,0 +1,85 @@
+// libFuzzer target for the DWARF reader: units, abbreviations, forms, range lists, aranges,
+// inline trees, name chains and line tables, fed raw section bytes.
+//
+// Input: records of [u8 section id][u32 little-endian length][bytes] (ids: 0 .debug_info,
+// 1 .debug_abbrev, 2 .debug_str, 3 .debug_line, 4 .debug_line_str, 5 .debug_str_offsets,
+// 6 .debug_addr, 7 .debug_ranges, 8 .debug_rnglists, 9 .debug_aranges); seeds are sections
+// extracted from the test fixtures by fuzz/seeds/fuzz_dwarf_info.sh.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "dwarf/debug_info_source.h"
+#include "dwarf/dwarf_file.h"
+#include "dwarf/function_table.h"
+#include "dwarf/line_table.h"
+
+namespace {
+
+stacksym::dwarf::DwarfSections Split(const uint8_t* data, size_t size) {
+  stacksym::dwarf::DwarfSections s;
+  std::span<const uint8_t>* slots[] = {&s.info,     &s.abbrev,      &s.str,  &s.line,
+                                       &s.line_str, &s.str_offsets, &s.addr, &s.ranges,
+                                       &s.rnglists, &s.aranges};
+  size_t pos = 0;
+  while (pos + 5 <= size) {
+    uint8_t id = data[pos];
+    uint32_t len;
+    std::memcpy(&len, data + pos + 1, 4);
+    pos += 5;
+    if (len > size - pos) len = static_cast<uint32_t>(size - pos);
+    if (id < 10) *slots[id] = std::span<const uint8_t>(data + pos, len);
+    pos += len;
+  }
+  return s;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace stacksym;
+  dwarf::DwarfSections sections = Split(data, size);
+
+  // The reader pieces directly: every unit's function table, names and line table.
+  dwarf::DwarfFile file(sections);
+  (void)file.ScanUnits();
+  std::vector<uint64_t> probes;
+  for (dwarf::UnitInfo& unit : file.units()) {
+    if (unit.is_type_unit()) continue;
+    std::vector<dwarf::AddressRange> unit_ranges;
+    (void)file.UnitRanges(unit, &unit_ranges);
+    for (const auto& r : unit_ranges) probes.push_back(r.low);
+    auto table = dwarf::FunctionTable::Build(file, unit);
+    if (table) {
+      for (const auto& node : table->nodes()) (void)file.SubroutineName(node.die_offset);
+      for (const auto& seg : table->segments()) probes.push_back(seg.start);
+    }
+    if (unit.has_stmt_list) {
+      dwarf::LineSections ls{sections.line, sections.line_str, sections.str, sections.str_offsets};
+      auto line = dwarf::LineTable::Parse(ls, unit.stmt_list, unit.ctx.address_size);
+      if (line) {
+        std::string path;
+        for (size_t i = 0; i < line->files().size() + 1; ++i) {
+          (void)line->FilePath(i, unit.comp_dir, &path);
+        }
+        for (const auto& row : line->rows()) (void)line->Find(row.address);
+      }
+    }
+    if (probes.size() > 4096) break;
+  }
+
+  // And the whole pipeline.
+  SymbolizeOptions options;
+  options.demangle = false;
+  auto source = DebugInfoSource::FromSections(sections, options);
+  if (source && *source) {
+    std::vector<SourceFrame> frames;
+    for (uint64_t a : probes) {
+      (*source)->Lookup(a, &frames);
+      (*source)->Lookup(a + 1, &frames);
+    }
+  }
+  return 0;
+}
