@@ -30,6 +30,7 @@ struct ModuleInfo {
   uint64_t inode = 0;
   std::vector<uint8_t> build_id;
   std::optional<Reason> build_id_reason;
+  bool transient_failure = false;  // build ID unreadable for now: do not remember the VMA
 };
 
 struct CachedVma {
@@ -289,6 +290,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
                                                                  : Reason::kFileUnavailable;
       if (read.error().code == ErrorCode::kIo) {  // transient: do not remember
         info->build_id_reason = entry.reason;
+        info->transient_failure = true;
         return;
       }
     } else if (read->empty()) {
@@ -304,6 +306,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
     build_ids.Insert(id, std::move(entry));
     return;
   }
+  info->transient_failure = true;
   if (last_errno == EACCES || last_errno == EPERM) {
     info->build_id_reason = Reason::kAccessDenied;
   } else if (!ProcessAlive(pid)) {
@@ -519,7 +522,9 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
         module = ModuleForInfo(call, known, vma->start, vma->end, vma->offset);
       } else {
         module = ModuleForVma(call, *vma);
-        if (pc != nullptr) CacheVma(*pc, *vma, call.infos[module]);
+        if (pc != nullptr && !call.infos[module]->transient_failure) {
+          CacheVma(*pc, *vma, call.infos[module]);
+        }
       }
       ModuleKind kind = batch.modules[module].kind;
       for (uint32_t idx : idxs) {
