@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every benchmark: the Google Benchmark binaries (in-process costs), then the scripts that
+# compare whole commands with the established tools (symbolizers, profilers).
+#
+#   bench/run.sh [BUILD_DIR]
+# Environment: ONLY="dwarf_bench symbolize_compare ..." to run a subset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+want() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
+
+for bin in "$build"/bench/*_bench; do
+  name=$(basename "$bin")
+  want "$name" || continue
+  echo "== $name"
+  "$bin" --benchmark_min_time=0.2
+done
+if want symbolize_compare; then
+  echo "== symbolize_compare"
+  STACKSYM_BENCH_DEPS=1 ./scripts/setup.sh
+  bench/symbolize_compare.sh "$build"
+fi
+if want record_overhead; then
+  echo "== record_overhead"
+  bench/record_overhead.sh "$build"
+fi
