@@ -142,7 +142,7 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   source->main_ = std::make_unique<DwarfFile>(*sections);
 
 #ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
-  if (debug_file->debugaltlink()) {
+  if (debug_file->debugaltlink() || debug_file->FindSection(".debug_sup") != nullptr) {
     Result<std::shared_ptr<ElfFile>> alt = source->finder_->FindSupplementaryFile(*debug_file);
     // Without the supplementary file, names that live there are missing; lines still work.
     if (alt && *alt) {
