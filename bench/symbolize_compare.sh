@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Whole-command comparison: stacksym vs llvm-symbolizer, addr2line and eu-addr2line on the same
 # address lists (N addresses sampled inside function symbols, fixed seed), per input binary.
-# Prints a Markdown table: each tool's wall time and peak RSS (GNU time), stacksym's speed-up
-# (tool time / stacksym time) and memory ratio (stacksym RSS / tool RSS), and how many of
+# Prints a Markdown table: each tool's wall time, CPU time (user + sys) and peak RSS (GNU time),
+# stacksym's speed-up (tool time / stacksym time, wall and CPU) and memory ratio (stacksym RSS /
+# tool RSS), and how many of
 # stacksym's answers are byte-identical to llvm-symbolizer's (llvm output style).
 #
 #   bench/symbolize_compare.sh [BUILD_DIR] [INPUT...]
@@ -70,13 +71,14 @@ tool_command() {
 
 # Times one warm-up run (it also fills the page cache); when it took more than SLOW_SECONDS
 # that run is the measurement, otherwise RUNS more runs follow and the median is kept.
-# A run longer than TOOL_TIMEOUT is killed and reported as "timeout". Prints "seconds peak_kb".
+# A run longer than TOOL_TIMEOUT is killed and reported as "timeout".
+# Prints "wall_seconds peak_kb user_seconds sys_seconds".
 measure() {
   local tool=$1 file=$2 addrs=$3 out=$4
   local cmd
   cmd=$(tool_command "$tool" "$file")
-  if ! /usr/bin/time -f '%e %M' -o "$WORK/time" timeout "$TOOL_TIMEOUT" $cmd <"$addrs" >"$out" 2>/dev/null; then
-    if grep -q 'status 124' "$WORK/time"; then echo "timeout 0"; return; fi
+  if ! /usr/bin/time -f '%e %M %U %S' -o "$WORK/time" timeout "$TOOL_TIMEOUT" $cmd <"$addrs" >"$out" 2>/dev/null; then
+    if grep -q 'status 124' "$WORK/time"; then echo "timeout 0 0 0"; return; fi
   fi
   local first
   first=$(tail -1 "$WORK/time")
@@ -86,7 +88,7 @@ measure() {
   fi
   local results=()
   for ((r = 0; r < RUNS; r++)); do
-    /usr/bin/time -f '%e %M' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
+    /usr/bin/time -f '%e %M %U %S' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
     results+=("$(tail -1 "$WORK/time")")
   done
   printf '%s\n' "${results[@]}" | sort -n | awk -v n="$RUNS" 'NR == int((n + 1) / 2) {print}'
@@ -102,8 +104,8 @@ print(sum(1 for x, y in zip(a[:n], b[:n]) if x == y), n)
 EOF
 }
 
-echo "| input | tool | wall time (s) | peak RSS (MB) | stacksym speed-up | stacksym memory ratio |"
-echo "|---|---|---:|---:|---:|---:|"
+echo "| input | tool | wall (s) | CPU (s) | peak RSS (MB) | stacksym speed-up, wall | speed-up, CPU | stacksym memory ratio |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
 notes=()
 for file in "${INPUTS[@]}"; do
   if [[ ! -r $file ]]; then
@@ -116,36 +118,40 @@ for file in "${INPUTS[@]}"; do
     notes+=("skipped $file: no sized function symbols")
     continue
   fi
-  declare -A secs=() kb=()
+  declare -A secs=() kb=() cpu=()
   for tool in $TOOLS; do
     if [[ $tool != stacksym ]] && ! command -v "$tool" >/dev/null; then
       notes+=("$tool not installed")
       continue
     fi
-    read -r s k < <(measure "$tool" "$file" "$addrs" "$WORK/out.$tool")
+    read -r s k u y < <(measure "$tool" "$file" "$addrs" "$WORK/out.$tool")
     secs[$tool]=$s
     kb[$tool]=$k
+    cpu[$tool]=$(awk -v u="$u" -v y="$y" 'BEGIN {printf "%.2f", u + y}')
   done
   for tool in $TOOLS; do
     [[ -n ${secs[$tool]:-} ]] || continue
     if [[ ${secs[$tool]} == timeout ]]; then
-      printf '| %s | %s | > %s | ? | | |\n' "$(basename "$file")" "$tool" "$TOOL_TIMEOUT"
+      printf '| %s | %s | > %s | ? | ? | | | |\n' "$(basename "$file")" "$tool" "$TOOL_TIMEOUT"
       continue
     fi
-    speed="" mem=""
+    speed="" cspeed="" mem=""
     if [[ $tool != stacksym && -n ${secs[stacksym]:-} && ${secs[stacksym]} != timeout ]]; then
       speed=$(awk -v t="${secs[$tool]}" -v s="${secs[stacksym]}" 'BEGIN {printf "%.1f×", t / (s > 0 ? s : 0.005)}')
+      cspeed=$(awk -v t="${cpu[$tool]}" -v s="${cpu[stacksym]}" 'BEGIN {printf "%.1f×", t / (s > 0 ? s : 0.005)}')
       mem=$(awk -v t="${kb[$tool]}" -v s="${kb[stacksym]}" 'BEGIN {printf "%.2f", s / t}')
     fi
-    printf '| %s | %s | %.2f | %.0f | %s | %s |\n' "$(basename "$file")" "$tool" "${secs[$tool]}" \
-      "$(awk -v k="${kb[$tool]}" 'BEGIN {print k / 1024}')" "$speed" "$mem"
+    printf '| %s | %s | %.2f | %.2f | %.0f | %s | %s | %s |\n' "$(basename "$file")" "$tool" \
+      "${secs[$tool]}" "${cpu[$tool]}" "$(awk -v k="${kb[$tool]}" 'BEGIN {print k / 1024}')" \
+      "$speed" "$cspeed" "$mem"
   done
   if [[ -s $WORK/out.stacksym && -s $WORK/out.llvm-symbolizer ]]; then
     read -r same total < <(identical_blocks "$WORK/out.stacksym" "$WORK/out.llvm-symbolizer")
     notes+=("$(basename "$file"): $(wc -l <"$addrs") addresses; stacksym output identical to llvm-symbolizer's for $same of $total")
   fi
-  unset secs kb
+  unset secs kb cpu
 done
 echo
 for n in "${notes[@]}"; do echo "- $n"; done
+echo "- load average during the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "- median of $RUNS runs after a warm-up run (tools slower than ${SLOW_SECONDS} s: the single first run); $(nproc) CPUs; $(uname -r)"
