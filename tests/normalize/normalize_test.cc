@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -813,6 +814,45 @@ TEST_F(NormalizeTest, CommandLineJson) {
       EXPECT_NE(line.find("\"build_id\":\"" + ToHex(m.build_id) + "\""), std::string::npos) << line;
     }
   }
+}
+
+}  // namespace
+}  // namespace stacksym
+
+namespace stacksym {
+namespace {
+
+// The text source reads /proc/PID/maps only as far as the queried address needs: a low address
+// costs one 16 KiB read even when the file is far larger; the highest costs them all.
+TEST(TextVmaSource, ReadsLazily) {
+  // ~600 separate VMAs (alternating protections keep neighbours from merging): > 40 KiB text.
+  const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t kRegions = 600;
+  char* base = static_cast<char*>(
+      mmap(nullptr, kRegions * kPage, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(base, MAP_FAILED);
+  for (size_t i = 0; i < kRegions; i += 2) mprotect(base + i * kPage, kPage, PROT_NONE);
+
+  auto src = OpenVmaSource(getpid(), VmaSourceKind::kText);
+  ASSERT_TRUE(src);
+  Vma vma;
+  Result<bool> low = (*src)->FindCoveringOrNext(0, &vma);  // the lowest VMA
+  ASSERT_TRUE(low && *low);
+  EXPECT_EQ((*src)->lookups(), 1u);
+  Result<bool> high = (*src)->FindCoveringOrNext(~0ull - 1, &vma);  // beyond every VMA
+  ASSERT_TRUE(high);
+  EXPECT_FALSE(*high);
+  EXPECT_GE((*src)->lookups(), 3u);
+  // An address in the middle of the region is answered exactly.
+  auto again = OpenVmaSource(getpid(), VmaSourceKind::kText);
+  ASSERT_TRUE(again);
+  uint64_t mid = reinterpret_cast<uint64_t>(base) + 301 * kPage + 5;
+  Result<bool> r = (*again)->FindCoveringOrNext(mid, &vma);
+  ASSERT_TRUE(r && *r);
+  EXPECT_EQ(vma.start, reinterpret_cast<uint64_t>(base) + 301 * kPage);
+  EXPECT_EQ(vma.end, vma.start + kPage);
+  EXPECT_EQ(vma.perms, kVmaRead);
+  munmap(base, kRegions * kPage);
 }
 
 }  // namespace
