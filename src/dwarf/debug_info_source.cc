@@ -5,24 +5,13 @@
 #include <unordered_set>
 
 #include "dwarf/aranges.h"
+#include "dwarf/debug_file_finder.h"
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
+#include "dwarf/dwp_index.h"
 #include "stacksym/demangle.h"
 
-#if __has_include("dwarf/debug_file_finder.h")
-#include "dwarf/debug_file_finder.h"
-#define STACKSYM_HAVE_DEBUG_FILE_FINDER 1
-#endif
-#if __has_include("dwarf/dwp_index.h")
-#include "dwarf/dwp_index.h"
-#define STACKSYM_HAVE_DWP_INDEX 1
-#endif
-
 namespace stacksym {
-
-#ifndef STACKSYM_HAVE_DEBUG_FILE_FINDER
-class DebugFileFinder {};
-#endif
 
 using dwarf::AddressRange;
 using dwarf::DwarfFile;
@@ -121,18 +110,14 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->binary_ = binary;
-#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
   source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs);
-#endif
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;
   } else {
-#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
     Result<std::shared_ptr<ElfFile>> found = source->finder_->FindSeparateDebugFile(*binary);
     if (!found) return std::move(found).error();
     debug_file = *found;
-#endif
     if (!debug_file || !HasDebugInfo(*debug_file)) return std::unique_ptr<DebugInfoSource>();
   }
   source->debug_file_ = debug_file;
@@ -141,7 +126,6 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   if (!sections) return std::move(sections).error();
   source->main_ = std::make_unique<DwarfFile>(*sections);
 
-#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
   if (debug_file->debugaltlink() || debug_file->FindSection(".debug_sup") != nullptr) {
     Result<std::shared_ptr<ElfFile>> alt = source->finder_->FindSupplementaryFile(*debug_file);
     // Without the supplementary file, names that live there are missing; lines still work.
@@ -156,7 +140,6 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
       }
     }
   }
-#endif
   if (Result<void> r = source->Init(*sections); !r)
     return std::move(r).error().WithFile(source->path_);
   return source;
@@ -240,11 +223,13 @@ const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_s
 }
 
 Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state) {
-#ifdef STACKSYM_HAVE_DEBUG_FILE_FINDER
+  // Sources made from raw sections (tests, fuzzing) have no files to search.
+  if (!finder_ || (!binary_ && !debug_file_)) {
+    return MakeError(ErrorCode::kNotFound, "split DWARF unit without a file to search from");
+  }
   std::unique_ptr<DwarfFile> dwo;
   std::shared_ptr<ElfFile> dwo_elf;
   // A .dwp package first (it replaces the .dwo files), then the .dwo itself.
-#ifdef STACKSYM_HAVE_DWP_INDEX
   {
     Result<std::shared_ptr<ElfFile>> dwp = finder_->FindDwp(binary_ ? *binary_ : *debug_file_);
     if (dwp && *dwp) {
@@ -274,7 +259,6 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
       }
     }
   }
-#endif
   if (!dwo) {
     Result<std::shared_ptr<ElfFile>> found =
         finder_->FindDwo(binary_ ? *binary_ : *debug_file_, skeleton.comp_dir, skeleton.dwo_name);
@@ -319,11 +303,6 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
   split_dwarf_.push_back(std::move(dwo));
   split_files_.push_back(std::move(dwo_elf));
   return {};
-#else
-  (void)skeleton;
-  (void)state;
-  return MakeError(ErrorCode::kUnsupported, "split DWARF support is not built in");
-#endif
 }
 
 DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {

@@ -184,6 +184,26 @@ TEST(BadDwarfTest, RandomCorruptionIsSafe) {
   }
 }
 
+TEST(BadDwarfTest, SkeletonUnitWithoutFilesFallsBackToLines) {
+  // The tiny DWARF 5 unit turned into a skeleton (unit type 4 + a DWO id): its functions live
+  // in a .dwo nobody can look for here, so lines answer alone and the unit reports why.
+  TinyDwarf t = BuildTinyDwarf(5);
+  t.info[6] = dwarf::DW_UT_skeleton;
+  std::vector<uint8_t> dwo_id(8, 0x11);
+  t.info.insert(t.info.begin() + 12, dwo_id.begin(), dwo_id.end());
+  uint32_t length = static_cast<uint32_t>(t.info.size() - 4);
+  for (int i = 0; i < 4; ++i) t.info[i] = static_cast<uint8_t>(length >> (8 * i));
+  auto source = Open(t.sections());
+  ASSERT_NE(source, nullptr);
+  std::vector<SourceFrame> frames;
+  ASSERT_TRUE(source->Lookup(0x1015, &frames));
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "");
+  EXPECT_EQ(frames[0].line, 30u);
+  ASSERT_FALSE(source->unit_errors().empty());
+  EXPECT_NE(source->unit_errors()[0].message.find("split DWARF"), std::string::npos);
+}
+
 TEST(BadDwarfTest, DeepNestingIsBounded) {
   // A unit whose DIEs each open a new level (lexical blocks) 100000 deep.
   testing::ByteWriter ab;
