@@ -140,6 +140,17 @@ Result<DwpIndex> DwpIndex::Parse(std::span<const uint8_t> cu_index) {
   if (std::adjacent_find(used.begin(), used.end()) != used.end()) {
     return IndexError("a DWO id is listed twice", 16);
   }
+  // Every listed unit must be reachable by the probe sequence of its own id; otherwise lookups
+  // would silently miss it, so such a table is rejected rather than half-used.
+  for (uint32_t slot = 0; slot < slot_count; ++slot) {
+    if (index.rows_[slot] == 0) continue;
+    std::optional<DwpUnitSections> found = index.Find(index.signatures_[slot]);
+    if (!found) {
+      return IndexError(
+          "DWO id in slot " + std::to_string(slot) + " is not where its hash probe leads",
+          16 + size_t{slot} * 8);
+    }
+  }
   return index;
 }
 

@@ -635,16 +635,18 @@ TEST(RealDwpIndexBytesTest, FullTableWithoutMatchTerminates) {
 }
 
 TEST(RealDwpIndexBytesTest, MalformedTablesAreErrors) {
-  IndexBytes good = V5Index(4, {{7, 1}}, 1);
+  IndexBytes good = V5Index(4, {{4, 1}}, 1);
   ASSERT_TRUE(DwpIndex::Parse(good.span()));
   for (size_t cut = 1; cut < good.bytes().size(); ++cut) {
     EXPECT_FALSE(DwpIndex::Parse(good.span().first(cut))) << "truncated at " << cut;
   }
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(3, {{7, 1}}, 1).span())) << "3 slots: not a power of 2";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{7, 2}}, 1).span())) << "row past unit count";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{7, 1}, {7, 2}}, 2).span())) << "duplicate id";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(2, {{7, 1}}, 3).span())) << "more units than slots";
-  IndexBytes v3 = V5Index(4, {{7, 1}}, 1);
+  EXPECT_FALSE(DwpIndex::Parse(V5Index(3, {{4, 1}}, 1).span())) << "3 slots: not a power of 2";
+  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{4, 2}}, 1).span())) << "row past unit count";
+  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{4, 1}, {4, 2}}, 2).span())) << "duplicate id";
+  EXPECT_FALSE(DwpIndex::Parse(V5Index(2, {{4, 1}}, 3).span())) << "more units than slots";
+  // Id 4 hashes to slot 0 of 4, but sits in slot 1 behind an empty slot 0: unreachable.
+  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{0, 0}, {4, 1}}, 1).span())) << "misplaced id";
+  IndexBytes v3 = V5Index(4, {{4, 1}}, 1);
   v3.bytes()[0] = 3;
   Result<DwpIndex> r = DwpIndex::Parse(v3.span());
   ASSERT_FALSE(r);
