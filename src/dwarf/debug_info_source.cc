@@ -1,6 +1,7 @@
 #include "dwarf/debug_info_source.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <unordered_set>
 
@@ -202,8 +203,11 @@ Result<void> DebugInfoSource::BuildUnitMap() {
 }
 
 const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_size) {
-  auto it = line_tables_.find(offset);
-  if (it != line_tables_.end()) return it->second.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = line_tables_.find(offset);
+    if (it != line_tables_.end()) return it->second.get();
+  }
   dwarf::LineSections ls;
   const DwarfSections& s = main_->sections();
   ls.line = s.line;
@@ -215,11 +219,11 @@ const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_s
   if (table) {
     owned = std::make_unique<LineTable>(std::move(*table));
   } else {
-    unit_errors_.push_back(std::move(table).error());
+    AddUnitError(std::move(table).error());
   }
-  const LineTable* raw = owned.get();
-  line_tables_.emplace(offset, std::move(owned));  // failures are cached as nullptr too
-  return raw;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Failures are cached as nullptr too; a table another thread parsed meanwhile wins.
+  return line_tables_.emplace(offset, std::move(owned)).first->second.get();
 }
 
 Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state) {
@@ -311,10 +315,10 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
   slot = std::make_unique<UnitState>();
   UnitState* state = slot.get();
   state->built = true;
-  ++parsed_units_;
+  parsed_units_.fetch_add(1, std::memory_order_relaxed);
   UnitInfo& unit = main_->units()[index];
   if (Result<void> r = main_->ReadUnitDie(unit); !r) {
-    unit_errors_.push_back(std::move(r).error());
+    AddUnitError(std::move(r).error());
     return nullptr;
   }
   state->comp_dir = unit.comp_dir;
@@ -322,14 +326,14 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
   if (split) {
     Result<void> r = OpenSplitUnit(unit, state);
     // Without the split object the line table of the skeleton still answers.
-    if (!r) unit_errors_.push_back(std::move(r).error());
+    if (!r) AddUnitError(std::move(r).error());
   } else {
     Result<FunctionTable> functions = FunctionTable::Build(*main_, unit);
     if (functions) {
       state->functions = std::move(*functions);
       state->function_file = main_.get();
     } else {
-      unit_errors_.push_back(std::move(functions).error().WithFile(path_));
+      AddUnitError(std::move(functions).error().WithFile(path_));
     }
   }
   if (unit.has_stmt_list) state->line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
@@ -369,6 +373,46 @@ const std::string& DebugInfoSource::FilePath(UnitState& state, uint32_t file) {
     state.path_state[file] = state.line->FilePath(file, state.comp_dir, &state.paths[file]) ? 1 : 2;
   }
   return state.path_state[file] == 1 ? state.paths[file] : kEmpty;
+}
+
+void DebugInfoSource::AddUnitError(Error error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unit_errors_.push_back(std::move(error));
+}
+
+void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned threads) {
+  if (!main_) return;
+  std::vector<size_t> todo;
+  std::vector<uint8_t> queued(units_.size(), 0);
+  for (uint64_t a : vaddrs) {
+    int32_t index = dwarf::FindSegment(unit_map_, a);
+    if (index < 0 || queued[static_cast<size_t>(index)] || units_[static_cast<size_t>(index)]) {
+      continue;
+    }
+    queued[static_cast<size_t>(index)] = 1;
+    UnitInfo& unit = main_->units()[static_cast<size_t>(index)];
+    // Split units open files through shared state: they stay on the lazy, single-threaded path.
+    if (!main_->ReadUnitDie(unit) || unit.unit_type == dwarf::DW_UT_skeleton ||
+        !unit.dwo_name.empty()) {
+      continue;
+    }
+    todo.push_back(static_cast<size_t>(index));
+  }
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, todo.size()));
+  if (threads <= 1) {
+    for (size_t index : todo) EnsureUnit(index);
+    return;
+  }
+  // Each worker takes the next unit; units are independent apart from the locked caches.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) EnsureUnit(todo[i]);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& w : workers) w.join();
 }
 
 bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {

@@ -10,11 +10,14 @@
 //   std::vector<SourceFrame> frames;
 //   if (*source && (*source)->Lookup(vaddr, &frames)) ... // innermost first
 //
-// Thread-safety: one thread at a time (lookups fill caches).
+// Thread-safety: one thread at a time (lookups fill caches); Prefetch() itself fans out.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,11 +50,17 @@ class DebugInfoSource {
   // (line-table-only units) has an empty function.
   bool Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames);
 
+  // Builds, on `threads` threads (0: one per CPU), the tables of every unit the addresses
+  // need, so that the following Lookup() calls find them ready. Optional: Lookup() builds
+  // what is missing by itself. For batches (a profile's unique frames) this spreads the
+  // per-unit parsing over the cores.
+  void Prefetch(std::span<const uint64_t> vaddrs, unsigned threads = 0);
+
   const std::string& path() const { return path_; }
 
   // Diagnostics for tests and benchmarks.
   size_t unit_count() const;
-  size_t parsed_unit_count() const { return parsed_units_; }
+  size_t parsed_unit_count() const { return parsed_units_.load(); }
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
   const std::vector<Error>& unit_errors() const { return unit_errors_; }
@@ -67,6 +76,7 @@ class DebugInfoSource {
   const std::string& DemangledName(std::string_view raw);
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
+  void AddUnitError(Error error);
 
   SymbolizeOptions options_;
   std::string path_;
@@ -84,7 +94,8 @@ class DebugInfoSource {
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
   std::unordered_map<const char*, std::string> demangled_;
   std::vector<Error> unit_errors_;
-  size_t parsed_units_ = 0;
+  std::atomic<size_t> parsed_units_{0};
+  std::mutex mu_;  // line_tables_ and unit_errors_ (Prefetch parses units concurrently)
 };
 
 }  // namespace stacksym

@@ -86,14 +86,18 @@ int DwarfFile::FindUnit(uint64_t offset) const {
 Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
   uint64_t key = (unit.abbrev_offset << 8) | unit.ctx.address_size |
                  (unit.ctx.offset_size == 8 ? 0x80 : 0) | (unit.ctx.version <= 2 ? 0x40 : 0);
-  auto it = abbrevs_.find(key);
-  if (it != abbrevs_.end()) return it->second.get();
+  {
+    std::lock_guard<std::mutex> lock(abbrevs_mu_);
+    auto it = abbrevs_.find(key);
+    if (it != abbrevs_.end()) return it->second.get();
+  }
+  // Parsed outside the lock; if another thread got there first, its table is kept.
   Result<AbbrevTable> table = AbbrevTable::Parse(sections_.abbrev, unit.abbrev_offset, unit.ctx);
   if (!table) return std::move(table).error();
   auto owned = std::make_unique<AbbrevTable>(std::move(*table));
-  const AbbrevTable* raw = owned.get();
-  abbrevs_.emplace(key, std::move(owned));
-  return raw;
+  std::lock_guard<std::mutex> lock(abbrevs_mu_);
+  auto [it, inserted] = abbrevs_.emplace(key, std::move(owned));
+  return it->second.get();
 }
 
 Result<void> DwarfFile::ReadUnitDie(UnitInfo& unit) {
@@ -452,6 +456,7 @@ std::string_view DwarfFile::SubroutineName(uint64_t die_offset) {
 }
 
 size_t DwarfFile::memory_bytes() const {
+  std::lock_guard<std::mutex> lock(abbrevs_mu_);
   size_t total = units_.capacity() * sizeof(UnitInfo);
   for (const auto& [key, table] : abbrevs_)
     total += sizeof(AbbrevTable) + table->memory_bytes() + 32;

@@ -3,12 +3,17 @@
 // unit-DIE attributes (bases, comp_dir, line table offset), cached abbreviation tables, and
 // the resolution of attribute values: strings, addresses, references and range lists.
 //
+// Thread-safety: Abbrevs() may be called from several threads; ReadUnitDie() and the
+// resolution functions may run concurrently for *different* units (what DebugInfoSource's
+// Prefetch does); everything else is single-threaded.
+//
 // Everything points into the section bytes (the mapped file or the ELF layer's decompressed
 // copies), which must outlive this object.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -140,6 +145,7 @@ class DwarfFile {
   bool is_dwo_ = false;
   DwarfFile* alt_ = nullptr;
   std::vector<UnitInfo> units_;
+  mutable std::mutex abbrevs_mu_;  // units may be parsed on several threads (Prefetch)
   std::unordered_map<uint64_t, std::unique_ptr<AbbrevTable>> abbrevs_;
 };
 
