@@ -123,6 +123,70 @@ TEST_F(BrowserTest, ZoomAndInvertedView) {
       << "the deepest frame (depth 5) is the top row";
 }
 
+// Clicks, mouse moves and buttons, driven by a wrapper page that loads the flame graph in an
+// iframe (file:// access between frames needs --allow-file-access-from-files) and writes what
+// it observed into its own DOM, which --dump-dom then prints.
+TEST_F(BrowserTest, ClickZoomTooltipResetSearchButtonAndInvertToggle) {
+  std::string wrapper = dir_ + "/interact.html";
+  std::ofstream(wrapper) << R"HTML(<!DOCTYPE html><html><body>
+<iframe id="f" src="sample.html" style="width:1200px;height:500px"></iframe>
+<pre id="result">not run</pre>
+<script>
+const f = document.getElementById("f");
+window.addEventListener("load", () => {  // after the iframe has loaded
+  const out = [];
+  try {
+    const d = f.contentDocument, w = f.contentWindow;
+    const frame = name => [...d.querySelectorAll(".frame")].find(e => e.dataset.name === name);
+    frame("ns::hot_leaf(int)").dispatchEvent(
+        new w.MouseEvent("mousemove", {bubbles: true, clientX: 50, clientY: 50}));
+    const tip = d.getElementById("tooltip");
+    out.push("tooltip=" + (tip.hidden ? "hidden" : tip.textContent.split(String.fromCharCode(10)).join(" | ")));
+    frame("work").dispatchEvent(new w.MouseEvent("click", {bubbles: true}));
+    out.push("zoomed work=" + frame("work").style.width + " other=" + (frame("other") ? "shown" : "gone"));
+    frame("work").dispatchEvent(new w.MouseEvent("click", {bubbles: true}));
+    out.push("zoomed-out main=" + frame("main").style.width);
+    d.getElementById("reset-zoom").click();
+    out.push("reset work=" + frame("work").style.width + " other=" + (frame("other") ? "shown" : "gone"));
+    d.getElementById("search").value = "do_sys";
+    d.getElementById("search-button").click();
+    out.push("search=" + d.getElementById("matched").textContent + " marked=" +
+             d.querySelectorAll(".frame.match").length + " on=" +
+             d.querySelector(".frame.match").dataset.name);
+    d.getElementById("clear-search").click();
+    out.push("cleared marked=" + d.querySelectorAll(".frame.match").length);
+    const before = frame("all").style.top;
+    d.getElementById("inverted").click();
+    out.push("root top=" + before + " inverted top=" + frame("all").style.top);
+  } catch (e) {
+    out.push("error=" + e);
+  }
+  document.getElementById("result").textContent = out.join(String.fromCharCode(10));
+});
+</script></body></html>)HTML";
+  std::string dom = RunChromium(chromium_, dir_,
+                                "--dump-dom --virtual-time-budget=5000 "
+                                "--allow-file-access-from-files",
+                                "file://" + wrapper);
+  size_t begin = dom.find("<pre id=\"result\">");
+  ASSERT_NE(begin, std::string::npos) << dom;
+  std::string result = dom.substr(begin, dom.find("</pre>", begin) - begin);
+  EXPECT_EQ(result.find("error="), std::string::npos) << result;
+  EXPECT_NE(result.find("tooltip=ns::hot_leaf(int) | 80 samples (80.00% of all) | self: 80 "
+                        "samples (80.00%) | kind: user"),
+            std::string::npos)
+      << result;
+  EXPECT_NE(result.find("zoomed work=100% other=gone"), std::string::npos) << result;
+  EXPECT_NE(result.find("zoomed-out main=100%"), std::string::npos) << result;
+  EXPECT_NE(result.find("reset work=80% other=shown"), std::string::npos) << result;
+  EXPECT_NE(result.find("search=Matched: 1 frames, 15 samples (15.00%) marked=1 on=do_syscall_64"),
+            std::string::npos)
+      << result;
+  EXPECT_NE(result.find("cleared marked=0"), std::string::npos) << result;
+  EXPECT_NE(result.find("inverted top=0px"), std::string::npos) << result;
+  EXPECT_EQ(result.find("root top=0px"), std::string::npos) << result;
+}
+
 TEST_F(BrowserTest, ScreenshotIsWritten) {
   std::string png = dir_ + "/flamegraph.png";
   RunChromium(chromium_, dir_, "--screenshot=" + png + " --window-size=1280,600",
