@@ -211,7 +211,10 @@ std::vector<Frame> ParseBlock(const std::string& block) {
 std::string Classify(const std::vector<Frame>& ours, const std::vector<Frame>& theirs) {
   if (ours.size() != theirs.size()) return "inline depth";
   for (size_t i = 0; i < ours.size(); ++i) {
-    if (ours[i].function != theirs[i].function) return "function name";
+    if (ours[i].function == theirs[i].function) continue;
+    // llvm-symbolizer names the outermost frame from the symbol table (docs/dwarf-differences.md).
+    return i + 1 == ours.size() ? "function name (outermost frame)"
+                                : "function name (inlined frame)";
   }
   for (size_t i = 0; i < ours.size(); ++i) {
     std::string a = ours[i].file_line, b = theirs[i].file_line;
