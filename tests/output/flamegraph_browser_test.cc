@@ -1,6 +1,6 @@
 // The flame graph page in a real browser: headless Chromium loads the page with a search in
 // its URL, runs the page's script, and dumps the resulting DOM; a screenshot is kept as a test
-// artifact under <build>/test-artifacts/output/browser/.
+// artifact under <build>/test-artifacts/output/browser/ScreenshotIsWritten/.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

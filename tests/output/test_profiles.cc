@@ -1,5 +1,7 @@
 #include "test_profiles.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -78,7 +80,10 @@ std::string ReadFileOrDie(const std::string& path) {
 }
 
 std::string TestOutputDir(const std::string& name) {
-  std::string dir = std::string(STACKSYM_BINARY_DIR) + "/test-artifacts/output/" + name;
+  // One directory per test case: ctest runs the cases of one binary in parallel.
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string dir = std::string(STACKSYM_BINARY_DIR) + "/test-artifacts/output/" + name +
+                    (test ? "/" + std::string(test->name()) : "");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -21,7 +21,8 @@ extern const char kSampleFolded[];
 Profile MakeNormalizedOnlyProfile();
 
 std::string ReadFileOrDie(const std::string& path);
-// A fresh directory under the build tree for a test's files.
+// A fresh directory for the running test case's files:
+// <build>/test-artifacts/output/<name>/<test case>.
 std::string TestOutputDir(const std::string& name);
 
 }  // namespace stacksym::testing
