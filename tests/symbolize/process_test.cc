@@ -5,6 +5,7 @@
 #include "stacksym/process.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <sstream>
 #include <string>
@@ -245,6 +246,29 @@ TEST_F(ProcessSymbolizerTest, TinyFileCacheStillAnswersEveryAddress) {
   ASSERT_TRUE(uncached.Symbolize(target_->pid(), addrs));
   EXPECT_EQ(uncached.stats().files_opened, 4u);
   EXPECT_EQ(uncached.stats().file_cache_hits, 0u);
+}
+
+// A process in its own mount namespace, running a binary that exists only in its private
+// /tmp: map_files reaches the binary, /proc/PID/root reaches the perf map.
+TEST(ProcessSymbolizerContainerTest, BinaryAndPerfMapInAnotherMountNamespace) {
+  std::string error;
+  auto target = TargetProcess::Start(&error, /*private_tmp=*/true);
+  if (!target) GTEST_SKIP() << "cannot run in a private mount namespace (unshare -m): " << error;
+  struct stat st;
+  ASSERT_NE(stat("/tmp/process_target_in_ns", &st), 0) << "the host must not see the binary";
+  ASSERT_NE(stat("/tmp/libprocess_lib_in_ns.so", &st), 0);
+  std::vector<uint64_t> addrs = {target->at("main_work") + 1, target->at("jit") + 2,
+                                 target->at("lib_compute") + 3};
+  ProcessSymbolizer symbolizer;
+  auto r = symbolizer.Symbolize(target->pid(), addrs);
+  ASSERT_TRUE(r);
+  ASSERT_FALSE((*r)[0].reason) << ReasonText(*(*r)[0].reason);
+  EXPECT_EQ((*r)[0].symbol, "process_target_work");
+  EXPECT_EQ((*r)[0].module, "/tmp/process_target_in_ns");
+  ASSERT_FALSE((*r)[1].reason) << ReasonText(*(*r)[1].reason);
+  EXPECT_EQ((*r)[1].symbol, "jit_function_one");
+  EXPECT_EQ((*r)[1].module, "/proc/" + std::to_string(target->pid()) + "/root/tmp/perf-" +
+                                std::to_string(target->pid()) + ".map");
 }
 
 TEST_F(ProcessSymbolizerTest, EmptyBatch) {

@@ -18,8 +18,11 @@ namespace stacksym::testing {
 
 class TargetProcess {
  public:
-  // nullptr (and *error set) when the child could not be started.
-  static std::unique_ptr<TargetProcess> Start(std::string* error) {
+  // nullptr (and *error set) when the child could not be started. With private_tmp the
+  // child runs in its own mount namespace with a tmpfs on /tmp, from a copy of the binary
+  // in that /tmp: like a container, its binary and perf map are invisible to the host's
+  // paths (`unshare -m`, needs CAP_SYS_ADMIN).
+  static std::unique_ptr<TargetProcess> Start(std::string* error, bool private_tmp = false) {
     std::string dir = std::string(STACKSYM_FIXTURE_DIR);
     std::unique_ptr<TargetProcess> t(new TargetProcess);
     std::string tmp = ::testing::TempDir();
@@ -44,6 +47,18 @@ class TargetProcess {
     if (pid == 0) {
       dup2(to_child[0], 0);
       dup2(from_child[1], 1);
+      if (private_tmp) {
+        // Open both files first: the tmpfs hides everything under /tmp, the test's temp
+        // dir included. The copies exist only inside the namespace.
+        std::string script = "exec 3<'" + t->binary_ + "' 4<'" + lib +
+                             "' && mount -t tmpfs tmpfs /tmp && cat <&3 >/tmp/process_target_in_ns"
+                             " && cat <&4 >/tmp/libprocess_lib_in_ns.so"
+                             " && chmod +x /tmp/process_target_in_ns"
+                             " && exec /tmp/process_target_in_ns /tmp/libprocess_lib_in_ns.so";
+        execlp("unshare", "unshare", "-m", "--propagation", "private", "sh", "-c", script.c_str(),
+               static_cast<char*>(nullptr));
+        _exit(127);
+      }
       execl(t->binary_.c_str(), t->binary_.c_str(), lib.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
