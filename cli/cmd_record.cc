@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -35,7 +36,11 @@ struct Options {
 
 std::atomic<Recorder*> g_recorder{nullptr};
 
+std::atomic<bool> g_stop{false};
+
+// Installed before the recorder exists: a Ctrl-C during loading still stops cleanly.
 void OnSignal(int) {
+  g_stop.store(true);
   if (Recorder* r = g_recorder.load()) r->RequestStop();
 }
 
@@ -158,8 +163,16 @@ int RunRecord(Options& o) {
     }
   }
 
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int, old_term;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
   Result<std::unique_ptr<Recorder>> rec = Recorder::Create(o.record);
   if (!rec) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
     std::fprintf(stderr, "stacksym record: %s\n", rec.error().ToString().c_str());
     return kExitBadInput;
   }
@@ -168,12 +181,7 @@ int RunRecord(Options& o) {
   }
   size_t notes_shown = (*rec)->notes().size();
   g_recorder.store(rec->get());
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int, old_term;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  if (g_stop.load()) (*rec)->RequestStop();
   bool live = !o.quiet && isatty(STDERR_FILENO);
   Result<void> run = (*rec)->Run(live ? RecordStatusCallback(PrintStatus) : RecordStatusCallback());
   sigaction(SIGINT, &old_int, nullptr);

@@ -295,8 +295,6 @@ TEST(RecordTest, ExitedProcessWithDeletedBinaryStillSymbolizes) {
   EXPECT_GT(named, 0u) << "no symbolized hot chain after the process exited";
   EXPECT_EQ(in_copy, named) << "frames should be attributed to the deleted copy";
   // Nearly every user frame was normalized while the process lived.
-  uint64_t user_frames = 0;
-  for (const ProfileFrame& f : rec->profile().frames) user_frames += f.kind != FrameKind::kKernel;
   EXPECT_LE(rec->stats().frames_not_normalized * 10, rec->stats().samples);
 }
 
@@ -511,7 +509,7 @@ TEST(RecordTest, CliSigintStillWritesOutput) {
           out.c_str(), nullptr);
     _exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   kill(rec, SIGINT);
   int status = 0;
   waitpid(rec, &status, 0);

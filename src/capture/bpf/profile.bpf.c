@@ -24,16 +24,16 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-// Set by user space before load (read-only after).
-const volatile bool filter_tgid = false;    // only tgids in target_tgids (or tids below)
-const volatile bool filter_tid = false;     // only tids in target_tids (or tgids above)
-const volatile bool filter_cgroup = false;  // only tasks in cgroup target_cgroup_id (v2)
+// Set by user space before load (read-only after). __u8, not bool: the skeleton is C++ too.
+const volatile __u8 filter_tgid = 0;    // only tgids in target_tgids (or tids below)
+const volatile __u8 filter_tid = 0;     // only tids in target_tids (or tgids above)
+const volatile __u8 filter_cgroup = 0;  // only tasks in cgroup target_cgroup_id (v2)
 const volatile __u64 target_cgroup_id = 0;
-const volatile bool follow_forks = false;  // children of target tgids become targets
-const volatile bool include_idle = false;  // sample the idle task (pid 0)
-const volatile bool kernel_stacks = true;
-const volatile bool user_stacks = true;
-const volatile bool user_build_ids = false;  // BPF_F_USER_BUILD_ID
+const volatile __u8 follow_forks = 0;  // children of target tgids become targets
+const volatile __u8 include_idle = 0;  // sample the idle task (pid 0)
+const volatile __u8 kernel_stacks = 1;
+const volatile __u8 user_stacks = 1;
+const volatile __u8 user_build_ids = 0;  // BPF_F_USER_BUILD_ID
 // Wake the reader only once this many bytes wait (it also polls on a timer): one wakeup per
 // sample would cost a context switch per sample.
 const volatile __u64 wakeup_bytes = 0;
