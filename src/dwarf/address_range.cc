@@ -22,10 +22,17 @@ void Emit(std::vector<AddressSegment>* out, uint64_t start, int32_t id) {
 }  // namespace
 
 int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address) {
-  auto it = std::upper_bound(segments.begin(), segments.end(), address,
-                             [](uint64_t a, const AddressSegment& s) { return a < s.start; });
-  if (it == segments.begin()) return kNoId;
-  return std::prev(it)->id;
+  // Branch-free lower search (the tables are large and probed at random: mispredicted
+  // branches and dependent loads dominate): finds the last segment with start <= address.
+  size_t n = segments.size();
+  if (n == 0 || segments[0].start > address) return kNoId;
+  const AddressSegment* base = segments.data();
+  while (n > 1) {
+    size_t half = n / 2;
+    base = base[half].start <= address ? base + half : base;
+    n -= half;
+  }
+  return base->id;
 }
 
 std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges) {

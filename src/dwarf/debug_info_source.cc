@@ -416,22 +416,39 @@ void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned thread
 }
 
 bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
-  frames->clear();
-  if (!main_) return false;
+  // Frames of the previous call are reused (not cleared) so that their strings keep their
+  // capacity: a warm lookup then copies names without allocating.
+  size_t used = 0;
+  auto next_frame = [&]() -> SourceFrame& {
+    if (used == frames->size()) frames->emplace_back();
+    SourceFrame& f = (*frames)[used++];
+    f.function.clear();
+    f.raw_function.clear();
+    f.file.clear();
+    f.line = 0;
+    f.column = 0;
+    f.inlined = false;
+    return f;
+  };
+  auto finish = [&](bool found) {
+    frames->resize(used);
+    return found;
+  };
+  if (!main_) return finish(false);
   int32_t unit_index = dwarf::FindSegment(unit_map_, vaddr);
-  if (unit_index < 0) return false;
+  if (unit_index < 0) return finish(false);
   UnitState* state = EnsureUnit(static_cast<size_t>(unit_index));
-  if (state == nullptr) return false;
+  if (state == nullptr) return finish(false);
   int32_t node = state->functions.Find(vaddr);
   const dwarf::LineRow* row = state->line ? state->line->Find(vaddr) : nullptr;
-  if (node < 0 && row == nullptr) return false;
+  if (node < 0 && row == nullptr) return finish(false);
 
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return;
     std::string_view raw = NodeName(*state, n);
     frame.raw_function.assign(raw);
     if (options_.demangle && !raw.empty()) {
-      frame.function = DemangledName(raw);
+      frame.function.assign(DemangledName(raw));
     } else {
       frame.function.assign(raw);
     }
@@ -443,21 +460,21 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
     while (outer >= 0 && nodes[static_cast<size_t>(outer)].inlined) {
       outer = nodes[static_cast<size_t>(outer)].parent;
     }
-    SourceFrame& frame = frames->emplace_back();
+    SourceFrame& frame = next_frame();
     name_frame(frame, outer >= 0 ? outer : node);
     if (row != nullptr) {
-      frame.file = FilePath(*state, row->file);
+      frame.file.assign(FilePath(*state, row->file));
       frame.line = row->line;
       frame.column = row->column;
     }
-    return true;
+    return finish(true);
   }
   // Innermost frame: the line row of the address. Each outer frame: the call site recorded
   // on the inlined subroutine it contains. The chain ends at the first out-of-line function.
-  SourceFrame& first = frames->emplace_back();
+  SourceFrame& first = next_frame();
   name_frame(first, node);
   if (row != nullptr) {
-    first.file = FilePath(*state, row->file);
+    first.file.assign(FilePath(*state, row->file));
     first.line = row->line;
     first.column = row->column;
   }
@@ -465,15 +482,15 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   size_t guard = 0;
   while (current >= 0 && nodes[static_cast<size_t>(current)].inlined && ++guard < 4096) {
     const dwarf::FunctionNode& inlined = nodes[static_cast<size_t>(current)];
-    frames->back().inlined = true;
-    SourceFrame& caller = frames->emplace_back();
+    (*frames)[used - 1].inlined = true;
+    SourceFrame& caller = next_frame();
     name_frame(caller, inlined.parent);
-    caller.file = FilePath(*state, inlined.call_file);
+    caller.file.assign(FilePath(*state, inlined.call_file));
     caller.line = inlined.call_line;
     caller.column = inlined.call_column;
     current = inlined.parent;
   }
-  return true;
+  return finish(true);
 }
 
 size_t DebugInfoSource::memory_bytes() const {
