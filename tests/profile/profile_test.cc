@@ -55,12 +55,12 @@ TEST(ProfileTest, EqualStacksAggregateAndCountsAddUp) {
 }
 
 TEST(ProfileTest, ManyDistinctStacksNeverMerge) {
-  // 200k random stacks: with any hash-only scheme (a fixed table of buckets, as in a BPF
+  // 100k random stacks: with any hash-only scheme (a fixed table of buckets, as in a BPF
   // stack map) some would collide; here every distinct stack must keep its own count.
   Profile p;
   std::mt19937_64 rng(42);
   std::set<std::vector<uint32_t>> distinct;
-  const int kStacks = 200000;
+  const int kStacks = 100000;
   for (int i = 0; i < kStacks; ++i) {
     std::vector<uint32_t> frames(1 + rng() % 6);
     for (auto& f : frames) f = static_cast<uint32_t>(rng() % 64);
