@@ -114,10 +114,31 @@ class PerfSource : public SampleSource {
     size_t page = 0;
   };
 
-  bool IsTarget(uint32_t pid, uint32_t tid) const {
+  bool IsTarget(uint32_t pid, uint32_t tid) {
     if (tid == 0 && !include_idle_) return false;
     if (!filter_) return true;
-    return tgids_.count(static_cast<pid_t>(pid)) || tids_.count(static_cast<pid_t>(tid));
+    if (tgids_.count(static_cast<pid_t>(pid)) || tids_.count(static_cast<pid_t>(tid))) return true;
+    return follow_ && IsNewChild(pid);
+  }
+
+  // Each CPU has its own ring, so a child's first samples can be read before the
+  // PERF_RECORD_FORK that announces it: ask /proc for the parent of a pid not seen yet.
+  bool IsNewChild(uint32_t pid) {
+    auto [it, inserted] = not_children_.insert(pid);
+    if (!inserted) return false;
+    std::string path = "/proc/" + std::to_string(pid) + "/status";
+    FILE* f = fopen(path.c_str(), "re");
+    if (f == nullptr) return false;
+    char line[256];
+    long ppid = -1;
+    while (fgets(line, sizeof(line), f)) {
+      if (sscanf(line, "PPid: %ld", &ppid) == 1) break;
+    }
+    fclose(f);
+    if (ppid <= 0 || !tgids_.count(static_cast<pid_t>(ppid))) return false;
+    not_children_.erase(it);
+    tgids_.insert(static_cast<pid_t>(pid));
+    return true;
   }
 
   void ReadRing(Ring& r, const SampleCallback& callback) {
@@ -264,6 +285,7 @@ class PerfSource : public SampleSource {
   bool include_idle_ = false, kernel_stacks_ = true, user_stacks_ = true, follow_ = false;
   bool filter_ = false;
   std::unordered_set<pid_t> tgids_, tids_;
+  std::unordered_set<uint32_t> not_children_;  // pids already found not to be followed
   std::vector<Ring> rings_;
   size_t data_size_ = 0;
   uint64_t samples_ = 0, lost_ = 0;
