@@ -81,7 +81,8 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                o.frequency, u(s.lost), u(s.distinct_stacks));
   std::fprintf(stderr,
                "  user stacks: %llu empty, %llu truncated at 127 frames; %llu frames not "
-               "normalized (process gone or unmapped)\n",
+               "normalized (process gone, or unmapped: often bogus callers from code without frame "
+               "pointers)\n",
                u(s.user_stacks_empty), u(s.user_stacks_truncated), u(s.frames_not_normalized));
   if (s.lost > 0 && !s.lost_per_cpu.empty()) {
     std::string per_cpu;
