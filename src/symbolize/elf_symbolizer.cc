@@ -102,12 +102,14 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
     out.symbol_size = symbol->size;
     out.offset = out.vaddr - symbol->address;
   }
-  // Line-table-only DWARF (assembly sources) knows no function: name it from the symbols.
-  for (SourceFrame& frame : out.frames) {
-    if (frame.function.empty() && !frame.inlined && symbol != nullptr) {
-      frame.function = out.symbol;
-      frame.raw_function = out.raw_symbol;
-    }
+  // The out-of-line frame is named from the symbol table, as llvm-symbolizer does: DWARF
+  // names of glibc-style code are internal aliases (__GI___gconv_open for __gconv_open), and
+  // line-table-only DWARF (assembly sources) has no function name at all. Inlined frames keep
+  // their DWARF names.
+  if (symbol != nullptr && !out.frames.empty()) {
+    SourceFrame& outermost = out.frames.back();
+    outermost.function = out.symbol;
+    outermost.raw_function = out.raw_symbol;
   }
   if (symbol == nullptr && out.frames.empty()) {
     out.reason = table.empty() ? Reason::kNoSymbols : Reason::kNoSymbol;

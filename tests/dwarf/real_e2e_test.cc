@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -225,6 +226,43 @@ std::string Classify(const std::vector<Frame>& ours, const std::vector<Frame>& t
   return "other";
 }
 
+// Names of every function symbol (.symtab and .dynsym, demangled, versions dropped) → the
+// addresses they are defined at, from binutils' nm: the ground truth for "these two names are
+// aliases of one function".
+std::map<std::string, std::set<uint64_t>> SymbolAddressesByName(const std::string& path) {
+  std::map<std::string, std::set<uint64_t>> out;
+  for (const char* flags : {"-C", "-C -D"}) {
+    std::string cmd = std::string("nm --defined-only ") + flags + " '" + path + "' 2>/dev/null";
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (pipe == nullptr) continue;
+    char line[4096];
+    while (fgets(line, sizeof line, pipe) != nullptr) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      size_t sp1 = l.find(' ');
+      if (sp1 == std::string::npos || l.size() < sp1 + 3) continue;
+      std::string name = l.substr(sp1 + 3);
+      name = name.substr(0, name.find('@'));
+      out[name].insert(std::strtoull(l.substr(0, sp1).c_str(), nullptr, 16));
+    }
+    pclose(pipe);
+  }
+  return out;
+}
+
+// Two names of the outermost frame that nm defines at one address are aliases: stacksym picks
+// among aliases global > weak > local (issue 2), llvm-symbolizer the largest and then the last
+// in the table. Same function, a documented difference.
+bool AreAliases(const std::map<std::string, std::set<uint64_t>>& by_name, const std::string& a,
+                const std::string& b) {
+  auto ia = by_name.find(a), ib = by_name.find(b);
+  if (ia == by_name.end() || ib == by_name.end()) return false;
+  for (uint64_t addr : ia->second) {
+    if (ib->second.count(addr)) return true;
+  }
+  return false;
+}
+
 void CompareSampled(const std::string& path, const std::string& package, size_t count) {
   if (!RealToolExists("llvm-symbolizer")) GTEST_SKIP() << "llvm-symbolizer is not installed";
   if (access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " missing: install " << package;
@@ -236,18 +274,26 @@ void CompareSampled(const std::string& path, const std::string& package, size_t 
   std::vector<std::string> theirs = SplitBlocks(RunLlvm(path, addresses, ""));
   ASSERT_EQ(ours.size(), addresses.size());
   ASSERT_EQ(theirs.size(), addresses.size());
-  size_t with_lines = 0, agree = 0;
+  std::map<std::string, std::set<uint64_t>> by_name = SymbolAddressesByName(path);
+  size_t with_lines = 0, agree = 0, aliases = 0;
   std::map<std::string, size_t> kinds;
   std::string report;
   for (size_t i = 0; i < addresses.size(); ++i) {
     std::vector<Frame> a = ParseBlock(ours[i]), b = ParseBlock(theirs[i]);
     if (!b.empty() && b.back().file_line.rfind("??", 0) != 0) ++with_lines;
     bool same = a.size() == b.size();
+    bool alias = false;
     for (size_t f = 0; same && f < a.size(); ++f) {
-      same = a[f].function == b[f].function && a[f].file_line == b[f].file_line;
+      bool outermost = f + 1 == a.size();
+      bool name_ok = a[f].function == b[f].function;
+      if (!name_ok && outermost && AreAliases(by_name, a[f].function, b[f].function)) {
+        name_ok = alias = true;
+      }
+      same = name_ok && a[f].file_line == b[f].file_line;
     }
     if (same) {
       ++agree;
+      aliases += alias;
       continue;
     }
     std::string kind = Classify(a, b);
@@ -260,8 +306,11 @@ void CompareSampled(const std::string& path, const std::string& package, size_t 
   std::string summary;
   for (const auto& [kind, n] : kinds) summary += "  " + kind + ": " + std::to_string(n) + "\n";
   double rate = static_cast<double>(agree) / static_cast<double>(addresses.size());
-  std::printf("%s: %zu addresses, %zu with file:line, agreement %.3f%%\n%s%s", path.c_str(),
-              addresses.size(), with_lines, 100.0 * rate, summary.c_str(), report.c_str());
+  std::printf(
+      "%s: %zu addresses, %zu with file:line, agreement %.3f%% (of which %zu only differ in "
+      "the choice among aliases of the outermost function)\n%s%s",
+      path.c_str(), addresses.size(), with_lines, 100.0 * rate, aliases, summary.c_str(),
+      report.c_str());
   // Most sampled addresses must really have DWARF answers, or the comparison means little.
   EXPECT_GT(with_lines, addresses.size() * 9 / 10) << "debug info not found for " << path;
   EXPECT_GE(rate, 0.995) << "differences by kind:\n" << summary;
