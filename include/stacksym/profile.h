@@ -7,7 +7,7 @@
 // (Profile::symbols), however many stacks refer to it.
 //
 //   Profile p;
-//   uint32_t m = p.AddModule({.kind = ModuleKind::kElf, .path = "/usr/bin/bash", ...});
+//   uint32_t m = p.AddModule({.kind = ProfileModuleKind::kElf, .path = "/usr/bin/bash", ...});
 //   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x4a2f0});
 //   p.AddSample({.pid = 1, .tid = 1, .comm = "bash", .frames = {f}}, /*count=*/1);
 #pragma once
@@ -23,10 +23,10 @@
 
 namespace stacksym {
 
-enum class ModuleKind : uint8_t { kElf, kVdso, kAnonymous, kKernel, kUnknown };
+enum class ProfileModuleKind : uint8_t { kElf, kVdso, kAnonymous, kKernel, kUnknown };
 
 struct ProfileModule {
-  ModuleKind kind = ModuleKind::kUnknown;
+  ProfileModuleKind kind = ProfileModuleKind::kUnknown;
   std::string path;               // file path as mapped ("[vdso]", "[kernel.kallsyms]", ...)
   std::vector<uint8_t> build_id;  // empty when unknown
   bool operator==(const ProfileModule&) const = default;

@@ -15,7 +15,7 @@ inline uint64_t CallerAddress(uint64_t return_address) {
   return return_address == 0 ? 0 : return_address - 1;
 }
 
-std::string ModuleKey(ModuleKind kind, const std::string& path,
+std::string ModuleKey(ProfileModuleKind kind, const std::string& path,
                       const std::vector<uint8_t>& build_id) {
   std::string key;
   key.reserve(path.size() + build_id.size() + 2);
@@ -26,18 +26,18 @@ std::string ModuleKey(ModuleKind kind, const std::string& path,
   return key;
 }
 
-ModuleKind ToProfileKind(UserModuleKind kind) {
+ProfileModuleKind ToProfileKind(UserModuleKind kind) {
   switch (kind) {
     case UserModuleKind::kElf:
-      return ModuleKind::kElf;
+      return ProfileModuleKind::kElf;
     case UserModuleKind::kVdso:
-      return ModuleKind::kVdso;
+      return ProfileModuleKind::kVdso;
     case UserModuleKind::kAnonymous:
-      return ModuleKind::kAnonymous;
+      return ProfileModuleKind::kAnonymous;
     case UserModuleKind::kUnknown:
       break;
   }
-  return ModuleKind::kUnknown;
+  return ProfileModuleKind::kUnknown;
 }
 
 // The vDSO is the same image in every process of this kernel: our own copy serves for
@@ -86,7 +86,7 @@ std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
 SampleAggregator::SampleAggregator() = default;
 
 uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
-  ModuleKind kind = ToProfileKind(m.kind);
+  ProfileModuleKind kind = ToProfileKind(m.kind);
   std::string key = ModuleKey(kind, m.path, m.build_id);
   if (auto it = module_index_.find(key); it != module_index_.end()) {
     uint32_t index = it->second;
@@ -104,7 +104,7 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
 
 uint32_t SampleAggregator::KernelModule() {
   if (kernel_module_ == UINT32_MAX) {
-    kernel_module_ = profile_.AddModule({ModuleKind::kKernel, "[kernel.kallsyms]", {}});
+    kernel_module_ = profile_.AddModule({ProfileModuleKind::kKernel, "[kernel.kallsyms]", {}});
     module_files_.resize(profile_.modules.size());
   }
   return kernel_module_;

@@ -1,6 +1,6 @@
-// UserStackNormalizer — the capture module's narrow view of the Normalizer. It is the only
-// capture file that includes stacksym/normalize.h (that header and stacksym/profile.h both
-// declare a ModuleKind), so the rest of the module works with these plain structs.
+// UserStackNormalizer — the capture module's narrow view of the Normalizer: the only capture
+// file that includes stacksym/normalize.h, so the sampling code sees just the few plain
+// structs it needs (kind, path, build ID, kept file) and not the normalizer's whole API.
 #pragma once
 
 #include <sys/types.h>

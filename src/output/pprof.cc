@@ -120,7 +120,7 @@ Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
   auto mapping_of = [&](const ProfileFrame& frame) -> uint64_t {
     if (frame.kind == FrameKind::kUserRaw) return 0;
     if (frame.module < profile.modules.size()) {
-      bool kernel_module = profile.modules[frame.module].kind == ModuleKind::kKernel;
+      bool kernel_module = profile.modules[frame.module].kind == ProfileModuleKind::kKernel;
       if ((frame.kind == FrameKind::kKernel) == kernel_module) return frame.module + 1;
     }
     return frame.kind == FrameKind::kKernel ? synthetic_kernel_id : 0;
@@ -180,7 +180,7 @@ Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
   };
   for (size_t i = 0; i < profile.modules.size(); ++i) {
     const ProfileModule& module = profile.modules[i];
-    fill_mapping(i + 1, module.path, module.build_id, module.kind == ModuleKind::kKernel);
+    fill_mapping(i + 1, module.path, module.build_id, module.kind == ProfileModuleKind::kKernel);
   }
   if (facts[synthetic_kernel_id].any_frame) {
     fill_mapping(synthetic_kernel_id, "[kernel.kallsyms]", {}, true);
@@ -331,11 +331,11 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
     ProfileModule module;
     module.path = str(m.filename(), "mapping file name");
     bool kernel = IsKernelPath(module.path);
-    module.kind = kernel                    ? ModuleKind::kKernel
-                  : module.path == "[vdso]" ? ModuleKind::kVdso
-                  : module.path.empty()     ? ModuleKind::kUnknown
-                  : module.path[0] == '['   ? ModuleKind::kAnonymous
-                                            : ModuleKind::kElf;
+    module.kind = kernel                    ? ProfileModuleKind::kKernel
+                  : module.path == "[vdso]" ? ProfileModuleKind::kVdso
+                  : module.path.empty()     ? ProfileModuleKind::kUnknown
+                  : module.path[0] == '['   ? ProfileModuleKind::kAnonymous
+                                            : ProfileModuleKind::kElf;
     const std::string& build_id = str(m.build_id(), "mapping build id");
     if (!build_id.empty() && !ParseHexBuildId(build_id, &module.build_id)) {
       module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes

@@ -41,8 +41,8 @@ std::shared_ptr<ElfFile> OpenModule(const ProfileModule& m, size_t index,
     return options.module_files[index];
   }
   *reason = Reason::kFileUnavailable;
-  if (m.kind != ModuleKind::kElf) {
-    *reason = m.kind == ModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
+  if (m.kind != ProfileModuleKind::kElf) {
+    *reason = m.kind == ProfileModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
     return nullptr;
   }
   if (!m.path.empty()) {

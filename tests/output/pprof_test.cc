@@ -83,7 +83,7 @@ TEST(PprofTest, RoundTripKeepsSamplesSymbolsAndMetadata) {
     if (m.path == "/usr/bin/app") {
       found_app = true;
       EXPECT_EQ(m.build_id, (std::vector<uint8_t>{0xab, 0xcd, 0x01, 0x02}));
-      EXPECT_EQ(m.kind, ModuleKind::kElf);
+      EXPECT_EQ(m.kind, ProfileModuleKind::kElf);
     }
   }
   EXPECT_TRUE(found_app);
