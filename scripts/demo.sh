@@ -13,11 +13,12 @@ echo
 echo "== stacksym buildid $libc"
 "$stacksym" buildid "$libc"
 
-# A few exported libc functions, each at a small offset inside it.
+# A few exported libc functions, each 4 bytes into it.
+symbols=$(nm -D --defined-only "$libc")
 addresses=()
 for fn in malloc printf qsort getaddrinfo pthread_create; do
-  line=$(nm -D --defined-only "$libc" | awk -v f="$fn" '$3 == f || $3 ~ "^"f"@@" {print $1; exit}')
-  [[ -n "$line" ]] && addresses+=("0x$(printf '%x' $((16#$line + 0x10)))")
+  line=$(awk -v f="$fn" '($3 == f || index($3, f "@@") == 1) && !found {print $1; found = 1}' <<<"$symbols")
+  [[ -n "$line" ]] && addresses+=("0x$(printf '%x' $((16#$line + 4)))")
 done
 
 echo
