@@ -4,11 +4,16 @@
 // The declared size is a claim by the file: output never grows past it, a stream that ends
 // early or runs long is an error, and declared sizes no real compressor could reach from the
 // given input are refused before anything is allocated.
+//
+// Output goes into a DecompressedBytes buffer of exactly the declared size that is never
+// zero-filled first; large buffers are anonymous mappings, so pages the stream never reaches
+// cost no memory even when a hostile header overstates the size.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "stacksym/result.h"
 
@@ -16,14 +21,35 @@ namespace stacksym::elf {
 
 enum class Compression { kZlib, kZstd };
 
+// Frees a DecompressedBytes buffer: delete[] when mapped_size is 0, else munmap.
+struct ReleaseDecompressed {
+  size_t mapped_size = 0;
+  void operator()(uint8_t* p) const;
+};
+
+// An owned, fixed-size byte buffer whose contents start uninitialised.
+class DecompressedBytes {
+ public:
+  DecompressedBytes() = default;
+  // Fails (kInternal) only when the memory cannot be had.
+  static Result<DecompressedBytes> Allocate(size_t size);
+
+  uint8_t* data() { return data_.get(); }
+  size_t size() const { return size_; }
+  std::span<const uint8_t> bytes() const { return {data_.get(), size_}; }
+
+ private:
+  std::unique_ptr<uint8_t, ReleaseDecompressed> data_;
+  size_t size_ = 0;
+};
+
 // Decompresses `input` (a bare zlib or zstd stream) that must expand to exactly
 // `declared_size` bytes.
-Result<std::vector<uint8_t>> Decompress(Compression kind, std::span<const uint8_t> input,
-                                        uint64_t declared_size);
+Result<DecompressedBytes> Decompress(Compression kind, std::span<const uint8_t> input,
+                                     uint64_t declared_size);
 
 // The contents of a whole compressed section: the Elf32/64_Chdr form when `gabi` is true,
 // otherwise the legacy "ZLIB" + 8-byte big-endian size form.
-Result<std::vector<uint8_t>> DecompressSection(std::span<const uint8_t> raw, bool gabi,
-                                               bool is_64bit);
+Result<DecompressedBytes> DecompressSection(std::span<const uint8_t> raw, bool gabi, bool is_64bit);
 
 }  // namespace stacksym::elf

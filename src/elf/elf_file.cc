@@ -19,7 +19,7 @@ using elf::RangeFits;
 // Filled at most once (call_once), so concurrent readers never decompress twice.
 struct ElfFile::Decompressed {
   std::once_flag once;
-  std::vector<uint8_t> data;
+  elf::DecompressedBytes data;
   std::optional<Error> error;
 };
 
@@ -260,7 +260,7 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   if (slot == nullptr) return raw;
   std::call_once(slot->once, [&] {
     bool gabi = (s.flags & SHF_COMPRESSED) != 0;
-    Result<std::vector<uint8_t>> out = elf::DecompressSection(raw, gabi, is_64bit_);
+    Result<elf::DecompressedBytes> out = elf::DecompressSection(raw, gabi, is_64bit_);
     if (out) {
       slot->data = std::move(*out);
     } else {
@@ -268,7 +268,7 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
     }
   });
   if (slot->error) return *slot->error;
-  return std::span<const uint8_t>(slot->data);
+  return slot->data.bytes();
 }
 
 Result<std::span<const uint8_t>> ElfFile::SectionData(std::string_view name) const {
