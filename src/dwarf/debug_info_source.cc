@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <unordered_set>
 
@@ -34,6 +35,13 @@ struct DebugInfoSource::UnitState {
   std::vector<uint8_t> name_done;
   std::vector<std::string> paths;
   std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
+};
+
+// The split-DWARF package of the binary, opened once.
+struct DebugInfoSource::DwpPackage {
+  std::shared_ptr<ElfFile> elf;
+  DwpIndex index;
+  DwarfSections sections;  // whole *.dwo sections; each unit's contributions are sliced out
 };
 
 namespace {
@@ -234,34 +242,23 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
   std::unique_ptr<DwarfFile> dwo;
   std::shared_ptr<ElfFile> dwo_elf;
   // A .dwp package first (it replaces the .dwo files), then the .dwo itself.
-  {
-    Result<std::shared_ptr<ElfFile>> dwp = finder_->FindDwp(binary_ ? *binary_ : *debug_file_);
-    if (dwp && *dwp) {
-      Result<std::span<const uint8_t>> index_bytes = (*dwp)->SectionData(".debug_cu_index");
-      if (index_bytes) {
-        Result<DwpIndex> index = DwpIndex::Parse(*index_bytes);
-        std::optional<DwpUnitSections> contrib;
-        if (index) contrib = index->Find(skeleton.dwo_id);
-        Result<DwarfSections> whole = LoadSections(**dwp, true);
-        if (contrib && whole) {
-          auto slice = [](std::span<const uint8_t> s, const DwpContribution& c) {
-            if (c.size == 0 && c.offset == 0) return s;
-            if (c.offset > s.size() || c.size > s.size() - c.offset) {
-              return std::span<const uint8_t>();
-            }
-            return s.subspan(static_cast<size_t>(c.offset), static_cast<size_t>(c.size));
-          };
-          DwarfSections s = *whole;
-          s.info = slice(s.info, contrib->info);
-          s.abbrev = slice(s.abbrev, contrib->abbrev);
-          s.line = slice(s.line, contrib->line);
-          s.str_offsets = slice(s.str_offsets, contrib->str_offsets);
-          s.rnglists = slice(s.rnglists, contrib->rnglists);
-          dwo = std::make_unique<DwarfFile>(s, true);
-          dwo_elf = *dwp;
-        }
-      }
-    }
+  const DwpPackage* package = Package();
+  std::optional<DwpUnitSections> contrib;
+  if (package != nullptr) contrib = package->index.Find(skeleton.dwo_id);
+  if (contrib) {
+    auto slice = [](std::span<const uint8_t> s, const DwpContribution& c) {
+      if (c.size == 0 && c.offset == 0) return s;
+      if (c.offset > s.size() || c.size > s.size() - c.offset) return std::span<const uint8_t>();
+      return s.subspan(static_cast<size_t>(c.offset), static_cast<size_t>(c.size));
+    };
+    DwarfSections s = package->sections;
+    s.info = slice(s.info, contrib->info);
+    s.abbrev = slice(s.abbrev, contrib->abbrev);
+    s.line = slice(s.line, contrib->line);
+    s.str_offsets = slice(s.str_offsets, contrib->str_offsets);
+    s.rnglists = slice(s.rnglists, contrib->rnglists);
+    dwo = std::make_unique<DwarfFile>(s, true);
+    dwo_elf = package->elf;
   }
   if (!dwo) {
     Result<std::shared_ptr<ElfFile>> found =
@@ -305,8 +302,64 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
   state->functions = std::move(*functions);
   state->function_file = dwo.get();
   split_dwarf_.push_back(std::move(dwo));
-  split_files_.push_back(std::move(dwo_elf));
+  // The package is held by dwp_; each .dwo file is held here.
+  if (package == nullptr || dwo_elf != package->elf) split_files_.push_back(std::move(dwo_elf));
   return {};
+}
+
+// Finds, opens and indexes the .dwp package on the first call only: every split unit of a
+// binary lives in the same package, and reopening it per unit would map the file and parse
+// its index once per unit. A miss or a broken package is remembered just the same.
+const DebugInfoSource::DwpPackage* DebugInfoSource::Package() {
+  if (dwp_searched_) return dwp_.get();
+  dwp_searched_ = true;
+  ++dwp_searches_;
+  // "<binary>.dwp" first, then "<separate debug file>.dwp" (a package shipped with the debug
+  // file, e.g. in the same debug directory).
+  std::vector<const ElfFile*> owners;
+  if (binary_) owners.push_back(binary_.get());
+  if (debug_file_ && debug_file_ != binary_) owners.push_back(debug_file_.get());
+  for (const ElfFile* owner : owners) {
+    Result<std::shared_ptr<ElfFile>> found = finder_->FindDwp(*owner);
+    if (!found) {
+      AddUnitError(std::move(found).error());
+      continue;
+    }
+    if (!*found) continue;
+    Result<std::unique_ptr<DwpPackage>> package = OpenPackage(*found);
+    if (!package) {
+      AddUnitError(std::move(package).error());
+      continue;
+    }
+    dwp_ = std::move(*package);
+    break;
+  }
+  return dwp_.get();
+}
+
+Result<std::unique_ptr<DebugInfoSource::DwpPackage>> DebugInfoSource::OpenPackage(
+    std::shared_ptr<ElfFile> elf) {
+  ++dwp_opens_;
+  if (elf->FindSection(".debug_cu_index") == nullptr) {
+    return MakeError(ErrorCode::kMalformed, "no .debug_cu_index: not a split-DWARF package")
+        .WithFile(elf->path());
+  }
+  Result<std::span<const uint8_t>> index_bytes = elf->SectionData(".debug_cu_index");
+  if (!index_bytes) return std::move(index_bytes).error().WithFile(elf->path());
+  Result<DwpIndex> index = DwpIndex::Parse(*index_bytes);
+  if (!index) return std::move(index).error().WithFile(elf->path());
+  Result<DwarfSections> whole = LoadSections(*elf, true);
+  if (!whole) return std::move(whole).error();
+  auto package = std::make_unique<DwpPackage>();
+  package->elf = std::move(elf);
+  package->index = std::move(*index);
+  package->sections = *whole;
+  return package;
+}
+
+const std::string& DebugInfoSource::dwp_path() const {
+  static const std::string kNone;
+  return dwp_ ? dwp_->elf->path() : kNone;
 }
 
 DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {

@@ -64,14 +64,23 @@ class DebugInfoSource {
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
   const std::vector<Error>& unit_errors() const { return unit_errors_; }
+  // Split-DWARF package (.dwp) bookkeeping: the package is searched for once, on the first
+  // split unit ("<binary>.dwp", then "<separate debug file>.dwp"), and opened and indexed
+  // once; a miss or a broken package is remembered like a success.
+  size_t dwp_search_count() const { return dwp_searches_; }  // 0 or 1
+  size_t dwp_open_count() const { return dwp_opens_; }       // package files opened
+  const std::string& dwp_path() const;                       // empty: no package in use
 
  private:
   struct UnitState;
+  struct DwpPackage;
   DebugInfoSource() = default;
   Result<void> Init(const dwarf::DwarfSections& sections);
   Result<void> BuildUnitMap();
   UnitState* EnsureUnit(size_t index);
   Result<void> OpenSplitUnit(dwarf::UnitInfo& skeleton, UnitState* state);
+  const DwpPackage* Package();
+  Result<std::unique_ptr<DwpPackage>> OpenPackage(std::shared_ptr<ElfFile> elf);
   std::string_view NodeName(UnitState& state, int32_t node);
   const std::string& DemangledName(std::string_view raw);
   const std::string& FilePath(UnitState& state, uint32_t file);
@@ -83,7 +92,11 @@ class DebugInfoSource {
   std::shared_ptr<ElfFile> binary_;
   std::shared_ptr<ElfFile> debug_file_;
   std::shared_ptr<ElfFile> supplementary_file_;
-  std::vector<std::shared_ptr<ElfFile>> split_files_;  // .dwo / .dwp kept alive
+  std::vector<std::shared_ptr<ElfFile>> split_files_;  // .dwo files kept alive
+  std::unique_ptr<DwpPackage> dwp_;                    // null: none found, or unusable
+  bool dwp_searched_ = false;
+  size_t dwp_searches_ = 0;
+  size_t dwp_opens_ = 0;
   std::unique_ptr<DebugFileFinder> finder_;
   std::unique_ptr<dwarf::DwarfFile> main_;
   std::unique_ptr<dwarf::DwarfFile> supplementary_;
