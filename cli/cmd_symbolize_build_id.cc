@@ -16,11 +16,8 @@ namespace {
 
 struct Options {
   std::string build_id;
-  bool no_debug_info = false;
-  bool no_inlines = false;
-  std::vector<std::string> debug_dirs;
   std::vector<std::string> offsets;
-  OutputOptions output;
+  SymbolizeCliOptions symbolize;
 };
 
 int Run(const Options& o) {
@@ -37,11 +34,7 @@ int Run(const Options& o) {
                  kName, o.build_id.c_str());
     return kExitBadInput;
   }
-  SymbolizeOptions options;
-  options.demangle = !o.output.no_demangle;
-  options.use_debug_info = !o.no_debug_info;
-  options.inlines = !o.no_inlines;
-  if (!o.debug_dirs.empty()) options.debug_dirs = o.debug_dirs;
+  SymbolizeOptions options = o.symbolize.ToSymbolizeOptions();
   int exit_code = kExitOk;
   Result<std::string> path = FindBinaryByBuildId(*build_id, options.debug_dirs);
   if (!path) {
@@ -50,16 +43,8 @@ int Run(const Options& o) {
     exit_code = kExitBadInput;
   }
   BuildIdSymbolizer symbolizer(options);
-  std::string out;
-  out.reserve(4096);
-  for (uint64_t offset : offsets) {
-    AppendSymbolized(symbolizer.Symbolize(*build_id, offset), o.output, &out);
-    if (out.size() > (1 << 16)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
-    }
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  WriteAnswers(offsets.size(), o.symbolize.output,
+               [&](size_t i) { return symbolizer.Symbolize(*build_id, offsets[i]); });
   return exit_code;
 }
 
@@ -68,11 +53,7 @@ CommandRegistrar registrar(
     [](CLI::App& app) -> CommandRun {
       auto o = std::make_shared<Options>();
       app.add_option("--build-id", o->build_id, "GNU build ID (hex)")->required();
-      app.add_flag("--no-debug-info", o->no_debug_info, "Use only the symbol tables, not DWARF");
-      app.add_flag("--no-inlines", o->no_inlines, "Report only the out-of-line function");
-      app.add_option("--debug-dir", o->debug_dirs,
-                     "Directory with a .build-id tree (repeatable; default /usr/lib/debug)");
-      AddOutputOptions(app, &o->output);
+      AddSymbolizeOptions(app, &o->symbolize);
       app.add_option("OFFSET", o->offsets, "Hex file offsets; read from stdin when none are given");
       return [o] { return Run(*o); };
     });

@@ -15,11 +15,8 @@ namespace {
 struct Options {
   std::string kallsyms = "/proc/kallsyms";
   std::string vmlinux;
-  bool no_debug_info = false;
-  bool no_inlines = false;
-  std::vector<std::string> debug_dirs;
   std::vector<std::string> addresses;
-  OutputOptions output;
+  SymbolizeCliOptions symbolize;  // --debug-dir and DWARF options apply to --vmlinux
 };
 
 int Run(const Options& o) {
@@ -32,10 +29,7 @@ int Run(const Options& o) {
   KernelSymbolizerOptions options;
   options.kallsyms_path = o.kallsyms;
   options.vmlinux_path = o.vmlinux;
-  options.symbolize.demangle = !o.output.no_demangle;
-  options.symbolize.use_debug_info = !o.no_debug_info;
-  options.symbolize.inlines = !o.no_inlines;
-  if (!o.debug_dirs.empty()) options.symbolize.debug_dirs = o.debug_dirs;
+  options.symbolize = o.symbolize.ToSymbolizeOptions();
   auto symbolizer = KernelSymbolizer::Open(options);
   if (!symbolizer) {
     std::fprintf(stderr, "stacksym symbolize kernel: %s\n", symbolizer.error().ToString().c_str());
@@ -46,16 +40,8 @@ int Run(const Options& o) {
     std::fprintf(stderr, "stacksym symbolize kernel: %s shows only zero addresses: %s\n",
                  o.kallsyms.c_str(), ReasonText(Reason::kKernelAddressesHidden));
   }
-  std::string out;
-  out.reserve(4096);
-  for (uint64_t address : addresses) {
-    AppendSymbolized((*symbolizer)->Symbolize(address), o.output, &out);
-    if (out.size() > (1 << 16)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
-    }
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  WriteAnswers(addresses.size(), o.symbolize.output,
+               [&](size_t i) { return (*symbolizer)->Symbolize(addresses[i]); });
   return kExitOk;
 }
 
@@ -66,11 +52,7 @@ CommandRegistrar registrar(
       app.add_option("--kallsyms", o->kallsyms, "kallsyms file (default /proc/kallsyms)");
       app.add_option("--vmlinux", o->vmlinux,
                      "vmlinux with symbols/DWARF; KASLR offset derived from _stext");
-      app.add_flag("--no-debug-info", o->no_debug_info, "Use only vmlinux's symbol table");
-      app.add_flag("--no-inlines", o->no_inlines, "Report only the out-of-line function");
-      app.add_option("--debug-dir", o->debug_dirs,
-                     "Root of separate debug files for vmlinux (repeatable)");
-      AddOutputOptions(app, &o->output);
+      AddSymbolizeOptions(app, &o->symbolize);
       app.add_option("ADDR", o->addresses, "Hex addresses; read from stdin when none are given");
       return [o] { return Run(*o); };
     });

@@ -18,13 +18,10 @@ namespace {
 
 struct Options {
   int pid = 0;
-  bool no_debug_info = false;
-  bool no_inlines = false;
   bool no_perf_map = false;
   std::string vma_source = "auto";
-  std::vector<std::string> debug_dirs;
   std::vector<std::string> addresses;
-  OutputOptions output;
+  SymbolizeCliOptions symbolize;
 };
 
 int Run(const Options& o) {
@@ -44,10 +41,7 @@ int Run(const Options& o) {
     return kExitBadInput;
   }
   ProcessSymbolizerOptions options;
-  options.symbolize.demangle = !o.output.no_demangle;
-  options.symbolize.use_debug_info = !o.no_debug_info;
-  options.symbolize.inlines = !o.no_inlines;
-  if (!o.debug_dirs.empty()) options.symbolize.debug_dirs = o.debug_dirs;
+  options.symbolize = o.symbolize.ToSymbolizeOptions();
   options.perf_maps = !o.no_perf_map;
   std::optional<VmaSourceKind> source = ParseVmaSourceKind(o.vma_source);
   if (!source) {
@@ -61,16 +55,8 @@ int Run(const Options& o) {
     std::fprintf(stderr, "%s: %s\n", kName, results.error().ToString().c_str());
     return kExitBadInput;
   }
-  std::string out;
-  out.reserve(4096);
-  for (const SymbolizedAddress& a : *results) {
-    AppendSymbolized(a, o.output, &out);
-    if (out.size() > (1 << 16)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
-    }
-  }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  WriteAnswers(results->size(), o.symbolize.output,
+               [&](size_t i) -> const SymbolizedAddress& { return (*results)[i]; });
   return kExitOk;
 }
 
@@ -79,14 +65,10 @@ CommandRegistrar registrar(
     [](CLI::App& app) -> CommandRun {
       auto o = std::make_shared<Options>();
       app.add_option("--pid,-p", o->pid, "Process ID")->required();
-      app.add_flag("--no-debug-info", o->no_debug_info, "Use only the symbol tables, not DWARF");
-      app.add_flag("--no-inlines", o->no_inlines, "Report only the out-of-line function");
       app.add_flag("--no-perf-map", o->no_perf_map, "Do not read /tmp/perf-PID.map");
       app.add_option("--vma-source", o->vma_source, "auto (default), ioctl or text")
           ->check(CLI::IsMember({"auto", "ioctl", "text"}));
-      app.add_option("--debug-dir", o->debug_dirs,
-                     "Root of separate debug files (repeatable; default /usr/lib/debug)");
-      AddOutputOptions(app, &o->output);
+      AddSymbolizeOptions(app, &o->symbolize);
       app.add_option("ADDR", o->addresses, "Hex addresses; read from stdin when none are given");
       return [o] { return Run(*o); };
     });

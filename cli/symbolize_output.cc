@@ -133,6 +133,24 @@ void AddOutputOptions(CLI::App& app, OutputOptions* options) {
   app.add_flag("--no-demangle", options->no_demangle, "Keep raw (mangled) names");
 }
 
+SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
+  SymbolizeOptions options;
+  options.demangle = !output.no_demangle;
+  options.use_debug_info = !no_debug_info;
+  options.inlines = !no_inlines;
+  if (!debug_dirs.empty()) options.debug_dirs = debug_dirs;
+  return options;
+}
+
+void AddSymbolizeOptions(CLI::App& app, SymbolizeCliOptions* options) {
+  app.add_flag("--no-debug-info", options->no_debug_info, "Use only the symbol tables, not DWARF");
+  app.add_flag("--no-inlines", options->no_inlines, "Report only the out-of-line function");
+  app.add_option("--debug-dir", options->debug_dirs,
+                 "Root of separate debug files, with a .build-id tree (repeatable; default "
+                 "/usr/lib/debug)");
+  AddOutputOptions(app, &options->output);
+}
+
 void AppendSymbolized(const SymbolizedAddress& address, const OutputOptions& options,
                       std::string* out) {
   switch (options.style()) {

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,33 @@ struct OutputOptions {
 
 // Adds --json, --output-style=text|json|llvm and --no-demangle.
 void AddOutputOptions(CLI::App& app, OutputOptions* options);
+
+// What every `symbolize` subcommand shares: --debug-dir, --no-debug-info, --no-inlines and the
+// output options.
+struct SymbolizeCliOptions {
+  bool no_debug_info = false;
+  bool no_inlines = false;
+  std::vector<std::string> debug_dirs;
+  OutputOptions output;
+  SymbolizeOptions ToSymbolizeOptions() const;
+};
+void AddSymbolizeOptions(CLI::App& app, SymbolizeCliOptions* options);
+
+// Renders answer(0) ... answer(count - 1) and writes them to stdout in 64 KiB chunks, so a
+// long batch streams instead of piling up in memory.
+template <class AnswerFn>
+void WriteAnswers(size_t count, const OutputOptions& options, AnswerFn&& answer) {
+  std::string out;
+  out.reserve(1 << 17);
+  for (size_t i = 0; i < count; ++i) {
+    AppendSymbolized(answer(i), options, &out);
+    if (out.size() > (1 << 16)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
 
 // Appends the rendering of one address (with its trailing newline(s)) to `out`.
 void AppendSymbolized(const SymbolizedAddress& address, const OutputOptions& options,

@@ -17,6 +17,8 @@
 
 #include "stacksym/result.h"
 
+struct stat;
+
 namespace stacksym {
 
 struct FileIdentity {
@@ -26,6 +28,9 @@ struct FileIdentity {
   int64_t mtime_ns = 0;
   bool operator==(const FileIdentity&) const = default;
 };
+
+// The identity of a file from its stat(2) result.
+FileIdentity FileIdentityOf(const struct ::stat& st);
 
 class MappedFile {
  public:

@@ -10,9 +10,7 @@
 
 namespace stacksym {
 
-namespace {
-
-FileIdentity IdentityOf(const struct stat& st) {
+FileIdentity FileIdentityOf(const struct ::stat& st) {
   FileIdentity id;
   id.dev = st.st_dev;
   id.inode = st.st_ino;
@@ -20,8 +18,6 @@ FileIdentity IdentityOf(const struct stat& st) {
   id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   return id;
 }
-
-}  // namespace
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -37,7 +33,7 @@ Result<MappedFile> MappedFile::FromFd(int fd, const std::string& path) {
   if (S_ISDIR(st.st_mode)) return Error(ErrorCode::kInvalidArgument, "is a directory").WithFile(path);
   MappedFile file;
   file.path_ = path;
-  file.identity_ = IdentityOf(st);
+  file.identity_ = FileIdentityOf(st);
   if (S_ISREG(st.st_mode) && st.st_size > 0) {
     void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (p != MAP_FAILED) {

@@ -64,15 +64,6 @@ uint64_t OffsetIn(ModuleKind kind, uint64_t addr, uint64_t vma_start, uint64_t v
   return kind == ModuleKind::kElf ? addr - vma_start + vma_offset : addr - vma_start;
 }
 
-FileIdentity IdentityOf(const struct stat& st) {
-  FileIdentity id;
-  id.dev = st.st_dev;
-  id.inode = st.st_ino;
-  id.size = static_cast<uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return id;
-}
-
 struct FileKey {
   uint64_t dev;
   uint64_t inode;
@@ -263,7 +254,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
       last_errno = errno;
       continue;
     }
-    FileIdentity id = IdentityOf(st);
+    FileIdentity id = FileIdentityOf(st);
     if (const BuildIdEntry* hit = build_ids.Find(id)) {
       if (hit->build_id.empty()) {
         ++stats.negative_hits;
@@ -281,7 +272,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
     }
     ++stats.build_id_reads;
     struct stat fst;
-    if (fstat(fd, &fst) == 0) id = IdentityOf(fst);  // the file actually read
+    if (fstat(fd, &fst) == 0) id = FileIdentityOf(fst);  // the file actually read
     Result<std::vector<uint8_t>> read = ReadBuildIdFromFd(fd);
     close(fd);
     BuildIdEntry entry;

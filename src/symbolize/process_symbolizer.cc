@@ -28,12 +28,7 @@ constexpr uint64_t kMaxVdsoBytes = uint64_t{16} << 20;
 std::optional<FileIdentity> StatIdentity(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  FileIdentity id;
-  id.dev = st.st_dev;
-  id.inode = st.st_ino;
-  id.size = static_cast<uint64_t>(st.st_size);
-  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return id;
+  return FileIdentityOf(st);
 }
 
 // Reads [start, start + size) of a process's memory through /proc/PID/mem.
