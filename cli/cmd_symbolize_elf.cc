@@ -1,7 +1,9 @@
 // `stacksym symbolize elf --file F [--file-offsets] [ADDR...]` — symbolize addresses of one
 // ELF file with its symbol table and DWARF (separate debug files found automatically).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,8 +34,16 @@ int Run(const Options& o) {
     return kExitBadInput;
   }
   AddressKind kind = o.file_offsets ? AddressKind::kFileOffset : AddressKind::kVirtual;
-  WriteAnswers(addresses.size(), o.symbolize.output,
-               [&](size_t i) { return (*symbolizer)->Symbolize(addresses[i], kind); });
+  // Batches let the symbolizer parse the DWARF units they need on all cores; bounded so a
+  // huge address list streams instead of holding every answer.
+  constexpr size_t kBatch = 1 << 16;
+  for (size_t begin = 0; begin < addresses.size(); begin += kBatch) {
+    std::span<const uint64_t> batch(addresses.data() + begin,
+                                    std::min(kBatch, addresses.size() - begin));
+    std::vector<SymbolizedAddress> answers = (*symbolizer)->SymbolizeBatch(batch, kind);
+    WriteAnswers(answers.size(), o.symbolize.output,
+                 [&](size_t i) -> const SymbolizedAddress& { return answers[i]; });
+  }
   return kExitOk;
 }
 

@@ -76,6 +76,8 @@ class ElfSymbolizer {
   ~ElfSymbolizer();
 
   SymbolizedAddress Symbolize(uint64_t address, AddressKind kind);
+  // Same answers as Symbolize() per address; first parses the DWARF units the batch needs on
+  // all cores.
   std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
                                                 AddressKind kind);
 
@@ -86,6 +88,7 @@ class ElfSymbolizer {
 
  private:
   ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options);
+  void LoadDebugInfo();  // once, on first need
   void FillFromSymbolTable(SymbolizedAddress& out) const;
 
   std::shared_ptr<ElfFile> elf_;

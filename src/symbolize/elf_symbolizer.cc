@@ -57,6 +57,16 @@ bool InLoadSegment(const ElfFile& elf, uint64_t vaddr) {
 
 }  // namespace
 
+void ElfSymbolizer::LoadDebugInfo() {
+#ifdef STACKSYM_WITH_DWARF
+  if (!options_.use_debug_info || debug_info_loaded_) return;
+  debug_info_loaded_ = true;
+  auto source = DebugInfoSource::Open(elf_, options_);
+  // Unusable debug info is not fatal: the symbol table still answers.
+  if (source) debug_info_ = std::move(*source);
+#endif
+}
+
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   out.input = address;
@@ -78,15 +88,8 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   }
 
 #ifdef STACKSYM_WITH_DWARF
-  if (options_.use_debug_info) {
-    if (!debug_info_loaded_) {
-      debug_info_loaded_ = true;
-      auto source = DebugInfoSource::Open(elf_, options_);
-      // Unusable debug info is not fatal: the symbol table still answers.
-      if (source) debug_info_ = std::move(*source);
-    }
-    if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
-  }
+  LoadDebugInfo();
+  if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
 #endif
   FillFromSymbolTable(out);
   return out;
@@ -118,6 +121,23 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
 
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
                                                              AddressKind kind) {
+#ifdef STACKSYM_WITH_DWARF
+  // Parse the DWARF units the whole batch needs on every core first; the lookups below then
+  // find their tables ready.
+  LoadDebugInfo();
+  if (debug_info_ && addresses.size() > 1) {
+    std::vector<uint64_t> vaddrs;
+    vaddrs.reserve(addresses.size());
+    for (uint64_t a : addresses) {
+      if (kind == AddressKind::kVirtual) {
+        vaddrs.push_back(a);
+      } else if (std::optional<uint64_t> v = elf_->FileOffsetToVaddr(a)) {
+        vaddrs.push_back(*v);
+      }
+    }
+    debug_info_->Prefetch(vaddrs);
+  }
+#endif
   std::vector<SymbolizedAddress> out;
   out.reserve(addresses.size());
   for (uint64_t a : addresses) out.push_back(Symbolize(a, kind));
