@@ -24,7 +24,7 @@ for target in "${targets[@]}"; do
   fi
   echo "== $name: ${seconds}s, $(ls "$corpus" | wc -l) seeds"
   "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=1048576 \
-    -print_final_stats=1 "$corpus" 2>"$build/fuzz/$name.log" || {
+    -print_final_stats=1 -artifact_prefix="$build/fuzz/$name-" "$corpus" 2>"$build/fuzz/$name.log" || {
       tail -n 60 "$build/fuzz/$name.log"
       echo "run-fuzzers: $name FAILED" >&2
       exit 1

@@ -63,8 +63,10 @@ bool ReadV5Entries(ByteCursor& c, const FormContext& ctx, OnEntry on_entry) {
   }
   uint64_t count = c.Uleb128();
   if (!c.ok()) return false;
-  // Each entry takes at least one byte unless every form is zero-sized; bound the count.
-  if (count > c.remaining() && format_count > 0) return false;
+  // A meaningful entry has a path, which takes at least one byte, so a count above the bytes
+  // left is corrupt — including formats whose forms are all zero-sized (flag_present) or
+  // empty, which would otherwise let a huge count add entries without consuming input.
+  if (count > c.remaining()) return false;
   for (uint64_t n = 0; n < count; ++n) {
     std::string_view path;
     uint64_t dir = 0;

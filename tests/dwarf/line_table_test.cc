@@ -159,6 +159,33 @@ TEST(LineTableTest, AppendPathJoinsLikeLlvm) {
   EXPECT_EQ(p, "/a/b/c");
 }
 
+// Found by fuzz_dwarf_line: a v5 header whose entry formats consume no bytes (none at all, or
+// only DW_FORM_flag_present) with a huge entry count used to add billions of entries without
+// reading input. It must be an error, quickly and without the memory.
+TEST(LineTableTest, HugeEntryCountsWithZeroSizedFormatsAreErrors) {
+  for (bool flag_present_format : {false, true}) {
+    ByteWriter w;
+    w.U32(0).U16(5).U8(8).U8(0);
+    size_t hl = w.size();
+    w.U32(0);
+    size_t hs = w.size();
+    StandardFields(w, 5);
+    if (flag_present_format) {
+      w.U8(1).Uleb(DW_LNCT_path).Uleb(DW_FORM_flag_present);
+    } else {
+      w.U8(0);
+    }
+    w.Uleb(uint64_t{1} << 40);  // directories_count
+    w.U8(0).Uleb(0);            // no file formats, no files
+    w.Patch32(hl, static_cast<uint32_t>(w.size() - hs));
+    EndSequence(w);
+    w.Patch32(0, static_cast<uint32_t>(w.size() - 4));
+    LineSections s;
+    s.line = w.bytes();
+    EXPECT_FALSE(LineTable::Parse(s, 0, 8)) << "flag_present format: " << flag_present_format;
+  }
+}
+
 TEST(LineTableTest, BadHeadersAreErrors) {
   testing::TinyDwarf t = testing::BuildTinyDwarf(4);
   LineSections s;
