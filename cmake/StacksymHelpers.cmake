@@ -10,10 +10,11 @@ function(stacksym_module name)
   set_property(GLOBAL APPEND PROPERTY STACKSYM_MODULES stacksym_${name})
 endfunction()
 
-# stacksym_gtest(NAME SOURCES... [LIBS libs...] [DEPENDS targets...] [LABELS labels...])
-# A GoogleTest binary registered with ctest, one ctest entry per test case.
+# stacksym_gtest(NAME SOURCES... [LIBS libs...] [DEPENDS targets...] [LABELS labels...] [SERIAL])
+# A GoogleTest binary registered with ctest, one ctest entry per test case. SERIAL: its cases
+# run alone (timing-sensitive tests, such as sampling a workload for a few seconds).
 function(stacksym_gtest name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "TIMEOUT" "SOURCES;LIBS;DEPENDS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE stacksym ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
@@ -26,8 +27,12 @@ function(stacksym_gtest name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  set(serial FALSE)
+  if(ARG_SERIAL)
+    set(serial TRUE)
+  endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
+                       PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}" RUN_SERIAL ${serial})
 endfunction()
 
 # stacksym_fixture(NAME SOURCES src... [COMPILER cc] [FLAGS flags...] [POST_COMMANDS ...])

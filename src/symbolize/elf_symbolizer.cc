@@ -4,13 +4,7 @@
 
 #include "stacksym/demangle.h"
 #include "stacksym/symbolize.h"
-#ifdef STACKSYM_WITH_DWARF
 #include "dwarf/debug_info_source.h"
-#else
-namespace stacksym {
-class DebugInfoSource {};
-}  // namespace stacksym
-#endif
 
 namespace stacksym {
 
@@ -33,9 +27,7 @@ ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOption
 ElfSymbolizer::~ElfSymbolizer() = default;
 
 std::string ElfSymbolizer::debug_file() const {
-#ifdef STACKSYM_WITH_DWARF
   if (debug_info_) return debug_info_->path();
-#endif
   return {};
 }
 
@@ -58,13 +50,11 @@ bool InLoadSegment(const ElfFile& elf, uint64_t vaddr) {
 }  // namespace
 
 void ElfSymbolizer::LoadDebugInfo() {
-#ifdef STACKSYM_WITH_DWARF
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
   auto source = DebugInfoSource::Open(elf_, options_);
   // Unusable debug info is not fatal: the symbol table still answers.
   if (source) debug_info_ = std::move(*source);
-#endif
 }
 
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
@@ -87,10 +77,8 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     }
   }
 
-#ifdef STACKSYM_WITH_DWARF
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
-#endif
   FillFromSymbolTable(out);
   return out;
 }
@@ -121,7 +109,6 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
 
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
                                                              AddressKind kind) {
-#ifdef STACKSYM_WITH_DWARF
   // Parse the DWARF units the whole batch needs on every core first; the lookups below then
   // find their tables ready.
   LoadDebugInfo();
@@ -137,7 +124,6 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     }
     debug_info_->Prefetch(vaddrs);
   }
-#endif
   std::vector<SymbolizedAddress> out;
   out.reserve(addresses.size());
   for (uint64_t a : addresses) out.push_back(Symbolize(a, kind));
