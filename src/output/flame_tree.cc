@@ -127,93 +127,82 @@ FlameTree BuildFlameTree(const Profile& profile) {
   return tree;
 }
 
-std::string ToValidUtf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    size_t len = Utf8SequenceLength(text, i);
-    if (len == 0) {
-      out.push_back('?');
-      ++i;
-    } else {
-      out.append(text.substr(i, len));
-      i += len;
-    }
-  }
-  return out;
-}
+namespace {
 
-void AppendJsonEscaped(std::string_view text, std::string* out) {
+// Walks UTF-8 text: valid multi-byte sequences are copied, bytes that start no valid sequence
+// become '?', and each ASCII character goes through escape_ascii(c, out).
+template <class EscapeAscii>
+void AppendUtf8(std::string_view text, std::string* out, EscapeAscii&& escape_ascii) {
   for (size_t i = 0; i < text.size();) {
     size_t len = Utf8SequenceLength(text, i);
     if (len == 0) {
       out->push_back('?');
       ++i;
-      continue;
-    }
-    if (len > 1) {
+    } else if (len > 1) {
       out->append(text.substr(i, len));
       i += len;
-      continue;
+    } else {
+      escape_ascii(text[i++], out);
     }
-    char c = text[i++];
+  }
+}
+
+}  // namespace
+
+std::string ToValidUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  AppendUtf8(text, &out, [](char c, std::string* o) { o->push_back(c); });
+  return out;
+}
+
+void AppendJsonEscaped(std::string_view text, std::string* out) {
+  AppendUtf8(text, out, [](char c, std::string* o) {
     switch (c) {
       case '"':
-        *out += "\\\"";
+        *o += "\\\"";
         break;
       case '\\':
-        *out += "\\\\";
+        *o += "\\\\";
         break;
       case '<':  // never "</script>" inside the page's script element
-        *out += "\\u003c";
+        *o += "\\u003c";
         break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          *out += buf;
+          *o += buf;
         } else {
-          out->push_back(c);
+          o->push_back(c);
         }
     }
-  }
+  });
 }
 
 void AppendXmlEscaped(std::string_view text, std::string* out) {
-  for (size_t i = 0; i < text.size();) {
-    size_t len = Utf8SequenceLength(text, i);
-    if (len == 0) {
-      out->push_back('?');
-      ++i;
-      continue;
-    }
-    if (len > 1) {
-      out->append(text.substr(i, len));
-      i += len;
-      continue;
-    }
-    char c = text[i++];
+  AppendUtf8(text, out, [](char c, std::string* o) {
     switch (c) {
       case '&':
-        *out += "&amp;";
+        *o += "&amp;";
         break;
       case '<':
-        *out += "&lt;";
+        *o += "&lt;";
         break;
       case '>':
-        *out += "&gt;";
+        *o += "&gt;";
         break;
       case '"':
-        *out += "&quot;";
+        *o += "&quot;";
         break;
       case '\'':
-        *out += "&#39;";
+        *o += "&#39;";
         break;
       default:
         // XML 1.0 forbids most control characters.
-        out->push_back(static_cast<unsigned char>(c) < 0x20 && c != '\t' ? '?' : c);
+        o->push_back(static_cast<unsigned char>(c) < 0x20 && c != '\t' ? '?' : c);
     }
-  }
+  });
 }
 
 }  // namespace stacksym::output
