@@ -12,8 +12,10 @@ if (( ${#targets[@]} == 0 )); then
   echo "run-fuzzers: no fuzz targets were built in $build/fuzz" >&2
   exit 1
 fi
+ran=0
 for target in "${targets[@]}"; do
   [[ -x "$target" && -f "$target" ]] || continue
+  ran=$((ran + 1))
   name=$(basename "$target")
   corpus="$build/fuzz/corpus-$name"
   mkdir -p "$corpus"
@@ -31,4 +33,4 @@ for target in "${targets[@]}"; do
     }
   grep -E '^(stat::number_of_executed_units|Done)' "$build/fuzz/$name.log" || tail -n 2 "$build/fuzz/$name.log"
 done
-echo "run-fuzzers: all ${#targets[@]} targets ran clean"
+echo "run-fuzzers: all $ran targets ran clean"
