@@ -92,6 +92,29 @@ class CandidateSearch {
     return *std::move(elf);
   }
 
+  // Why a candidate was turned down; nullopt accepts it.
+  struct Rejection {
+    FinderCandidate::Outcome outcome;
+    std::string detail;
+  };
+
+  // Opens `path` and returns it if it is not `self` (a file is never its own debug file) and
+  // `check` finds nothing wrong; otherwise records why and returns nullptr.
+  template <class Check>
+  std::shared_ptr<ElfFile> Try(const std::string& path, const ElfFile& self, Check&& check) {
+    std::shared_ptr<ElfFile> elf = Open(path);
+    if (!elf) return nullptr;
+    if (SameFile(*elf, self)) {
+      Record(path, FinderCandidate::Outcome::kSameFile, "");
+      return nullptr;
+    }
+    if (std::optional<Rejection> rejection = check(*elf)) {
+      Record(path, rejection->outcome, std::move(rejection->detail));
+      return nullptr;
+    }
+    return elf;
+  }
+
   void Record(const std::string& path, FinderCandidate::Outcome outcome, std::string detail) {
     if (trace_ != nullptr) trace_->candidates.push_back({path, outcome, std::move(detail)});
   }
@@ -181,16 +204,14 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
   std::span<const uint8_t> build_id = binary.build_id();
   if (build_id.size() >= 2) {
     for (const std::string& dir : debug_dirs_) {
-      std::string path = BuildIdPath(dir, build_id);
-      std::shared_ptr<ElfFile> elf = search.Open(path);
-      if (!elf) continue;
-      if (SameFile(*elf, binary)) {
-        search.Record(path, FinderCandidate::Outcome::kSameFile, "");
-      } else if (!BuildIdEquals(*elf, build_id)) {
-        search.Record(path, FinderCandidate::Outcome::kWrongBuildId, elf->build_id_hex());
-      } else {
-        return search.Accept(std::move(elf));
-      }
+      std::shared_ptr<ElfFile> elf =
+          search.Try(BuildIdPath(dir, build_id), binary,
+                     [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
+                       if (BuildIdEquals(e, build_id)) return std::nullopt;
+                       return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongBuildId,
+                                                         e.build_id_hex()};
+                     });
+      if (elf) return search.Accept(std::move(elf));
     }
   }
 
@@ -208,20 +229,15 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
       }
     }
     for (const std::string& path : paths) {
-      std::shared_ptr<ElfFile> elf = search.Open(path);
-      if (!elf) continue;
-      if (SameFile(*elf, binary)) {
-        search.Record(path, FinderCandidate::Outcome::kSameFile, "");
-        continue;
-      }
-      uint32_t crc = DebugLinkCrc32(elf->bytes());
-      if (crc != link->crc) {
-        char detail[64];
-        std::snprintf(detail, sizeof detail, "crc 0x%08x, expected 0x%08x", crc, link->crc);
-        search.Record(path, FinderCandidate::Outcome::kWrongCrc, detail);
-        continue;
-      }
-      return search.Accept(std::move(elf));
+      std::shared_ptr<ElfFile> elf = search.Try(
+          path, binary, [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
+            uint32_t crc = DebugLinkCrc32(e.bytes());
+            if (crc == link->crc) return std::nullopt;
+            char detail[64];
+            std::snprintf(detail, sizeof detail, "crc 0x%08x, expected 0x%08x", crc, link->crc);
+            return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongCrc, detail};
+          });
+      if (elf) return search.Accept(std::move(elf));
     }
   }
   return search.NothingFound();
@@ -265,15 +281,13 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSupplementaryFile(const El
     for (const std::string& dir : debug_dirs_) paths.push_back(BuildIdPath(dir, expected));
   }
   for (const std::string& path : paths) {
-    std::shared_ptr<ElfFile> elf = search.Open(path);
-    if (!elf) continue;
-    if (SameFile(*elf, debug_file)) {
-      search.Record(path, FinderCandidate::Outcome::kSameFile, "");
-    } else if (!SupplementaryMatches(*elf, expected)) {
-      search.Record(path, FinderCandidate::Outcome::kWrongBuildId, elf->build_id_hex());
-    } else {
-      return search.Accept(std::move(elf));
-    }
+    std::shared_ptr<ElfFile> elf = search.Try(
+        path, debug_file, [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
+          if (SupplementaryMatches(e, expected)) return std::nullopt;
+          return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongBuildId,
+                                            e.build_id_hex()};
+        });
+    if (elf) return search.Accept(std::move(elf));
   }
   return search.NothingFound();
 }
@@ -298,13 +312,11 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwo(const ElfFile& binary,
     paths.push_back(JoinPath(dir, BaseName(dwo_name)));
   }
   for (const std::string& path : paths) {
-    std::shared_ptr<ElfFile> elf = search.Open(path);
-    if (!elf) continue;
-    if (SameFile(*elf, binary)) {
-      search.Record(path, FinderCandidate::Outcome::kSameFile, "");
-      continue;
-    }
-    return search.Accept(std::move(elf));
+    std::shared_ptr<ElfFile> elf =
+        search.Try(path, binary, [](const ElfFile&) -> std::optional<CandidateSearch::Rejection> {
+          return std::nullopt;  // the caller checks the DWO id
+        });
+    if (elf) return search.Accept(std::move(elf));
   }
   return search.NothingFound();
 }
