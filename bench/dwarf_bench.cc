@@ -116,10 +116,48 @@ void ColdBatch(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * addresses.size());
 }
 
+// The DWARF work of a batch without the decompression: the debug file (which keeps its
+// decompressed sections) stays open, each iteration opens a new source on it and answers the
+// sample with LookupBatch on `threads` threads (unit map, filtered unit tables, names).
+void BatchOnDecompressed(benchmark::State& state, const char* path) {
+  Loaded loaded;
+  std::string why;
+  if (!Load(path, true, &loaded, &why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto debug_file = ElfFile::Open(loaded.source->path());
+  if (!debug_file) {
+    state.SkipWithError(debug_file.error().ToString().c_str());
+    return;
+  }
+  (void)DebugInfoSource::Open(*debug_file, SymbolizeOptions{});  // decompresses, once
+  unsigned threads = static_cast<unsigned>(state.range(0));
+  std::vector<std::vector<SourceFrame>> frames(loaded.addresses.size());
+  for (auto _ : state) {
+    auto source = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    (*source)->LookupBatch(
+        loaded.addresses, [&](size_t i) { return &frames[i]; }, threads);
+    benchmark::DoNotOptimize(frames.data());
+    state.counters["units_parsed"] = static_cast<double>((*source)->parsed_unit_count());
+  }
+  state.SetItemsProcessed(state.iterations() * loaded.addresses.size());
+}
+
 BENCHMARK_CAPTURE(WarmLookup, libc_raw_names, kLibc, false);
 BENCHMARK_CAPTURE(WarmLookup, libc_demangled, kLibc, true);
 BENCHMARK_CAPTURE(WarmLookup, ceph_raw_names, kCeph, false);
 BENCHMARK_CAPTURE(WarmLookup, ceph_demangled, kCeph, true);
+BENCHMARK_CAPTURE(BatchOnDecompressed, libc_5000, kLibc)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BatchOnDecompressed, ceph_5000, kCeph)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(ColdBatch, libc_5000, kLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ColdBatch, ceph_5000, kCeph)->Unit(benchmark::kMillisecond)->Iterations(2);
 

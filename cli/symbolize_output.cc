@@ -121,7 +121,8 @@ void AppendJson(const SymbolizedAddress& a, std::string* out) {
 
 OutputStyle OutputOptions::style() const {
   if (json || style_name == "json" || style_name == "JSON") return OutputStyle::kJson;
-  if (style_name == "llvm" || style_name == "LLVM" || style_name == "GNU") return OutputStyle::kLlvm;
+  if (style_name == "llvm" || style_name == "LLVM" || style_name == "GNU")
+    return OutputStyle::kLlvm;
   return OutputStyle::kText;
 }
 
@@ -139,6 +140,7 @@ SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
   options.use_debug_info = !no_debug_info;
   options.inlines = !no_inlines;
   if (!debug_dirs.empty()) options.debug_dirs = debug_dirs;
+  options.threads = threads;
   return options;
 }
 
@@ -148,15 +150,21 @@ void AddSymbolizeOptions(CLI::App& app, SymbolizeCliOptions* options) {
   app.add_option("--debug-dir", options->debug_dirs,
                  "Root of separate debug files, with a .build-id tree (repeatable; default "
                  "/usr/lib/debug)");
+  app.add_option("--threads", options->threads,
+                 "Threads for parsing debug info and resolving names (default: one per CPU)")
+      ->check(CLI::Range(0u, 1024u));
   AddOutputOptions(app, &options->output);
 }
 
 void AppendSymbolized(const SymbolizedAddress& address, const OutputOptions& options,
                       std::string* out) {
   switch (options.style()) {
-    case OutputStyle::kText: return AppendText(address, out);
-    case OutputStyle::kJson: return AppendJson(address, out);
-    case OutputStyle::kLlvm: return AppendLlvm(address, out);
+    case OutputStyle::kText:
+      return AppendText(address, out);
+    case OutputStyle::kJson:
+      return AppendJson(address, out);
+    case OutputStyle::kLlvm:
+      return AppendLlvm(address, out);
   }
 }
 
@@ -167,15 +175,20 @@ std::string FormatSymbolized(const SymbolizedAddress& address, const OutputOptio
 }
 
 bool ParseHexAddress(std::string_view text, uint64_t* value) {
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) text.remove_prefix(2);
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+    text.remove_prefix(2);
   if (text.empty() || text.size() > 16) return false;
   uint64_t v = 0;
   for (char c : text) {
     int digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else return false;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    else
+      return false;
     v = (v << 4) | static_cast<uint64_t>(digit);
   }
   *value = v;
@@ -213,11 +226,21 @@ void AppendJsonString(std::string_view s, std::string* out) {
   *out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\t': *out += "\\t"; break;
-      case '\r': *out += "\\r"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -34,6 +33,7 @@ struct SymbolizeCliOptions {
   bool no_debug_info = false;
   bool no_inlines = false;
   std::vector<std::string> debug_dirs;
+  unsigned threads = 0;
   OutputOptions output;
   SymbolizeOptions ToSymbolizeOptions() const;
 };

@@ -33,6 +33,8 @@ struct SymbolizeOptions {
   bool inlines = true;         // report inlined frames (otherwise only the outermost frame)
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
+  unsigned threads = 0;
 };
 
 enum class AddressKind : uint8_t { kVirtual, kFileOffset };
@@ -45,12 +47,12 @@ struct SourceFrame {
   std::string file;          // empty when unknown
   uint32_t line = 0;
   uint32_t column = 0;
-  bool inlined = false;      // true for every frame but the last (the out-of-line function)
+  bool inlined = false;  // true for every frame but the last (the out-of-line function)
 };
 
 struct SymbolizedAddress {
-  uint64_t input = 0;  // the address as given
-  uint64_t vaddr = 0;  // the address in the file's virtual address space
+  uint64_t input = 0;            // the address as given
+  uint64_t vaddr = 0;            // the address in the file's virtual address space
   std::optional<Reason> reason;  // set when nothing could be found for the address
 
   // From the symbol table (empty symbol when only DWARF knew the function).
@@ -58,14 +60,15 @@ struct SymbolizedAddress {
   std::string raw_symbol;  // as in the symbol table
   uint64_t symbol_address = 0;
   uint64_t symbol_size = 0;
-  uint64_t offset = 0;     // vaddr - symbol_address
+  uint64_t offset = 0;  // vaddr - symbol_address
 
   // Innermost first; the last entry is the out-of-line function. Empty without DWARF.
   std::vector<SourceFrame> frames;
-  std::string module;      // path of the binary
+  std::string module;  // path of the binary
 };
 
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
+class DemangleCache;    // src/base; opaque here
 
 class ElfSymbolizer {
  public:
@@ -89,12 +92,16 @@ class ElfSymbolizer {
  private:
   ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options);
   void LoadDebugInfo();  // once, on first need
-  void FillFromSymbolTable(SymbolizedAddress& out) const;
+  // Sets input, module and vaddr; false (with the reason set) when the address is outside
+  // the file's segments.
+  bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
+  void FillFromSymbolTable(SymbolizedAddress& out);
 
   std::shared_ptr<ElfFile> elf_;
   SymbolizeOptions options_;
   std::unique_ptr<DebugInfoSource> debug_info_;
   bool debug_info_loaded_ = false;
+  std::unique_ptr<DemangleCache> symbol_names_;  // demangled symbol-table names
 };
 
 }  // namespace stacksym

@@ -11,7 +11,6 @@
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
 #include "dwarf/dwp_index.h"
-#include "stacksym/demangle.h"
 
 namespace stacksym {
 
@@ -24,15 +23,15 @@ using dwarf::UnitInfo;
 
 // Per-unit tables, built on first use.
 struct DebugInfoSource::UnitState {
-  bool built = false;
   bool ok = false;
+  bool completion_failed = false;      // a full rebuild of a partial table failed: keep it
   DwarfFile* function_file = nullptr;  // the file the function DIEs are in (main, dwo, dwp)
-  FunctionTable functions;
+  UnitInfo* function_unit = nullptr;   // the unit they are in (the split unit for skeletons)
+  FunctionTable functions;             // partial when built for a batch's addresses
   const LineTable* line = nullptr;
   std::string_view comp_dir;
   // Lazily resolved per node / per file index.
-  std::vector<std::string_view> names;
-  std::vector<uint8_t> name_done;
+  std::vector<ResolvedName> names;
   std::vector<std::string> paths;
   std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
 };
@@ -301,6 +300,7 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
   if (!functions) return std::move(functions).error().WithFile(dwo_elf->path());
   state->functions = std::move(*functions);
   state->function_file = dwo.get();
+  state->function_unit = split;
   split_dwarf_.push_back(std::move(dwo));
   // The package is held by dwp_; each .dwo file is held here.
   if (package == nullptr || dwo_elf != package->elf) split_files_.push_back(std::move(dwo_elf));
@@ -362,12 +362,12 @@ const std::string& DebugInfoSource::dwp_path() const {
   return dwp_ ? dwp_->elf->path() : kNone;
 }
 
-DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
+DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index,
+                                                        std::span<const uint64_t> wanted) {
   std::unique_ptr<UnitState>& slot = units_[index];
   if (slot) return slot->ok ? slot.get() : nullptr;
   slot = std::make_unique<UnitState>();
   UnitState* state = slot.get();
-  state->built = true;
   parsed_units_.fetch_add(1, std::memory_order_relaxed);
   UnitInfo& unit = main_->units()[index];
   if (Result<void> r = main_->ReadUnitDie(unit); !r) {
@@ -375,16 +375,16 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
     return nullptr;
   }
   state->comp_dir = unit.comp_dir;
-  bool split = unit.unit_type == dwarf::DW_UT_skeleton || !unit.dwo_name.empty();
-  if (split) {
+  if (IsSplit(unit)) {
     Result<void> r = OpenSplitUnit(unit, state);
     // Without the split object the line table of the skeleton still answers.
     if (!r) AddUnitError(std::move(r).error());
   } else {
-    Result<FunctionTable> functions = FunctionTable::Build(*main_, unit);
+    Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
     if (functions) {
       state->functions = std::move(*functions);
       state->function_file = main_.get();
+      state->function_unit = &unit;
     } else {
       AddUnitError(std::move(functions).error().WithFile(path_));
     }
@@ -394,24 +394,35 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index) {
   return state;
 }
 
-std::string_view DebugInfoSource::NodeName(UnitState& state, int32_t node) {
-  size_t i = static_cast<size_t>(node);
-  if (i >= state.names.size()) {  // nodes appear as functions are expanded
-    state.names.resize(state.functions.nodes().size());
-    state.name_done.resize(state.functions.nodes().size(), 0);
-  }
-  if (!state.name_done[i]) {
-    state.name_done[i] = 1;
-    state.names[i] = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset);
-  }
-  return state.names[i];
+bool DebugInfoSource::IsSplit(const UnitInfo& unit) {
+  return unit.unit_type == dwarf::DW_UT_skeleton || !unit.dwo_name.empty();
 }
 
-const std::string& DebugInfoSource::DemangledName(std::string_view raw) {
-  // Keyed by the name's address: names are views into the (stable) section bytes.
-  auto it = demangled_.find(raw.data());
-  if (it != demangled_.end()) return it->second;
-  return demangled_.emplace(raw.data(), Demangle(raw)).first->second;
+bool DebugInfoSource::CompleteUnit(UnitState& state) {
+  if (state.functions.coverage() == FunctionTable::Coverage::kFull || state.completion_failed) {
+    return false;
+  }
+  Result<FunctionTable> full = FunctionTable::Build(*state.function_file, *state.function_unit);
+  if (!full) {
+    state.completion_failed = true;
+    AddUnitError(std::move(full).error().WithFile(path_));
+    return false;
+  }
+  state.functions = std::move(*full);
+  state.names.clear();  // node numbers changed
+  return true;
+}
+
+const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state, int32_t node) {
+  size_t i = static_cast<size_t>(node);
+  if (i >= state.names.size()) state.names.resize(state.functions.nodes().size());
+  ResolvedName& name = state.names[i];
+  if (!name.done) {
+    name.done = true;
+    name.raw = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset);
+    if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
+  }
+  return name;
 }
 
 const std::string& DebugInfoSource::FilePath(UnitState& state, uint32_t file) {
@@ -433,42 +444,103 @@ void DebugInfoSource::AddUnitError(Error error) {
   unit_errors_.push_back(std::move(error));
 }
 
-void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned threads) {
+template <typename Work>
+void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned threads,
+                                    const Work& work) {
   if (!main_) return;
-  std::vector<size_t> todo;
-  std::vector<uint8_t> queued(units_.size(), 0);
-  for (uint64_t a : vaddrs) {
-    int32_t index = dwarf::FindSegment(unit_map_, a);
-    if (index < 0 || queued[static_cast<size_t>(index)] || units_[static_cast<size_t>(index)]) {
-      continue;
-    }
-    queued[static_cast<size_t>(index)] = 1;
-    UnitInfo& unit = main_->units()[static_cast<size_t>(index)];
-    // Split units open files through shared state: they stay on the lazy, single-threaded path.
-    if (!main_->ReadUnitDie(unit) || unit.unit_type == dwarf::DW_UT_skeleton ||
-        !unit.dwo_name.empty()) {
-      continue;
-    }
-    todo.push_back(static_cast<size_t>(index));
+  // (unit, position) sorted by unit then address: each unit's addresses are contiguous and
+  // sorted, which is what a filtered FunctionTable::Build wants.
+  struct Item {
+    int32_t unit;
+    uint32_t position;
+  };
+  std::vector<Item> items;
+  items.reserve(vaddrs.size());
+  for (size_t i = 0; i < vaddrs.size(); ++i) {
+    int32_t index = dwarf::FindSegment(unit_map_, vaddrs[i]);
+    if (index >= 0) items.push_back({index, static_cast<uint32_t>(i)});
   }
+  std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+    if (a.unit != b.unit) return a.unit < b.unit;
+    return vaddrs[a.position] < vaddrs[b.position];
+  });
+  struct Group {
+    size_t unit;
+    size_t begin, end;  // into items
+  };
+  std::vector<Group> parallel, serial;
+  for (size_t b = 0, e = 0; b < items.size(); b = e) {
+    for (e = b + 1; e < items.size() && items[e].unit == items[b].unit; ++e) {
+    }
+    size_t index = static_cast<size_t>(items[b].unit);
+    UnitInfo& unit = main_->units()[index];
+    // Split units open files through shared state: they stay on this thread.
+    bool split = main_->ReadUnitDie(unit) && IsSplit(unit);
+    (split ? serial : parallel).push_back({index, b, e});
+  }
+  auto run = [&](const Group& g, std::vector<uint64_t>& wanted, std::vector<uint32_t>& positions) {
+    wanted.clear();
+    positions.clear();
+    for (size_t k = g.begin; k < g.end; ++k) {
+      wanted.push_back(vaddrs[items[k].position]);
+      positions.push_back(items[k].position);
+    }
+    work(EnsureUnit(g.unit, wanted), std::span<const uint64_t>(wanted),
+         std::span<const uint32_t>(positions));
+  };
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, todo.size()));
-  if (threads <= 1) {
-    for (size_t index : todo) EnsureUnit(index);
-    return;
-  }
-  // Each worker takes the next unit; units are independent apart from the locked caches.
+  threads = static_cast<unsigned>(std::min<size_t>(threads, parallel.size()));
+  // Each worker takes the next unit and does all of that unit's work: units are independent
+  // apart from the locked caches, so no unit's tables are touched by two threads.
   std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) EnsureUnit(todo[i]);
+  auto worker = [&] {
+    std::vector<uint64_t> wanted;
+    std::vector<uint32_t> positions;
+    for (size_t i = next.fetch_add(1); i < parallel.size(); i = next.fetch_add(1)) {
+      run(parallel[i], wanted, positions);
+    }
   };
   std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(work);
-  work();
+  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(worker);
+  worker();
   for (std::thread& w : workers) w.join();
+  std::vector<uint64_t> wanted;
+  std::vector<uint32_t> positions;
+  for (const Group& g : serial) run(g, wanted, positions);
+}
+
+void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned threads) {
+  ForEachUnitOf(vaddrs, threads,
+                [](UnitState*, std::span<const uint64_t>, std::span<const uint32_t>) {});
+}
+
+void DebugInfoSource::LookupBatch(std::span<const uint64_t> vaddrs,
+                                  const std::function<std::vector<SourceFrame>*(size_t)>& frames_of,
+                                  unsigned threads) {
+  ForEachUnitOf(
+      vaddrs, threads,
+      [&](UnitState* state, std::span<const uint64_t> wanted, std::span<const uint32_t> positions) {
+        for (size_t k = 0; k < wanted.size(); ++k) {
+          std::vector<SourceFrame>* frames = frames_of(positions[k]);
+          if (state == nullptr || !LookupInUnit(*state, wanted[k], frames)) {
+            frames->clear();
+          }
+        }
+      });
 }
 
 bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
+  int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, vaddr) : -1;
+  UnitState* state = unit_index < 0 ? nullptr : EnsureUnit(static_cast<size_t>(unit_index));
+  if (state == nullptr) {
+    frames->clear();
+    return false;
+  }
+  return LookupInUnit(*state, vaddr, frames);
+}
+
+bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
+                                   std::vector<SourceFrame>* frames) {
   // Frames of the previous call are reused (not cleared) so that their strings keep their
   // capacity: a warm lookup then copies names without allocating.
   size_t used = 0;
@@ -487,26 +559,21 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
     frames->resize(used);
     return found;
   };
-  if (!main_) return finish(false);
-  int32_t unit_index = dwarf::FindSegment(unit_map_, vaddr);
-  if (unit_index < 0) return finish(false);
-  UnitState* state = EnsureUnit(static_cast<size_t>(unit_index));
-  if (state == nullptr) return finish(false);
-  int32_t node = state->functions.Find(vaddr);
-  const dwarf::LineRow* row = state->line ? state->line->Find(vaddr) : nullptr;
+  int32_t node = state.functions.Find(vaddr);
+  // A table built for other addresses of the unit may lack this one's function.
+  if (state.functions.MayBeIncomplete(node) && CompleteUnit(state)) {
+    node = state.functions.Find(vaddr);
+  }
+  const dwarf::LineRow* row = state.line ? state.line->Find(vaddr) : nullptr;
   if (node < 0 && row == nullptr) return finish(false);
 
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return;
-    std::string_view raw = NodeName(*state, n);
-    frame.raw_function.assign(raw);
-    if (options_.demangle && !raw.empty()) {
-      frame.function.assign(DemangledName(raw));
-    } else {
-      frame.function.assign(raw);
-    }
+    const ResolvedName& name = NodeName(state, n);
+    frame.raw_function.assign(name.raw);
+    frame.function.assign(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
   };
-  auto nodes = state->functions.nodes();
+  auto nodes = state.functions.nodes();
   if (!options_.inlines) {
     // Only the out-of-line function, with the line of the address itself.
     int32_t outer = node;
@@ -516,7 +583,7 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
     SourceFrame& frame = next_frame();
     name_frame(frame, outer >= 0 ? outer : node);
     if (row != nullptr) {
-      frame.file.assign(FilePath(*state, row->file));
+      frame.file.assign(FilePath(state, row->file));
       frame.line = row->line;
       frame.column = row->column;
     }
@@ -527,7 +594,7 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   SourceFrame& first = next_frame();
   name_frame(first, node);
   if (row != nullptr) {
-    first.file.assign(FilePath(*state, row->file));
+    first.file.assign(FilePath(state, row->file));
     first.line = row->line;
     first.column = row->column;
   }
@@ -538,7 +605,7 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
     (*frames)[used - 1].inlined = true;
     SourceFrame& caller = next_frame();
     name_frame(caller, inlined.parent);
-    caller.file.assign(FilePath(*state, inlined.call_file));
+    caller.file.assign(FilePath(state, inlined.call_file));
     caller.line = inlined.call_line;
     caller.column = inlined.call_column;
     current = inlined.parent;
@@ -554,13 +621,13 @@ size_t DebugInfoSource::memory_bytes() const {
   for (const auto& u : units_) {
     if (!u) continue;
     total += sizeof(UnitState) + u->functions.memory_bytes() +
-             u->names.capacity() * sizeof(std::string_view) + u->name_done.capacity();
+             u->names.capacity() * sizeof(ResolvedName);
     for (const std::string& p : u->paths) total += sizeof(std::string) + p.capacity();
   }
   for (const auto& [offset, table] : line_tables_) {
     if (table) total += sizeof(LineTable) + table->memory_bytes();
   }
-  for (const auto& [key, name] : demangled_) total += sizeof(std::string) + name.capacity() + 16;
+  total += demangled_.memory_bytes();
   return total;
 }
 

@@ -10,11 +10,13 @@
 //   std::vector<SourceFrame> frames;
 //   if (*source && (*source)->Lookup(vaddr, &frames)) ... // innermost first
 //
-// Thread-safety: one thread at a time (lookups fill caches); Prefetch() itself fans out.
+// Thread-safety: one thread at a time (lookups fill caches); Prefetch() and LookupBatch()
+// themselves fan out over the cores.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -23,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/demangle_cache.h"
 #include "dwarf/address_range.h"
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
@@ -56,6 +59,14 @@ class DebugInfoSource {
   // per-unit parsing over the cores.
   void Prefetch(std::span<const uint64_t> vaddrs, unsigned threads = 0);
 
+  // Lookup() of every address, on `threads` threads (0: one per CPU): each unit's tables are
+  // built for just the addresses that fall in it, and those addresses are answered by the
+  // thread that built them. frames_of(i) is where the chain of vaddrs[i] goes (called once
+  // per address, from any thread); an address DWARF cannot answer gets an empty chain.
+  void LookupBatch(std::span<const uint64_t> vaddrs,
+                   const std::function<std::vector<SourceFrame>*(size_t)>& frames_of,
+                   unsigned threads = 0);
+
   const std::string& path() const { return path_; }
 
   // Diagnostics for tests and benchmarks.
@@ -77,12 +88,28 @@ class DebugInfoSource {
   DebugInfoSource() = default;
   Result<void> Init(const dwarf::DwarfSections& sections);
   Result<void> BuildUnitMap();
-  UnitState* EnsureUnit(size_t index);
+  // Builds the unit's tables once; `wanted` (sorted) lets the function table skip the
+  // subprograms that hold none of those addresses.
+  UnitState* EnsureUnit(size_t index, std::span<const uint64_t> wanted = {});
+  // Replaces a partial function table by the full one; false when there is nothing to gain.
+  bool CompleteUnit(UnitState& state);
+  static bool IsSplit(const dwarf::UnitInfo& unit);
+  // Groups the addresses by unit and calls work(state, addresses, positions) once per unit,
+  // on `threads` threads (split units on the calling thread); state is null for broken units.
+  template <typename Work>
+  void ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned threads, const Work& work);
+  bool LookupInUnit(UnitState& state, uint64_t vaddr, std::vector<SourceFrame>* frames);
   Result<void> OpenSplitUnit(dwarf::UnitInfo& skeleton, UnitState* state);
   const DwpPackage* Package();
   Result<std::unique_ptr<DwpPackage>> OpenPackage(std::shared_ptr<ElfFile> elf);
-  std::string_view NodeName(UnitState& state, int32_t node);
-  const std::string& DemangledName(std::string_view raw);
+  // A function node's name, resolved on first use. `pretty` points into the demangle cache,
+  // so a warm lookup copies the name without hashing it.
+  struct ResolvedName {
+    std::string_view raw;
+    const std::string* pretty = nullptr;  // null: not demangling
+    bool done = false;
+  };
+  const ResolvedName& NodeName(UnitState& state, int32_t node);
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
   void AddUnitError(Error error);
@@ -105,7 +132,7 @@ class DebugInfoSource {
   std::vector<dwarf::AddressSegment> unit_map_;  // address → index into main_->units()
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
-  std::unordered_map<const char*, std::string> demangled_;
+  DemangleCache demangled_;
   std::vector<Error> unit_errors_;
   std::atomic<size_t> parsed_units_{0};
   std::mutex mu_;  // line_tables_ and unit_errors_ (Prefetch parses units concurrently)

@@ -1,6 +1,7 @@
 #include "dwarf/dwarf_file.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "base/byte_cursor.h"
 #include "dwarf/die_reader.h"
@@ -101,11 +102,21 @@ Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
 }
 
 Result<void> DwarfFile::ReadUnitDie(UnitInfo& unit) {
-  if (unit.die_read) {
-    if (unit.die_ok) return {};
-    return Malformed(kInfo, unit.die_offset, "bad unit DIE");
+  // Name resolution on several threads can reach the same (other) unit through references:
+  // the first reader fills the fields under the lock, the flag publishes them.
+  if (!std::atomic_ref<bool>(unit.die_read).load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(unit_die_mu_);
+    if (!unit.die_read) {
+      Result<void> r = ReadUnitDieOnce(unit);
+      std::atomic_ref<bool>(unit.die_read).store(true, std::memory_order_release);
+      if (!r) return r;
+    }
   }
-  unit.die_read = true;
+  if (unit.die_ok) return {};
+  return Malformed(kInfo, unit.die_offset, "bad unit DIE");
+}
+
+Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit) {
   Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
   if (!abbrevs) return std::move(abbrevs).error();
   ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));

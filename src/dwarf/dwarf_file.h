@@ -3,9 +3,9 @@
 // unit-DIE attributes (bases, comp_dir, line table offset), cached abbreviation tables, and
 // the resolution of attribute values: strings, addresses, references and range lists.
 //
-// Thread-safety: Abbrevs() may be called from several threads; ReadUnitDie() and the
-// resolution functions may run concurrently for *different* units (what DebugInfoSource's
-// Prefetch does); everything else is single-threaded.
+// Thread-safety: Abbrevs(), ReadUnitDie() and the resolution functions (names, strings,
+// addresses, ranges) may be called from several threads (DebugInfoSource parses units and
+// resolves their names concurrently); ScanUnits() and the setters are single-threaded.
 //
 // Everything points into the section bytes (the mapped file or the ELF layer's decompressed
 // copies), which must outlive this object.
@@ -137,6 +137,7 @@ class DwarfFile {
     DieRef specification;
   };
   bool ReadNameAttrs(uint64_t die_offset, NameAttrs* out);
+  Result<void> ReadUnitDieOnce(UnitInfo& unit);
   Result<void> ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
                              std::vector<AddressRange>* out) const;
   bool ReadAddrIndex(const UnitInfo& unit, uint64_t index, uint64_t* out) const;
@@ -146,6 +147,7 @@ class DwarfFile {
   DwarfFile* alt_ = nullptr;
   std::vector<UnitInfo> units_;
   mutable std::mutex abbrevs_mu_;  // units may be parsed on several threads (Prefetch)
+  std::mutex unit_die_mu_;         // first reads of unit DIEs
   std::unordered_map<uint64_t, std::unique_ptr<AbbrevTable>> abbrevs_;
 };
 

@@ -110,9 +110,33 @@ bool SkipChildren(ByteCursor& c, const AbbrevTable& abbrevs, const UnitInfo& uni
   return c.ok();
 }
 
+bool HoldsWanted(std::span<const AddressRange> ranges, std::span<const uint64_t> wanted) {
+  for (const AddressRange& r : ranges) {
+    auto it = std::lower_bound(wanted.begin(), wanted.end(), r.low);
+    if (it != wanted.end() && *it < r.high) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
-Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
+Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit,
+                                           std::span<const uint64_t> wanted) {
+  if (wanted.empty()) return Walk(file, unit, wanted, Coverage::kFull);
+  Result<FunctionTable> table = Walk(file, unit, wanted, Coverage::kShallow);
+  if (!table) return table;
+  // A wanted address that no walked subprogram covers may lie in code whose definition is
+  // nested in a skipped subprogram (gcc puts local classes' and lambdas' member functions
+  // inside the enclosing function's DIE), or in no function at all (thunks have line rows
+  // but no DIE): the deep walk, which looks inside every subprogram, tells which.
+  for (uint64_t a : wanted) {
+    if (table->Find(a) < 0) return Walk(file, unit, wanted, Coverage::kDeep);
+  }
+  return table;
+}
+
+Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
+                                          std::span<const uint64_t> wanted, Coverage mode) {
   if (Result<void> r = file.ReadUnitDie(unit); !r) return std::move(r).error();
   Result<const AbbrevTable*> abbrevs_or = file.Abbrevs(unit);
   if (!abbrevs_or) return std::move(abbrevs_or).error();
@@ -120,6 +144,7 @@ Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
   FunctionTable table;
   table.file_ = &file;
   table.unit_ = &unit;
+  table.coverage_ = mode;
 
   ByteCursor c(file.sections().info.data(), static_cast<size_t>(unit.end));
   c.Seek(static_cast<size_t>(unit.die_offset));
@@ -129,6 +154,7 @@ Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
     return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
   }
   std::vector<TreeRange> ranges;
+  std::vector<AddressRange> die_ranges;
   size_t depth = unit_abbrev->has_children ? 1 : 0;
   while (depth > 0 && !c.at_end()) {
     uint64_t die_offset = c.offset();
@@ -143,10 +169,32 @@ Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
       return Malformed(kInfo, die_offset, "unknown abbreviation code " + std::to_string(code));
     }
     if (IsSubroutine(abbrev->tag)) {
+      if (mode == Coverage::kShallow) {
+        // Read the subprogram's own ranges; one that holds no wanted address is jumped over.
+        SubroutineAttrs attrs;
+        FunctionNode ignored;
+        if (!ReadSubroutineAttrs(c, abbrevs, *abbrev, unit.ctx, &attrs, &ignored)) {
+          return Malformed(kInfo, die_offset, "truncated DIE attributes");
+        }
+        die_ranges.clear();
+        (void)file.DieRanges(unit, attrs.has_low ? &attrs.low_pc : nullptr,
+                             attrs.has_high ? &attrs.high_pc : nullptr,
+                             attrs.has_ranges ? &attrs.ranges : nullptr, &die_ranges);
+        if (!HoldsWanted(die_ranges, wanted)) {
+          if (abbrev->has_children && !SkipChildren(c, abbrevs, unit, attrs.sibling)) {
+            return Malformed(kInfo, die_offset, "corrupt DIE tree");
+          }
+          continue;
+        }
+      }
       // The whole subtree, even of a function without code: gcc nests the definitions of
       // local classes' member functions (and lambdas in them) inside it, with their own code.
       c.Seek(static_cast<size_t>(die_offset));
-      if (Result<void> r = table.WalkSubroutine(c, abbrevs, &ranges); !r) return r.error();
+      if (Result<void> r = table.WalkSubroutine(
+              c, abbrevs, mode == Coverage::kFull ? std::span<const uint64_t>() : wanted, &ranges);
+          !r) {
+        return r.error();
+      }
       continue;
     }
     uint64_t sibling = 0;
@@ -167,6 +215,7 @@ Result<FunctionTable> FunctionTable::Build(DwarfFile& file, UnitInfo& unit) {
 }
 
 Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abbrevs,
+                                           std::span<const uint64_t> wanted,
                                            std::vector<TreeRange>* ranges) {
   const UnitInfo& unit = *unit_;
   std::vector<AddressRange> die_ranges;
@@ -203,6 +252,22 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
       (void)file_->DieRanges(unit, attrs.has_low ? &attrs.low_pc : nullptr,
                              attrs.has_high ? &attrs.high_pc : nullptr,
                              attrs.has_ranges ? &attrs.ranges : nullptr, &die_ranges);
+      if (!die_ranges.empty() && !wanted.empty() && !HoldsWanted(die_ranges, wanted)) {
+        // Code none of the wanted addresses is in: no node. Its ranges are marked so that a
+        // later lookup there completes the table instead of stopping at the enclosing
+        // function. An inlined subtree is jumped over; a subprogram's is still read, since
+        // out-of-line definitions (local classes, lambdas) can be nested in it.
+        for (const AddressRange& r : die_ranges) {
+          ranges->push_back({r.low, r.high, kIncomplete, static_cast<uint32_t>(ranges->size())});
+        }
+        if (node.inlined) {
+          if (abbrev->has_children && !SkipChildren(c, abbrevs, unit, attrs.sibling)) {
+            return Malformed(kInfo, die_offset, "corrupt DIE tree");
+          }
+          continue;
+        }
+        die_ranges.clear();  // no node: the children keep the enclosing one
+      }
       // Subroutines without code (declarations, abstract instances) get no node; their
       // children keep the enclosing one.
       if (!die_ranges.empty()) {
@@ -210,7 +275,8 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
         int32_t index = static_cast<int32_t>(nodes_.size());
         nodes_.push_back(node);
         for (const AddressRange& r : die_ranges) {
-          ranges->push_back({r.low, r.high, index, static_cast<uint32_t>(index)});
+          // Depth-first visit order: where ranges overlap, the later (deeper) one wins.
+          ranges->push_back({r.low, r.high, index, static_cast<uint32_t>(ranges->size())});
         }
         node_for_children = index;
       }

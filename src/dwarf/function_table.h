@@ -6,6 +6,11 @@
 // jumps over parameters, variables and call sites. Names are not read here (most are never
 // asked for): a node keeps its DIE offset.
 //
+// Given the addresses a batch wants from the unit, Build() walks only the subprograms and
+// inlined subtrees whose ranges hold one of them and jumps over the others (most of a unit,
+// for a profile's frames). Such a table answers those addresses exactly; for any other
+// address MayBeIncomplete(Find(address)) says whether a full Build() is needed first.
+//
 //   Result<FunctionTable> t = FunctionTable::Build(file, unit);
 //   for (int32_t n = t->Find(addr); n >= 0; n = t->nodes()[n].parent) ...
 #pragma once
@@ -35,9 +40,23 @@ struct FunctionNode {
 class FunctionTable {
  public:
   FunctionTable() = default;
-  static Result<FunctionTable> Build(DwarfFile& file, UnitInfo& unit);
+  // `wanted`: sorted addresses to answer (empty: every function of the unit).
+  static Result<FunctionTable> Build(DwarfFile& file, UnitInfo& unit,
+                                     std::span<const uint64_t> wanted = {});
 
-  // Innermost node covering `address`, or -1.
+  // How much of the unit the table describes. kFull: every function. kShallow (built for
+  // `wanted`): exact for those addresses; elsewhere Find() may say kNoId or kIncomplete where
+  // a full table knows a function. kDeep (likewise): kNoId is final, kIncomplete is not.
+  enum class Coverage : uint8_t { kFull, kShallow, kDeep };
+  Coverage coverage() const { return coverage_; }
+  // Whether Find(address) == id may be an artefact of a partial table.
+  bool MayBeIncomplete(int32_t id) const {
+    return id == kIncomplete || (id == kNoId && coverage_ == Coverage::kShallow);
+  }
+
+  // Innermost node covering `address`; kNoId (-1) when none, kIncomplete (-2) when the
+  // address is in code a partial table skipped (a full Build() knows its function).
+  static constexpr int32_t kIncomplete = -2;
   int32_t Find(uint64_t address) const { return FindSegment(segments_, address); }
   std::span<const FunctionNode> nodes() const { return nodes_; }
   std::span<const AddressSegment> segments() const { return segments_; }
@@ -49,10 +68,16 @@ class FunctionTable {
   // Reads the subtree of the subroutine DIE at the cursor into nodes_ and `ranges`, leaving
   // the cursor after it.
   Result<void> WalkSubroutine(ByteCursor& c, const AbbrevTable& abbrevs,
-                              std::vector<TreeRange>* ranges);
+                              std::span<const uint64_t> wanted, std::vector<TreeRange>* ranges);
+
+  // One pass over the unit. Shallow: top-level subprograms that hold no wanted address are
+  // jumped over. Shallow and deep: inlined subtrees that hold none are jumped over.
+  static Result<FunctionTable> Walk(DwarfFile& file, UnitInfo& unit,
+                                    std::span<const uint64_t> wanted, Coverage mode);
 
   DwarfFile* file_ = nullptr;
   UnitInfo* unit_ = nullptr;
+  Coverage coverage_ = Coverage::kFull;
   std::vector<FunctionNode> nodes_;
   std::vector<AddressSegment> segments_;
 };

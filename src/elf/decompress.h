@@ -37,6 +37,8 @@ class DecompressedBytes {
   uint8_t* data() { return data_.get(); }
   size_t size() const { return size_; }
   std::span<const uint8_t> bytes() const { return {data_.get(), size_}; }
+  // A mapping of its own (big buffers), as opposed to heap memory.
+  bool mapped() const { return data_.get_deleter().mapped_size != 0; }
 
  private:
   std::unique_ptr<uint8_t, ReleaseDecompressed> data_;

@@ -1,10 +1,12 @@
 #include <elf.h>
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
-#include "stacksym/demangle.h"
-#include "stacksym/symbolize.h"
+#include "base/demangle_cache.h"
 #include "dwarf/debug_info_source.h"
+#include "stacksym/symbolize.h"
 
 namespace stacksym {
 
@@ -22,7 +24,7 @@ Result<std::unique_ptr<ElfSymbolizer>> ElfSymbolizer::FromElf(std::shared_ptr<El
 }
 
 ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options)
-    : elf_(std::move(elf)), options_(options) {}
+    : elf_(std::move(elf)), options_(options), symbol_names_(std::make_unique<DemangleCache>()) {}
 
 ElfSymbolizer::~ElfSymbolizer() = default;
 
@@ -57,15 +59,14 @@ void ElfSymbolizer::LoadDebugInfo() {
   if (source) debug_info_ = std::move(*source);
 }
 
-SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
-  SymbolizedAddress out;
+bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const {
   out.input = address;
   out.module = elf_->path();
   if (kind == AddressKind::kFileOffset) {
     std::optional<uint64_t> vaddr = elf_->FileOffsetToVaddr(address);
     if (!vaddr) {
       out.reason = Reason::kNotInSegment;
-      return out;
+      return false;
     }
     out.vaddr = *vaddr;
   } else {
@@ -73,22 +74,27 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     // Relocatable objects and some debug-only files have no PT_LOAD: no segment check there.
     if (HasLoadSegments(*elf_) && !InLoadSegment(*elf_, address)) {
       out.reason = Reason::kNotInSegment;
-      return out;
+      return false;
     }
   }
+  return true;
+}
 
+SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
+  SymbolizedAddress out;
+  if (!Prepare(address, kind, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(out);
   return out;
 }
 
-void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
+void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);
   if (symbol != nullptr) {
     out.raw_symbol = std::string(symbol->name);
-    out.symbol = options_.demangle ? Demangle(symbol->name) : out.raw_symbol;
+    out.symbol = options_.demangle ? symbol_names_->Get(symbol->name) : out.raw_symbol;
     out.symbol_address = symbol->address;
     out.symbol_size = symbol->size;
     out.offset = out.vaddr - symbol->address;
@@ -109,24 +115,36 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) const {
 
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
                                                              AddressKind kind) {
-  // Parse the DWARF units the whole batch needs on every core first; the lookups below then
-  // find their tables ready.
-  LoadDebugInfo();
-  if (debug_info_ && addresses.size() > 1) {
-    std::vector<uint64_t> vaddrs;
-    vaddrs.reserve(addresses.size());
-    for (uint64_t a : addresses) {
-      if (kind == AddressKind::kVirtual) {
-        vaddrs.push_back(a);
-      } else if (std::optional<uint64_t> v = elf_->FileOffsetToVaddr(a)) {
-        vaddrs.push_back(*v);
-      }
-    }
-    debug_info_->Prefetch(vaddrs);
+  std::vector<SymbolizedAddress> out(addresses.size());
+  std::vector<uint64_t> vaddrs;
+  std::vector<uint32_t> positions;  // of vaddrs[i] in `out`
+  vaddrs.reserve(addresses.size());
+  positions.reserve(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (!Prepare(addresses[i], kind, out[i])) continue;
+    vaddrs.push_back(out[i].vaddr);
+    positions.push_back(static_cast<uint32_t>(i));
   }
-  std::vector<SymbolizedAddress> out;
-  out.reserve(addresses.size());
-  for (uint64_t a : addresses) out.push_back(Symbolize(a, kind));
+  // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
+  LoadDebugInfo();
+  if (debug_info_) {
+    debug_info_->LookupBatch(
+        vaddrs, [&](size_t i) { return &out[positions[i]].frames; }, options_.threads);
+  }
+  // Symbol-table names, likewise spread over the cores (demangling long C++ names is the
+  // cost; each distinct name is demangled once).
+  unsigned threads =
+      options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
+  constexpr size_t kPerThread = 512;  // below this a thread costs more than it saves
+  threads = static_cast<unsigned>(
+      std::clamp<size_t>(positions.size() / kPerThread, 1, std::max(1u, threads)));
+  auto fill = [&](size_t t) {
+    for (size_t k = t; k < positions.size(); k += threads) FillFromSymbolTable(out[positions[k]]);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(fill, t);
+  fill(0);
+  for (std::thread& w : workers) w.join();
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,9 @@ std::string Basename(const std::string& path) {
 }
 
 // What llvm-symbolizer would print from our answer (before its symbol-table override).
-RefChain OurChain(DebugInfoSource& source, uint64_t address) {
-  std::vector<SourceFrame> frames;
+RefChain ToChain(const std::vector<SourceFrame>& frames) {
   RefChain chain;
-  if (!source.Lookup(address, &frames)) {
+  if (frames.empty()) {
     chain.push_back({"??", "??", 0, 0});
     return chain;
   }
@@ -107,42 +107,74 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   if (testing::ToolExists("addr2line")) a2l = testing::RunAddr2line(reference, addresses);
   std::multimap<uint64_t, std::string> nm = testing::NmSymbols(reference);
 
-  // Half of the fixtures build their unit tables up front on two threads (the batch path),
-  // the other half lazily on the first lookup of each unit: both must give the same answers.
-  if (std::hash<std::string>()(GetParam().fixture) % 2 == 0) (*source)->Prefetch(addresses, 2);
+  // Three ways to the same answers, each checked against llvm-symbolizer:
+  //  - lazy: Lookup() one address at a time (each unit's full tables on first use);
+  //  - batch: LookupBatch() of all addresses on two threads (tables built only for them);
+  //  - completion: LookupBatch() of every 7th address, then Lookup() of all of them, so most
+  //    addresses land in tables built for other addresses and must complete them first.
+  const char* const kModes[] = {"lazy", "batch", "completion"};
+  std::vector<std::vector<RefChain>> ours(3);
+  std::unique_ptr<DebugInfoSource> sources[3];
+  sources[0] = std::move(*source);
+  for (int m = 1; m < 3; ++m) {
+    auto s = DebugInfoSource::Open(*elf, options);
+    ASSERT_TRUE(s && *s);
+    sources[m] = std::move(*s);
+  }
+  std::vector<SourceFrame> frames;
+  for (uint64_t a : addresses) {
+    sources[0]->Lookup(a, &frames);
+    ours[0].push_back(ToChain(frames));
+  }
+  std::vector<std::vector<SourceFrame>> batch(addresses.size());
+  sources[1]->LookupBatch(
+      addresses, [&](size_t i) { return &batch[i]; }, 2);
+  for (const auto& f : batch) ours[1].push_back(ToChain(f));
+  std::vector<uint64_t> every7th;
+  for (size_t i = 0; i < addresses.size(); i += 7) every7th.push_back(addresses[i]);
+  std::vector<std::vector<SourceFrame>> first(every7th.size());
+  sources[2]->LookupBatch(
+      every7th, [&](size_t i) { return &first[i]; }, 2);
+  for (uint64_t a : addresses) {
+    sources[2]->Lookup(a, &frames);
+    ours[2].push_back(ToChain(frames));
+  }
 
-  size_t agree = 0, quirks = 0, differ = 0, inlined = 0;
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    uint64_t a = addresses[i];
-    RefChain ours = OurChain(**source, a);
-    std::vector<std::string> aliases;
-    if (const ElfSymbol* s = (*elf)->symbols().Find(a)) {
-      auto [lo, hi] = nm.equal_range(s->address);
-      for (auto it = lo; it != hi; ++it) aliases.push_back(it->second);
+  size_t differ = 0;
+  for (int m = 0; m < 3; ++m) {
+    size_t agree = 0, quirks = 0, inlined = 0, mode_differ = 0;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      uint64_t a = addresses[i];
+      std::vector<std::string> aliases;
+      if (const ElfSymbol* s = (*elf)->symbols().Find(a)) {
+        auto [lo, hi] = nm.equal_range(s->address);
+        for (auto it = lo; it != hi; ++it) aliases.push_back(it->second);
+      }
+      if (llvm[i].size() > 1) ++inlined;
+      if (SameFrames(ours[m][i], llvm[i], aliases)) {
+        ++agree;
+        continue;
+      }
+      bool quirk = !a2l.empty() && Addr2lineAgrees(ours[m][i], a2l[i]);
+      (quirk ? quirks : mode_differ)++;
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(a));
+      std::printf("%s %s (%s):\n  ours:\n%s  llvm-symbolizer:\n%s", quirk ? "QUIRK" : "DIFF", hex,
+                  kModes[m], Describe(ours[m][i]).c_str(), Describe(llvm[i]).c_str());
     }
-    if (llvm[i].size() > 1) ++inlined;
-    if (SameFrames(ours, llvm[i], aliases)) {
-      ++agree;
-      continue;
+    std::printf(
+        "%s (%s): %zu addresses (%zu with inline frames), %zu agree, %zu llvm quirks "
+        "(addr2line agrees with us), %zu differ; %zu of %zu units parsed\n",
+        GetParam().fixture, kModes[m], addresses.size(), inlined, agree, quirks, mode_differ,
+        sources[m]->parsed_unit_count(), sources[m]->unit_count());
+    differ += mode_differ;
+    // The fixtures are built to inline heavily when optimized: the test must see inline chains.
+    if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) {
+      EXPECT_GT(inlined, 10u);
     }
-    bool quirk = !a2l.empty() && Addr2lineAgrees(ours, a2l[i]);
-    (quirk ? quirks : differ)++;
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(a));
-    std::printf("%s %s:\n  ours:\n%s  llvm-symbolizer:\n%s", quirk ? "QUIRK" : "DIFF", hex,
-                Describe(ours).c_str(), Describe(llvm[i]).c_str());
+    EXPECT_TRUE(sources[m]->unit_errors().empty()) << sources[m]->unit_errors().front().ToString();
   }
-  std::printf(
-      "%s: %zu addresses (%zu with inline frames), %zu agree, %zu llvm quirks "
-      "(addr2line agrees with us), %zu differ; %zu of %zu units parsed\n",
-      GetParam().fixture, addresses.size(), inlined, agree, quirks, differ,
-      (*source)->parsed_unit_count(), (*source)->unit_count());
   EXPECT_EQ(differ, 0u);
-  // The fixtures are built to inline heavily when optimized: the test must see inline chains.
-  if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) {
-    EXPECT_GT(inlined, 10u);
-  }
-  EXPECT_TRUE((*source)->unit_errors().empty()) << (*source)->unit_errors().front().ToString();
 }
 
 #define CASES(tag)                                                           \

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "real_test_util.h"

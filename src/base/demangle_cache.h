@@ -1,0 +1,31 @@
+// DemangleCache — each distinct mangled name demangled once, however many frames carry it.
+//
+//   DemangleCache cache;
+//   const std::string& pretty = cache.Get(raw);  // stable reference, valid as long as `cache`
+//
+// Keys are the names' addresses, not their text: callers pass views into memory that outlives
+// the cache and holds NUL-terminated names (string tables, .debug_str), so one address is one
+// name and a lookup hashes a pointer instead of a long template name.
+// Thread-safety: Get() may be called from several threads; demangling runs outside the lock.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace stacksym {
+
+class DemangleCache {
+ public:
+  const std::string& Get(std::string_view raw);
+  size_t size() const;
+  size_t memory_bytes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const char*, std::string> names_;  // node-based: references stay valid
+};
+
+}  // namespace stacksym
