@@ -44,6 +44,7 @@ int Run(const Options& o) {
     WriteAnswers(answers.size(), o.symbolize.output,
                  [&](size_t i) -> const SymbolizedAddress& { return answers[i]; });
   }
+  KeepUntilExit(std::move(*symbolizer));
   return kExitOk;
 }
 

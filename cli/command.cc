@@ -40,6 +40,11 @@ CommandRegistrar::CommandRegistrar(std::string path, std::string description, Co
   Registry().push_back({std::move(path), std::move(description), std::move(setup)});
 }
 
+void KeepUntilExit(const void* object) {
+  static auto* const kept = new std::vector<const void*>();  // never destroyed, on purpose
+  kept->push_back(object);
+}
+
 CommandTree::CommandTree(CLI::App& app) {
   std::vector<Registered> commands = Registry();
   std::sort(commands.begin(), commands.end(),

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace stacksym::cli {
@@ -23,6 +24,16 @@ namespace stacksym::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 1;
 inline constexpr int kExitUsage = 2;
+
+// Keeps `object` alive until the process exits, and never destroys it: a command that built
+// hundreds of MB of tables (symbolizers of big binaries) returns straight away and lets the
+// kernel reclaim the memory in one go instead of freeing it piece by piece. Reachable from a
+// list that is never destroyed, so leak checkers do not report it.
+void KeepUntilExit(const void* object);
+template <class T>
+void KeepUntilExit(std::unique_ptr<T> object) {
+  KeepUntilExit(static_cast<const void*>(object.release()));
+}
 
 using CommandRun = std::function<int()>;
 using CommandSetup = std::function<CommandRun(CLI::App& command)>;
