@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "dwarf/address_index.h"
+
 namespace stacksym::dwarf {
 
 struct AddressRange {
@@ -22,6 +24,16 @@ inline constexpr int32_t kNoId = -1;
 
 // The id whose segment holds `address`, or kNoId.
 int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address);
+
+// The same, searching only the candidates `index` (built over the segment starts) names.
+inline int32_t FindSegment(std::span<const AddressSegment> segments, const AddressIndex& index,
+                           uint64_t address) {
+  auto [lo, hi] = index.Candidates(address);
+  return FindSegment(segments.subspan(lo, hi - lo), address);
+}
+inline void IndexSegments(std::span<const AddressSegment> segments, AddressIndex* index) {
+  index->Build(segments.size(), [&](size_t i) { return segments[i].start; });
+}
 
 // Flattens ranges of a tree (children nested in parents, `order` = depth-first visit order):
 // where ranges overlap, the one visited later (the deeper or later sibling) wins — the rule

@@ -206,6 +206,7 @@ Result<void> DebugInfoSource::BuildUnitMap() {
   }
   unit_map_ = dwarf::FlattenByLowestId(std::move(ranges));
   unit_map_.shrink_to_fit();
+  dwarf::IndexSegments(unit_map_, &unit_index_);
   return {};
 }
 
@@ -457,7 +458,7 @@ void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned t
   std::vector<Item> items;
   items.reserve(vaddrs.size());
   for (size_t i = 0; i < vaddrs.size(); ++i) {
-    int32_t index = dwarf::FindSegment(unit_map_, vaddrs[i]);
+    int32_t index = dwarf::FindSegment(unit_map_, unit_index_, vaddrs[i]);
     if (index >= 0) items.push_back({index, static_cast<uint32_t>(i)});
   }
   std::sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
@@ -530,7 +531,7 @@ void DebugInfoSource::LookupBatch(std::span<const uint64_t> vaddrs,
 }
 
 bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
-  int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, vaddr) : -1;
+  int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, unit_index_, vaddr) : -1;
   UnitState* state = unit_index < 0 ? nullptr : EnsureUnit(static_cast<size_t>(unit_index));
   if (state == nullptr) {
     frames->clear();
@@ -614,7 +615,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
 }
 
 size_t DebugInfoSource::memory_bytes() const {
-  size_t total = unit_map_.capacity() * sizeof(dwarf::AddressSegment);
+  size_t total = unit_map_.capacity() * sizeof(dwarf::AddressSegment) + unit_index_.memory_bytes();
   if (main_) total += main_->memory_bytes();
   if (supplementary_) total += supplementary_->memory_bytes();
   for (const auto& d : split_dwarf_) total += d->memory_bytes();

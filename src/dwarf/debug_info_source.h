@@ -130,6 +130,7 @@ class DebugInfoSource {
   std::vector<std::unique_ptr<dwarf::DwarfFile>> split_dwarf_;
 
   std::vector<dwarf::AddressSegment> unit_map_;  // address → index into main_->units()
+  dwarf::AddressIndex unit_index_;               // over unit_map_
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
   DemangleCache demangled_;

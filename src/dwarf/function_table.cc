@@ -211,6 +211,7 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
   table.nodes_.shrink_to_fit();
   table.segments_ = FlattenNested(std::move(ranges));
   table.segments_.shrink_to_fit();
+  IndexSegments(table.segments_, &table.index_);
   return table;
 }
 

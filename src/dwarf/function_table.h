@@ -57,11 +57,12 @@ class FunctionTable {
   // Innermost node covering `address`; kNoId (-1) when none, kIncomplete (-2) when the
   // address is in code a partial table skipped (a full Build() knows its function).
   static constexpr int32_t kIncomplete = -2;
-  int32_t Find(uint64_t address) const { return FindSegment(segments_, address); }
+  int32_t Find(uint64_t address) const { return FindSegment(segments_, index_, address); }
   std::span<const FunctionNode> nodes() const { return nodes_; }
   std::span<const AddressSegment> segments() const { return segments_; }
   size_t memory_bytes() const {
-    return nodes_.capacity() * sizeof(FunctionNode) + segments_.capacity() * sizeof(AddressSegment);
+    return nodes_.capacity() * sizeof(FunctionNode) +
+           segments_.capacity() * sizeof(AddressSegment) + index_.memory_bytes();
   }
 
  private:
@@ -80,6 +81,7 @@ class FunctionTable {
   Coverage coverage_ = Coverage::kFull;
   std::vector<FunctionNode> nodes_;
   std::vector<AddressSegment> segments_;
+  AddressIndex index_;  // over segments_
 };
 
 }  // namespace stacksym::dwarf

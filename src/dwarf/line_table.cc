@@ -307,11 +307,13 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
                        scratch.begin() + static_cast<ptrdiff_t>(seq.end));
   }
   table.rows_.shrink_to_fit();
+  table.index_.Build(table.rows_.size(), [&](size_t i) { return table.rows_[i].address; });
   return table;
 }
 
 const LineRow* LineTable::Find(uint64_t address) const {
-  auto it = std::upper_bound(rows_.begin(), rows_.end(), address,
+  auto [lo, hi] = index_.Candidates(address);
+  auto it = std::upper_bound(rows_.begin() + lo, rows_.begin() + hi, address,
                              [](uint64_t a, const LineRow& r) { return a < r.address; });
   if (it == rows_.begin()) return nullptr;
   --it;

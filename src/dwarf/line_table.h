@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dwarf/address_index.h"
 #include "stacksym/result.h"
 
 namespace stacksym::dwarf {
@@ -61,8 +62,8 @@ class LineTable {
   std::span<const FileEntry> files() const { return files_; }
   std::span<const std::string_view> directories() const { return dirs_; }
   size_t memory_bytes() const {
-    return rows_.capacity() * sizeof(LineRow) + files_.capacity() * sizeof(FileEntry) +
-           dirs_.capacity() * sizeof(std::string_view);
+    return rows_.capacity() * sizeof(LineRow) + index_.memory_bytes() +
+           files_.capacity() * sizeof(FileEntry) + dirs_.capacity() * sizeof(std::string_view);
   }
 
  private:
@@ -70,6 +71,7 @@ class LineTable {
   std::vector<std::string_view> dirs_;
   std::vector<FileEntry> files_;
   std::vector<LineRow> rows_;
+  AddressIndex index_;  // over rows_
 };
 
 // Joins path components the way LLVM's sys::path::append does: a '/' between parts unless

@@ -1,7 +1,11 @@
-// Flattening of nested function ranges and of overlapping unit ranges.
+// Flattening of nested function ranges and of overlapping unit ranges; the bucket index.
 #include "dwarf/address_range.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
 
 namespace stacksym::dwarf {
 namespace {
@@ -50,6 +54,48 @@ TEST(AddressRangeTest, OverlappingUnitsLowestIdWins) {
   EXPECT_EQ(FindSegment(s, 0x300), kNoId);
   EXPECT_EQ(FindSegment(s, 0x450), 2);
   EXPECT_EQ(FindSegment(s, 0x500), kNoId);
+}
+
+}  // namespace
+}  // namespace stacksym::dwarf
+
+namespace stacksym::dwarf {
+namespace {
+
+// The bucket index must give exactly the answers of a plain search, for dense, sparse,
+// clustered and extreme (near 2^64) address layouts.
+TEST(AddressIndex, AgreesWithPlainSearch) {
+  std::mt19937_64 rng(7);
+  std::vector<std::vector<uint64_t>> layouts;
+  std::vector<uint64_t> dense, clustered, high;
+  for (uint64_t i = 0; i < 5000; ++i) dense.push_back(0x400000 + i * 16);
+  for (uint64_t i = 0; i < 3000; ++i)
+    clustered.push_back((i % 3 == 0 ? 0x1000 : 0x7f0000000000) + i * 64);
+  for (uint64_t i = 0; i < 200; ++i) high.push_back(~uint64_t{0} - 0x100000 + i * 0x800);
+  layouts = {dense, clustered, high, {5}, {}};
+  std::vector<uint64_t> random;
+  for (int i = 0; i < 4000; ++i) random.push_back(rng() >> (rng() % 64));
+  layouts.push_back(random);
+  for (std::vector<uint64_t>& starts : layouts) {
+    std::sort(starts.begin(), starts.end());
+    std::vector<AddressSegment> segments;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      segments.push_back({starts[i], static_cast<int32_t>(i % 7 == 0 ? kNoId : i)});
+    }
+    AddressIndex index;
+    IndexSegments(segments, &index);
+    std::vector<uint64_t> probes = {0, 1, ~uint64_t{0}, ~uint64_t{0} - 1};
+    for (uint64_t s : starts) {
+      probes.push_back(s);
+      probes.push_back(s - 1);
+      probes.push_back(s + 1);
+    }
+    for (int i = 0; i < 20000; ++i) probes.push_back(rng() >> (rng() % 64));
+    for (uint64_t a : probes) {
+      ASSERT_EQ(FindSegment(segments, index, a), FindSegment(segments, a))
+          << "address 0x" << std::hex << a << " over " << std::dec << starts.size() << " starts";
+    }
+  }
 }
 
 }  // namespace
