@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ make pkg-config
-  zlib1g-dev libzstd-dev libdeflate-dev libiberty-dev libcli11-dev
+  zlib1g-dev libzstd-dev libisal-dev libiberty-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang llvm libclang-rt-14-dev clang-format
   binutils elfutils dwz libc6-dbg

@@ -479,6 +479,13 @@ void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned t
     bool split = main_->ReadUnitDie(unit) && IsSplit(unit);
     (split ? serial : parallel).push_back({index, b, e});
   }
+  // Biggest units first (their size is the best guess of their parsing time): the threads
+  // then finish close together instead of one parsing a huge unit while the others idle.
+  std::stable_sort(parallel.begin(), parallel.end(), [&](const Group& x, const Group& y) {
+    const UnitInfo& ux = main_->units()[x.unit];
+    const UnitInfo& uy = main_->units()[y.unit];
+    return ux.end - ux.offset > uy.end - uy.offset;
+  });
   auto run = [&](const Group& g, std::vector<uint64_t>& wanted, std::vector<uint32_t>& positions) {
     wanted.clear();
     positions.clear();

@@ -1,6 +1,6 @@
 #include "elf/decompress.h"
 
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 #include <sys/mman.h>
 #include <zstd.h>
 
@@ -42,7 +42,7 @@ Error SizeMismatch(uint64_t produced, uint64_t declared, bool longer) {
 // Fresh anonymous memory is zeroed by the kernel on first touch, and for big sections that
 // costs a good part of the decompression itself (more under virtualization). A second thread
 // faults the output pages in (MADV_POPULATE_WRITE, content untouched) ahead of the decoder, so
-// the zeroing runs on another core while this one decodes. Joined before the buffer is used.
+// the zeroing runs on another core while this one decodes. Joined before returning.
 class PopulateAhead {
  public:
   PopulateAhead(uint8_t* data, size_t size) {
@@ -66,35 +66,79 @@ class PopulateAhead {
   std::thread worker_;
 };
 
-// Whole-buffer inflate: the declared size is known, so libdeflate decodes straight into the
-// final buffer (about twice zlib's speed) and checks the Adler-32 trailer itself.
-Result<DecompressedBytes> Inflate(std::span<const uint8_t> input, uint64_t declared) {
-  Result<DecompressedBytes> out = DecompressedBytes::Allocate(static_cast<size_t>(declared));
-  if (!out) return out;
-  PopulateAhead populate(out->data(), out->mapped() ? out->size() : 0);
-  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
-  if (d == nullptr) return Error(ErrorCode::kInternal, "libdeflate_alloc_decompressor failed");
-  size_t produced = 0;
-  libdeflate_result rc = libdeflate_zlib_decompress(d, input.data(), input.size(), out->data(),
-                                                    out->size(), &produced);
-  libdeflate_free_decompressor(d);
+// Output is produced in steps of this size, each reported as final before the next.
+constexpr size_t kProgressStep = size_t{1} << 20;
+
+Error ZlibError(int rc) {
   switch (rc) {
-    case LIBDEFLATE_SUCCESS:
-      if (produced != declared) return SizeMismatch(produced, declared, false);
-      return out;
-    case LIBDEFLATE_INSUFFICIENT_SPACE:
-      return SizeMismatch(declared + 1, declared, true);
-    case LIBDEFLATE_SHORT_OUTPUT:  // only reported when no size pointer is passed
-    case LIBDEFLATE_BAD_DATA:
+    case ISAL_INCORRECT_CHECKSUM:
+      return Error(ErrorCode::kMalformed, "zlib stream is corrupt: it fails its Adler-32 check");
+    case ISAL_INVALID_WRAPPER:
+    case ISAL_UNSUPPORTED_METHOD:
+      return Error(ErrorCode::kMalformed, "zlib stream is corrupt: bad header");
+    case ISAL_NEED_DICT:
+      return Error(ErrorCode::kMalformed, "zlib stream is corrupt: it needs a preset dictionary");
     default:
       return Error(ErrorCode::kMalformed, "zlib stream is corrupt or truncated");
   }
 }
 
-Result<DecompressedBytes> Unzstd(std::span<const uint8_t> input, uint64_t declared) {
-  Result<DecompressedBytes> out = DecompressedBytes::Allocate(static_cast<size_t>(declared));
-  if (!out) return out;
-  PopulateAhead populate(out->data(), out->mapped() ? out->size() : 0);
+// Streaming inflate with ISA-L (as fast as whole-buffer libdeflate here, and it can stop and
+// report after each step); the zlib wrapper and Adler-32 trailer are checked by ISA-L.
+Result<void> InflateInto(std::span<const uint8_t> input, std::span<uint8_t> out,
+                         const std::function<void(size_t)>& progress) {
+  auto state = std::make_unique<inflate_state>();
+  isal_inflate_init(state.get());
+  state->crc_flag = ISAL_ZLIB;
+  state->next_in = const_cast<uint8_t*>(input.data());  // ISA-L does not write through it
+  // avail_in is 32-bit: feed the input in pieces.
+  size_t in_pos = 0;
+  auto refill = [&] {
+    if (state->avail_in == 0 && in_pos < input.size()) {
+      size_t n = std::min<size_t>(input.size() - in_pos, uint32_t{1} << 30);
+      state->next_in = const_cast<uint8_t*>(input.data() + in_pos);
+      state->avail_in = static_cast<uint32_t>(n);
+      in_pos += n;
+    }
+  };
+  size_t produced = 0;
+  while (state->block_state != ISAL_BLOCK_FINISH) {
+    refill();
+    if (produced == out.size()) {
+      // Every declared byte is there; any further output means the size lied.
+      uint8_t probe;
+      state->next_out = &probe;
+      state->avail_out = 1;
+      uint32_t in_before = state->avail_in;
+      int rc = isal_inflate(state.get());
+      if (rc < 0 || rc == ISAL_NEED_DICT) return ZlibError(rc);
+      if (state->avail_out == 0) return SizeMismatch(produced + 1, out.size(), true);
+      if (state->block_state != ISAL_BLOCK_FINISH && state->avail_in == in_before &&
+          (state->avail_in == 0 ? in_pos == input.size() : true)) {
+        return ZlibError(ISAL_END_INPUT);  // stuck: truncated, or nothing it can decode
+      }
+      continue;
+    }
+    size_t step = std::min(kProgressStep, out.size() - produced);
+    state->next_out = out.data() + produced;
+    state->avail_out = static_cast<uint32_t>(step);
+    uint32_t in_before = state->avail_in;
+    int rc = isal_inflate(state.get());
+    if (rc < 0 || rc == ISAL_NEED_DICT) return ZlibError(rc);
+    size_t made = step - state->avail_out;
+    produced += made;
+    if (made != 0 && progress) progress(produced);
+    if (made == 0 && state->avail_in == in_before && state->block_state != ISAL_BLOCK_FINISH &&
+        in_pos == input.size()) {
+      return ZlibError(ISAL_END_INPUT);  // no input left and no progress: truncated
+    }
+  }
+  if (produced != out.size()) return SizeMismatch(produced, out.size(), false);
+  return {};
+}
+
+Result<void> UnzstdInto(std::span<const uint8_t> input, std::span<uint8_t> out,
+                        const std::function<void(size_t)>& progress) {
   ZSTD_DStream* zs = ZSTD_createDStream();
   if (zs == nullptr) return Error(ErrorCode::kInternal, "ZSTD_createDStream failed");
   struct Free {
@@ -107,9 +151,10 @@ Result<DecompressedBytes> Unzstd(std::span<const uint8_t> input, uint64_t declar
     // Once the buffer holds the declared size, decode into a one-byte probe: any further
     // output means the declared size lied.
     uint8_t probe;
-    bool full = out_pos == out->size();
+    bool full = out_pos == out.size();
+    size_t step_end = std::min(out.size(), out_pos + kProgressStep);
     ZSTD_outBuffer ob =
-        full ? ZSTD_outBuffer{&probe, 1, 0} : ZSTD_outBuffer{out->data(), out->size(), out_pos};
+        full ? ZSTD_outBuffer{&probe, 1, 0} : ZSTD_outBuffer{out.data(), step_end, out_pos};
     size_t in_before = in.pos;
     size_t out_before = ob.pos;
     size_t rc = ZSTD_decompressStream(zs, &ob, &in);
@@ -117,15 +162,18 @@ Result<DecompressedBytes> Unzstd(std::span<const uint8_t> input, uint64_t declar
       return Error(ErrorCode::kMalformed,
                    std::string("zstd stream is corrupt: ") + ZSTD_getErrorName(rc));
     }
-    if (full && ob.pos != 0) return SizeMismatch(out_pos + 1, declared, true);
-    if (!full) out_pos = ob.pos;
+    if (full && ob.pos != 0) return SizeMismatch(out_pos + 1, out.size(), true);
+    if (!full) {
+      out_pos = ob.pos;
+      if (out_pos != out_before && progress) progress(out_pos);
+    }
     if (in.pos == in.size && rc == 0) break;  // every frame decoded and flushed
-    if (in.pos == in_before && ob.pos == out_before) {
+    if (in.pos == in_before && ob.pos == out_before && (full || ob.pos < ob.size)) {
       return Error(ErrorCode::kMalformed, "zstd stream is truncated");
     }
   }
-  if (out_pos != declared) return SizeMismatch(out_pos, declared, false);
-  return out;
+  if (out_pos != out.size()) return SizeMismatch(out_pos, out.size(), false);
+  return {};
 }
 
 }  // namespace
@@ -173,23 +221,47 @@ Result<DecompressedBytes> DecompressedBytes::Allocate(size_t size) {
   return b;
 }
 
-Result<DecompressedBytes> Decompress(Compression kind, std::span<const uint8_t> input,
-                                     uint64_t declared_size) {
-  uint64_t plausible = uint64_t{input.size()} * kMaxRatio + kRatioSlack;
+namespace {
+
+Result<void> CheckPlausible(uint64_t declared_size, size_t input_size) {
+  uint64_t plausible = uint64_t{input_size} * kMaxRatio + kRatioSlack;
   if (declared_size > kMaxDecompressedSize || declared_size > plausible) {
     return Error(ErrorCode::kMalformed, "declared decompressed size " +
                                             std::to_string(declared_size) + " is implausible for " +
-                                            std::to_string(input.size()) + " compressed bytes");
+                                            std::to_string(input_size) + " compressed bytes");
   }
   if (declared_size == 0) {
     return Error(ErrorCode::kMalformed, "compressed section declares a size of 0");
   }
-  return kind == Compression::kZlib ? Inflate(input, declared_size) : Unzstd(input, declared_size);
+  return {};
 }
 
-Result<DecompressedBytes> DecompressSection(std::span<const uint8_t> raw, bool gabi,
-                                            bool is_64bit) {
+}  // namespace
+
+Result<void> DecompressInto(const CompressedPayload& payload, std::span<uint8_t> out,
+                            const std::function<void(size_t)>& progress) {
+  if (out.size() != payload.size) {
+    return Error(ErrorCode::kInvalidArgument, "output buffer size differs from the declared size");
+  }
+  PopulateAhead populate(out.data(), out.size());
+  return payload.kind == Compression::kZlib ? InflateInto(payload.stream, out, progress)
+                                            : UnzstdInto(payload.stream, out, progress);
+}
+
+Result<DecompressedBytes> Decompress(Compression kind, std::span<const uint8_t> input,
+                                     uint64_t declared_size) {
+  if (Result<void> r = CheckPlausible(declared_size, input.size()); !r) return r.error();
+  Result<DecompressedBytes> out = DecompressedBytes::Allocate(static_cast<size_t>(declared_size));
+  if (!out) return out;
+  CompressedPayload payload{kind, input, declared_size};
+  if (Result<void> r = DecompressInto(payload, {out->data(), out->size()}); !r) return r.error();
+  return out;
+}
+
+Result<CompressedPayload> ParseCompressedSection(std::span<const uint8_t> raw, bool gabi,
+                                                 bool is_64bit) {
   ByteCursor c(raw);
+  CompressedPayload p;
   if (!gabi) {
     // Legacy GNU form: "ZLIB" then the size as 8 big-endian bytes, then a zlib stream.
     std::span<const uint8_t> magic = c.Bytes(4);
@@ -197,23 +269,36 @@ Result<DecompressedBytes> DecompressSection(std::span<const uint8_t> raw, bool g
     if (!c.ok() || std::memcmp(magic.data(), "ZLIB", 4) != 0) {
       return Error(ErrorCode::kMalformed, "legacy compressed section lacks its \"ZLIB\" header");
     }
-    uint64_t size = 0;
-    for (uint8_t b : size_be) size = (size << 8) | b;
-    return Decompress(Compression::kZlib, c.Bytes(c.remaining()), size);
+    for (uint8_t b : size_be) p.size = (p.size << 8) | b;
+    p.kind = Compression::kZlib;
+  } else {
+    CompressionHeader h = ReadCompressionHeader(c, is_64bit);
+    if (!c.ok()) {
+      return Error(ErrorCode::kMalformed, "compressed section is too small for its header");
+    }
+    switch (h.type) {
+      case ELFCOMPRESS_ZLIB:
+        p.kind = Compression::kZlib;
+        break;
+      case ELFCOMPRESS_ZSTD:
+        p.kind = Compression::kZstd;
+        break;
+      default:
+        return Error(ErrorCode::kUnsupported,
+                     "unknown section compression type " + std::to_string(h.type));
+    }
+    p.size = h.size;
   }
-  CompressionHeader h = ReadCompressionHeader(c, is_64bit);
-  if (!c.ok()) {
-    return Error(ErrorCode::kMalformed, "compressed section is too small for its header");
-  }
-  switch (h.type) {
-    case ELFCOMPRESS_ZLIB:
-      return Decompress(Compression::kZlib, c.Bytes(c.remaining()), h.size);
-    case ELFCOMPRESS_ZSTD:
-      return Decompress(Compression::kZstd, c.Bytes(c.remaining()), h.size);
-    default:
-      return Error(ErrorCode::kUnsupported,
-                   "unknown section compression type " + std::to_string(h.type));
-  }
+  p.stream = c.Bytes(c.remaining());
+  if (Result<void> r = CheckPlausible(p.size, p.stream.size()); !r) return r.error();
+  return p;
+}
+
+Result<DecompressedBytes> DecompressSection(std::span<const uint8_t> raw, bool gabi,
+                                            bool is_64bit) {
+  Result<CompressedPayload> payload = ParseCompressedSection(raw, gabi, is_64bit);
+  if (!payload) return payload.error();
+  return Decompress(payload->kind, payload->stream, payload->size);
 }
 
 }  // namespace stacksym::elf

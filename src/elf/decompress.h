@@ -8,10 +8,16 @@
 // Output goes into a DecompressedBytes buffer of exactly the declared size that is never
 // zero-filled first; large buffers are anonymous mappings, so pages the stream never reaches
 // cost no memory even when a hostile header overstates the size.
+//
+// Decoding is streamed (ISA-L's inflate for zlib, libzstd's stream decoder), so a caller can
+// be told how many leading bytes are final while the rest is still being decoded
+// (DecompressInto's `progress`): that is what lets DWARF units be parsed while the later part
+// of .debug_info is still being inflated.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -49,6 +55,22 @@ class DecompressedBytes {
 // `declared_size` bytes.
 Result<DecompressedBytes> Decompress(Compression kind, std::span<const uint8_t> input,
                                      uint64_t declared_size);
+
+// A compressed section's header, checked: the stream, its kind and its plausible size.
+struct CompressedPayload {
+  Compression kind = Compression::kZlib;
+  std::span<const uint8_t> stream;
+  uint64_t size = 0;  // declared decompressed size
+};
+// `gabi`: the Elf32/64_Chdr form; otherwise the legacy "ZLIB" + 8-byte big-endian size form.
+Result<CompressedPayload> ParseCompressedSection(std::span<const uint8_t> raw, bool gabi,
+                                                 bool is_64bit);
+
+// Decodes `payload` into `out` (exactly payload.size bytes). progress(n) is called from this
+// thread each time the first n bytes of `out` are final (n grows; the last call, on success,
+// has n == out.size()).
+Result<void> DecompressInto(const CompressedPayload& payload, std::span<uint8_t> out,
+                            const std::function<void(size_t)>& progress = {});
 
 // The contents of a whole compressed section: the Elf32/64_Chdr form when `gabi` is true,
 // otherwise the legacy "ZLIB" + 8-byte big-endian size form.
