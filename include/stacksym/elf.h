@@ -16,6 +16,7 @@
 // built under a lock, once).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -111,6 +112,34 @@ class SymbolTable {
   bool has_dynsym_ = false;
 };
 
+// A section's contents becoming available front to back while a background thread
+// decompresses it (ElfFile::StreamSectionData). Readers may use the first WaitFor(n) bytes
+// of buffer() at once; the rest is still being written.
+class SectionStream {
+ public:
+  // Blocks until at least `bytes` leading bytes are final, or decoding has ended. Returns how
+  // many leading bytes are final: all of them once complete; after a failure, those before it.
+  size_t WaitFor(size_t bytes) const;
+  // Blocks until the end: the whole contents, or the error.
+  Result<std::span<const uint8_t>> Wait() const;
+  // Whole-size view of the destination buffer (see WaitFor for which bytes are readable).
+  std::span<const uint8_t> buffer() const { return buffer_; }
+  bool done() const;
+
+  // For ElfFile: the decoder's side.
+  void Reset(std::span<const uint8_t> buffer);
+  void Publish(size_t final_bytes);
+  void Finish(std::optional<Error> error);
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::span<const uint8_t> buffer_;
+  size_t final_ = 0;
+  bool done_ = false;
+  std::optional<Error> error_;
+};
+
 class ElfFile {
  public:
   static Result<std::shared_ptr<ElfFile>> Open(const std::string& path);
@@ -141,6 +170,11 @@ class ElfFile {
   Result<std::span<const uint8_t>> SectionData(const ElfSection& section) const;
   // Convenience: empty span when the section does not exist.
   Result<std::span<const uint8_t>> SectionData(std::string_view name) const;
+  // Like SectionData, but a compressed section not yet decompressed is decompressed on a
+  // background thread and the call returns at once: the stream tells which leading bytes are
+  // final. SectionData() on the same section afterwards waits for that same decoding. Never
+  // null; uncompressed (or already decompressed) sections come as a finished stream.
+  std::shared_ptr<const SectionStream> StreamSectionData(const ElfSection& section) const;
 
   // GNU build ID (NT_GNU_BUILD_ID), any length; empty if the file has none.
   std::span<const uint8_t> build_id() const { return build_id_; }
@@ -178,6 +212,8 @@ class ElfFile {
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
+  void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
+                          bool background) const;
 };
 
 // Hex of a byte string, lowercase ("build ID" form).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -24,6 +25,8 @@ using dwarf::UnitInfo;
 // Per-unit tables, built on first use.
 struct DebugInfoSource::UnitState {
   bool ok = false;
+  bool prebuilt = false;   // functions built while streaming; strings (and lines) still to read
+  bool line_read = false;  // prebuilt with its line table
   bool completion_failed = false;      // a full rebuild of a partial table failed: keep it
   DwarfFile* function_file = nullptr;  // the file the function DIEs are in (main, dwo, dwp)
   UnitInfo* function_unit = nullptr;   // the unit they are in (the split unit for skeletons)
@@ -60,7 +63,16 @@ bool IsCompressed(const ElfFile& elf, std::string_view name) {
 // cost of opening big compressed debug files, so when both halves hold compressed data, the
 // string/line/range sections are decompressed on a second thread while this one does
 // .debug_info (ElfFile decompresses each section once, under a per-section once-flag).
-Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo) {
+// `streams`: when given and .debug_info is compressed and at least `stream_from` bytes, it
+// and a compressed .debug_str are only started here, each on a background thread, and their
+// streams returned there; s.info and s.str are then whole-size buffers whose bytes become
+// final later (front to back). The small sections are read meanwhile, on this thread.
+struct SectionStreams {
+  std::shared_ptr<const SectionStream> info;
+  std::shared_ptr<const SectionStream> str;
+};
+Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams* streams = nullptr,
+                                   uint64_t stream_from = 0) {
   DwarfSections s;
   struct Want {
     const char* name;
@@ -89,6 +101,23 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo) {
     }
     return {};
   };
+  const ElfSection* info = elf.FindSection(".debug_info");
+  if (streams != nullptr && !dwo && info != nullptr && IsCompressed(elf, ".debug_info") &&
+      info->size >= stream_from) {
+    streams->info = elf.StreamSectionData(*info);
+    s.info = streams->info->buffer();
+    const ElfSection* str = elf.FindSection(".debug_str");
+    bool stream_str = str != nullptr && IsCompressed(elf, ".debug_str");
+    if (stream_str) {
+      streams->str = elf.StreamSectionData(*str);
+      s.str = streams->str->buffer();
+    }
+    if (Result<void> r = load(std::span(first).subspan(1)); !r) return std::move(r).error();
+    if (Result<void> r = load(std::span(second).subspan(stream_str ? 1 : 0)); !r) {
+      return std::move(r).error();
+    }
+    return s;
+  }
   bool parallel = false;
   if (!dwo && IsCompressed(elf, ".debug_info")) {
     for (const Want& w : second) parallel |= IsCompressed(elf, w.name);
@@ -111,10 +140,9 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo) {
 
 DebugInfoSource::~DebugInfoSource() = default;
 
-size_t DebugInfoSource::unit_count() const { return main_ ? main_->units().size() : 0; }
-
 Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<ElfFile> binary,
-                                                               const SymbolizeOptions& options) {
+                                                               const SymbolizeOptions& options,
+                                                               const OpenTuning& tuning) {
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->binary_ = binary;
@@ -130,7 +158,9 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   }
   source->debug_file_ = debug_file;
   source->path_ = debug_file->path();
-  Result<DwarfSections> sections = LoadSections(*debug_file, false);
+  SectionStreams streams;
+  Result<DwarfSections> sections =
+      LoadSections(*debug_file, false, &streams, tuning.stream_info_from);
   if (!sections) return std::move(sections).error();
   source->main_ = std::make_unique<DwarfFile>(*sections);
 
@@ -147,6 +177,13 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
         source->supplementary_->set_supplementary(source->supplementary_.get());
       }
     }
+  }
+  // A streaming .debug_info is scanned once it is complete (EnsureLoaded).
+  source->info_stream_ = std::move(streams.info);
+  source->str_stream_ = std::move(streams.str);
+  if (source->info_stream_ != nullptr) {
+    source->loaded_ = false;
+    return source;
   }
   if (Result<void> r = source->Init(*sections); !r)
     return std::move(r).error().WithFile(source->path_);
@@ -172,6 +209,34 @@ Result<void> DebugInfoSource::Init(const DwarfSections& sections) {
   }
   units_.resize(main_->units().size());
   return BuildUnitMap();
+}
+
+void DebugInfoSource::EnsureLoaded() {
+  if (loaded_) return;
+  loaded_ = true;
+  Result<std::span<const uint8_t>> info = info_stream_->Wait();
+  info_stream_.reset();
+  if (str_stream_) {
+    Result<std::span<const uint8_t>> str = str_stream_->Wait();
+    str_stream_.reset();
+    if (info && !str) info = std::move(str).error();
+  }
+  Result<void> r = info ? Init(main_->sections()) : Result<void>(std::move(info).error());
+  if (!r) {
+    // As if the file had no DWARF: every address falls back to the symbol table.
+    unit_errors_.push_back(std::move(r).error().WithFile(path_));
+    main_.reset();
+  }
+}
+
+size_t DebugInfoSource::unit_count() {
+  EnsureLoaded();
+  return main_ ? main_->units().size() : 0;
+}
+
+const std::vector<Error>& DebugInfoSource::unit_errors() {
+  EnsureLoaded();
+  return unit_errors_;
 }
 
 Result<void> DebugInfoSource::BuildUnitMap() {
@@ -366,18 +431,38 @@ const std::string& DebugInfoSource::dwp_path() const {
 DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index,
                                                         std::span<const uint64_t> wanted) {
   std::unique_ptr<UnitState>& slot = units_[index];
-  if (slot) return slot->ok ? slot.get() : nullptr;
-  slot = std::make_unique<UnitState>();
-  UnitState* state = slot.get();
-  parsed_units_.fetch_add(1, std::memory_order_relaxed);
-  UnitInfo& unit = main_->units()[index];
+  if (!slot) {
+    slot = BuildUnit(main_->units()[index], wanted);
+  } else if (slot->prebuilt) {
+    FinishPrebuilt(*slot, main_->units()[index]);
+  }
+  return slot->ok ? slot.get() : nullptr;
+}
+
+void DebugInfoSource::FinishPrebuilt(UnitState& state, UnitInfo& unit) {
+  state.prebuilt = false;
   if (Result<void> r = main_->ReadUnitDie(unit); !r) {
     AddUnitError(std::move(r).error());
-    return nullptr;
+    return;  // not ok
+  }
+  state.comp_dir = unit.comp_dir;
+  if (unit.has_stmt_list && !state.line_read) {
+    state.line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
+  }
+  state.ok = true;
+}
+
+std::unique_ptr<DebugInfoSource::UnitState> DebugInfoSource::BuildUnit(
+    UnitInfo& unit, std::span<const uint64_t> wanted) {
+  auto state = std::make_unique<UnitState>();
+  parsed_units_.fetch_add(1, std::memory_order_relaxed);
+  if (Result<void> r = main_->ReadUnitDie(unit); !r) {
+    AddUnitError(std::move(r).error());
+    return state;  // not ok
   }
   state->comp_dir = unit.comp_dir;
   if (IsSplit(unit)) {
-    Result<void> r = OpenSplitUnit(unit, state);
+    Result<void> r = OpenSplitUnit(unit, state.get());
     // Without the split object the line table of the skeleton still answers.
     if (!r) AddUnitError(std::move(r).error());
   } else {
@@ -393,6 +478,100 @@ DebugInfoSource::UnitState* DebugInfoSource::EnsureUnit(size_t index,
   if (unit.has_stmt_list) state->line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
   state->ok = true;
   return state;
+}
+
+void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads) {
+  const SectionStream& stream = *info_stream_;
+  std::span<const uint8_t> info = stream.buffer();
+  std::vector<uint64_t> sorted(vaddrs.begin(), vaddrs.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // Units are taken in the order their bytes become final; each one's own ranges (its unit
+  // DIE) say which addresses it holds. The unit list and map come after the whole section.
+  std::mutex cursor_mu;
+  uint64_t cursor = 0;
+  bool stop = false;
+  std::mutex built_mu;
+  std::vector<std::pair<UnitInfo, std::unique_ptr<UnitState>>> built;
+  auto take_next = [&](uint64_t* offset, uint64_t* end) {
+    std::lock_guard<std::mutex> lock(cursor_mu);
+    if (stop || cursor >= info.size()) return false;
+    // The unit length first (4 or 12 bytes): it tells where the next unit starts.
+    size_t have = stream.WaitFor(std::min<uint64_t>(cursor + 12, info.size()));
+    uint64_t unit_end = dwarf::DwarfFile::UnitEnd(info.first(have), cursor);
+    if (unit_end == 0 || unit_end > info.size()) {
+      stop = true;  // truncated or corrupt: the regular path reports it
+      return false;
+    }
+    *offset = cursor;
+    *end = unit_end;
+    cursor = unit_end;
+    return true;
+  };
+  auto build = [&](uint64_t offset, uint64_t end, std::vector<AddressRange>& ranges,
+                   std::vector<uint64_t>& wanted) {
+    if (stream.WaitFor(end) < end) return;  // decoding failed before this unit
+    Result<UnitInfo> header = dwarf::DwarfFile::ParseUnitHeader(info.first(end), offset);
+    if (!header || !header->known_version() || header->is_type_unit()) return;
+    UnitInfo unit = *header;
+    // Functions only: strings and possibly the line table wait until the unit is handed
+    // over (.debug_str may still be arriving). Split units open other files through shared
+    // state: they are left to the regular path.
+    if (!main_->ReadUnitDieWithoutStrings(unit) || unit.unit_type == dwarf::DW_UT_skeleton ||
+        unit.has_dwo_name) {
+      return;
+    }
+    ranges.clear();
+    if (!main_->UnitRanges(unit, &ranges)) return;
+    wanted.clear();
+    for (const AddressRange& r : ranges) {
+      for (auto it = std::lower_bound(sorted.begin(), sorted.end(), r.low);
+           it != sorted.end() && *it < r.high; ++it) {
+        wanted.push_back(*it);
+      }
+    }
+    if (wanted.empty()) return;
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
+    if (!functions) return;  // the regular path tries again, and records why
+    auto state = std::make_unique<UnitState>();
+    state->functions = std::move(*functions);
+    state->function_file = main_.get();
+    state->prebuilt = true;
+    // The line table too, once the strings its file names may use are final.
+    if (unit.has_stmt_list && (str_stream_ == nullptr || str_stream_->done())) {
+      state->line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
+      state->line_read = true;
+    }
+    std::lock_guard<std::mutex> lock(built_mu);
+    built.emplace_back(unit, std::move(state));
+  };
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  auto worker = [&] {
+    std::vector<AddressRange> ranges;
+    std::vector<uint64_t> wanted;
+    uint64_t offset = 0, end = 0;
+    while (take_next(&offset, &end)) build(offset, end, ranges, wanted);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(worker);
+  worker();
+  for (std::thread& w : workers) w.join();
+
+  EnsureLoaded();
+  if (!main_) return;
+  // Hand the tables to the units the scan found; the lookups then find them built.
+  for (auto& [header, state] : built) {
+    int found = main_->FindUnit(header.die_offset);
+    if (found < 0) continue;
+    UnitInfo& unit = main_->units()[static_cast<size_t>(found)];
+    if (unit.offset != header.offset || units_[static_cast<size_t>(found)]) continue;
+    state->function_unit = &unit;
+    units_[static_cast<size_t>(found)] = std::move(state);
+    parsed_units_.fetch_add(1, std::memory_order_relaxed);
+    ++prebuilt_units_;
+  }
 }
 
 bool DebugInfoSource::IsSplit(const UnitInfo& unit) {
@@ -448,6 +627,7 @@ void DebugInfoSource::AddUnitError(Error error) {
 template <typename Work>
 void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned threads,
                                     const Work& work) {
+  EnsureLoaded();
   if (!main_) return;
   // (unit, position) sorted by unit then address: each unit's addresses are contiguous and
   // sorted, which is what a filtered FunctionTable::Build wants.
@@ -518,6 +698,7 @@ void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned t
 }
 
 void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned threads) {
+  if (!loaded_) PrebuildWhileStreaming(vaddrs, threads);
   ForEachUnitOf(vaddrs, threads,
                 [](UnitState*, std::span<const uint64_t>, std::span<const uint32_t>) {});
 }
@@ -525,6 +706,7 @@ void DebugInfoSource::Prefetch(std::span<const uint64_t> vaddrs, unsigned thread
 void DebugInfoSource::LookupBatch(std::span<const uint64_t> vaddrs,
                                   const std::function<std::vector<SourceFrame>*(size_t)>& frames_of,
                                   unsigned threads) {
+  if (!loaded_) PrebuildWhileStreaming(vaddrs, threads);
   ForEachUnitOf(
       vaddrs, threads,
       [&](UnitState* state, std::span<const uint64_t> wanted, std::span<const uint32_t> positions) {
@@ -538,6 +720,7 @@ void DebugInfoSource::LookupBatch(std::span<const uint64_t> vaddrs,
 }
 
 bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
+  EnsureLoaded();
   int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, unit_index_, vaddr) : -1;
   UnitState* state = unit_index < 0 ? nullptr : EnsureUnit(static_cast<size_t>(unit_index));
   if (state == nullptr) {

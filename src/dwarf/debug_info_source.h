@@ -40,9 +40,20 @@ class DebugFileFinder;
 
 class DebugInfoSource {
  public:
+  struct OpenTuning {
+    // A compressed .debug_info of at least this many (compressed) bytes is decompressed on a
+    // background thread: Open() returns at once, and a batch parses each unit it needs as
+    // soon as that unit's bytes are final. Tests lower it to take that path on small files.
+    uint64_t stream_info_from = uint64_t{4} << 20;
+  };
   // Returns nullptr (not an error) when no DWARF exists at all.
   static Result<std::unique_ptr<DebugInfoSource>> Open(std::shared_ptr<ElfFile> binary,
-                                                       const SymbolizeOptions& options);
+                                                       const SymbolizeOptions& options,
+                                                       const OpenTuning& tuning);
+  static Result<std::unique_ptr<DebugInfoSource>> Open(std::shared_ptr<ElfFile> binary,
+                                                       const SymbolizeOptions& options) {
+    return Open(std::move(binary), options, OpenTuning{});
+  }
   // DWARF from raw section bytes (tests, fuzzing); the bytes must outlive the source.
   static Result<std::unique_ptr<DebugInfoSource>> FromSections(const dwarf::DwarfSections& sections,
                                                                const SymbolizeOptions& options);
@@ -70,11 +81,13 @@ class DebugInfoSource {
   const std::string& path() const { return path_; }
 
   // Diagnostics for tests and benchmarks.
-  size_t unit_count() const;
+  size_t unit_count();  // waits for a .debug_info still being decompressed
   size_t parsed_unit_count() const { return parsed_units_.load(); }
+  // Units whose tables a batch built while .debug_info was still being decompressed.
+  size_t prebuilt_unit_count() const { return prebuilt_units_; }
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
-  const std::vector<Error>& unit_errors() const { return unit_errors_; }
+  const std::vector<Error>& unit_errors();
   // Split-DWARF package (.dwp) bookkeeping: the package is searched for once, on the first
   // split unit ("<binary>.dwp", then "<separate debug file>.dwp"), and opened and indexed
   // once; a miss or a broken package is remembered like a success.
@@ -91,6 +104,15 @@ class DebugInfoSource {
   // Builds the unit's tables once; `wanted` (sorted) lets the function table skip the
   // subprograms that hold none of those addresses.
   UnitState* EnsureUnit(size_t index, std::span<const uint64_t> wanted = {});
+  std::unique_ptr<UnitState> BuildUnit(dwarf::UnitInfo& unit, std::span<const uint64_t> wanted);
+  void FinishPrebuilt(UnitState& state, dwarf::UnitInfo& unit);
+  // A .debug_info still being decompressed: waits for it, then scans its units (once). On
+  // failure the source answers nothing (the symbol table takes over) and records why.
+  void EnsureLoaded();
+  // While .debug_info streams in: builds, on `threads` threads, the tables of the units
+  // .debug_aranges assigns the addresses to, each as soon as its bytes are final; then waits
+  // for the rest and hands the tables to the scanned units.
+  void PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads);
   // Replaces a partial function table by the full one; false when there is nothing to gain.
   bool CompleteUnit(UnitState& state);
   static bool IsSplit(const dwarf::UnitInfo& unit);
@@ -126,6 +148,10 @@ class DebugInfoSource {
   size_t dwp_opens_ = 0;
   std::unique_ptr<DebugFileFinder> finder_;
   std::unique_ptr<dwarf::DwarfFile> main_;
+  std::shared_ptr<const SectionStream> info_stream_;  // .debug_info still arriving
+  std::shared_ptr<const SectionStream> str_stream_;   // .debug_str still arriving
+  bool loaded_ = true;                                // units scanned, unit map built
+  size_t prebuilt_units_ = 0;
   std::unique_ptr<dwarf::DwarfFile> supplementary_;
   std::vector<std::unique_ptr<dwarf::DwarfFile>> split_dwarf_;
 

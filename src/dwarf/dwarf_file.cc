@@ -25,52 +25,73 @@ uint64_t Tombstone(uint8_t address_size) {
 
 DwarfFile::DwarfFile(DwarfSections sections, bool is_dwo) : sections_(sections), is_dwo_(is_dwo) {}
 
+Result<UnitInfo> DwarfFile::ParseUnitHeader(std::span<const uint8_t> info, uint64_t offset) {
+  ByteCursor c(info);
+  c.Seek(static_cast<size_t>(offset));
+  UnitInfo u;
+  u.offset = offset;
+  uint64_t length = c.U32();
+  u.ctx.offset_size = 4;
+  if (length == 0xffffffffu) {
+    length = c.U64();
+    u.ctx.offset_size = 8;
+  } else if (length >= 0xfffffff0u) {
+    return Malformed(kInfo, offset, "reserved unit length " + Hex(length));
+  }
+  if (!c.ok() || length > c.remaining()) {
+    return Malformed(kInfo, offset, "unit extends past the end of the section");
+  }
+  u.end = c.offset() + length;
+  ByteCursor h = c.Sub(static_cast<size_t>(length));
+  u.ctx.version = h.U16();
+  if (u.ctx.version < 2 || u.ctx.version > 5) return u;  // unknown: `end` steps over it
+  if (u.ctx.version >= 5) {
+    u.unit_type = h.U8();
+    u.ctx.address_size = h.U8();
+    u.abbrev_offset = h.UN(u.ctx.offset_size);
+    if (u.unit_type == DW_UT_skeleton || u.unit_type == DW_UT_split_compile) {
+      u.dwo_id = h.U64();
+      u.has_dwo_id = true;
+    } else if (u.unit_type == DW_UT_type || u.unit_type == DW_UT_split_type) {
+      h.U64();
+      h.UN(u.ctx.offset_size);
+    }
+  } else {
+    u.unit_type = DW_UT_compile;
+    u.abbrev_offset = h.UN(u.ctx.offset_size);
+    u.ctx.address_size = h.U8();
+  }
+  if (!h.ok()) return Malformed(kInfo, offset, "truncated unit header");
+  if (u.ctx.address_size != 4 && u.ctx.address_size != 8 && u.ctx.address_size != 2) {
+    return Malformed(kInfo, offset,
+                     "unsupported address size " + std::to_string(u.ctx.address_size));
+  }
+  u.die_offset = u.offset + (h.offset() + (u.ctx.offset_size == 8 ? 12 : 4));
+  return u;
+}
+
+uint64_t DwarfFile::UnitEnd(std::span<const uint8_t> info, uint64_t offset) {
+  ByteCursor c(info);
+  c.Seek(static_cast<size_t>(offset));
+  uint64_t length = c.U32();
+  if (length == 0xffffffffu) {
+    length = c.U64();
+  } else if (length >= 0xfffffff0u) {
+    return 0;
+  }
+  if (!c.ok() || length > ~uint64_t{0} - c.offset()) return 0;
+  return c.offset() + length;
+}
+
+bool UnitInfo::known_version() const { return ctx.version >= 2 && ctx.version <= 5; }
+
 Result<void> DwarfFile::ScanUnits() {
-  ByteCursor c(sections_.info);
-  while (!c.at_end()) {
-    uint64_t offset = c.offset();
-    UnitInfo u;
-    u.offset = offset;
-    uint64_t length = c.U32();
-    u.ctx.offset_size = 4;
-    if (length == 0xffffffffu) {
-      length = c.U64();
-      u.ctx.offset_size = 8;
-    } else if (length >= 0xfffffff0u) {
-      return Malformed(kInfo, offset, "reserved unit length " + Hex(length));
-    }
-    if (!c.ok() || length > c.remaining()) {
-      return Malformed(kInfo, offset, "unit extends past the end of the section");
-    }
-    u.end = c.offset() + length;
-    ByteCursor h = c.Sub(static_cast<size_t>(length));
-    u.ctx.version = h.U16();
-    if (u.ctx.version < 2 || u.ctx.version > 5) {
-      continue;  // unknown version: the length still lets us step over it
-    }
-    if (u.ctx.version >= 5) {
-      u.unit_type = h.U8();
-      u.ctx.address_size = h.U8();
-      u.abbrev_offset = h.UN(u.ctx.offset_size);
-      if (u.unit_type == DW_UT_skeleton || u.unit_type == DW_UT_split_compile) {
-        u.dwo_id = h.U64();
-        u.has_dwo_id = true;
-      } else if (u.unit_type == DW_UT_type || u.unit_type == DW_UT_split_type) {
-        h.U64();
-        h.UN(u.ctx.offset_size);
-      }
-    } else {
-      u.unit_type = DW_UT_compile;
-      u.abbrev_offset = h.UN(u.ctx.offset_size);
-      u.ctx.address_size = h.U8();
-    }
-    if (!h.ok()) return Malformed(kInfo, offset, "truncated unit header");
-    if (u.ctx.address_size != 4 && u.ctx.address_size != 8 && u.ctx.address_size != 2) {
-      return Malformed(kInfo, offset,
-                       "unsupported address size " + std::to_string(u.ctx.address_size));
-    }
-    u.die_offset = u.offset + (h.offset() + (u.ctx.offset_size == 8 ? 12 : 4));
-    units_.push_back(u);
+  uint64_t offset = 0;
+  while (offset < sections_.info.size()) {
+    Result<UnitInfo> u = ParseUnitHeader(sections_.info, offset);
+    if (!u) return std::move(u).error();
+    offset = u->end;
+    if (u->known_version()) units_.push_back(*u);
   }
   return {};
 }
@@ -107,7 +128,7 @@ Result<void> DwarfFile::ReadUnitDie(UnitInfo& unit) {
   if (!std::atomic_ref<bool>(unit.die_read).load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(unit_die_mu_);
     if (!unit.die_read) {
-      Result<void> r = ReadUnitDieOnce(unit);
+      Result<void> r = ReadUnitDieOnce(unit, true);
       std::atomic_ref<bool>(unit.die_read).store(true, std::memory_order_release);
       if (!r) return r;
     }
@@ -116,7 +137,13 @@ Result<void> DwarfFile::ReadUnitDie(UnitInfo& unit) {
   return Malformed(kInfo, unit.die_offset, "bad unit DIE");
 }
 
-Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit) {
+Result<void> DwarfFile::ReadUnitDieWithoutStrings(UnitInfo& unit) {
+  Result<void> r = ReadUnitDieOnce(unit, false);
+  unit.die_read = true;  // a private copy: no other thread sees it
+  return r;
+}
+
+Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit, bool strings) {
   Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
   if (!abbrevs) return std::move(abbrevs).error();
   ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
@@ -185,9 +212,12 @@ Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit) {
   // Strings and addresses after all bases are known (clang puts DW_AT_str_offsets_base
   // after attributes that use it).
   if (has_low && !Address(unit, low_pc, &unit.low_pc)) unit.low_pc = 0;
-  if (has_name) String(unit, name, &unit.name);
-  if (has_comp_dir) String(unit, comp_dir, &unit.comp_dir);
-  if (has_dwo_name) String(unit, dwo_name, &unit.dwo_name);
+  unit.has_dwo_name = has_dwo_name;
+  if (strings) {
+    if (has_name) String(unit, name, &unit.name);
+    if (has_comp_dir) String(unit, comp_dir, &unit.comp_dir);
+    if (has_dwo_name) String(unit, dwo_name, &unit.dwo_name);
+  }
   unit.die_ok = true;
   return {};
 }

@@ -66,6 +66,7 @@ struct UnitInfo {
   std::string_view comp_dir;
   std::string_view name;
   std::string_view dwo_name;
+  bool has_dwo_name = false;  // DW_AT_dwo_name / DW_AT_GNU_dwo_name present (even if unread)
   bool has_dwo_id = false;
 
   // Where addrx values of this unit are read: the file's own .debug_addr, or for a split unit
@@ -77,6 +78,7 @@ struct UnitInfo {
   bool ranges_overridden = false;
 
   bool is_type_unit() const { return unit_type == 0x02 || unit_type == 0x06; }
+  bool known_version() const;  // DWARF 2-5
 };
 
 // A DIE reference: a .debug_info offset in a given file.
@@ -89,6 +91,14 @@ class DwarfFile {
  public:
   // `is_dwo`: the sections are a split-DWARF object's (*.dwo sections).
   DwarfFile(DwarfSections sections, bool is_dwo = false);
+
+  // The header of the unit at `offset` of `info` (a .debug_info section, or the part of it
+  // that is already decompressed). A unit of unknown version comes back with
+  // !known_version(); its `end` still lets a scan step over it.
+  static Result<UnitInfo> ParseUnitHeader(std::span<const uint8_t> info, uint64_t offset);
+  // Where the unit at `offset` ends, from its length field alone; 0 when that field is not
+  // (entirely) in `info` or is invalid.
+  static uint64_t UnitEnd(std::span<const uint8_t> info, uint64_t offset);
 
   // Reads all unit headers of .debug_info (a jump from header to header, no DIE parsing).
   // Units after a corrupt header are dropped and the error is returned together with the
@@ -109,6 +119,9 @@ class DwarfFile {
 
   // Reads the unit DIE's attributes into `unit` (once).
   Result<void> ReadUnitDie(UnitInfo& unit);
+  // The same on a private copy of a unit header, leaving name, comp_dir and dwo_name unread
+  // (.debug_str may still be being decompressed): enough to walk the unit's functions.
+  Result<void> ReadUnitDieWithoutStrings(UnitInfo& unit);
 
   // Resolution of attribute values in the context of `unit`.
   bool String(const UnitInfo& unit, const AttrValue& v, std::string_view* out) const;
@@ -137,7 +150,7 @@ class DwarfFile {
     DieRef specification;
   };
   bool ReadNameAttrs(uint64_t die_offset, NameAttrs* out);
-  Result<void> ReadUnitDieOnce(UnitInfo& unit);
+  Result<void> ReadUnitDieOnce(UnitInfo& unit, bool strings);
   Result<void> ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
                              std::vector<AddressRange>* out) const;
   bool ReadAddrIndex(const UnitInfo& unit, uint64_t index, uint64_t* out) const;

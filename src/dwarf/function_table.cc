@@ -212,6 +212,9 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
   table.segments_ = FlattenNested(std::move(ranges));
   table.segments_.shrink_to_fit();
   IndexSegments(table.segments_, &table.index_);
+  // Only the walk needs them; the table must not keep pointers to a unit that may move.
+  table.file_ = nullptr;
+  table.unit_ = nullptr;
   return table;
 }
 

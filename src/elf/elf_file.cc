@@ -2,6 +2,7 @@
 #include <elf.h>
 
 #include <string>
+#include <thread>
 
 #include "elf/decompress.h"
 #include "elf/elf_format.h"
@@ -16,12 +17,58 @@ using elf::CheckedMul;
 using elf::Hex;
 using elf::RangeFits;
 
-// Filled at most once (call_once), so concurrent readers never decompress twice.
+// Started at most once (call_once), so concurrent readers never decompress twice; the
+// stream is where every reader waits for (or finds) the result.
 struct ElfFile::Decompressed {
   std::once_flag once;
   elf::DecompressedBytes data;
-  std::optional<Error> error;
+  std::shared_ptr<SectionStream> stream = std::make_shared<SectionStream>();
+  std::thread worker;  // background decoding (StreamSectionData); joined by ~ElfFile
 };
+
+size_t SectionStream::WaitFor(size_t bytes) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_ || final_ >= bytes; });
+  return final_;
+}
+
+Result<std::span<const uint8_t>> SectionStream::Wait() const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+  if (error_) return *error_;
+  return buffer_;
+}
+
+bool SectionStream::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void SectionStream::Reset(std::span<const uint8_t> buffer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  buffer_ = buffer;
+}
+
+void SectionStream::Publish(size_t final_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    final_ = final_bytes;
+  }
+  cv_.notify_all();
+}
+
+void SectionStream::Finish(std::optional<Error> error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    if (error) {
+      error_ = std::move(error);
+    } else {
+      final_ = buffer_.size();
+    }
+  }
+  cv_.notify_all();
+}
 
 namespace {
 
@@ -41,7 +88,11 @@ std::string SectionLabel(const ElfSection& s) {
 
 }  // namespace
 
-ElfFile::~ElfFile() = default;
+ElfFile::~ElfFile() {
+  for (auto& slot : decompressed_) {
+    if (slot && slot->worker.joinable()) slot->worker.join();
+  }
+}
 
 Result<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   Result<MappedFile> file = MappedFile::Open(path);
@@ -258,17 +309,61 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   std::span<const uint8_t> raw = bytes.subspan(s.offset, s.size);
   Decompressed* slot = decompressed_[s.index].get();
   if (slot == nullptr) return raw;
-  std::call_once(slot->once, [&] {
+  StartDecompression(s, raw, *slot, false);
+  return slot->stream->Wait();
+}
+
+void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> raw,
+                                 Decompressed& slot, bool background) const {
+  std::call_once(slot.once, [&] {
+    auto fail = [&](Error e) {
+      slot.stream->Finish(std::move(e).WithFile(path()).WithSection(SectionLabel(s)));
+    };
     bool gabi = (s.flags & SHF_COMPRESSED) != 0;
-    Result<elf::DecompressedBytes> out = elf::DecompressSection(raw, gabi, is_64bit_);
-    if (out) {
-      slot->data = std::move(*out);
+    Result<elf::CompressedPayload> payload = elf::ParseCompressedSection(raw, gabi, is_64bit_);
+    if (!payload) return fail(std::move(payload).error());
+    Result<elf::DecompressedBytes> buffer =
+        elf::DecompressedBytes::Allocate(static_cast<size_t>(payload->size));
+    if (!buffer) return fail(std::move(buffer).error());
+    slot.data = std::move(*buffer);
+    slot.stream->Reset(slot.data.bytes());
+    auto decode = [this, &s, &slot, p = *payload] {
+      SectionStream& stream = *slot.stream;
+      Result<void> r = elf::DecompressInto(p, {slot.data.data(), slot.data.size()},
+                                           [&](size_t n) { stream.Publish(n); });
+      if (r) {
+        stream.Finish(std::nullopt);
+      } else {
+        stream.Finish(std::move(r).error().WithFile(path()).WithSection(SectionLabel(s)));
+      }
+    };
+    if (background) {
+      slot.worker = std::thread(decode);
     } else {
-      slot->error = std::move(out).error().WithFile(path()).WithSection(SectionLabel(s));
+      decode();
     }
   });
-  if (slot->error) return *slot->error;
-  return slot->data.bytes();
+}
+
+std::shared_ptr<const SectionStream> ElfFile::StreamSectionData(const ElfSection& section) const {
+  auto finished = [](Result<std::span<const uint8_t>> r) {
+    auto stream = std::make_shared<SectionStream>();
+    if (r) {
+      stream->Reset(*r);
+      stream->Finish(std::nullopt);
+    } else {
+      stream->Finish(std::move(r).error());
+    }
+    return stream;
+  };
+  if (section.index >= sections_.size()) return finished(SectionData(section));
+  const ElfSection& s = sections_[section.index];
+  Decompressed* slot = decompressed_[s.index].get();
+  if (slot == nullptr || HasNoFileData(s) || !RangeFits(s.offset, s.size, file_.bytes().size())) {
+    return finished(SectionData(section));  // nothing to decode (or the range error)
+  }
+  StartDecompression(s, file_.bytes().subspan(s.offset, s.size), *slot, true);
+  return slot->stream;
 }
 
 Result<std::span<const uint8_t>> ElfFile::SectionData(std::string_view name) const {

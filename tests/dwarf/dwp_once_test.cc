@@ -80,7 +80,7 @@ size_t NamedCount(DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
   return named;
 }
 
-size_t ErrorsMentioning(const DebugInfoSource& source, const std::string& text) {
+size_t ErrorsMentioning(DebugInfoSource& source, const std::string& text) {
   size_t n = 0;
   for (const Error& e : source.unit_errors()) n += e.ToString().find(text) != std::string::npos;
   return n;
