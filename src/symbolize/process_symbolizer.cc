@@ -316,13 +316,22 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
       case ModuleKind::kVdso: {
         bool vdso = module.kind == ModuleKind::kVdso;
         Result<ElfSymbolizer*> sym = vdso ? state.ForVdso(module) : state.ForElf(module);
-        for (uint32_t i : by_module[m]) {
-          if (!sym) {
-            // Not an ELF file we can read (a memfd JIT region, say): the perf map may know.
+        if (!sym) {
+          // Not an ELF file we can read (a memfd JIT region, say): the perf map may know.
+          for (uint32_t i : by_module[m]) {
             from_perf_map(i, ReasonForOpenError(batch.pid, sym.error()), label);
-            continue;
           }
-          out[i] = (*sym)->Symbolize(batch.addresses[i].file_offset, AddressKind::kFileOffset);
+          break;
+        }
+        // One batch per module: its DWARF units are parsed, and names resolved, on all cores.
+        std::vector<uint64_t> offsets;
+        offsets.reserve(by_module[m].size());
+        for (uint32_t i : by_module[m]) offsets.push_back(batch.addresses[i].file_offset);
+        std::vector<SymbolizedAddress> answers =
+            (*sym)->SymbolizeBatch(offsets, AddressKind::kFileOffset);
+        for (size_t k = 0; k < answers.size(); ++k) {
+          uint32_t i = by_module[m][k];
+          out[i] = std::move(answers[k]);
           out[i].input = addrs[i];
           out[i].module = label;
           last_sources_[i] = vdso ? SymbolSource::kVdso : SymbolSource::kElf;
