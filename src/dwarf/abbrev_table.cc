@@ -58,6 +58,7 @@ Result<AbbrevTable> AbbrevTable::Parse(std::span<const uint8_t> section, uint64_
       if (size == kUnknownForm) {
         return AbbrevError("unknown attribute form " + Hex(form), entry_offset);
       }
+      spec.size = size >= 0 ? size : -1;
       if (size < 0 || fixed < 0) {
         fixed = -1;
       } else {

@@ -15,6 +15,7 @@ namespace stacksym::dwarf {
 struct AttrSpec {
   uint16_t name = 0;
   uint16_t form = 0;
+  int32_t size = -1;  // the value's byte size when the form fixes it (in this unit shape), or -1
   int64_t implicit_const = 0;
 };
 

@@ -20,6 +20,15 @@ bool ReadDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
   return true;
 }
 
+// Moves past one attribute value: one step when its size is fixed.
+inline bool SkipSpec(ByteCursor& c, const AttrSpec& spec, const FormContext& ctx) {
+  if (spec.size >= 0) {
+    c.Skip(static_cast<size_t>(spec.size));
+    return c.ok();
+  }
+  return SkipAttrValue(c, spec.form, ctx);
+}
+
 inline bool SkipDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
                          const FormContext& ctx) {
   if (abbrev.fixed_size >= 0) {
@@ -27,7 +36,24 @@ inline bool SkipDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& 
     return c.ok();
   }
   for (const AttrSpec& spec : table.specs(abbrev)) {
-    if (!SkipAttrValue(c, spec.form, ctx)) return false;
+    if (!SkipSpec(c, spec, ctx)) return false;
+  }
+  return true;
+}
+
+// Calls on_attr(name, value) only for the attributes `wanted(name)` accepts; the others are
+// skipped without decoding (most attributes of a DIE are of no interest to a given reader).
+template <class Wanted, class OnAttr>
+bool ReadSelectedDieAttrs(ByteCursor& c, const AbbrevTable& table, const Abbrev& abbrev,
+                          const FormContext& ctx, Wanted&& wanted, OnAttr&& on_attr) {
+  for (const AttrSpec& spec : table.specs(abbrev)) {
+    if (!wanted(spec.name)) {
+      if (!SkipSpec(c, spec, ctx)) return false;
+      continue;
+    }
+    AttrValue v;
+    if (!ReadAttrValue(c, spec.form, spec.implicit_const, ctx, &v)) return false;
+    on_attr(spec.name, v);
   }
   return true;
 }
@@ -43,7 +69,7 @@ inline bool SkipDieAttrsFindSibling(ByteCursor& c, const AbbrevTable& table, con
       AttrValue v;
       if (!ReadAttrValue(c, spec.form, spec.implicit_const, ctx, &v)) return false;
       if (v.kind == ValueKind::kUnitRef) *sibling = v.value;
-    } else if (!SkipAttrValue(c, spec.form, ctx)) {
+    } else if (!SkipSpec(c, spec, ctx)) {
       return false;
     }
   }

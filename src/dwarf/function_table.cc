@@ -43,36 +43,41 @@ struct SubroutineAttrs {
 
 bool ReadSubroutineAttrs(ByteCursor& c, const AbbrevTable& abbrevs, const Abbrev& abbrev,
                          const FormContext& ctx, SubroutineAttrs* out, FunctionNode* node) {
-  return ReadDieAttrs(c, abbrevs, abbrev, ctx, [&](uint16_t at, const AttrValue& v) {
-    switch (at) {
-      case DW_AT_low_pc:
-        out->low_pc = v;
-        out->has_low = true;
-        break;
-      case DW_AT_high_pc:
-        out->high_pc = v;
-        out->has_high = true;
-        break;
-      case DW_AT_ranges:
-        out->ranges = v;
-        out->has_ranges = true;
-        break;
-      case DW_AT_sibling:
-        if (v.kind == ValueKind::kUnitRef) out->sibling = v.value;
-        break;
-      case DW_AT_call_file:
-        node->call_file = static_cast<uint32_t>(v.value);
-        break;
-      case DW_AT_call_line:
-        node->call_line = static_cast<uint32_t>(v.value);
-        break;
-      case DW_AT_call_column:
-        node->call_column = static_cast<uint16_t>(std::min<uint64_t>(v.value, 0xffff));
-        break;
-      default:
-        break;
-    }
-  });
+  auto wanted = [](uint16_t at) {
+    return at == DW_AT_low_pc || at == DW_AT_high_pc || at == DW_AT_ranges || at == DW_AT_sibling ||
+           at == DW_AT_call_file || at == DW_AT_call_line || at == DW_AT_call_column;
+  };
+  return ReadSelectedDieAttrs(
+      c, abbrevs, abbrev, ctx, wanted, [&](uint16_t at, const AttrValue& v) {
+        switch (at) {
+          case DW_AT_low_pc:
+            out->low_pc = v;
+            out->has_low = true;
+            break;
+          case DW_AT_high_pc:
+            out->high_pc = v;
+            out->has_high = true;
+            break;
+          case DW_AT_ranges:
+            out->ranges = v;
+            out->has_ranges = true;
+            break;
+          case DW_AT_sibling:
+            if (v.kind == ValueKind::kUnitRef) out->sibling = v.value;
+            break;
+          case DW_AT_call_file:
+            node->call_file = static_cast<uint32_t>(v.value);
+            break;
+          case DW_AT_call_line:
+            node->call_line = static_cast<uint32_t>(v.value);
+            break;
+          case DW_AT_call_column:
+            node->call_column = static_cast<uint16_t>(std::min<uint64_t>(v.value, 0xffff));
+            break;
+          default:
+            break;
+        }
+      });
 }
 
 // Moves the cursor past the children of a DIE whose attributes were just read. Uses
