@@ -214,10 +214,11 @@ Result<void> DebugInfoSource::Init(const DwarfSections& sections) {
 void DebugInfoSource::EnsureLoaded() {
   if (loaded_) return;
   loaded_ = true;
-  Result<std::span<const uint8_t>> info = info_stream_->Wait();
+  // SectionData waits for the same decoding and joins its thread.
+  Result<std::span<const uint8_t>> info = debug_file_->SectionData(".debug_info");
   info_stream_.reset();
   if (str_stream_) {
-    Result<std::span<const uint8_t>> str = str_stream_->Wait();
+    Result<std::span<const uint8_t>> str = debug_file_->SectionData(".debug_str");
     str_stream_.reset();
     if (info && !str) info = std::move(str).error();
   }

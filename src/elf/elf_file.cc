@@ -24,6 +24,7 @@ struct ElfFile::Decompressed {
   elf::DecompressedBytes data;
   std::shared_ptr<SectionStream> stream = std::make_shared<SectionStream>();
   std::thread worker;  // background decoding (StreamSectionData); joined by ~ElfFile
+  std::mutex join_mu;  // or by the first SectionData call after it ended
 };
 
 size_t SectionStream::WaitFor(size_t bytes) const {
@@ -310,7 +311,11 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   Decompressed* slot = decompressed_[s.index].get();
   if (slot == nullptr) return raw;
   StartDecompression(s, raw, *slot, false);
-  return slot->stream->Wait();
+  Result<std::span<const uint8_t>> data = slot->stream->Wait();
+  // A background decoding is over: its thread is joined now rather than at destruction.
+  std::lock_guard<std::mutex> lock(slot->join_mu);
+  if (slot->worker.joinable()) slot->worker.join();
+  return data;
 }
 
 void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> raw,
