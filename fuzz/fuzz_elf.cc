@@ -1,6 +1,7 @@
-// libFuzzer target for the ELF reader: parse, read every section (decompressing), build the
-// symbol table and look addresses up, translate addresses, read notes — and check the
-// invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover).
+// libFuzzer target for the ELF reader: parse, read every section (decompressing, both on this
+// thread and streamed on a background one, which must agree), build the symbol table and look
+// addresses up, translate addresses, read notes — and check the invariants the rest of
+// stacksym relies on (sorted unique symbols, Find returns a cover).
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -52,6 +53,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (bytes && again) Check(bytes->data() == again->data() && bytes->size() == again->size());
   }
   (void)elf.SectionData(".debug_info");
+
+  // Streamed decoding (a background thread, progress front to back) must agree with the
+  // synchronous one: same success, same bytes, and progress never past what is final.
+  if (auto streamed_file = ElfFile::FromBytes({data, size}, "fuzz-input-streamed")) {
+    const ElfFile& other = **streamed_file;
+    for (const stacksym::ElfSection& section : other.sections()) {
+      auto stream = other.StreamSectionData(section);
+      size_t half = stream->buffer().size() / 2;
+      size_t final_bytes = stream->WaitFor(half);
+      Check(final_bytes <= stream->buffer().size());
+      auto streamed = stream->Wait();
+      auto direct = elf.SectionData(section);
+      Check(streamed.ok() == direct.ok());
+      if (streamed && direct) {
+        Check(streamed->size() == direct->size());
+        for (size_t i = 0; i < streamed->size(); ++i) Check((*streamed)[i] == (*direct)[i]);
+      }
+      auto later = other.SectionData(section);  // the same decoding, joined
+      Check(later.ok() == streamed.ok());
+    }
+  }
   (void)elf.build_id_hex();
   if (elf.debuglink()) checksum += elf.debuglink()->crc;
   if (elf.debugaltlink()) checksum += elf.debugaltlink()->build_id.size();
