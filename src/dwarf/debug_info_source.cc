@@ -106,14 +106,15 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
       info->size >= stream_from) {
     streams->info = elf.StreamSectionData(*info);
     s.info = streams->info->buffer();
+    // The small sections first, so that parsing can start early; .debug_str (big, and only
+    // needed once names are resolved) is started after them, not competing with them.
+    if (Result<void> r = load(std::span(first).subspan(1)); !r) return std::move(r).error();
+    if (Result<void> r = load(std::span(second).subspan(1)); !r) return std::move(r).error();
     const ElfSection* str = elf.FindSection(".debug_str");
-    bool stream_str = str != nullptr && IsCompressed(elf, ".debug_str");
-    if (stream_str) {
+    if (str != nullptr && IsCompressed(elf, ".debug_str")) {
       streams->str = elf.StreamSectionData(*str);
       s.str = streams->str->buffer();
-    }
-    if (Result<void> r = load(std::span(first).subspan(1)); !r) return std::move(r).error();
-    if (Result<void> r = load(std::span(second).subspan(stream_str ? 1 : 0)); !r) {
+    } else if (Result<void> r = load(std::span(second).first(1)); !r) {
       return std::move(r).error();
     }
     return s;
