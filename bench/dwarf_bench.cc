@@ -131,7 +131,11 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
     state.SkipWithError(debug_file.error().ToString().c_str());
     return;
   }
-  (void)DebugInfoSource::Open(*debug_file, SymbolizeOptions{});  // decompresses, once
+  {
+    // Decompresses the sections, once, and waits for them (they may stream in the background).
+    auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    if (primed && *primed) (void)(*primed)->unit_count();
+  }
   unsigned threads = static_cast<unsigned>(state.range(0));
   std::vector<std::vector<SourceFrame>> frames(loaded.addresses.size());
   for (auto _ : state) {

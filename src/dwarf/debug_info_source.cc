@@ -488,8 +488,32 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
   std::vector<uint64_t> sorted(vaddrs.begin(), vaddrs.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  // Units are taken in the order their bytes become final; each one's own ranges (its unit
-  // DIE) say which addresses it holds. The unit list and map come after the whole section.
+  // Units are taken in the order their bytes become final. Which addresses a unit holds:
+  // .debug_aranges where it names the unit (as BuildUnitMap decides, so the tables are built
+  // for exactly the addresses the lookups will bring), else the unit DIE's own ranges. The
+  // unit list and map proper come after the whole section.
+  std::vector<dwarf::ArangeEntry> aranges;
+  (void)dwarf::ParseAranges(main_->sections().aranges, &aranges);
+  std::vector<uint64_t> aranged;  // unit offsets .debug_aranges names, sorted
+  for (const dwarf::ArangeEntry& e : aranges) aranged.push_back(e.unit_offset);
+  std::sort(aranged.begin(), aranged.end());
+  aranged.erase(std::unique(aranged.begin(), aranged.end()), aranged.end());
+  std::vector<std::vector<uint64_t>> by_aranges(aranged.size());  // sorted addresses per unit
+  {
+    std::vector<dwarf::IdRange> ranges;
+    for (const dwarf::ArangeEntry& e : aranges) {
+      auto it = std::lower_bound(aranged.begin(), aranged.end(), e.unit_offset);
+      ranges.push_back({e.low, e.high, static_cast<int32_t>(it - aranged.begin())});
+    }
+    // Lowest offset wins where ranges overlap, as in BuildUnitMap (units are in offset order).
+    std::vector<dwarf::AddressSegment> map = dwarf::FlattenByLowestId(std::move(ranges));
+    dwarf::AddressIndex index;
+    dwarf::IndexSegments(map, &index);
+    for (uint64_t a : sorted) {
+      int32_t id = dwarf::FindSegment(map, index, a);
+      if (id >= 0) by_aranges[static_cast<size_t>(id)].push_back(a);
+    }
+  }
   std::mutex cursor_mu;
   uint64_t cursor = 0;
   bool stop = false;
@@ -523,18 +547,23 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
         unit.has_dwo_name) {
       return;
     }
-    ranges.clear();
-    if (!main_->UnitRanges(unit, &ranges)) return;
     wanted.clear();
-    for (const AddressRange& r : ranges) {
-      for (auto it = std::lower_bound(sorted.begin(), sorted.end(), r.low);
-           it != sorted.end() && *it < r.high; ++it) {
-        wanted.push_back(*it);
+    auto named = std::lower_bound(aranged.begin(), aranged.end(), offset);
+    if (named != aranged.end() && *named == offset) {
+      wanted = by_aranges[static_cast<size_t>(named - aranged.begin())];
+    } else {
+      ranges.clear();
+      if (!main_->UnitRanges(unit, &ranges)) return;
+      for (const AddressRange& r : ranges) {
+        for (auto it = std::lower_bound(sorted.begin(), sorted.end(), r.low);
+             it != sorted.end() && *it < r.high; ++it) {
+          wanted.push_back(*it);
+        }
       }
+      std::sort(wanted.begin(), wanted.end());
+      wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     }
     if (wanted.empty()) return;
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
     if (!functions) return;  // the regular path tries again, and records why
     auto state = std::make_unique<UnitState>();
