@@ -25,6 +25,19 @@ std::span<const uint8_t> Section(const ElfFile& elf, const char* name) {
   return data ? *data : std::span<const uint8_t>();
 }
 
+DwarfSections Sections(const ElfFile& elf) {
+  DwarfSections s;
+  s.info = Section(elf, ".debug_info");
+  s.abbrev = Section(elf, ".debug_abbrev");
+  s.str = Section(elf, ".debug_str");
+  s.line_str = Section(elf, ".debug_line_str");
+  s.str_offsets = Section(elf, ".debug_str_offsets");
+  s.addr = Section(elf, ".debug_addr");
+  s.ranges = Section(elf, ".debug_ranges");
+  s.rnglists = Section(elf, ".debug_rnglists");
+  return s;
+}
+
 // DIE offsets of the inline chain at `address`, innermost first, ending at the out-of-line
 // function (what a lookup reports); empty when no function.
 std::vector<uint64_t> Chain(const FunctionTable& table, uint64_t address) {
@@ -44,16 +57,7 @@ TEST_P(FunctionTableFilterTest, WantedAddressesMatchTheFullTable) {
   std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam();
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  DwarfSections s;
-  s.info = Section(**elf, ".debug_info");
-  s.abbrev = Section(**elf, ".debug_abbrev");
-  s.str = Section(**elf, ".debug_str");
-  s.line_str = Section(**elf, ".debug_line_str");
-  s.str_offsets = Section(**elf, ".debug_str_offsets");
-  s.addr = Section(**elf, ".debug_addr");
-  s.ranges = Section(**elf, ".debug_ranges");
-  s.rnglists = Section(**elf, ".debug_rnglists");
-  DwarfFile file(s);
+  DwarfFile file(Sections(**elf));
   ASSERT_TRUE(file.ScanUnits());
   std::vector<uint64_t> addresses = testing::FunctionAddresses(path, 30000);
   ASSERT_GT(addresses.size(), 100u);
@@ -117,12 +121,7 @@ TEST(FunctionTableFilter, NestedDefinitionsNeedTheDeepWalk) {
   std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o0_d4";
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  DwarfSections s;
-  s.info = Section(**elf, ".debug_info");
-  s.abbrev = Section(**elf, ".debug_abbrev");
-  s.str = Section(**elf, ".debug_str");
-  s.ranges = Section(**elf, ".debug_ranges");
-  DwarfFile file(s);
+  DwarfFile file(Sections(**elf));
   ASSERT_TRUE(file.ScanUnits());
   size_t deep_found = 0;
   for (UnitInfo& unit : file.units()) {
