@@ -294,8 +294,10 @@ TEST(RecordTest, ExitedProcessWithDeletedBinaryStillSymbolizes) {
   }
   EXPECT_GT(named, 0u) << "no symbolized hot chain after the process exited";
   EXPECT_EQ(in_copy, named) << "frames should be attributed to the deleted copy";
-  // Nearly every user frame was normalized while the process lived.
-  EXPECT_LE(rec->stats().frames_not_normalized * 10, rec->stats().samples);
+  // Most user frames were normalized while the process lived. Those of the samples taken in
+  // its last moments can reach us after it is gone when the machine is busy (a CI run once
+  // saw 50 frames of 392 samples), so the bound leaves room for that.
+  EXPECT_LE(rec->stats().frames_not_normalized * 4, rec->stats().samples);
 }
 
 TEST(RecordTest, StackMapCollidesWhereRingBufferDoesNot) {
