@@ -79,8 +79,9 @@ class ElfSymbolizer {
   ~ElfSymbolizer();
 
   SymbolizedAddress Symbolize(uint64_t address, AddressKind kind);
-  // Same answers as Symbolize() per address; first parses the DWARF units the batch needs on
-  // all cores.
+  // Same answers as Symbolize() per address, computed on SymbolizeOptions::threads threads:
+  // each DWARF unit the batch needs is parsed for just the addresses in it, and names are
+  // resolved and demangled once each. The preferred call for many addresses.
   std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
                                                 AddressKind kind);
 
