@@ -1,0 +1,114 @@
+// DebugInfoSource on a .debug_info that is decompressed in the background while a batch is
+// parsed (forced on a small zlib fixture): a stream that turns out corrupt or shorter than
+// declared half-way makes the source answer nothing — each address then falls back to the
+// symbol table — and says why; nothing crashes or hangs, whichever point the batch reached.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "dwarf/debug_info_source.h"
+#include "stacksym/elf.h"
+#include "symbolizer_reference.h"
+
+namespace stacksym {
+namespace {
+
+const std::string kFixture = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_zlib";
+
+std::vector<char> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A copy of the fixture with `mutate` applied to the bytes of its compressed .debug_info
+// (after the 24-byte Elf64_Chdr).
+template <class Mutate>
+std::string MutatedCopy(const std::string& name, Mutate mutate) {
+  auto elf = ElfFile::Open(kFixture);
+  EXPECT_TRUE(elf);
+  const ElfSection* info = (*elf)->FindSection(".debug_info");
+  EXPECT_NE(info, nullptr);
+  std::vector<char> bytes = ReadAll(kFixture);
+  mutate(bytes, static_cast<size_t>(info->offset), static_cast<size_t>(info->size));
+  std::string path = std::string(STACKSYM_BINARY_DIR) + "/streamed_source_test_" + name;
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+void ExpectNoAnswersAndAReason(const std::string& path, const char* why) {
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf) << elf.error().ToString();
+  DebugInfoSource::OpenTuning tuning;
+  tuning.stream_info_from = 0;
+  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  ASSERT_TRUE(source && *source) << "Open must return before the stream is checked";
+  std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
+  ASSERT_GT(addresses.size(), 100u);
+  std::vector<std::vector<SourceFrame>> frames(addresses.size());
+  (*source)->LookupBatch(
+      addresses, [&](size_t i) { return &frames[i]; }, 2);
+  for (const auto& f : frames) EXPECT_TRUE(f.empty());
+  std::vector<SourceFrame> one;
+  EXPECT_FALSE((*source)->Lookup(addresses[0], &one));
+  const std::vector<Error>& errors = (*source)->unit_errors();
+  ASSERT_FALSE(errors.empty());
+  EXPECT_NE(errors.front().ToString().find(why), std::string::npos) << errors.front().ToString();
+}
+
+TEST(StreamedDebugInfo, CorruptHalfWayAnswersNothingAndSaysWhy) {
+  std::string path = MutatedCopy("corrupt", [](std::vector<char>& b, size_t at, size_t size) {
+    for (size_t i = at + size / 2; i < at + size / 2 + 64 && i < at + size; ++i) b[i] ^= 0x5a;
+  });
+  ExpectNoAnswersAndAReason(path, "zlib stream is corrupt");
+  std::filesystem::remove(path);
+}
+
+TEST(StreamedDebugInfo, DeclaredSizeTooLargeAnswersNothingAndSaysWhy) {
+  std::string path = MutatedCopy("too_large", [](std::vector<char>& b, size_t at, size_t) {
+    uint64_t declared;
+    std::memcpy(&declared, &b[at + 8], 8);  // Elf64_Chdr.ch_size
+    declared += 4096;
+    std::memcpy(&b[at + 8], &declared, 8);
+  });
+  ExpectNoAnswersAndAReason(path, "not the declared");
+  std::filesystem::remove(path);
+}
+
+TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
+  auto elf_streamed = ElfFile::Open(kFixture);
+  auto elf_direct = ElfFile::Open(kFixture);
+  ASSERT_TRUE(elf_streamed && elf_direct);
+  DebugInfoSource::OpenTuning streamed;
+  streamed.stream_info_from = 0;
+  DebugInfoSource::OpenTuning direct;
+  direct.stream_info_from = ~uint64_t{0};
+  auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
+  auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
+  ASSERT_TRUE(a && *a && b && *b);
+  std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
+  std::vector<std::vector<SourceFrame>> fa(addresses.size()), fb(addresses.size());
+  (*a)->LookupBatch(
+      addresses, [&](size_t i) { return &fa[i]; }, 2);
+  (*b)->LookupBatch(
+      addresses, [&](size_t i) { return &fb[i]; }, 2);
+  EXPECT_GT((*a)->prebuilt_unit_count(), 0u);
+  EXPECT_EQ((*b)->prebuilt_unit_count(), 0u);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    ASSERT_EQ(fa[i].size(), fb[i].size()) << std::hex << addresses[i];
+    for (size_t k = 0; k < fa[i].size(); ++k) {
+      EXPECT_EQ(fa[i][k].function, fb[i][k].function);
+      EXPECT_EQ(fa[i][k].file, fb[i][k].file);
+      EXPECT_EQ(fa[i][k].line, fb[i][k].line);
+      EXPECT_EQ(fa[i][k].column, fb[i][k].column);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stacksym
