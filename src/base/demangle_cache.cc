@@ -16,11 +16,6 @@ const std::string& DemangleCache::Get(std::string_view raw) {
   return names_.try_emplace(raw.data(), std::move(pretty)).first->second;
 }
 
-size_t DemangleCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return names_.size();
-}
-
 size_t DemangleCache::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t total = names_.bucket_count() * sizeof(void*);

@@ -20,7 +20,6 @@ namespace stacksym {
 class DemangleCache {
  public:
   const std::string& Get(std::string_view raw);
-  size_t size() const;
   size_t memory_bytes() const;
 
  private:

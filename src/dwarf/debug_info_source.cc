@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/parallel.h"
 #include "dwarf/aranges.h"
 #include "dwarf/debug_file_finder.h"
 #include "dwarf/dwarf_constants.h"
@@ -90,10 +91,11 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
       {".debug_addr", &s.addr, true},          {".debug_ranges", &s.ranges, true},
       {".debug_rnglists", &s.rnglists, false},
   };
-  auto load = [&](std::span<const Want> wants) -> Result<void> {
+  auto load = [&](std::span<const Want> wants, std::string_view skip = {}) -> Result<void> {
     for (const Want& w : wants) {
       // Split objects have *.dwo sections; addresses and aranges stay in the skeleton's file.
       if (dwo && w.in_main_skipped_for_dwo) continue;
+      if (w.name == skip) continue;
       std::string name = std::string(w.name) + (dwo ? ".dwo" : "");
       Result<std::span<const uint8_t>> data = elf.SectionData(name);
       if (!data) return std::move(data).error().WithFile(elf.path());
@@ -108,14 +110,15 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
     s.info = streams->info->buffer();
     // The small sections first, so that parsing can start early; .debug_str (big, and only
     // needed once names are resolved) is started after them, not competing with them.
-    if (Result<void> r = load(std::span(first).subspan(1)); !r) return std::move(r).error();
-    if (Result<void> r = load(std::span(second).subspan(1)); !r) return std::move(r).error();
+    if (Result<void> r = load(first, ".debug_info"); !r) return std::move(r).error();
     const ElfSection* str = elf.FindSection(".debug_str");
-    if (str != nullptr && IsCompressed(elf, ".debug_str")) {
+    bool stream_str = str != nullptr && IsCompressed(elf, ".debug_str");
+    if (Result<void> r = load(second, stream_str ? ".debug_str" : ""); !r) {
+      return std::move(r).error();
+    }
+    if (stream_str) {
       streams->str = elf.StreamSectionData(*str);
       s.str = streams->str->buffer();
-    } else if (Result<void> r = load(std::span(second).first(1)); !r) {
-      return std::move(r).error();
     }
     return s;
   }
@@ -241,14 +244,21 @@ const std::vector<Error>& DebugInfoSource::unit_errors() {
   return unit_errors_;
 }
 
+const std::vector<dwarf::ArangeEntry>& DebugInfoSource::Aranges() {
+  if (!aranges_) {
+    aranges_.emplace();
+    Result<void> parsed = dwarf::ParseAranges(main_->sections().aranges, &*aranges_);
+    // What was read before a corrupt entry is still used.
+    if (!parsed) unit_errors_.push_back(std::move(parsed).error());
+  }
+  return *aranges_;
+}
+
 Result<void> DebugInfoSource::BuildUnitMap() {
   std::vector<UnitInfo>& units = main_->units();
   std::vector<dwarf::IdRange> ranges;
   std::vector<uint8_t> covered(units.size(), 0);
-  std::vector<dwarf::ArangeEntry> aranges;
-  Result<void> parsed = dwarf::ParseAranges(main_->sections().aranges, &aranges);
-  if (!parsed) unit_errors_.push_back(std::move(parsed).error());
-  for (const dwarf::ArangeEntry& e : aranges) {
+  for (const dwarf::ArangeEntry& e : Aranges()) {
     auto it = std::lower_bound(units.begin(), units.end(), e.unit_offset,
                                [](const UnitInfo& u, uint64_t o) { return u.offset < o; });
     if (it == units.end() || it->offset != e.unit_offset || it->is_type_unit()) continue;
@@ -271,6 +281,7 @@ Result<void> DebugInfoSource::BuildUnitMap() {
       ranges.push_back({ar.low, ar.high, static_cast<int32_t>(i)});
     }
   }
+  aranges_.reset();  // in the unit map now
   unit_map_ = dwarf::FlattenByLowestId(std::move(ranges));
   unit_map_.shrink_to_fit();
   dwarf::IndexSegments(unit_map_, &unit_index_);
@@ -492,8 +503,7 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
   // .debug_aranges where it names the unit (as BuildUnitMap decides, so the tables are built
   // for exactly the addresses the lookups will bring), else the unit DIE's own ranges. The
   // unit list and map proper come after the whole section.
-  std::vector<dwarf::ArangeEntry> aranges;
-  (void)dwarf::ParseAranges(main_->sections().aranges, &aranges);
+  const std::vector<dwarf::ArangeEntry>& aranges = Aranges();
   std::vector<uint64_t> aranged;  // unit offsets .debug_aranges names, sorted
   for (const dwarf::ArangeEntry& e : aranges) aranged.push_back(e.unit_offset);
   std::sort(aranged.begin(), aranged.end());
@@ -543,10 +553,7 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
     // Functions only: strings and possibly the line table wait until the unit is handed
     // over (.debug_str may still be arriving). Split units open other files through shared
     // state: they are left to the regular path.
-    if (!main_->ReadUnitDieWithoutStrings(unit) || unit.unit_type == dwarf::DW_UT_skeleton ||
-        unit.has_dwo_name) {
-      return;
-    }
+    if (!main_->ReadUnitDieWithoutStrings(unit) || IsSplit(unit)) return;
     wanted.clear();
     auto named = std::lower_bound(aranged.begin(), aranged.end(), offset);
     if (named != aranged.end() && *named == offset) {
@@ -578,17 +585,12 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
     std::lock_guard<std::mutex> lock(built_mu);
     built.emplace_back(unit, std::move(state));
   };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  auto worker = [&] {
+  RunOnThreads(ThreadCount(threads, SIZE_MAX), [&](unsigned) {
     std::vector<AddressRange> ranges;
     std::vector<uint64_t> wanted;
     uint64_t offset = 0, end = 0;
     while (take_next(&offset, &end)) build(offset, end, ranges, wanted);
-  };
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(worker);
-  worker();
-  for (std::thread& w : workers) w.join();
+  });
 
   EnsureLoaded();
   if (!main_) return;
@@ -606,7 +608,8 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
 }
 
 bool DebugInfoSource::IsSplit(const UnitInfo& unit) {
-  return unit.unit_type == dwarf::DW_UT_skeleton || !unit.dwo_name.empty();
+  // The attribute, not its string: this is also asked before the strings are read.
+  return unit.unit_type == dwarf::DW_UT_skeleton || unit.has_dwo_name;
 }
 
 bool DebugInfoSource::CompleteUnit(UnitState& state) {
@@ -707,22 +710,16 @@ void DebugInfoSource::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned t
     work(EnsureUnit(g.unit, wanted), std::span<const uint64_t>(wanted),
          std::span<const uint32_t>(positions));
   };
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, parallel.size()));
   // Each worker takes the next unit and does all of that unit's work: units are independent
   // apart from the locked caches, so no unit's tables are touched by two threads.
   std::atomic<size_t> next{0};
-  auto worker = [&] {
+  RunOnThreads(ThreadCount(threads, parallel.size()), [&](unsigned) {
     std::vector<uint64_t> wanted;
     std::vector<uint32_t> positions;
     for (size_t i = next.fetch_add(1); i < parallel.size(); i = next.fetch_add(1)) {
       run(parallel[i], wanted, positions);
     }
-  };
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(worker);
-  worker();
-  for (std::thread& w : workers) w.join();
+  });
   std::vector<uint64_t> wanted;
   std::vector<uint32_t> positions;
   for (const Group& g : serial) run(g, wanted, positions);

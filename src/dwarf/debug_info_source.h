@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 
 #include "base/demangle_cache.h"
 #include "dwarf/address_range.h"
+#include "dwarf/aranges.h"
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
 #include "dwarf/line_table.h"
@@ -101,6 +103,8 @@ class DebugInfoSource {
   DebugInfoSource() = default;
   Result<void> Init(const dwarf::DwarfSections& sections);
   Result<void> BuildUnitMap();
+  // .debug_aranges, parsed on first use (a streamed batch needs it before the unit map does).
+  const std::vector<dwarf::ArangeEntry>& Aranges();
   // Builds the unit's tables once; `wanted` (sorted) lets the function table skip the
   // subprograms that hold none of those addresses.
   UnitState* EnsureUnit(size_t index, std::span<const uint64_t> wanted = {});
@@ -155,8 +159,9 @@ class DebugInfoSource {
   std::unique_ptr<dwarf::DwarfFile> supplementary_;
   std::vector<std::unique_ptr<dwarf::DwarfFile>> split_dwarf_;
 
-  std::vector<dwarf::AddressSegment> unit_map_;  // address → index into main_->units()
-  dwarf::AddressIndex unit_index_;               // over unit_map_
+  std::optional<std::vector<dwarf::ArangeEntry>> aranges_;  // until the unit map is built
+  std::vector<dwarf::AddressSegment> unit_map_;             // address → index into main_->units()
+  dwarf::AddressIndex unit_index_;                          // over unit_map_
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
   DemangleCache demangled_;

@@ -25,17 +25,29 @@ uint64_t Tombstone(uint8_t address_size) {
 
 DwarfFile::DwarfFile(DwarfSections sections, bool is_dwo) : sections_(sections), is_dwo_(is_dwo) {}
 
+namespace {
+
+// A unit's initial length: 4 bytes, or 0xffffffff and 8 bytes (64-bit DWARF). Values
+// 0xfffffff0-0xfffffffe of the 4-byte form are reserved: the caller rejects them.
+uint64_t ReadUnitLength(ByteCursor& c, uint8_t* offset_size) {
+  uint64_t length = c.U32();
+  *offset_size = 4;
+  if (length == 0xffffffffu) {
+    length = c.U64();
+    *offset_size = 8;
+  }
+  return length;
+}
+
+}  // namespace
+
 Result<UnitInfo> DwarfFile::ParseUnitHeader(std::span<const uint8_t> info, uint64_t offset) {
   ByteCursor c(info);
   c.Seek(static_cast<size_t>(offset));
   UnitInfo u;
   u.offset = offset;
-  uint64_t length = c.U32();
-  u.ctx.offset_size = 4;
-  if (length == 0xffffffffu) {
-    length = c.U64();
-    u.ctx.offset_size = 8;
-  } else if (length >= 0xfffffff0u) {
+  uint64_t length = ReadUnitLength(c, &u.ctx.offset_size);
+  if (length >= 0xfffffff0u && u.ctx.offset_size == 4) {
     return Malformed(kInfo, offset, "reserved unit length " + Hex(length));
   }
   if (!c.ok() || length > c.remaining()) {
@@ -73,12 +85,9 @@ Result<UnitInfo> DwarfFile::ParseUnitHeader(std::span<const uint8_t> info, uint6
 uint64_t DwarfFile::UnitEnd(std::span<const uint8_t> info, uint64_t offset) {
   ByteCursor c(info);
   c.Seek(static_cast<size_t>(offset));
-  uint64_t length = c.U32();
-  if (length == 0xffffffffu) {
-    length = c.U64();
-  } else if (length >= 0xfffffff0u) {
-    return 0;
-  }
+  uint8_t offset_size = 4;
+  uint64_t length = ReadUnitLength(c, &offset_size);
+  if (length >= 0xfffffff0u && offset_size == 4) return 0;  // reserved
   if (!c.ok() || length > ~uint64_t{0} - c.offset()) return 0;
   return c.offset() + length;
 }

@@ -1,10 +1,9 @@
 #include <elf.h>
 
-#include <algorithm>
-#include <thread>
 #include <utility>
 
 #include "base/demangle_cache.h"
+#include "base/parallel.h"
 #include "dwarf/debug_info_source.h"
 #include "stacksym/symbolize.h"
 
@@ -133,18 +132,11 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   }
   // Symbol-table names, likewise spread over the cores (demangling long C++ names is the
   // cost; each distinct name is demangled once).
-  unsigned threads =
-      options_.threads != 0 ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
   constexpr size_t kPerThread = 512;  // below this a thread costs more than it saves
-  threads = static_cast<unsigned>(
-      std::clamp<size_t>(positions.size() / kPerThread, 1, std::max(1u, threads)));
-  auto fill = [&](size_t t) {
+  unsigned threads = ThreadCount(options_.threads, positions.size() / kPerThread);
+  RunOnThreads(threads, [&](unsigned t) {
     for (size_t k = t; k < positions.size(); k += threads) FillFromSymbolTable(out[positions[k]]);
-  };
-  std::vector<std::thread> workers;
-  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(fill, t);
-  fill(0);
-  for (std::thread& w : workers) w.join();
+  });
   return out;
 }
 
