@@ -27,12 +27,16 @@ function(stacksym_gtest name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set(serial FALSE)
-  if(ARG_SERIAL)
-    set(serial TRUE)
+  # Built as a list so that an empty LABELS cannot swallow the next key (it once made every
+  # test carry the label "RUN_SERIAL" and no test run serially).
+  set(props TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_LABELS)
+    list(APPEND props LABELS "${ARG_LABELS}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                       PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}" RUN_SERIAL ${serial})
+  if(ARG_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
 
 # stacksym_fixture(NAME SOURCES src... [COMPILER cc] [FLAGS flags...] [POST_COMMANDS ...])
