@@ -192,6 +192,13 @@ struct NormalizerOptions {
   // Invalidate(pid) after the process maps or unmaps (e.g. on a perf MMAP event).
   bool cache_vmas = false;
   size_t vma_cache_processes = 64;  // processes remembered (LRU); 0: remember nothing
+  // The addresses were sampled a little earlier (a recorder draining a ring buffer), so the
+  // process may have exited, or unmapped them, since. An address the process no longer maps,
+  // and every address of a process that is gone, is then answered from the VMA remembered
+  // for it (counted in remembered_answers) instead of getting kUnmapped / kProcessGone. A gone
+  // process stays remembered until the second RevalidateAll() after it went. Needs a VMA
+  // cache (vma_cache_processes > 0).
+  bool past_addresses = false;
   // Build-ID cache keyed by file identity (dev, inode, size, mtime), positive and negative.
   bool cache_build_ids = true;
   size_t build_id_cache_entries = 4096;  // LRU bound
@@ -214,6 +221,7 @@ struct NormalizerStats {
   uint64_t build_id_reads = 0;       // files opened and their notes read
   uint64_t build_id_cache_hits = 0;  // build ID found in the cache (positive)
   uint64_t negative_hits = 0;        // cache said "this file has no build ID"
+  uint64_t remembered_answers = 0;   // past_addresses: answered from a VMA no longer there
 };
 
 // Thread-safety: all methods may be called from several threads; calls are serialized by an
@@ -232,6 +240,13 @@ class Normalizer {
   // Forgets the cached VMAs of `pid` (all processes for InvalidateAll).
   void Invalidate(pid_t pid);
   void InvalidateAll();
+  // The cached VMAs of `pid` (all processes for RevalidateAll) stop answering without a
+  // lookup: the next address inside one is looked up again, cheaply when the VMA is
+  // unchanged. Unlike Invalidate, they are kept as the answer of last resort for
+  // past_addresses. A recorder calls RevalidateAll periodically instead of relying on mmap
+  // events.
+  void Revalidate(pid_t pid);
+  void RevalidateAll();
   // Forgets every remembered build ID (the build-ID cache and the remembered VMAs' modules).
   void ClearBuildIdCache();
 

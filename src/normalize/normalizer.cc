@@ -39,6 +39,7 @@ struct CachedVma {
   uint64_t offset = 0;
   uint64_t inode = 0;
   std::shared_ptr<const ModuleInfo> module;
+  uint32_t epoch = 0;  // answers without a lookup only while it equals Impl::epoch
 };
 
 constexpr size_t kMaxRememberedVmas = 16384;  // per process: 16384 × 48 B = 768 KiB
@@ -47,6 +48,9 @@ struct ProcessCache {
   std::unique_ptr<VmaSource> source;  // kept open across calls
   std::vector<CachedVma> vmas;        // sorted by start, disjoint
   uint64_t last_used = 0;
+  // past_addresses: the process is gone; its VMAs answer until the second revalidation.
+  bool gone = false;
+  uint32_t gone_epoch = 0;
 };
 
 ModuleKind KindOf(const Vma& vma) {
@@ -124,6 +128,7 @@ struct Normalizer::Impl {
   BuildIdCache build_ids;
   std::unordered_map<pid_t, ProcessCache> processes;
   uint64_t tick = 0;
+  uint32_t epoch = 1;  // advanced by RevalidateAll
 
   // State of one Normalize call.
   struct Call {
@@ -136,6 +141,11 @@ struct Normalizer::Impl {
   };
 
   Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
+  Result<void> Walk(Call& call, std::span<const uint64_t> addrs);
+  void AnswerFromMemory(Call& call, std::span<const uint64_t> addrs);
+  // The process is gone: forget it, or with past_addresses keep its VMAs (`vmas`, when the
+  // cache entry was already dropped) to answer from.
+  void ProcessGone(pid_t pid, std::vector<CachedVma>* vmas);
   uint32_t ModuleForVma(Call& call, const Vma& vma);
   uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info, uint64_t start,
                          uint64_t end, uint64_t offset);
@@ -317,7 +327,8 @@ void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
   while (last != v.end() && last->start < vma.end) ++last;
   if (last - first == 1 && first->start == vma.start && first->end == vma.end &&
       first->offset == vma.offset && first->inode == vma.inode) {
-    return;  // unchanged
+    first->epoch = epoch;  // unchanged, and now checked
+    return;
   }
   // Whatever overlapped no longer matches the process: drop it.
   stats.vma_cache_invalidations += static_cast<uint64_t>(last - first);
@@ -329,7 +340,7 @@ void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
     v.clear();
     pos = v.end();
   }
-  v.insert(pos, CachedVma{vma.start, vma.end, vma.offset, vma.inode, std::move(info)});
+  v.insert(pos, CachedVma{vma.start, vma.end, vma.offset, vma.inode, std::move(info), epoch});
 }
 
 ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
@@ -357,14 +368,14 @@ ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
 // neither the kernel nor we read the build ID again. Anything else gets the full query.
 class RememberingSource final : public VmaSource {
  public:
-  RememberingSource(VmaSource* inner, const std::vector<CachedVma>* remembered)
-      : inner_(inner), remembered_(remembered) {}
+  RememberingSource(VmaSource* inner, std::vector<CachedVma>* remembered, uint32_t epoch)
+      : inner_(inner), remembered_(remembered), epoch_(epoch) {}
   VmaSourceKind kind() const override { return inner_->kind(); }
   uint64_t lookups() const override { return inner_->lookups(); }
 
   Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) override {
     matched_ = nullptr;
-    const CachedVma* known = Find(addr);
+    CachedVma* known = Find(addr);
     if (known != nullptr && inner_->kind() == VmaSourceKind::kIoctl) {
       Result<bool> r = static_cast<IoctlVmaSource*>(inner_)->Query(addr, false, false, out);
       if (!r || !*r) return r;
@@ -372,12 +383,16 @@ class RememberingSource final : public VmaSource {
         out->name = known->module->path;
         out->deleted = known->module->deleted;
         matched_ = known->module;
+        known->epoch = epoch_;
         return true;
       }
       return inner_->FindCoveringOrNext(addr, out);
     }
     Result<bool> r = inner_->FindCoveringOrNext(addr, out);
-    if (r && *r && known != nullptr && Matches(*known, *out)) matched_ = known->module;
+    if (r && *r && known != nullptr && Matches(*known, *out)) {
+      matched_ = known->module;
+      known->epoch = epoch_;
+    }
     return r;
   }
 
@@ -388,7 +403,7 @@ class RememberingSource final : public VmaSource {
   static bool Matches(const CachedVma& c, const Vma& v) {
     return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
   }
-  const CachedVma* Find(uint64_t addr) const {
+  CachedVma* Find(uint64_t addr) const {
     if (remembered_ == nullptr) return nullptr;
     auto it = std::partition_point(remembered_->begin(), remembered_->end(),
                                    [addr](const CachedVma& c) { return c.end <= addr; });
@@ -396,7 +411,8 @@ class RememberingSource final : public VmaSource {
   }
 
   VmaSource* inner_;
-  const std::vector<CachedVma>* remembered_;
+  std::vector<CachedVma>* remembered_;
+  uint32_t epoch_;
   std::shared_ptr<const ModuleInfo> matched_;
 };
 
@@ -417,7 +433,17 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   Call call;
   call.pid = pid;
   call.batch = &batch;
+  if (Result<void> walked = Walk(call, addrs); !walked) return walked.error();
+  if (options.past_addresses) AnswerFromMemory(call, addrs);
+  if (batch.source == VmaSourceKind::kAuto) {
+    batch.source = ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
+  }
+  return batch;
+}
 
+Result<void> Normalizer::Impl::Walk(Call& call, std::span<const uint64_t> addrs) {
+  const pid_t pid = call.pid;
+  NormalizedBatch& batch = *call.batch;
   std::vector<uint32_t> order = SortedOrder(addrs);
   if (order.empty()) {
     order.resize(addrs.size());
@@ -448,7 +474,7 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
     if (pc != nullptr && options.cache_vmas) {
       auto& v = pc->vmas;
       while (cursor < v.size() && v[cursor].end <= a) ++cursor;
-      if (cursor < v.size() && v[cursor].start <= a) {
+      if (cursor < v.size() && v[cursor].start <= a && v[cursor].epoch == epoch) {
         const CachedVma& c = v[cursor];
         ++stats.vma_cache_hits;
         cache_hits.push_back({idx, c.start, c.end});
@@ -464,19 +490,21 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
     }
     pending.push_back(idx);
   }
-  if (pending.empty()) {
-    if (batch.source == VmaSourceKind::kAuto) {
-      batch.source = ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
-    }
-    return batch;
+  if (pending.empty()) return {};
+  if (pc != nullptr && pc->gone) {  // known gone: nothing to look up
+    for (uint32_t idx : pending) batch.addresses[idx].reason = Reason::kProcessGone;
+    return {};
   }
 
   VmaSourceOptions source_options;
   source_options.executable_only = options.executable_only;
   source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
 
-  // A kept source pins the process it was opened for: if that process is gone (and the pid
-  // perhaps reused), drop the state and try once more with a fresh open.
+  // A kept source pins the process it was opened for: if that process is gone (it exited, or
+  // exec'd a new image, or the pid was reused), drop the state and try once more with a fresh
+  // open. The dropped VMAs are what past_addresses answers from if the fresh open finds
+  // the process gone too.
+  std::vector<CachedVma> dropped;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<VmaSource> owned_source;
     VmaSource* source = nullptr;
@@ -491,15 +519,15 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
         if (opened.error().code == ErrorCode::kUnsupported) return opened.error();
         Reason reason = ReasonForError(opened.error());
         for (uint32_t idx : pending) batch.addresses[idx].reason = reason;
-        if (pc != nullptr && reason == Reason::kProcessGone) DropProcess(pid);
-        return batch;
+        if (pc != nullptr && reason == Reason::kProcessGone) ProcessGone(pid, &dropped);
+        return {};
       }
       owned_source = std::move(*opened);
       source = owned_source.get();
     }
     batch.source = source->kind();
     uint64_t reads_before = source->lookups();
-    RememberingSource remembering(source, pc != nullptr ? &pc->vmas : nullptr);
+    RememberingSource remembering(source, pc != nullptr ? &pc->vmas : nullptr, epoch);
 
     auto visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
       if (vma == nullptr) {
@@ -554,13 +582,17 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
       stats.maps_reads += source->lookups() - reads_before;
     }
 
-    if (pc == nullptr) return batch;
+    if (pc == nullptr) return {};
     if (!call.process_gone) {
       if (owned_source) pc->source = std::move(owned_source);
-      return batch;
+      return {};
     }
+    if (!kept) {
+      ProcessGone(pid, &dropped);
+      return {};
+    }
+    if (options.past_addresses) dropped = std::move(pc->vmas);
     DropProcess(pid);
-    if (!kept) return batch;
     // Retry with a fresh source: only the addresses the kept one could not answer.
     pc = CacheFor(pid);
     std::vector<uint32_t> retry;
@@ -573,7 +605,39 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
     cache_hits.clear();
     call.process_gone = false;
   }
-  return batch;
+  return {};
+}
+
+void Normalizer::Impl::ProcessGone(pid_t pid, std::vector<CachedVma>* vmas) {
+  if (!options.past_addresses) {
+    DropProcess(pid);
+    return;
+  }
+  ProcessCache* pc = CacheFor(pid);
+  if (pc == nullptr) return;
+  pc->source.reset();
+  if (pc->vmas.empty()) pc->vmas = std::move(*vmas);
+  if (!pc->gone) {
+    pc->gone = true;
+    pc->gone_epoch = epoch;
+  }
+}
+
+void Normalizer::Impl::AnswerFromMemory(Call& call, std::span<const uint64_t> addrs) {
+  auto it = processes.find(call.pid);
+  if (it == processes.end()) return;
+  const std::vector<CachedVma>& v = it->second.vmas;
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    NormalizedAddress& out = call.batch->addresses[i];
+    if (out.ok() || addrs[i] == 0) continue;
+    if (out.reason != Reason::kUnmapped && out.reason != Reason::kProcessGone) continue;
+    auto c = std::partition_point(v.begin(), v.end(),
+                                  [&](const CachedVma& x) { return x.end <= addrs[i]; });
+    if (c == v.end() || c->start > addrs[i]) continue;
+    out.module = ModuleForInfo(call, c->module, c->start, c->end, c->offset);
+    out.file_offset = OffsetIn(c->module->kind, addrs[i], c->start, c->offset);
+    ++stats.remembered_answers;
+  }
 }
 
 void Normalizer::Impl::DropProcess(pid_t pid) {
@@ -615,6 +679,28 @@ void Normalizer::InvalidateAll() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto& [pid, pc] : impl_->processes) impl_->stats.vma_cache_invalidations += pc.vmas.size();
   impl_->processes.clear();
+}
+
+void Normalizer::Revalidate(pid_t pid) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->processes.find(pid);
+  if (it == impl_->processes.end()) return;
+  for (CachedVma& c : it->second.vmas) c.epoch = impl_->epoch - 1;
+}
+
+void Normalizer::RevalidateAll() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  // Gone processes are kept for one whole period after the one they went in: long enough
+  // for their last samples to drain, short enough that a reused pid is not confused with them.
+  for (auto it = impl_->processes.begin(); it != impl_->processes.end();) {
+    if (it->second.gone && it->second.gone_epoch != impl_->epoch) {
+      impl_->stats.vma_cache_invalidations += it->second.vmas.size();
+      it = impl_->processes.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  ++impl_->epoch;
 }
 
 void Normalizer::ClearBuildIdCache() {

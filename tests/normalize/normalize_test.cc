@@ -472,6 +472,15 @@ TEST_F(NormalizeTest, BadInput) {
   }
 }
 
+// Waits until `pid` (a child of ours, killed) is a zombie, without reaping it.
+void WaitForZombie(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    siginfo_t info{};
+    if (waitid(P_PID, pid, &info, WEXITED | WNOWAIT | WNOHANG) == 0 && info.si_pid == pid) return;
+    usleep(10000);
+  }
+}
+
 TEST_F(NormalizeTest, ExitedProcessGivesProcessGone) {
   for (VmaSourceKind source : Sources()) {
     SCOPED_TRACE(VmaSourceKindName(source));
@@ -492,15 +501,7 @@ TEST_F(NormalizeTest, ExitedProcessGivesProcessGone) {
       if (reap) {
         t.child.KillAndWait();
       } else {
-        // A zombie: /proc/PID exists but the address space is gone.
-        for (int i = 0; i < 200; ++i) {
-          siginfo_t info{};
-          if (waitid(P_PID, t.child.pid(), &info, WEXITED | WNOWAIT | WNOHANG) == 0 &&
-              info.si_pid == t.child.pid()) {
-            break;
-          }
-          usleep(10000);
-        }
+        WaitForZombie(t.child.pid());  // /proc/PID exists but the address space is gone
       }
       Normalizer fresh(options);
       for (Normalizer* normalizer : {&knew, &fresh}) {
@@ -764,6 +765,117 @@ TEST_F(NormalizeTest, VmaCacheInvalidatesAContradictedVma) {
     // first (it sorts lower), is answered again from the new VMA within the same call.
     EXPECT_EQ(r2->modules[r2->addresses[1].module].map_end, t.region + 4 * 4096);
     EXPECT_EQ(r2->addresses[1].file_offset, 4096u);
+  }
+}
+
+// A recorder reads samples after they were taken: with past_addresses, the addresses of a
+// process that has exited since are answered from the VMAs remembered while it lived — the
+// same modules and offsets — and only until the second revalidation after it went.
+TEST_F(NormalizeTest, PastAddressesOfAnExitedProcessAnswerFromMemory) {
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    for (bool reap : {false, true}) {
+      SCOPED_TRACE(reap ? "reaped" : "zombie");
+      Target t;
+      std::string error;
+      ASSERT_TRUE(t.Start(&error)) << error;
+      std::vector<uint64_t> addrs = t.AllAddresses();
+      NormalizerOptions options;
+      options.vma_source = source;
+      options.cache_vmas = true;
+      options.past_addresses = true;
+      Normalizer normalizer(options);
+      auto alive = normalizer.Normalize(t.child.pid(), addrs);
+      ASSERT_TRUE(alive);
+      kill(t.child.pid(), SIGKILL);
+      if (reap) {
+        t.child.KillAndWait();
+      } else {
+        WaitForZombie(t.child.pid());
+      }
+      normalizer.RevalidateAll();  // the remembered VMAs may not answer unchecked
+      auto gone = normalizer.Normalize(t.child.pid(), addrs);
+      ASSERT_TRUE(gone);
+      EXPECT_EQ(normalizer.stats().remembered_answers, addrs.size());
+      for (size_t i = 0; i < addrs.size(); ++i) {
+        ASSERT_TRUE(alive->addresses[i].ok());
+        ASSERT_TRUE(gone->addresses[i].ok()) << ReasonName(gone->addresses[i].reason);
+        EXPECT_EQ(gone->addresses[i].file_offset, alive->addresses[i].file_offset);
+        const NormalizedModule& then = alive->modules[alive->addresses[i].module];
+        const NormalizedModule& now = gone->modules[gone->addresses[i].module];
+        EXPECT_EQ(now.path, then.path);
+        EXPECT_EQ(now.kind, then.kind);
+        EXPECT_EQ(now.build_id, then.build_id);
+      }
+      // An address it never mapped is still unmapped, not guessed.
+      uint64_t never[] = {8};
+      auto unknown = normalizer.Normalize(t.child.pid(), never);
+      ASSERT_TRUE(unknown);
+      EXPECT_FALSE(unknown->addresses[0].ok());
+      EXPECT_EQ(unknown->addresses[0].reason, Reason::kProcessGone);
+      // Forgotten at the second revalidation after it went.
+      normalizer.RevalidateAll();
+      ASSERT_TRUE(normalizer.Normalize(t.child.pid(), addrs)->addresses[0].ok());
+      normalizer.RevalidateAll();
+      auto forgotten = normalizer.Normalize(t.child.pid(), addrs);
+      ASSERT_TRUE(forgotten);
+      for (const NormalizedAddress& a : forgotten->addresses) {
+        EXPECT_EQ(a.reason, Reason::kProcessGone) << ReasonName(a.reason);
+      }
+    }
+  }
+}
+
+// An address unmapped after it was sampled: answered from memory with past_addresses, and
+// kUnmapped without it. A revalidated VMA that changed is answered from the new one.
+TEST_F(NormalizeTest, PastAddressesOfAnUnmappedRegionAnswerFromMemory) {
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    for (bool past : {true, false}) {
+      SCOPED_TRACE(past ? "past_addresses" : "present addresses");
+      Target t;
+      std::string error;
+      ASSERT_TRUE(t.Start(&error)) << error;
+      NormalizerOptions options;
+      options.vma_source = source;
+      options.cache_vmas = true;
+      options.past_addresses = past;
+      Normalizer normalizer(options);
+      uint64_t first_page[] = {t.region + 16};
+      auto before = normalizer.Normalize(t.child.pid(), first_page);
+      ASSERT_TRUE(before && before->addresses[0].ok());
+      EXPECT_EQ(before->modules[0].map_end, t.region + 2 * 4096);
+
+      // Grown: after revalidation the new, larger VMA answers, not the remembered one.
+      std::string line;
+      ASSERT_TRUE(t.child.Send("grow\n"));
+      ASSERT_TRUE(t.child.ReadLine(&line));
+      ASSERT_EQ(line, "grown");
+      normalizer.RevalidateAll();
+      uint64_t lookups = normalizer.stats().vma_lookups;
+      auto grown = normalizer.Normalize(t.child.pid(), first_page);
+      ASSERT_TRUE(grown && grown->addresses[0].ok());
+      EXPECT_GT(normalizer.stats().vma_lookups, lookups) << "revalidated VMA not looked up";
+      EXPECT_EQ(grown->modules[0].map_end, t.region + 4 * 4096);
+
+      ASSERT_TRUE(t.child.Send("unmap\n"));
+      ASSERT_TRUE(t.child.ReadLine(&line));
+      ASSERT_EQ(line, "unmapped");
+      normalizer.RevalidateAll();
+      uint64_t later[] = {t.region + 3 * 4096 + 8};
+      auto after = normalizer.Normalize(t.child.pid(), later);
+      ASSERT_TRUE(after);
+      if (past) {
+        ASSERT_TRUE(after->addresses[0].ok()) << ReasonName(after->addresses[0].reason);
+        EXPECT_EQ(after->addresses[0].file_offset, 3 * 4096u + 8);
+        EXPECT_EQ(after->modules[0].map_end, t.region + 4 * 4096);
+        EXPECT_EQ(normalizer.stats().remembered_answers, 1u);
+      } else {
+        EXPECT_FALSE(after->addresses[0].ok());
+        EXPECT_EQ(after->addresses[0].reason, Reason::kUnmapped);
+        EXPECT_EQ(normalizer.stats().remembered_answers, 0u);
+      }
+    }
   }
 }
 
