@@ -32,7 +32,7 @@ class SampleAggregator {
   SampleAggregator();
   void Add(const RawSample& sample);
   // Mappings may have changed since the VMA cache was filled: drop it (called periodically).
-  void InvalidateMappings() { normalizer_.InvalidateAll(); }
+  void RevalidateMappings() { normalizer_.RevalidateAll(); }
 
   Profile& profile() { return profile_; }
   const std::vector<std::shared_ptr<ElfFile>>& module_files() const { return module_files_; }

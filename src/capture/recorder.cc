@@ -311,8 +311,8 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
     }
     now = MonotonicSeconds();
     if (now - last_invalidate >= 1.0) {
-      // Mappings change (dlopen, munmap): bound how long a stale cached VMA can be used.
-      aggregator_->InvalidateMappings();
+      // Mappings change (dlopen, munmap): bound how long a cached VMA is trusted unchecked.
+      aggregator_->RevalidateMappings();
       last_invalidate = now;
     }
     if (status && now - last_status >= 0.25) {

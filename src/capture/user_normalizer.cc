@@ -18,6 +18,7 @@ struct UserStackNormalizer::Impl {
     o.build_ids = true;
     o.cache_vmas = true;  // per-process VMA cache: repeated stacks cost no /proc reads
     o.vma_cache_processes = 256;
+    o.past_addresses = true;  // samples are read after they were taken
     return o;
   }()};
   // (pid, build ID) → module found by scanning the process's mappings (or nullopt).
@@ -111,7 +112,7 @@ std::optional<UserModule> UserStackNormalizer::FindModuleByBuildId(
   return found;
 }
 
-void UserStackNormalizer::InvalidateAll() { impl_->normalizer.InvalidateAll(); }
+void UserStackNormalizer::RevalidateAll() { impl_->normalizer.RevalidateAll(); }
 
 std::string UserStackNormalizer::MapFilesPath(pid_t pid, uint64_t start, uint64_t end) {
   return stacksym::MapFilesPath(pid, start, end);

@@ -44,8 +44,10 @@ class UserStackNormalizer {
   // The mapped file of `pid` whose build ID is `build_id` (for frames the kernel already
   // normalized): its path and one VMA. nullopt when no executable mapping has it.
   std::optional<UserModule> FindModuleByBuildId(pid_t pid, std::span<const uint8_t> build_id);
-  // Forget cached VMAs (mappings may have changed).
-  void InvalidateAll();
+  // Mappings may have changed: check remembered VMAs again before trusting them. They stay
+  // as the answer for samples of processes that have exited (or unmapped the address) by
+  // the time their sample is read.
+  void RevalidateAll();
   // "/proc/PID/map_files/START-END".
   static std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end);
 

@@ -90,12 +90,13 @@ struct NamedStack {
   std::vector<std::string> kernel;  // kernel part, innermost first
   std::vector<std::string> user;    // user part, innermost first
   std::vector<std::string> user_modules;
+  std::vector<std::string> user_unnamed_why;  // per user frame: why it has no name, or ""
 };
 
 std::vector<NamedStack> Named(const Profile& p) {
   std::vector<NamedStack> out;
   for (size_t i = 0; i < p.stacks.size(); ++i) {
-    NamedStack n{p.stacks[i].pid, p.stacks[i].tid, p.stacks[i].comm, p.counts[i], {}, {}, {}};
+    NamedStack n{p.stacks[i].pid, p.stacks[i].tid, p.stacks[i].comm, p.counts[i], {}, {}, {}, {}};
     for (uint32_t f : p.stacks[i].frames) {
       const ProfileFrame& frame = p.frames[f];
       std::string name;
@@ -108,11 +109,33 @@ std::vector<NamedStack> Named(const Profile& p) {
         n.user.push_back(name);
         n.user_modules.push_back(frame.kind == FrameKind::kUser ? p.modules[frame.module].path
                                                                 : "");
+        std::string why;
+        if (name.empty()) {
+          char where[64];
+          snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(frame.address));
+          why = frame.kind == FrameKind::kUserRaw ? std::string("raw ") + where
+                                                  : n.user_modules.back() + "+" + where;
+          if (f < p.symbols.size() && p.symbols[f] && p.symbols[f]->reason) {
+            why += std::string(": ") + ReasonName(*p.symbols[f]->reason);
+          }
+        }
+        n.user_unnamed_why.push_back(why);
       }
     }
     out.push_back(std::move(n));
   }
   return out;
+}
+
+// "kernel frames | user frames", innermost first, for failure messages.
+std::string Describe(const NamedStack& s) {
+  std::string out;
+  for (const std::string& k : s.kernel) out += (k.empty() ? "?" : k) + " ";
+  out += "|";
+  for (size_t i = 0; i < s.user.size(); ++i) {
+    out += " " + (s.user[i].empty() ? "?[" + s.user_unnamed_why[i] + "]" : s.user[i]);
+  }
+  return out + " (x" + std::to_string(s.count) + ")";
 }
 
 bool HasChain(const std::vector<std::string>& frames, const std::vector<std::string>& chain) {
@@ -146,7 +169,10 @@ void ExpectKnownChains(Recorder& rec, const std::set<pid_t>& pids) {
 
   std::map<std::string, uint64_t> user_leaf;
   uint64_t hot_leaf_samples = 0, hot_chain_samples = 0, lib_samples = 0, sys_kernel_samples = 0;
-  uint64_t sys_read_frames = 0;
+  uint64_t sys_read_frames = 0, sys_chain_samples = 0;
+  // The read(2) thread also enters the kernel outside cap_sys_read: naming itself, open(2)
+  // and close(2) through libc wrappers without frame pointers, and thread exit.
+  std::ostringstream sys_other_stacks;
   bool lib_in_so = false;
   for (const NamedStack& s : Named(p)) {
     EXPECT_TRUE(pids.count(static_cast<pid_t>(s.pid))) << "sample of pid " << s.pid;
@@ -164,8 +190,11 @@ void ExpectKnownChains(Recorder& rec, const std::set<pid_t>& pids) {
     }
     if (s.comm == "cap_sys" && !s.kernel.empty()) {
       sys_kernel_samples += s.count;
-      EXPECT_TRUE(HasChain(s.user, {"cap_sys_read", "cap_sys_thread"}))
-          << "kernel stack of the read(2) thread lacks its user part";
+      if (HasChain(s.user, {"cap_sys_read", "cap_sys_thread"})) {
+        sys_chain_samples += s.count;
+      } else {
+        sys_other_stacks << "\n  " << Describe(s);
+      }
       for (const std::string& k : s.kernel) {
         if (k.find("read") != std::string::npos) {
           ++sys_read_frames;
@@ -188,6 +217,10 @@ void ExpectKnownChains(Recorder& rec, const std::set<pid_t>& pids) {
   EXPECT_GT(lib_samples, 0u);
   EXPECT_TRUE(lib_in_so) << "capture_lib_spin not attributed to libcapture_lib.so";
   EXPECT_GT(sys_kernel_samples, 0u) << "no kernel frames for the read(2) thread";
+  EXPECT_GE(sys_chain_samples * 10, sys_kernel_samples * 9)
+      << sys_chain_samples << " of " << sys_kernel_samples
+      << " kernel samples of the read(2) thread had its user part; the others:"
+      << sys_other_stacks.str();
   EXPECT_GT(sys_read_frames, 0u) << "no kernel read path symbol in the read(2) thread";
 }
 
@@ -243,6 +276,11 @@ TEST(RecordTest, CommandAndDescendantsUntilExit) {
   EXPECT_TRUE(pids.count(parent));
   EXPECT_GT(child_hot, 0u) << "the forked child was not followed";
   EXPECT_LE(pids.size(), 2u) << "samples of processes outside the command's tree";
+  // Both processes exit before the recorder has read their last samples: those still
+  // normalize from the remembered VMAs.
+  EXPECT_LE(rec->stats().frames_not_normalized * 50, rec->stats().samples)
+      << rec->stats().frames_not_normalized << " frames of " << rec->stats().samples
+      << " samples not normalized";
   // The parent alone passes the known-chain checks.
   ExpectKnownChains(*rec, pids);
 }
@@ -294,10 +332,13 @@ TEST(RecordTest, ExitedProcessWithDeletedBinaryStillSymbolizes) {
   }
   EXPECT_GT(named, 0u) << "no symbolized hot chain after the process exited";
   EXPECT_EQ(in_copy, named) << "frames should be attributed to the deleted copy";
-  // Most user frames were normalized while the process lived. Those of the samples taken in
-  // its last moments can reach us after it is gone when the machine is busy (a CI run once
-  // saw 50 frames of 392 samples), so the bound leaves room for that.
-  EXPECT_LE(rec->stats().frames_not_normalized * 4, rec->stats().samples);
+  // The samples of its last moments reach the recorder after it is gone; the VMAs remembered
+  // while it lived still normalize them (before they were kept, a busy CI machine once lost
+  // 50 frames of 392 samples here). A frame or two of slack: a sample can catch the process
+  // half-way through exec or exit.
+  EXPECT_LE(rec->stats().frames_not_normalized * 50, rec->stats().samples)
+      << rec->stats().frames_not_normalized << " frames of " << rec->stats().samples
+      << " samples not normalized";
 }
 
 TEST(RecordTest, StackMapCollidesWhereRingBufferDoesNot) {
