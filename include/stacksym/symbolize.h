@@ -35,6 +35,13 @@ struct SymbolizeOptions {
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
   unsigned threads = 0;
+  // The path the binary is known by where it runs, and the root that path is relative to (a
+  // container's "/proc/PID/root"; empty: ours). For a binary opened through another path,
+  // such as /proc/PID/map_files/..., its .gnu_debuglink file is then also looked for next to
+  // that path and under each debug dir by that path's directory. Process symbolization sets
+  // both per module.
+  std::string known_path;
+  std::string known_root;
 };
 
 enum class AddressKind : uint8_t { kVirtual, kFileOffset };

@@ -198,6 +198,12 @@ Result<DebugSup> ParseDebugSup(std::span<const uint8_t> section) {
 DebugFileFinder::DebugFileFinder(std::vector<std::string> debug_dirs)
     : debug_dirs_(std::move(debug_dirs)) {}
 
+DebugFileFinder::DebugFileFinder(std::vector<std::string> debug_dirs, std::string known_path,
+                                 std::string known_root)
+    : debug_dirs_(std::move(debug_dirs)),
+      known_path_(std::move(known_path)),
+      known_root_(std::move(known_root)) {}
+
 Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const ElfFile& binary,
                                                                         FinderTrace* trace) const {
   CandidateSearch search(trace);
@@ -218,13 +224,27 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
   const std::optional<DebugLink>& link = binary.debuglink();
   if (link && !link->name.empty()) {
     std::vector<std::string> paths;
+    // Where to look next to the binary, and the directories to mirror under debug dirs. The
+    // two differ for a known path under another root: next to it is <root>/<dir>, while a
+    // debug dir (itself under that root when it is a container's) mirrors <dir>.
     std::vector<std::string> binary_dirs = DirectoriesOf(binary.path());
+    std::vector<std::string> mirrored_dirs = binary_dirs;
+    if (!known_path_.empty() && known_path_.front() == '/') {
+      std::string dir = DirName(fs::path(known_path_).lexically_normal().string());
+      std::string there = known_root_.empty() ? dir : JoinPath(known_root_, dir);
+      if (std::find(binary_dirs.begin(), binary_dirs.end(), there) == binary_dirs.end()) {
+        binary_dirs.push_back(there);
+      }
+      if (std::find(mirrored_dirs.begin(), mirrored_dirs.end(), dir) == mirrored_dirs.end()) {
+        mirrored_dirs.push_back(dir);
+      }
+    }
     for (const std::string& dir : binary_dirs) {
       paths.push_back(JoinPath(dir, link->name));
       paths.push_back(JoinPath(JoinPath(dir, ".debug"), link->name));
     }
     for (const std::string& debug_dir : debug_dirs_) {
-      for (const std::string& dir : binary_dirs) {
+      for (const std::string& dir : mirrored_dirs) {
         paths.push_back(JoinPath(JoinPath(debug_dir, dir), link->name));
       }
     }

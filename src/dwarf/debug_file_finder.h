@@ -50,11 +50,17 @@ const char* FinderOutcomeName(FinderCandidate::Outcome outcome);  // "wrong_crc"
 class DebugFileFinder {
  public:
   explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"});
+  // Also knows where the binary lives when it is opened through another path (see
+  // SymbolizeOptions::known_path / known_root).
+  DebugFileFinder(std::vector<std::string> debug_dirs, std::string known_path,
+                  std::string known_root);
 
   // Separate debug file for a binary without (enough) DWARF, in this order:
   //   <dir>/.build-id/xx/rest.debug for each debug dir (build ID must match);
   //   .gnu_debuglink name next to the binary, in its .debug/ folder, and under
-  //   <dir>/<binary's absolute dir>/ for each debug dir (CRC32 must match).
+  //   <dir>/<binary's absolute dir>/ for each debug dir (CRC32 must match). The binary's
+  //   directories are those of the path it was opened by (as given and with symlinks
+  //   resolved) and, when known, of the path it is known by (under its root).
   // nullptr when nothing found; Error only for I/O/corruption worth reporting.
   Result<std::shared_ptr<ElfFile>> FindSeparateDebugFile(const ElfFile& binary,
                                                          FinderTrace* trace = nullptr) const;
@@ -82,6 +88,8 @@ class DebugFileFinder {
 
  private:
   std::vector<std::string> debug_dirs_;
+  std::string known_path_;
+  std::string known_root_;
 };
 
 // The supplementary-file reference of a DWARF 5 .debug_sup section (is_supplementary == 0).

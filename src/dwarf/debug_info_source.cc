@@ -150,7 +150,8 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->binary_ = binary;
-  source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs);
+  source->finder_ =
+      std::make_unique<DebugFileFinder>(options.debug_dirs, options.known_path, options.known_root);
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;

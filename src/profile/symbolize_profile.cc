@@ -98,7 +98,15 @@ SymbolizeProfileStats SymbolizeProfile(Profile& profile, const SymbolizeProfileO
     std::shared_ptr<ElfFile> elf = OpenModule(profile.modules[m], m, options, &reason);
     std::unique_ptr<ElfSymbolizer> sym;
     if (elf) {
-      Result<std::unique_ptr<ElfSymbolizer>> s = ElfSymbolizer::FromElf(elf, options.symbolize);
+      // A file handed in was opened through another path (map_files, a kept fd): its
+      // debuglink file is also looked for next to the path the process mapped it by.
+      SymbolizeOptions symbolize = options.symbolize;
+      const std::string& mapped = profile.modules[m].path;
+      if (symbolize.known_path.empty() && !mapped.empty() && mapped.front() == '/' &&
+          mapped != elf->path()) {
+        symbolize.known_path = mapped;
+      }
+      Result<std::unique_ptr<ElfSymbolizer>> s = ElfSymbolizer::FromElf(elf, symbolize);
       if (s) sym = std::move(*s);
     }
     if (!sym) {

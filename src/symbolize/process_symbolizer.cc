@@ -157,7 +157,16 @@ class CallState {
     }
     Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
     if (!elf) return std::move(elf).error();
-    auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), symbolize_options_);
+    // Opened through map_files, the file's own directory is unknown to the debuglink search:
+    // tell it the path the process maps it by, under the process's root (which reaches into
+    // its mount namespace even when the root directory itself is ours). That holds even when
+    // the file was deleted and its debug file was not.
+    SymbolizeOptions options = symbolize_options_;
+    if (!m.path.empty() && m.path.front() == '/') {
+      options.known_path = m.path;
+      options.known_root = ProcRootPath(pid_, "");
+    }
+    auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), options);
     if (!symbolizer) return std::move(symbolizer).error();
     ++stats_->files_opened;
     ElfSymbolizer* raw = symbolizer->get();

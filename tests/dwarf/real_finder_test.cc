@@ -125,6 +125,39 @@ TEST_F(RealFinderLayoutTest, DebuglinkUnderDebugDirMirroringBinaryDir) {
   EXPECT_EQ(Canonical((*found)->path()), Canonical(debug));
 }
 
+// The binary opened through a path that says nothing of where it lives (as a
+// /proc/PID/map_files link): the path it is known by, under its root, is searched too — next
+// to it, in its .debug/, and mirrored under each debug dir.
+TEST_F(RealFinderLayoutTest, DebuglinkNextToKnownPathUnderItsRoot) {
+  std::string root = tmp_.path() + "/root";
+  std::string known = "/opt/app/prog";
+  for (std::string place : {"root/opt/app/real_dbg.debug", "root/opt/app/.debug/real_dbg.debug",
+                            "root/usr/lib/debug/opt/app/real_dbg.debug"}) {
+    SCOPED_TRACE(place);
+    std::string debug = tmp_.Make(place);
+    ASSERT_TRUE(RealCopy(debug_fixture_, debug));
+    FinderTrace trace;
+    DebugFileFinder finder({root + "/usr/lib/debug"}, known, root);
+    Result<std::shared_ptr<ElfFile>> found = finder.FindSeparateDebugFile(*binary_, &trace);
+    ASSERT_TRUE(found) << found.error().ToString();
+    ASSERT_NE(*found, nullptr) << TraceText(trace);
+    EXPECT_EQ(Canonical((*found)->path()), Canonical(debug));
+    // Without the known path the file is not found.
+    Result<std::shared_ptr<ElfFile>> unknown =
+        Finder({root + "/usr/lib/debug"}).FindSeparateDebugFile(*binary_);
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(*unknown, nullptr);
+    ASSERT_EQ(unlink(debug.c_str()), 0);
+  }
+  // With no root, the known path is taken as is.
+  std::string debug = tmp_.Make("plain/real_dbg.debug");
+  ASSERT_TRUE(RealCopy(debug_fixture_, debug));
+  Result<std::shared_ptr<ElfFile>> found =
+      DebugFileFinder({}, tmp_.path() + "/plain/prog", "").FindSeparateDebugFile(*binary_);
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ(Canonical((*found)->path()), Canonical(debug));
+}
+
 TEST_F(RealFinderLayoutTest, BuildIdDirectoryComesFirst) {
   std::string debug_dir = tmp_.path() + "/dbg";
   std::string by_id = tmp_.Make("dbg/" + BuildIdRelPath(binary_->build_id()));

@@ -4,8 +4,10 @@
 #include "stacksym/symbolize_profile.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -105,6 +107,48 @@ TEST(SymbolizeProfileTest, HandedInFileWinsOverMissingPath) {
   ASSERT_TRUE(p.symbols[f].has_value());
   ASSERT_FALSE(p.symbols[f]->reason.has_value());
   EXPECT_EQ(p.symbols[f]->lines.back().function, "cap_outer_a");
+}
+
+// A handed-in file (as the recorder keeps them, opened through map_files) whose DWARF is in a
+// .gnu_debuglink file next to the path the process mapped it by, not next to the file's own
+// path: the module's path leads to the debug file.
+TEST(SymbolizeProfileTest, HandedInFileFindsDebuglinkNextToItsMappedPath) {
+  std::string tmp =
+      ::testing::TempDir() + "/symbolize_profile_debuglink_" + std::to_string(getpid());
+  std::string fixtures = STACKSYM_FIXTURE_DIR;
+  ASSERT_EQ(std::system(("rm -rf '" + tmp + "' && mkdir -p '" + tmp + "/kept' '" + tmp +
+                         "/mapped' && cp '" + fixtures + "/process_target.stripped' '" + tmp +
+                         "/kept/copy' && cp '" + fixtures + "/process_target.debug' '" + tmp +
+                         "/mapped/'")
+                            .c_str()),
+            0);
+  auto elf = ElfFile::Open(tmp + "/kept/copy");
+  ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+  Fn fn = FindFunction(**elf, "process_target_work");
+  ASSERT_NE(fn.vaddr, 0u);
+  std::vector<uint8_t> id((*elf)->build_id().begin(), (*elf)->build_id().end());
+  for (bool known : {true, false}) {
+    SCOPED_TRACE(known ? "mapped path next to the debug file" : "mapped path elsewhere");
+    Profile p;
+    std::string mapped = tmp + (known ? "/mapped/process_target" : "/elsewhere/process_target");
+    uint32_t m = p.AddModule({ProfileModuleKind::kElf, mapped, id});
+    uint32_t f = p.InternFrame({FrameKind::kUser, m, fn.file_offset + 1});
+    p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
+    SymbolizeProfileOptions opts;
+    opts.module_files = {*elf};
+    opts.symbolize.debug_dirs = {};
+    SymbolizeProfile(p, opts);
+    ASSERT_TRUE(p.symbols[f].has_value());
+    ASSERT_FALSE(p.symbols[f]->reason.has_value());
+    EXPECT_EQ(p.symbols[f]->lines.back().function, "process_target_work");
+    if (known) {
+      EXPECT_NE(p.symbols[f]->lines.back().file.find("process_target.c"), std::string::npos);
+      EXPECT_GT(p.symbols[f]->lines.back().line, 0u);
+    } else {
+      EXPECT_EQ(p.symbols[f]->lines.back().file, "") << "only the symbol table is there";
+    }
+  }
+  std::system(("rm -rf '" + tmp + "'").c_str());
 }
 
 TEST(SymbolizeProfileTest, WrongBuildIdIsNotTrusted) {

@@ -271,6 +271,53 @@ TEST(ProcessSymbolizerContainerTest, BinaryAndPerfMapInAnotherMountNamespace) {
                                 std::to_string(target->pid()) + ".map");
 }
 
+// The binary is reached through /proc/PID/map_files, whose directory says nothing about
+// where its .gnu_debuglink file is: the path the process maps it by does. Both where that
+// path is in another mount namespace (only /proc/PID/root reaches it) and where the binary
+// was deleted but its debug file was not.
+void ExpectDwarfLine(const SymbolizedAddress& a) {
+  ASSERT_FALSE(a.reason) << ReasonText(*a.reason);
+  EXPECT_EQ(a.symbol, "process_target_work");
+  ASSERT_FALSE(a.frames.empty()) << "no DWARF: the debuglink file was not found";
+  EXPECT_EQ(a.frames.back().function, "process_target_work");
+  EXPECT_NE(a.frames.back().file.find("process_target.c"), std::string::npos)
+      << a.frames.back().file;
+  EXPECT_GT(a.frames.back().line, 0u);
+}
+
+TEST(ProcessSymbolizerDebuglinkTest, DebugFileNextToBinaryInAnotherMountNamespace) {
+  std::string error;
+  auto target = TargetProcess::Start(&error, /*private_tmp=*/true, /*debuglinked=*/true);
+  if (!target) GTEST_SKIP() << "cannot run in a private mount namespace (unshare -m): " << error;
+  struct stat st;
+  ASSERT_NE(stat("/tmp/process_target.debug", &st), 0) << "the host must not see the file";
+  std::vector<uint64_t> addrs = {target->at("main_work") + 1};
+  ProcessSymbolizer symbolizer;
+  auto r = symbolizer.Symbolize(target->pid(), addrs);
+  ASSERT_TRUE(r);
+  ExpectDwarfLine((*r)[0]);
+}
+
+TEST(ProcessSymbolizerDebuglinkTest, DebugFileNextToDeletedBinary) {
+  std::string error;
+  auto target = TargetProcess::Start(&error, /*private_tmp=*/false, /*debuglinked=*/true);
+  ASSERT_TRUE(target) << error;
+  ASSERT_TRUE(target->DeleteBinary());
+  std::vector<uint64_t> addrs = {target->at("main_work") + 1};
+  ProcessSymbolizer symbolizer;
+  auto r = symbolizer.Symbolize(target->pid(), addrs);
+  ASSERT_TRUE(r);
+  ExpectDwarfLine((*r)[0]);
+  // Without its debug file, the same address has only the symbol table.
+  ASSERT_EQ(unlink(target->debug_file().c_str()), 0);
+  ProcessSymbolizer fresh;
+  auto bare = fresh.Symbolize(target->pid(), addrs);
+  ASSERT_TRUE(bare);
+  ASSERT_FALSE((*bare)[0].reason);
+  EXPECT_EQ((*bare)[0].symbol, "process_target_work");
+  EXPECT_TRUE((*bare)[0].frames.empty());
+}
+
 TEST_F(ProcessSymbolizerTest, EmptyBatch) {
   ProcessSymbolizer symbolizer;
   Result<std::vector<SymbolizedAddress>> r = symbolizer.Symbolize(target_->pid(), {});

@@ -21,14 +21,31 @@ class TargetProcess {
   // nullptr (and *error set) when the child could not be started. With private_tmp the
   // child runs in its own mount namespace with a tmpfs on /tmp, from a copy of the binary
   // in that /tmp: like a container, its binary and perf map are invisible to the host's
-  // paths (`unshare -m`, needs CAP_SYS_ADMIN).
-  static std::unique_ptr<TargetProcess> Start(std::string* error, bool private_tmp = false) {
+  // paths (`unshare -m`, needs CAP_SYS_ADMIN). With debuglinked, the binary is the copy
+  // stripped of DWARF whose .gnu_debuglink names process_target.debug, and that debug file
+  // is put next to it (in a directory of its own, or in the private /tmp).
+  static std::unique_ptr<TargetProcess> Start(std::string* error, bool private_tmp = false,
+                                              bool debuglinked = false) {
     std::string dir = std::string(STACKSYM_FIXTURE_DIR);
     std::unique_ptr<TargetProcess> t(new TargetProcess);
     std::string tmp = ::testing::TempDir();
     if (!tmp.empty() && tmp.back() == '/') tmp.pop_back();
-    t->binary_ = tmp + "/process_target_copy_" + std::to_string(getpid());
-    std::string cp = "cp '" + dir + "/process_target' '" + t->binary_ + "'";
+    std::string source = dir + (debuglinked ? "/process_target.stripped" : "/process_target");
+    std::string debug_source = dir + "/process_target.debug";
+    if (debuglinked) {
+      t->own_dir_ = tmp + "/process_target_dir_" + std::to_string(getpid());
+      std::system(("mkdir -p '" + t->own_dir_ + "'").c_str());
+      t->debug_file_ = t->own_dir_ + "/process_target.debug";
+      t->binary_ = t->own_dir_ + "/process_target_copy";
+      std::string cp = "cp '" + debug_source + "' '" + t->debug_file_ + "'";
+      if (std::system(cp.c_str()) != 0) {
+        *error = "cannot copy the fixture: " + cp;
+        return nullptr;
+      }
+    } else {
+      t->binary_ = tmp + "/process_target_copy_" + std::to_string(getpid());
+    }
+    std::string cp = "cp '" + source + "' '" + t->binary_ + "'";
     if (std::system(cp.c_str()) != 0) {
       *error = "cannot copy the fixture: " + cp;
       return nullptr;
@@ -50,11 +67,13 @@ class TargetProcess {
       if (private_tmp) {
         // Open both files first: the tmpfs hides everything under /tmp, the test's temp
         // dir included. The copies exist only inside the namespace.
-        std::string script = "exec 3<'" + t->binary_ + "' 4<'" + lib +
-                             "' && mount -t tmpfs tmpfs /tmp && cat <&3 >/tmp/process_target_in_ns"
-                             " && cat <&4 >/tmp/libprocess_lib_in_ns.so"
-                             " && chmod +x /tmp/process_target_in_ns"
-                             " && exec /tmp/process_target_in_ns /tmp/libprocess_lib_in_ns.so";
+        std::string script =
+            "exec 3<'" + t->binary_ + "' 4<'" + lib + "' 5<'" + debug_source +
+            "' && mount -t tmpfs tmpfs /tmp && cat <&3 >/tmp/process_target_in_ns"
+            " && cat <&4 >/tmp/libprocess_lib_in_ns.so" +
+            std::string(debuglinked ? " && cat <&5 >/tmp/process_target.debug" : "") +
+            " && chmod +x /tmp/process_target_in_ns"
+            " && exec /tmp/process_target_in_ns /tmp/libprocess_lib_in_ns.so";
         execlp("unshare", "unshare", "-m", "--propagation", "private", "sh", "-c", script.c_str(),
                static_cast<char*>(nullptr));
         _exit(127);
@@ -94,6 +113,10 @@ class TargetProcess {
     if (to_child_ >= 0) close(to_child_);
     unlink(binary_.c_str());
     std::remove(("/tmp/perf-" + std::to_string(pid_) + ".map").c_str());
+    if (!own_dir_.empty()) {
+      unlink(debug_file_.c_str());
+      rmdir(own_dir_.c_str());
+    }
   }
 
   pid_t pid() const { return pid_; }
@@ -102,6 +125,7 @@ class TargetProcess {
     return it == addresses_.end() ? 0 : it->second;
   }
   const std::string& binary() const { return binary_; }
+  const std::string& debug_file() const { return debug_file_; }  // debuglinked, host side
   bool DeleteBinary() { return unlink(binary_.c_str()) == 0; }
 
   // Asks the child to exit; with reap=false it stays a zombie until Reap().
@@ -126,6 +150,7 @@ class TargetProcess {
   bool ready_ = false;
   bool reaped_ = false;
   std::string binary_;
+  std::string own_dir_, debug_file_;
   std::map<std::string, uint64_t> addresses_;
 };
 
