@@ -768,6 +768,14 @@ TEST_F(NormalizeTest, VmaCacheInvalidatesAContradictedVma) {
   }
 }
 
+NormalizerOptions RememberingOptions(VmaSourceKind source, bool past_addresses) {
+  NormalizerOptions options;
+  options.vma_source = source;
+  options.cache_vmas = true;
+  options.past_addresses = past_addresses;
+  return options;
+}
+
 // A recorder reads samples after they were taken: with past_addresses, the addresses of a
 // process that has exited since are answered from the VMAs remembered while it lived — the
 // same modules and offsets — and only until the second revalidation after it went.
@@ -780,11 +788,7 @@ TEST_F(NormalizeTest, PastAddressesOfAnExitedProcessAnswerFromMemory) {
       std::string error;
       ASSERT_TRUE(t.Start(&error)) << error;
       std::vector<uint64_t> addrs = t.AllAddresses();
-      NormalizerOptions options;
-      options.vma_source = source;
-      options.cache_vmas = true;
-      options.past_addresses = true;
-      Normalizer normalizer(options);
+      Normalizer normalizer(RememberingOptions(source, /*past_addresses=*/true));
       auto alive = normalizer.Normalize(t.child.pid(), addrs);
       ASSERT_TRUE(alive);
       kill(t.child.pid(), SIGKILL);
@@ -836,11 +840,7 @@ TEST_F(NormalizeTest, PastAddressesOfAnUnmappedRegionAnswerFromMemory) {
       Target t;
       std::string error;
       ASSERT_TRUE(t.Start(&error)) << error;
-      NormalizerOptions options;
-      options.vma_source = source;
-      options.cache_vmas = true;
-      options.past_addresses = past;
-      Normalizer normalizer(options);
+      Normalizer normalizer(RememberingOptions(source, past));
       uint64_t first_page[] = {t.region + 16};
       auto before = normalizer.Normalize(t.child.pid(), first_page);
       ASSERT_TRUE(before && before->addresses[0].ok());
