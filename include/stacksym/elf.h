@@ -16,6 +16,7 @@
 // built under a lock, once).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -94,6 +95,9 @@ class SymbolTable {
   // symbols that could be read are still in the table.
   size_t skipped() const { return skipped_; }
   const std::vector<Error>& problems() const { return problems_; }
+  size_t memory_bytes() const {
+    return symbols_.capacity() * sizeof(ElfSymbol) + resumes_.capacity() * sizeof(Resume);
+  }
 
  private:
   friend class SymbolTableBuilder;
@@ -188,6 +192,10 @@ class ElfFile {
   // Function/object symbols; built on first call.
   const SymbolTable& symbols() const;
 
+  // Heap memory this file holds beyond its mapping: the decompressed sections and the symbol
+  // table built so far. For callers that bound the memory of the files they keep.
+  size_t heap_bytes() const { return heap_bytes_.load(std::memory_order_relaxed); }
+
   // Through PT_LOAD segments. nullopt when no segment holds the address/offset.
   std::optional<uint64_t> VaddrToFileOffset(uint64_t vaddr) const;
   std::optional<uint64_t> FileOffsetToVaddr(uint64_t offset) const;
@@ -209,6 +217,7 @@ class ElfFile {
 
   mutable std::once_flag symbols_once_;
   mutable SymbolTable symbols_;
+  mutable std::atomic<size_t> heap_bytes_{0};
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;

@@ -41,14 +41,20 @@ struct ProcessSymbolizerOptions {
   // mtime as stat() sees it through map_files); least recently used dropped first. 0: parse
   // per call only. The vDSO image and perf maps are kept too (re-read when they change).
   size_t cached_files = 64;
+  // And by memory: after each call, least recently used ElfSymbolizers are dropped until the
+  // kept ones hold at most this much heap (decompressed sections, symbol and DWARF tables;
+  // ElfSymbolizer::memory_bytes). One big binary's tables can be hundreds of MB.
+  size_t cached_bytes = size_t{1} << 30;
 };
 
 struct ProcessSymbolizerStats {
-  uint64_t files_opened = 0;     // ELF files parsed into a new ElfSymbolizer
-  uint64_t file_cache_hits = 0;  // an earlier call's ElfSymbolizer reused
-  uint64_t vdso_reads = 0;       // vDSO images read from process memory
-  uint64_t vdso_reuses = 0;      // a vDSO image identical to the cached one: symbolizer reused
-  uint64_t perf_map_loads = 0;   // perf map files parsed
+  uint64_t files_opened = 0;        // ELF files parsed into a new ElfSymbolizer
+  uint64_t file_cache_hits = 0;     // an earlier call's ElfSymbolizer reused
+  uint64_t vdso_reads = 0;          // vDSO images read from process memory
+  uint64_t vdso_reuses = 0;         // a vDSO image identical to the cached one: symbolizer reused
+  uint64_t perf_map_loads = 0;      // perf map files parsed
+  uint64_t evicted_for_memory = 0;  // ElfSymbolizers dropped to stay within cached_bytes
+  uint64_t cached_bytes = 0;        // heap held by the kept ElfSymbolizers after the last call
 };
 
 // Where an answer came from (ProcessSymbolizer::last_sources, for tests and diagnostics).
@@ -81,6 +87,7 @@ class ProcessSymbolizer {
   void ClearCaches();
 
  private:
+  void TrimCaches();  // to options_.cached_bytes
   ProcessSymbolizerOptions options_;
   Normalizer normalizer_;
   std::vector<SymbolSource> last_sources_;

@@ -96,6 +96,9 @@ class ElfSymbolizer {
   // Path of the file DWARF was read from (the binary itself or a separate debug file);
   // empty when none was found or debug info is off.
   std::string debug_file() const;
+  // Heap memory held now: decompressed sections, symbol and DWARF tables, name caches (not
+  // the files' mappings, which the kernel can drop). Grows as addresses need more units.
+  size_t memory_bytes() const;
 
  private:
   ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options);

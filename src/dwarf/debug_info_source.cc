@@ -833,6 +833,14 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
   return finish(true);
 }
 
+size_t DebugInfoSource::file_heap_bytes() const {
+  size_t total = 0;
+  if (debug_file_ && debug_file_ != binary_) total += debug_file_->heap_bytes();
+  if (supplementary_file_) total += supplementary_file_->heap_bytes();
+  for (const auto& f : split_files_) total += f->heap_bytes();
+  return total;
+}
+
 size_t DebugInfoSource::memory_bytes() const {
   size_t total = unit_map_.capacity() * sizeof(dwarf::AddressSegment) + unit_index_.memory_bytes();
   if (main_) total += main_->memory_bytes();

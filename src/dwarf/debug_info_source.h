@@ -88,6 +88,9 @@ class DebugInfoSource {
   // Units whose tables a batch built while .debug_info was still being decompressed.
   size_t prebuilt_unit_count() const { return prebuilt_units_; }
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
+  // Heap held by the files opened for the binary (separate debug file, supplementary file,
+  // .dwo files): their decompressed sections and symbol tables.
+  size_t file_heap_bytes() const;
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
   const std::vector<Error>& unit_errors();
   // Split-DWARF package (.dwp) bookkeeping: the package is searched for once, on the first

@@ -331,6 +331,7 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
         elf::DecompressedBytes::Allocate(static_cast<size_t>(payload->size));
     if (!buffer) return fail(std::move(buffer).error());
     slot.data = std::move(*buffer);
+    heap_bytes_.fetch_add(slot.data.size(), std::memory_order_relaxed);
     slot.stream->Reset(slot.data.bytes());
     auto decode = [this, &s, &slot, p = *payload] {
       SectionStream& stream = *slot.stream;
@@ -380,7 +381,10 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(std::string_view name) con
 std::string ElfFile::build_id_hex() const { return ToHex(build_id_); }
 
 const SymbolTable& ElfFile::symbols() const {
-  std::call_once(symbols_once_, [this] { SymbolTableBuilder::Build(*this, &symbols_); });
+  std::call_once(symbols_once_, [this] {
+    SymbolTableBuilder::Build(*this, &symbols_);
+    heap_bytes_.fetch_add(symbols_.memory_bytes(), std::memory_order_relaxed);
+  });
   return symbols_;
 }
 

@@ -32,6 +32,13 @@ std::string ElfSymbolizer::debug_file() const {
   return {};
 }
 
+size_t ElfSymbolizer::memory_bytes() const {
+  size_t total = sizeof(*this) + elf_->heap_bytes();
+  if (symbol_names_) total += symbol_names_->memory_bytes();
+  if (debug_info_) total += debug_info_->memory_bytes() + debug_info_->file_heap_bytes();
+  return total;
+}
+
 namespace {
 
 bool HasLoadSegments(const ElfFile& elf) {

@@ -353,7 +353,26 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
         break;
     }
   }
+  TrimCaches();
   return out;
+}
+
+void ProcessSymbolizer::TrimCaches() {
+  auto& cache = caches_->elf;
+  std::vector<size_t> bytes(cache.size());
+  size_t total = 0;
+  for (size_t i = 0; i < cache.size(); ++i) total += bytes[i] = cache[i].symbolizer->memory_bytes();
+  while (total > options_.cached_bytes && !cache.empty()) {
+    size_t oldest = 0;
+    for (size_t i = 1; i < cache.size(); ++i) {
+      if (cache[i].last_use < cache[oldest].last_use) oldest = i;
+    }
+    total -= bytes[oldest];
+    cache.erase(cache.begin() + static_cast<long>(oldest));
+    bytes.erase(bytes.begin() + static_cast<long>(oldest));
+    ++stats_.evicted_for_memory;
+  }
+  stats_.cached_bytes = total;
 }
 
 }  // namespace stacksym

@@ -314,6 +314,30 @@ TEST(ElfFileTest, ConcurrentSectionDataDecompressesOnce) {
   }
 }
 
+// heap_bytes counts what the file holds beyond its mapping: each decompressed section once
+// (however often it is asked for), and the symbol table once built.
+TEST(ElfFileTest, HeapBytesCountDecompressedSectionsAndSymbols) {
+  auto elf = OpenOrDie(Fixture("elf_basic_zlib"));
+  EXPECT_EQ(elf->heap_bytes(), 0u);
+  size_t expected = 0;
+  for (const char* name : {".debug_info", ".debug_line"}) {
+    auto data = elf->SectionData(name);
+    ASSERT_TRUE(data.ok());
+    ASSERT_FALSE(data->empty());
+    expected += data->size();
+    EXPECT_EQ(elf->heap_bytes(), expected) << name;
+    ASSERT_TRUE(elf->SectionData(name).ok());
+    EXPECT_EQ(elf->heap_bytes(), expected) << name << " asked for twice";
+  }
+  ASSERT_FALSE(elf->symbols().empty());
+  EXPECT_EQ(elf->heap_bytes(), expected + elf->symbols().memory_bytes());
+  EXPECT_GE(elf->symbols().memory_bytes(), elf->symbols().symbols().size() * sizeof(ElfSymbol));
+  // An uncompressed file's sections are its mapping: no heap.
+  auto plain = OpenOrDie(Fixture("elf_basic_zlib.plain"));
+  ASSERT_TRUE(plain->SectionData(".debug_info").ok());
+  EXPECT_EQ(plain->heap_bytes(), 0u);
+}
+
 TEST(ElfFileTest, DebugLinkNameAndCrcMatchTheDebugFile) {
   auto elf = OpenOrDie(Fixture("elf_basic_debuglink"));
   ASSERT_TRUE(elf->debuglink().has_value());

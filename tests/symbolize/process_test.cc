@@ -248,6 +248,50 @@ TEST_F(ProcessSymbolizerTest, TinyFileCacheStillAnswersEveryAddress) {
   EXPECT_EQ(uncached.stats().file_cache_hits, 0u);
 }
 
+// The kept ElfSymbolizers are bounded by the heap they hold, least recently used first; the
+// answers do not change, only how often files are parsed.
+TEST_F(ProcessSymbolizerTest, MemoryBoundDropsLeastRecentlyUsedFiles) {
+  std::vector<uint64_t> main_only = {target_->at("main_work")};
+  std::vector<uint64_t> lib_only = {target_->at("lib_compute")};
+  ProcessSymbolizer unbounded;
+  auto reference = unbounded.Symbolize(target_->pid(), main_only);
+  ASSERT_TRUE(reference && !(*reference)[0].reason);
+  ASSERT_FALSE((*reference)[0].frames.empty()) << "the fixture has DWARF";
+  size_t main_bytes = unbounded.stats().cached_bytes;
+  EXPECT_GT(main_bytes, 0u);
+  ASSERT_TRUE(unbounded.Symbolize(target_->pid(), lib_only));
+  size_t both_bytes = unbounded.stats().cached_bytes;
+  EXPECT_GT(both_bytes, main_bytes);
+  EXPECT_EQ(unbounded.stats().evicted_for_memory, 0u);
+
+  // Room for one of the two: the library evicts the binary, which is parsed again next.
+  ProcessSymbolizerOptions options;
+  options.cached_bytes = both_bytes - 1;
+  ProcessSymbolizer bounded(options);
+  ASSERT_TRUE(bounded.Symbolize(target_->pid(), main_only));
+  ASSERT_TRUE(bounded.Symbolize(target_->pid(), lib_only));
+  EXPECT_EQ(bounded.stats().evicted_for_memory, 1u);
+  EXPECT_LE(bounded.stats().cached_bytes, options.cached_bytes);
+  auto again = bounded.Symbolize(target_->pid(), main_only);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(bounded.stats().files_opened, 3u);
+  EXPECT_EQ((*again)[0].symbol, (*reference)[0].symbol);
+  ASSERT_EQ((*again)[0].frames.size(), (*reference)[0].frames.size());
+  EXPECT_EQ((*again)[0].frames.back().line, (*reference)[0].frames.back().line);
+
+  // No room at all: nothing is kept, every call parses what it needs.
+  options.cached_bytes = 0;
+  ProcessSymbolizer none(options);
+  for (int round = 0; round < 2; ++round) {
+    auto r = none.Symbolize(target_->pid(), main_only);
+    ASSERT_TRUE(r);
+    EXPECT_EQ((*r)[0].symbol, (*reference)[0].symbol);
+    EXPECT_EQ(none.stats().cached_bytes, 0u);
+  }
+  EXPECT_EQ(none.stats().files_opened, 2u);
+  EXPECT_EQ(none.stats().file_cache_hits, 0u);
+}
+
 // A process in its own mount namespace, running a binary that exists only in its private
 // /tmp: map_files reaches the binary, /proc/PID/root reaches the perf map.
 TEST(ProcessSymbolizerContainerTest, BinaryAndPerfMapInAnotherMountNamespace) {
