@@ -18,14 +18,9 @@ namespace stacksym {
 namespace {
 
 using testing::FixturePath;
+using testing::Hex;
 using testing::RunCommand;
 using testing::TargetProcess;
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // A fresh debug directory under the test temp dir.
 std::string MakeDebugDir(const std::string& tag) {

@@ -19,14 +19,9 @@ namespace stacksym {
 namespace {
 
 using testing::FixturePath;
+using testing::Hex;
 using testing::RunCommand;
 using testing::TargetProcess;
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 class ProcessSymbolizerTest : public ::testing::Test {
  protected:

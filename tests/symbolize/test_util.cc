@@ -24,7 +24,8 @@ std::string RunCommand(const std::string& command, int* exit_code) {
 
 std::vector<NmSymbol> RunNm(const std::string& file, const std::string& extra_flags) {
   std::vector<NmSymbol> symbols;
-  std::istringstream in(RunCommand("nm -S --defined-only " + extra_flags + " '" + file + "' 2>/dev/null"));
+  std::istringstream in(
+      RunCommand("nm -S --defined-only " + extra_flags + " '" + file + "' 2>/dev/null"));
   for (std::string line; std::getline(in, line);) {
     // "addr size type name" — name may contain spaces when demangled.
     std::istringstream fields(line);
@@ -43,6 +44,14 @@ std::vector<NmSymbol> RunNm(const std::string& file, const std::string& extra_fl
   return symbols;
 }
 
-std::string FixturePath(const std::string& name) { return std::string(STACKSYM_FIXTURE_DIR) + "/" + name; }
+std::string Hex(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
+  return buf;
+}
+
+std::string FixturePath(const std::string& name) {
+  return std::string(STACKSYM_FIXTURE_DIR) + "/" + name;
+}
 
 }  // namespace stacksym::testing

@@ -21,4 +21,7 @@ std::vector<NmSymbol> RunNm(const std::string& file, const std::string& extra_fl
 
 std::string FixturePath(const std::string& name);
 
+// "0x1a2b", as the CLI takes addresses.
+std::string Hex(uint64_t value);
+
 }  // namespace stacksym::testing
