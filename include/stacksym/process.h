@@ -87,7 +87,8 @@ class ProcessSymbolizer {
   void ClearCaches();
 
  private:
-  void TrimCaches();  // to options_.cached_bytes
+  // To options_.cached_bytes; only entries used since clock `call_start` are re-measured.
+  void TrimCaches(uint64_t call_start);
   ProcessSymbolizerOptions options_;
   Normalizer normalizer_;
   std::vector<SymbolSource> last_sources_;

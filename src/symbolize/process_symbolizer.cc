@@ -74,6 +74,7 @@ struct ProcessSymbolizerCaches {
     FileIdentity identity;
     std::unique_ptr<ElfSymbolizer> symbolizer;
     uint64_t last_use = 0;
+    size_t bytes = 0;  // memory_bytes() when last used (it grows only when used)
   };
   std::vector<CachedElf> elf;  // small (options.cached_files): linear search
   uint64_t clock = 0;
@@ -297,6 +298,7 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
     }
   }
 
+  const uint64_t call_start = caches_->clock;  // entries used from here on are re-measured
   CallState state(batch.pid, options_, caches_.get(), &stats_);
   // JIT code: the perf map answers, else `fallback`.
   auto from_perf_map = [&](uint32_t i, Reason fallback, const std::string& module) {
@@ -353,23 +355,23 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
         break;
     }
   }
-  TrimCaches();
+  TrimCaches(call_start);
   return out;
 }
 
-void ProcessSymbolizer::TrimCaches() {
+void ProcessSymbolizer::TrimCaches(uint64_t call_start) {
   auto& cache = caches_->elf;
-  std::vector<size_t> bytes(cache.size());
   size_t total = 0;
-  for (size_t i = 0; i < cache.size(); ++i) total += bytes[i] = cache[i].symbolizer->memory_bytes();
+  for (auto& c : cache) {
+    if (c.last_use > call_start) c.bytes = c.symbolizer->memory_bytes();
+    total += c.bytes;
+  }
   while (total > options_.cached_bytes && !cache.empty()) {
-    size_t oldest = 0;
-    for (size_t i = 1; i < cache.size(); ++i) {
-      if (cache[i].last_use < cache[oldest].last_use) oldest = i;
-    }
-    total -= bytes[oldest];
-    cache.erase(cache.begin() + static_cast<long>(oldest));
-    bytes.erase(bytes.begin() + static_cast<long>(oldest));
+    auto oldest = std::min_element(cache.begin(), cache.end(), [](const auto& a, const auto& b) {
+      return a.last_use < b.last_use;
+    });
+    total -= oldest->bytes;
+    cache.erase(oldest);
     ++stats_.evicted_for_memory;
   }
   stats_.cached_bytes = total;
