@@ -195,9 +195,6 @@ Result<DebugSup> ParseDebugSup(std::span<const uint8_t> section) {
   return sup;
 }
 
-DebugFileFinder::DebugFileFinder(std::vector<std::string> debug_dirs)
-    : debug_dirs_(std::move(debug_dirs)) {}
-
 DebugFileFinder::DebugFileFinder(std::vector<std::string> debug_dirs, std::string known_path,
                                  std::string known_root)
     : debug_dirs_(std::move(debug_dirs)),

@@ -49,11 +49,10 @@ const char* FinderOutcomeName(FinderCandidate::Outcome outcome);  // "wrong_crc"
 
 class DebugFileFinder {
  public:
-  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"});
-  // Also knows where the binary lives when it is opened through another path (see
-  // SymbolizeOptions::known_path / known_root).
-  DebugFileFinder(std::vector<std::string> debug_dirs, std::string known_path,
-                  std::string known_root);
+  // known_path / known_root: where the binary lives when it is opened through another path
+  // (see SymbolizeOptions).
+  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"},
+                           std::string known_path = {}, std::string known_root = {});
 
   // Separate debug file for a binary without (enough) DWARF, in this order:
   //   <dir>/.build-id/xx/rest.debug for each debug dir (build ID must match);

@@ -42,6 +42,13 @@ struct CachedVma {
   uint32_t epoch = 0;  // answers without a lookup only while it equals Impl::epoch
 };
 
+// The remembered VMA that covers `addr` in a sorted, disjoint list, or nullptr.
+CachedVma* CoveringVma(std::vector<CachedVma>& vmas, uint64_t addr) {
+  auto it = std::partition_point(vmas.begin(), vmas.end(),
+                                 [addr](const CachedVma& c) { return c.end <= addr; });
+  return it != vmas.end() && it->start <= addr ? &*it : nullptr;
+}
+
 constexpr size_t kMaxRememberedVmas = 16384;  // per process: 16384 × 48 B = 768 KiB
 
 struct ProcessCache {
@@ -404,10 +411,7 @@ class RememberingSource final : public VmaSource {
     return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
   }
   CachedVma* Find(uint64_t addr) const {
-    if (remembered_ == nullptr) return nullptr;
-    auto it = std::partition_point(remembered_->begin(), remembered_->end(),
-                                   [addr](const CachedVma& c) { return c.end <= addr; });
-    return it != remembered_->end() && it->start <= addr ? &*it : nullptr;
+    return remembered_ == nullptr ? nullptr : CoveringVma(*remembered_, addr);
   }
 
   VmaSource* inner_;
@@ -626,14 +630,12 @@ void Normalizer::Impl::ProcessGone(pid_t pid, std::vector<CachedVma>* vmas) {
 void Normalizer::Impl::AnswerFromMemory(Call& call, std::span<const uint64_t> addrs) {
   auto it = processes.find(call.pid);
   if (it == processes.end()) return;
-  const std::vector<CachedVma>& v = it->second.vmas;
   for (size_t i = 0; i < addrs.size(); ++i) {
     NormalizedAddress& out = call.batch->addresses[i];
     if (out.ok() || addrs[i] == 0) continue;
     if (out.reason != Reason::kUnmapped && out.reason != Reason::kProcessGone) continue;
-    auto c = std::partition_point(v.begin(), v.end(),
-                                  [&](const CachedVma& x) { return x.end <= addrs[i]; });
-    if (c == v.end() || c->start > addrs[i]) continue;
+    const CachedVma* c = CoveringVma(it->second.vmas, addrs[i]);
+    if (c == nullptr) continue;
     out.module = ModuleForInfo(call, c->module, c->start, c->end, c->offset);
     out.file_offset = OffsetIn(c->module->kind, addrs[i], c->start, c->offset);
     ++stats.remembered_answers;
