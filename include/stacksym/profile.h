@@ -33,9 +33,9 @@ struct ProfileModule {
 };
 
 enum class FrameKind : uint8_t {
-  kUser,         // address = file offset inside module
-  kUserRaw,      // could not be normalized: address = virtual address in the process
-  kKernel,       // address = kernel virtual address
+  kUser,     // address = file offset inside module
+  kUserRaw,  // could not be normalized: address = virtual address in the process
+  kKernel,   // address = kernel virtual address
 };
 
 struct ProfileFrame {
@@ -61,21 +61,25 @@ struct FrameSymbols {
                                    // a symbol was found (file/line may be empty)
 };
 
+// The most samples a profile holds in all, so that every count, however stacks merge, fits
+// pprof's int64 sample values. Readers refuse input beyond it.
+inline constexpr uint64_t kMaxTotalSamples = uint64_t{INT64_MAX};
+
 struct Profile {
   std::vector<ProfileModule> modules;
-  std::vector<ProfileFrame> frames;                    // distinct frames
-  std::vector<ProfileStack> stacks;                    // distinct stacks
-  std::vector<uint64_t> counts;                        // samples per stack, parallel to stacks
-  std::vector<std::optional<FrameSymbols>> symbols;    // parallel to frames once symbolized
+  std::vector<ProfileFrame> frames;                  // distinct frames
+  std::vector<ProfileStack> stacks;                  // distinct stacks
+  std::vector<uint64_t> counts;                      // samples per stack, parallel to stacks
+  std::vector<std::optional<FrameSymbols>> symbols;  // parallel to frames once symbolized
 
-  uint64_t period_ns = 0;       // sampling period (1e9 / frequency)
-  uint64_t start_time_ns = 0;   // wall clock, ns since the epoch
+  uint64_t period_ns = 0;      // sampling period (1e9 / frequency)
+  uint64_t start_time_ns = 0;  // wall clock, ns since the epoch
   uint64_t duration_ns = 0;
-  uint64_t lost_samples = 0;    // samples the recorder knows it dropped (not in counts)
-  std::string event;            // what was sampled ("cpu-clock", "cycles"); empty if unknown
+  uint64_t lost_samples = 0;  // samples the recorder knows it dropped (not in counts)
+  std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
 
-  uint32_t AddModule(const ProfileModule& module);  // deduplicated
-  uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
+  uint32_t AddModule(const ProfileModule& module);            // deduplicated
+  uint32_t InternFrame(const ProfileFrame& frame);            // deduplicated
   void AddSample(const ProfileStack& stack, uint64_t count);  // aggregates equal stacks
   uint64_t total_samples() const;
 

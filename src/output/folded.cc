@@ -77,12 +77,13 @@ Result<Profile> ParseFolded(std::string_view text) {
   Profile profile;
   uint32_t user_module =
       profile.AddModule({.kind = ProfileModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
-  uint32_t kernel_module =
-      profile.AddModule({.kind = ProfileModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
+  uint32_t kernel_module = profile.AddModule(
+      {.kind = ProfileModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
   // A folded frame has no address: each distinct (kind, inline chain) gets the next number.
   std::unordered_map<std::string, uint32_t> frame_by_key;
   std::vector<uint32_t> root_first;
   size_t line_number = 0;
+  uint64_t total = 0;  // bounded so that merged counts cannot wrap (kMaxTotalSamples)
   auto error = [&](const std::string& what) {
     return MakeError(ErrorCode::kMalformed,
                      "folded stacks line " + std::to_string(line_number) + ": " + what);
@@ -107,6 +108,10 @@ Result<Profile> ParseFolded(std::string_view text) {
     if (ec != std::errc() || end != count_text.data() + count_text.size()) {
       return error("bad sample count \"" + std::string(count_text) + "\"");
     }
+    if (count > kMaxTotalSamples - total) {
+      return error("sample counts add up to more than 2^63-1");
+    }
+    total += count;
     std::string_view stack_text = line.substr(0, space);
 
     // Split into comm and frames; a frame followed by "_[i]" frames forms one inline chain.

@@ -229,6 +229,10 @@ Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
     const ProfileStack& stack = profile.stacks[s];
     uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
     if (count == 0) continue;
+    if (count > kMaxTotalSamples) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "pprof: stack " + std::to_string(s) + " has a count above 2^63-1");
+    }
     pb::Sample* sample = out.add_sample();
     for (uint32_t frame : stack.frames) {
       if (frame >= profile.frames.size()) {
@@ -416,6 +420,9 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
     }
   }
 
+  // Equal stacks are merged by adding their counts; bounding the total keeps every merged
+  // count within what pprof's int64 values can carry when the profile is written again.
+  uint64_t total = 0;
   for (int s = 0; s < in.sample_size(); ++s) {
     const pb::Sample& sample = in.sample(s);
     ProfileStack stack;
@@ -442,6 +449,13 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
     if (value < 0) {
       return MakeError(ErrorCode::kMalformed,
                        "pprof: sample " + std::to_string(s) + " has a negative count");
+    }
+    total += static_cast<uint64_t>(value);  // both below 2^63: cannot wrap
+    if (total > kMaxTotalSamples) {
+      return MakeError(ErrorCode::kMalformed,
+                       "pprof: sample counts add up to more than 2^63-1 "
+                       "(at sample " +
+                           std::to_string(s) + ")");
     }
     if (string_error) return bad_string;
     profile.AddSample(stack, static_cast<uint64_t>(value));

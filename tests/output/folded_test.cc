@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "stacksym/output.h"
 #include "test_profiles.h"
 
@@ -108,6 +110,19 @@ TEST(FoldedTest, BadLinesAreErrorsNamingTheLine) {
   Result<Profile> second = ParseFolded("ok 1\nbad\n");
   ASSERT_FALSE(second);
   EXPECT_NE(second.error().message.find("line 2"), std::string::npos);
+}
+
+// Equal stacks are merged by adding counts: a total past 2^63-1 is refused on the line that
+// crosses it, so no merged count wraps or is beyond what pprof can carry.
+TEST(FoldedTest, CountsAddingUpPastInt64AreRefused) {
+  Result<Profile> at_limit = ParseFolded("a;b 9223372036854775000\na;b 807\n");
+  ASSERT_TRUE(at_limit) << at_limit.error().message;
+  ASSERT_EQ(at_limit->counts.size(), 1u);
+  EXPECT_EQ(at_limit->counts[0], uint64_t{INT64_MAX});
+  Result<Profile> past = ParseFolded("a;b 9223372036854775000\nc 808\n");
+  ASSERT_FALSE(past);
+  EXPECT_NE(past.error().message.find("line 2"), std::string::npos) << past.error().message;
+  EXPECT_NE(past.error().message.find("2^63-1"), std::string::npos);
 }
 
 }  // namespace

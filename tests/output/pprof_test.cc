@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -289,6 +290,38 @@ TEST(PprofTest, BadInputIsAClearError) {
     EXPECT_NE(r.error().message.find(name == "negative" ? "negative" : name), std::string::npos)
         << name << ": " << r.error().message;
   }
+}
+
+// Counts that only overflow once equal stacks are merged (found by fuzz_pprof_reader): the
+// reader refuses them rather than hold a count the writer cannot write; the writer refuses a
+// count above int64 rather than write a negative one.
+TEST(PprofTest, CountsBeyondInt64AreRefused) {
+  pb::Profile m = EncodeToMessage(MakeSampleProfile());
+  ASSERT_GE(m.sample_size(), 1);
+  pb::Profile near_limit = m;
+  near_limit.mutable_sample(0)->set_value(0, INT64_MAX - 1000);
+  Result<Profile> ok = DecodePprof(Bytes(near_limit.SerializeAsString()));
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_TRUE(EncodePprof(*ok));
+
+  pb::Profile doubled = m;
+  doubled.clear_sample();
+  for (int i = 0; i < 2; ++i) {
+    pb::Sample* s = doubled.add_sample();
+    *s = m.sample(0);
+    s->set_value(0, (int64_t{1} << 62) + 1);
+  }
+  Result<Profile> r = DecodePprof(Bytes(doubled.SerializeAsString()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kMalformed);
+  EXPECT_NE(r.error().message.find("2^63-1"), std::string::npos) << r.error().message;
+
+  Profile huge = MakeSampleProfile();
+  ASSERT_FALSE(huge.counts.empty());
+  huge.counts[0] = uint64_t{1} << 63;
+  Result<std::string> encoded = EncodePprof(huge);
+  ASSERT_FALSE(encoded);
+  EXPECT_NE(encoded.error().message.find("2^63-1"), std::string::npos);
 }
 
 TEST(PprofTest, GzipBombIsRefused) {
