@@ -34,6 +34,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/profile.h"
 #include "stacksym/result.h"
+#include "stacksym/stack_unwind.h"
 
 namespace stacksym {
 
@@ -52,6 +53,23 @@ enum class CaptureEvent : uint8_t {
 };
 const char* CaptureEventName(CaptureEvent event);  // "cpu-clock", "cycles"
 std::optional<CaptureEvent> ParseCaptureEvent(std::string_view name);
+
+// How user stacks are obtained (perf's --call-graph).
+enum class CallGraph : uint8_t {
+  kFramePointers,  // the kernel walks frame pointers: cheap, wrong on code without them
+  kDwarf,          // copy registers + the top of the user stack, unwind here with .eh_frame
+  kBpf,            // unwind in the BPF program from .eh_frame tables loaded into maps (stack copies
+                   // until a process's tables are loaded)
+};
+const char* CallGraphName(CallGraph mode);  // "fp", "dwarf", "bpf"
+inline constexpr uint32_t kDefaultStackCopyBytes = 16384;
+inline constexpr uint32_t kMaxStackCopyBytes = 65528;  // a perf sample's size is 16 bits
+struct CallGraphSpec {
+  CallGraph mode = CallGraph::kDwarf;
+  uint32_t stack_copy_bytes = kDefaultStackCopyBytes;
+};
+// "fp", "bpf", "dwarf" or "dwarf,SIZE" (SIZE in bytes, a multiple of 8 up to 65528; K suffix ok).
+Result<CallGraphSpec> ParseCallGraph(std::string_view text);
 
 struct RecordOptions {
   CaptureBackend backend = CaptureBackend::kAuto;
@@ -76,9 +94,20 @@ struct RecordOptions {
   // BPF backend: ask the kernel for user frames as (build ID, file offset)
   // (BPF_F_USER_BUILD_ID); frames where it falls back to a raw IP are normalized here.
   bool kernel_build_ids = false;
+  // User stacks by stack copies and CFI (default) or by frame pointers.
+  CallGraph call_graph = CallGraph::kDwarf;
+  uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // kDwarf: bytes copied per sample
+  // kBpf: rows of unwind tables the BPF maps hold (16 bytes each), and a test mode in which
+  // every BPF-unwound sample also carries a stack copy that is unwound here and compared.
+  uint32_t bpf_unwind_rows = 4u << 20;
+  bool bpf_unwind_verify = false;
 
-  uint64_t ringbuf_size = 8u << 20;  // bytes; rounded up to a power of two of pages
-  uint32_t stackmap_size = 16384;    // entries of the stackmap backend's STACK_TRACE map
+  // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
+  // 0: 8 MiB with frame pointers, else 32 MiB (dwarf copies the stack into every sample, bpf
+  // into a process's first ones; a 16 KiB copy per sample fills 8 MiB in a few hundred
+  // samples per CPU, and a consumer that falls behind then loses samples).
+  uint64_t ringbuf_size = 0;
+  uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
 };
 
 // Everything the recorder counted. Nothing is dropped silently: every sample taken is either
@@ -100,7 +129,33 @@ struct RecordStats {
   uint64_t frames_not_normalized = 0;  // user frames kept as raw addresses (process gone...)
   uint64_t stackmap_collisions = 0;    // stackmap backend: stacks dropped (-EEXIST)
   uint64_t stackmap_errors = 0;
-  uint64_t stackmap_counts_full = 0;  // stackmap backend: samples with no room to count
+  uint64_t stackmap_counts_full = 0;         // stackmap backend: samples with no room to count
+  CallGraph call_graph = CallGraph::kDwarf;  // the mode that ran
+  // --call-graph dwarf: user stacks unwound from stack copies, how each walk ended, and how
+  // many were answered by an earlier walk over the same registers and stack words.
+  uint64_t user_stacks_unwound = 0;
+  uint64_t unwind_cache_hits = 0;
+  uint64_t unwind_ends[kUnwindEndCount] = {};  // indexed by UnwindEnd
+  uint64_t unwind_fp_frames = 0;               // frames found by the frame-pointer fallback
+  uint64_t stack_copy_bytes = 0;               // user stack bytes the kernel side copied
+  uint64_t stack_copy_cut = 0;                 // copies cut at an unreadable page
+  // --call-graph bpf: samples unwound in the program and the frames they gave; samples sent
+  // as stack copies because their process's tables were not loaded (yet, or not at all);
+  // what was loaded into the maps and what could not be.
+  uint64_t ringbuf_bytes = 0;  // BPF backend: bytes of samples sent through the ring buffer
+  uint64_t bpf_unwound = 0;
+  uint64_t bpf_unwind_frames = 0;
+  uint64_t bpf_fallback_copies = 0;
+  uint64_t bpf_unknown_mapping = 0;  // walks that met code mapped after the tables were loaded
+  uint64_t bpf_processes_loaded = 0;
+  uint64_t bpf_processes_not_loaded = 0;  // no room (rows, mappings, processes) or unreadable
+  uint64_t bpf_tables_loaded = 0;
+  uint64_t bpf_rows_loaded = 0;
+  std::string bpf_first_load_problem;
+  // bpf_unwind_verify: samples compared, samples whose chains agreed, and the differences.
+  uint64_t verify_samples = 0;
+  uint64_t verify_agreed = 0;
+  std::vector<std::string> verify_differences;  // the first 1000
   double elapsed_s = 0;
   double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
 };

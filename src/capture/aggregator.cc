@@ -2,10 +2,29 @@
 
 #include <sys/auxv.h>
 
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
 namespace stacksym {
+
+// The vDSO is the same image in every process of this kernel: our own copy serves for
+// symbolizing theirs.
+std::shared_ptr<ElfFile> OpenOwnVdso() {
+  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
+  if (base == nullptr) return nullptr;
+  // The image ends with its section headers: e_shoff + e_shnum * e_shentsize (ELF64).
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, base + 0x28, 8);
+  std::memcpy(&shentsize, base + 0x3a, 2);
+  std::memcpy(&shnum, base + 0x3c, 2);
+  uint64_t size = shoff + uint64_t{shentsize} * shnum;
+  if (size == 0 || size > (1u << 20)) return nullptr;
+  auto elf = ElfFile::FromBytes(std::span<const uint8_t>(base, size), "[vdso]");
+  return elf ? *elf : nullptr;
+}
+
 namespace {
 
 // Return addresses point after the call instruction; the call itself is one byte earlier.
@@ -40,23 +59,6 @@ ProfileModuleKind ToProfileKind(UserModuleKind kind) {
   return ProfileModuleKind::kUnknown;
 }
 
-// The vDSO is the same image in every process of this kernel: our own copy serves for
-// symbolizing theirs.
-std::shared_ptr<ElfFile> OpenOwnVdso() {
-  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
-  if (base == nullptr) return nullptr;
-  // The image ends with its section headers: e_shoff + e_shnum * e_shentsize (ELF64).
-  uint64_t shoff;
-  uint16_t shentsize, shnum;
-  std::memcpy(&shoff, base + 0x28, 8);
-  std::memcpy(&shentsize, base + 0x3a, 2);
-  std::memcpy(&shnum, base + 0x3c, 2);
-  uint64_t size = shoff + uint64_t{shentsize} * shnum;
-  if (size == 0 || size > (1u << 20)) return nullptr;
-  auto elf = ElfFile::FromBytes(std::span<const uint8_t>(base, size), "[vdso]");
-  return elf ? *elf : nullptr;
-}
-
 std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
   if (m.kind == UserModuleKind::kVdso) return OpenOwnVdso();
   if (m.kind != UserModuleKind::kElf) return nullptr;
@@ -83,7 +85,19 @@ std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
 
 }  // namespace
 
-SampleAggregator::SampleAggregator() = default;
+SampleAggregator::SampleAggregator()
+    : unwinder_(&normalizer_,
+                [this](pid_t pid, const UserModule& m) { return ModuleFile(pid, m); }) {}
+
+std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const UserModule& m) {
+  std::string key = ModuleKey(ToProfileKind(m.kind), m.path, m.build_id);
+  if (auto it = module_index_.find(key); it != module_index_.end() && module_files_[it->second]) {
+    return module_files_[it->second];
+  }
+  auto [it, inserted] = unwind_files_.try_emplace(std::move(key));
+  if (inserted || !it->second) it->second = OpenModuleFile(pid, m);
+  return it->second;
+}
 
 uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
   ProfileModuleKind kind = ToProfileKind(m.kind);
@@ -97,7 +111,12 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
   }
   uint32_t index = profile_.AddModule({kind, m.path, m.build_id});
   module_files_.resize(profile_.modules.size());
-  module_files_[index] = OpenModuleFile(pid, m);
+  if (auto opened = unwind_files_.find(key); opened != unwind_files_.end() && opened->second) {
+    module_files_[index] = std::move(opened->second);
+    unwind_files_.erase(opened);
+  } else {
+    module_files_[index] = OpenModuleFile(pid, m);
+  }
   module_index_.emplace(std::move(key), index);
   return index;
 }
@@ -110,8 +129,9 @@ uint32_t SampleAggregator::KernelModule() {
   return kernel_module_;
 }
 
-void SampleAggregator::AppendUserFrames(const RawSample& s, std::vector<uint32_t>* frames) {
-  addrs_.assign(s.user_ips.begin(), s.user_ips.end());
+void SampleAggregator::AppendUserFrames(const RawSample& s, std::span<const uint64_t> ips,
+                                        std::vector<uint32_t>* frames) {
+  addrs_.assign(ips.begin(), ips.end());
   for (size_t i = 1; i < addrs_.size(); ++i) addrs_[i] = CallerAddress(addrs_[i]);
   normalizer_.Normalize(static_cast<pid_t>(s.pid), addrs_, &user_frames_, &user_modules_);
   std::vector<uint32_t> module_map(user_modules_.size(), UINT32_MAX);
@@ -182,6 +202,36 @@ void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint3
   }
 }
 
+// Verify mode: the chain the BPF program unwound against the one the stack copy gives here.
+// A walk of the copy that ran out of copied stack agrees when the BPF chain starts with it.
+void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
+  ++counters_.verify_samples;
+  std::span<const uint64_t> bpf = s.verify_bpf_ips;
+  bool copy_short = end == UnwindEnd::kStackCopyTooShort || end == UnwindEnd::kPageNotReadable;
+  bool same = bpf.size() == unwound_.size() && std::equal(bpf.begin(), bpf.end(), unwound_.begin());
+  if (!same && copy_short && bpf.size() > unwound_.size()) {
+    same = std::equal(unwound_.begin(), unwound_.end(), bpf.begin());
+  }
+  if (same) {
+    ++counters_.verify_agreed;
+    return;
+  }
+  if (verify_differences_.size() >= 1000) return;
+  char buf[32];
+  std::string d = "pid " + std::to_string(s.pid) + " tid " + std::to_string(s.tid) + " (" +
+                  std::string(s.comm) + ") copy[" + UnwindEndName(end) + "]:";
+  for (uint64_t pc : unwound_) {
+    snprintf(buf, sizeof(buf), " %llx", static_cast<unsigned long long>(pc));
+    d += buf;
+  }
+  d += " | bpf:";
+  for (uint64_t pc : bpf) {
+    snprintf(buf, sizeof(buf), " %llx", static_cast<unsigned long long>(pc));
+    d += buf;
+  }
+  verify_differences_.push_back(std::move(d));
+}
+
 void SampleAggregator::Add(const RawSample& s) {
   stack_.pid = s.pid;
   stack_.tid = s.tid;
@@ -194,15 +244,26 @@ void SampleAggregator::Add(const RawSample& s) {
       stack_.frames.push_back(profile_.InternFrame({FrameKind::kKernel, km, addr}));
     }
   }
-  size_t user_frames = s.user_ips.size() + s.user_build_id_frames.size();
+  std::span<const uint64_t> user_ips = s.user_ips;
+  if (s.user_stack != nullptr) {
+    bool from_memo = false;
+    UnwindEnd end =
+        unwinder_.Unwind(static_cast<pid_t>(s.pid), *s.user_stack, &unwound_, &from_memo);
+    counters_.user_stacks_unwound += s.count;
+    if (from_memo) counters_.unwind_cache_hits += s.count;
+    counters_.unwind_ends[static_cast<int>(end)] += s.count;
+    user_ips = unwound_;
+    if (s.verify) Verify(s, end);
+  }
+  size_t user_frames = user_ips.size() + s.user_build_id_frames.size();
   if (!s.kernel_thread && !s.user_stack_dropped && s.pid != 0) {
     if (user_frames == 0) counters_.user_stacks_empty += s.count;
     if (user_frames >= kMaxStackFrames) counters_.user_stacks_truncated += s.count;
   }
   if (!s.user_build_id_frames.empty()) {
     AppendBuildIdFrames(s, &stack_.frames);
-  } else if (!s.user_ips.empty()) {
-    AppendUserFrames(s, &stack_.frames);
+  } else if (!user_ips.empty()) {
+    AppendUserFrames(s, user_ips, &stack_.frames);
   }
   profile_.AddSample(stack_, s.count);
   counters_.aggregated += s.count;

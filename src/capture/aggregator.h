@@ -13,10 +13,14 @@
 
 #include "capture/sample_source.h"
 #include "capture/user_normalizer.h"
+#include "capture/user_stack_unwinder.h"
 #include "stacksym/elf.h"
 #include "stacksym/profile.h"
 
 namespace stacksym {
+
+// The vDSO image of this process: the same in every process of this kernel.
+std::shared_ptr<ElfFile> OpenOwnVdso();
 
 struct AggregatorCounters {
   uint64_t aggregated = 0;  // samples (with counts) added to the profile
@@ -25,6 +29,11 @@ struct AggregatorCounters {
   uint64_t build_id_frames = 0;
   uint64_t build_id_fallbacks = 0;
   uint64_t frames_not_normalized = 0;
+  uint64_t user_stacks_unwound = 0;  // stack copies walked (or answered by a remembered walk)
+  uint64_t unwind_cache_hits = 0;
+  uint64_t unwind_ends[kUnwindEndCount] = {};
+  uint64_t verify_samples = 0;  // BPF-unwound chains compared with the stack copy's
+  uint64_t verify_agreed = 0;
 };
 
 class SampleAggregator {
@@ -32,16 +41,24 @@ class SampleAggregator {
   SampleAggregator();
   void Add(const RawSample& sample);
   // Mappings may have changed since the VMA cache was filled: drop it (called periodically).
-  void RevalidateMappings() { normalizer_.RevalidateAll(); }
+  void RevalidateMappings() {
+    normalizer_.RevalidateAll();
+    unwinder_.Revalidate();
+  }
+  uint64_t unwind_fp_frames() const { return unwinder_.fp_frames(); }
 
   Profile& profile() { return profile_; }
   const std::vector<std::shared_ptr<ElfFile>>& module_files() const { return module_files_; }
   const AggregatorCounters& counters() const { return counters_; }
+  const std::vector<std::string>& verify_differences() const { return verify_differences_; }
 
  private:
   uint32_t InternModule(pid_t pid, const UserModule& module);
   uint32_t KernelModule();
-  void AppendUserFrames(const RawSample& s, std::vector<uint32_t>* frames);
+  void Verify(const RawSample& s, UnwindEnd end);
+  void AppendUserFrames(const RawSample& s, std::span<const uint64_t> ips,
+                        std::vector<uint32_t>* frames);
+  std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const UserModule& module);
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
 
   Profile profile_;
@@ -49,7 +66,13 @@ class SampleAggregator {
   std::unordered_map<std::string, uint32_t> module_index_;  // kind|path|build ID → index
   uint32_t kernel_module_ = UINT32_MAX;
   UserStackNormalizer normalizer_;
+  // Files opened to unwind through modules that no frame has named yet (InternModule takes
+  // them over).
+  std::unordered_map<std::string, std::shared_ptr<ElfFile>> unwind_files_;
+  UserStackUnwinder unwinder_;
+  std::vector<uint64_t> unwound_;
   AggregatorCounters counters_;
+  std::vector<std::string> verify_differences_;
   // Reused buffers.
   std::vector<UserFrame> user_frames_;
   std::vector<UserModule> user_modules_;

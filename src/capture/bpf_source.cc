@@ -3,15 +3,25 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/types.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "capture/aggregator.h"
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
+#include "stacksym/elf.h"
+#include "stacksym/unwind.h"
 
 // clang-format off
 #include "bpf/sample_event.h"
@@ -39,6 +49,202 @@ uint64_t RoundRingbufSize(uint64_t bytes) {
   return size;
 }
 
+double MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+static_assert(sizeof(stacksym_unwind_row) == sizeof(UnwindRow));
+static_assert(sizeof(stacksym_sample) % 8 == 0);
+
+// --call-graph bpf: loads a process's executable mappings and the unwind tables of their
+// files into the program's maps. Tables are shared by build ID (or by file identity) and
+// stay loaded for the whole recording: the rows array is filled like a bump allocator, and
+// once it is full, processes that need a table not loaded yet are not loaded at all (their
+// samples keep taking the stack-copy path) and are counted.
+class BpfUnwindLoader {
+ public:
+  void Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes) {
+    rows_fd_ = rows_fd;
+    max_rows_ = max_rows;
+    mappings_fd_ = mappings_fd;
+    max_processes_ = max_processes;
+  }
+
+  // Called for a sample of pid that was not unwound in the program (tables not loaded), or
+  // whose walk met an unknown mapping. At most every 0.2 s per process.
+  void Want(uint32_t pid) {
+    if (pid == 0) return;
+    auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
+    double now = MonotonicNow();
+    if (!inserted && now - it->second < 0.2) return;
+    it->second = now;
+    Load(pid);
+  }
+
+  // Forgets processes that are gone (pids get reused).
+  void Sweep() {
+    double now = MonotonicNow();
+    if (now - last_sweep_ < 1.0) return;
+    last_sweep_ = now;
+    for (auto it = loaded_.begin(); it != loaded_.end();) {
+      if (kill(static_cast<pid_t>(*it), 0) != 0 && errno == ESRCH) {
+        uint32_t key = *it;
+        bpf_map_delete_elem(mappings_fd_, &key);
+        attempts_.erase(key);
+        it = loaded_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void AddCounters(SourceCounters* c) const {
+    c->bpf_processes_loaded = processes_loaded_;
+    c->bpf_processes_not_loaded = processes_not_loaded_;
+    c->bpf_tables_loaded = tables_.size();
+    c->bpf_rows_loaded = next_row_;
+    c->bpf_first_load_problem = first_problem_;
+  }
+
+ private:
+  struct LoadedTable {
+    uint32_t row_start = 0;
+    uint32_t row_count = 0;
+    uint64_t base_pc = 0;
+    uint32_t table_end = 0;
+  };
+
+  void Fail(uint32_t pid, const std::string& why) {
+    if (!failed_.insert(pid).second) return;  // counted once per process
+    ++processes_not_loaded_;
+    if (first_problem_.empty()) first_problem_ = "pid " + std::to_string(pid) + ": " + why;
+  }
+
+  // The table of a file, loaded into the rows array on first use; null when it has no room.
+  const LoadedTable* Table(const ElfFile& elf, const std::string& identity, std::string* why) {
+    std::string key = elf.build_id().empty() ? identity : elf.build_id_hex();
+    if (auto it = tables_.find(key); it != tables_.end()) return &it->second;
+    Result<std::shared_ptr<const UnwindTable>> table = UnwindTable::Build(elf);
+    LoadedTable lt;
+    if (table && !(*table)->empty()) {
+      std::span<const UnwindRow> rows = (*table)->rows();
+      if (rows.size() >= (1u << 24) || (*table)->end_pc() - (*table)->base_pc() > UINT32_MAX) {
+        *why = elf.path() + ": table too large";
+        return nullptr;
+      }
+      if (rows.size() > max_rows_ - next_row_) {
+        *why = "unwind rows full (" + std::to_string(max_rows_) + ") at " + elf.path();
+        return nullptr;
+      }
+      // One syscall per batch of rows (array maps take batches since Linux 5.6).
+      constexpr size_t kBatch = 8192;
+      std::vector<uint32_t> keys;
+      for (size_t done = 0; done < rows.size();) {
+        uint32_t n = static_cast<uint32_t>(std::min(kBatch, rows.size() - done));
+        keys.resize(n);
+        for (uint32_t i = 0; i < n; ++i) keys[i] = next_row_ + static_cast<uint32_t>(done) + i;
+        uint32_t count = n;
+        if (bpf_map_update_batch(rows_fd_, keys.data(), rows.data() + done, &count, nullptr) != 0) {
+          *why = std::string("writing unwind rows: ") + strerror(errno);
+          return nullptr;
+        }
+        done += n;
+      }
+      lt.row_start = next_row_;
+      lt.row_count = static_cast<uint32_t>(rows.size());
+      lt.base_pc = (*table)->base_pc();
+      lt.table_end = static_cast<uint32_t>((*table)->end_pc() - (*table)->base_pc());
+      next_row_ += lt.row_count;
+    }
+    return &tables_.emplace(key, lt).first->second;
+  }
+
+  void Load(uint32_t pid) {
+    std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
+    FILE* f = fopen(maps_path.c_str(), "re");
+    if (f == nullptr) return;  // gone: nothing to count
+    auto value = std::make_unique<stacksym_proc_mappings>();
+    std::memset(value.get(), 0, sizeof(*value));
+    char line[4096];
+    std::string why;
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      unsigned long long start, end, offset, inode;
+      char perms[8], dev[32];
+      int path_at = 0;
+      if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
+                 &path_at) < 6) {
+        continue;
+      }
+      if (perms[2] != 'x') continue;
+      std::string path = path_at > 0 ? line + path_at : "";
+      while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+      if (value->count >= STACKSYM_MAX_PROC_MAPPINGS) {
+        why = "more than " + std::to_string(STACKSYM_MAX_PROC_MAPPINGS) + " executable mappings";
+        break;
+      }
+      stacksym_mapping& m = value->m[value->count++];
+      m.start = start;
+      m.end = end;
+      Result<std::shared_ptr<ElfFile>> elf = MakeError(ErrorCode::kNotFound, "no file");
+      if (path == "[vdso]") {
+        if (!vdso_) vdso_ = OpenOwnVdso();
+        if (vdso_) elf = vdso_;
+      } else if (inode != 0 && !path.empty() && path[0] == '/') {
+        char map_file[96];
+        snprintf(map_file, sizeof(map_file), "/proc/%u/map_files/%llx-%llx", pid, start, end);
+        elf = ElfFile::Open(map_file);
+      }
+      if (!elf) continue;  // anonymous, not ELF, or unreadable: frame pointers
+      std::optional<uint64_t> vaddr = (*elf)->FileOffsetToVaddr(offset);
+      if (!vaddr) continue;
+      const LoadedTable* t = Table(**elf, path + ":" + dev + ":" + std::to_string(inode), &why);
+      if (t == nullptr) break;
+      uint64_t bias = start - *vaddr;
+      m.table_base = bias + t->base_pc;
+      m.row_start = t->row_start;
+      m.row_count = t->row_count;
+      m.table_end = t->table_end;
+    }
+    fclose(f);
+    if (!why.empty()) {
+      Fail(pid, why);
+      return;
+    }
+    bool known = std::find(loaded_.begin(), loaded_.end(), pid) != loaded_.end();
+    if (!known && loaded_.size() >= max_processes_) {
+      Fail(pid, "more than " + std::to_string(max_processes_) + " processes");
+      return;
+    }
+    if (bpf_map_update_elem(mappings_fd_, &pid, value.get(), BPF_ANY) != 0) {
+      Fail(pid, std::string("writing the mappings: ") + strerror(errno));
+      return;
+    }
+    if (!known) {
+      loaded_.push_back(pid);
+      ++processes_loaded_;
+    }
+  }
+
+  int rows_fd_ = -1;
+  uint32_t max_rows_ = 0;
+  int mappings_fd_ = -1;
+  uint32_t max_processes_ = 0;
+  uint32_t next_row_ = 0;
+  std::unordered_map<std::string, LoadedTable> tables_;
+  std::shared_ptr<ElfFile> vdso_;
+  std::unordered_map<uint32_t, double> attempts_;  // pid → last load attempt
+  std::vector<uint32_t> loaded_;
+  std::set<uint32_t> failed_;
+  double last_sweep_ = 0;
+  uint64_t processes_loaded_ = 0;
+  uint64_t processes_not_loaded_ = 0;
+  std::string first_problem_;
+};
+
+constexpr uint32_t kMaxUnwindProcesses = 1024;
+
 class BpfSource : public SampleSource {
  public:
   ~BpfSource() override { Close(); }
@@ -59,6 +265,20 @@ class BpfSource : public SampleSource {
     ro->kernel_stacks = config.options.kernel_stacks;
     ro->user_stacks = config.options.user_stacks;
     ro->user_build_ids = config.options.kernel_build_ids;
+    if (config.options.call_graph == CallGraph::kDwarf ||
+        config.options.call_graph == CallGraph::kBpf) {
+      ro->stack_copy_size = config.options.stack_copy_bytes;
+      ro->user_build_ids = 0;
+    }
+    bpf_unwind_ = config.options.call_graph == CallGraph::kBpf && !stackmap;
+    ro->bpf_unwind = bpf_unwind_;
+    ro->bpf_unwind_verify = bpf_unwind_ && config.options.bpf_unwind_verify;
+    bpf_map__set_max_entries(skel_->maps.unwind_rows,
+                             bpf_unwind_ ? std::max(config.options.bpf_unwind_rows, 1u) : 1);
+    bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);
+    if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
+      bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
+    }
 
     uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
     ro->wakeup_bytes = rb_size / 8;
@@ -97,6 +317,11 @@ class BpfSource : public SampleSource {
         if (link == nullptr) return ErrnoError(errno, "attaching the fork/exit tracepoints");
         tracepoint_links_.push_back(link);
       }
+    }
+    if (bpf_unwind_) {
+      loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
+                   std::max(config.options.bpf_unwind_rows, 1u),
+                   bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses);
     }
     if (!stackmap) {
       ring_ =
@@ -137,6 +362,7 @@ class BpfSource : public SampleSource {
     // Wakeups are batched (wakeup_bytes): after a timeout, take what is there anyway.
     if (n >= 0) n = ring_buffer__consume(ring_);
     callback_ = nullptr;
+    if (bpf_unwind_) loader_.Sweep();
     if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling the BPF ring buffer");
     return {};
   }
@@ -174,7 +400,15 @@ class BpfSource : public SampleSource {
       c.stackmap_collisions += p.stackmap_collisions;
       c.stackmap_errors += p.stackmap_errors;
       c.stackmap_counts_full += p.counts_map_full;
+      c.stack_copy_bytes += p.stack_copy_bytes;
+      c.stack_copy_cut += p.stack_copy_cut;
+      c.ringbuf_bytes += p.ringbuf_bytes;
+      c.bpf_unwound += p.bpf_unwound;
+      c.bpf_unwind_frames += p.bpf_unwind_frames;
+      c.bpf_fallback_copies += p.bpf_fallback_copies;
+      c.bpf_unknown_mapping += p.bpf_unknown_mapping;
     }
+    if (bpf_unwind_) loader_.AddCounters(&c);
     return c;
   }
 
@@ -196,7 +430,39 @@ class BpfSource : public SampleSource {
     s.kernel_thread = (h->flags & STACKSYM_SAMPLE_KTHREAD) != 0;
     s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
     const uint8_t* u = bytes + sizeof(*h) + kbytes;
-    if (h->flags & STACKSYM_SAMPLE_USER_BUILD_ID) {
+    if (h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) {
+      size_t ips = std::min<size_t>(h->unwind_frames, ubytes / 8);
+      std::span<const uint64_t> frames{reinterpret_cast<const uint64_t*>(u), ips};
+      if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) self->loader_.Want(h->pid);
+      if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
+        s.verify = true;
+        s.verify_bpf_ips = frames;  // and the copy below
+        u += ips * 8;
+        ubytes -= ips * 8;
+      } else {
+        s.user_ips = frames;
+        s.bpf_unwound = true;
+        (*self->callback_)(s);
+        return 0;
+      }
+    } else if (self->bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
+               !(h->flags & STACKSYM_SAMPLE_KTHREAD)) {
+      self->loader_.Want(h->pid);  // its next samples are unwound in the program
+    }
+    if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
+      if (ubytes >= sizeof(stacksym_user_regs)) {
+        stacksym_user_regs r;
+        std::memcpy(&r, u, sizeof(r));
+        if (r.stack_bytes <= ubytes - sizeof(r)) {
+          self->user_stack_.ip = r.ip;
+          self->user_stack_.sp = r.sp;
+          self->user_stack_.bp = r.bp;
+          self->user_stack_.bytes = {u + sizeof(r), r.stack_bytes};
+          self->user_stack_.cut_at_unreadable_page = (r.copy_flags & STACKSYM_COPY_CUT) != 0;
+          s.user_stack = &self->user_stack_;
+        }
+      }
+    } else if (h->flags & STACKSYM_SAMPLE_USER_BUILD_ID) {
       s.user_build_id_frames = {reinterpret_cast<const BuildIdFrame*>(u),
                                 ubytes / sizeof(BuildIdFrame)};
     } else {
@@ -258,6 +524,8 @@ class BpfSource : public SampleSource {
   }
 
   bool stackmap_ = false;
+  bool bpf_unwind_ = false;
+  BpfUnwindLoader loader_;
   CaptureEvent event_ = CaptureEvent::kCpuClock;
   profile_bpf* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;
@@ -265,6 +533,7 @@ class BpfSource : public SampleSource {
   std::vector<bpf_link*> links_;
   std::vector<bpf_link*> tracepoint_links_;
   const SampleCallback* callback_ = nullptr;
+  RawUserStack user_stack_;
 };
 
 }  // namespace

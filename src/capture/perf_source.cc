@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -32,6 +33,8 @@ class PerfSource : public SampleSource {
     include_idle_ = config.options.include_idle;
     kernel_stacks_ = config.options.kernel_stacks;
     user_stacks_ = config.options.user_stacks;
+    stack_copy_ = user_stacks_ && config.options.call_graph == CallGraph::kDwarf;
+    requested_stack_ = config.options.stack_copy_bytes;
     follow_ = config.follow_forks;
     tgids_.insert(config.tgids.begin(), config.tgids.end());
     tids_.insert(config.tids.begin(), config.tids.end());
@@ -50,7 +53,13 @@ class PerfSource : public SampleSource {
       attr.sample_type =
           PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_CALLCHAIN;
       attr.exclude_callchain_kernel = !kernel_stacks_;
-      attr.exclude_callchain_user = !user_stacks_;
+      attr.exclude_callchain_user = !user_stacks_ || stack_copy_;
+      if (stack_copy_) {
+        // perf's --call-graph dwarf: the user RBP, RSP, RIP and the top of the user stack.
+        attr.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        attr.sample_regs_user = kUserRegsMask;
+        attr.sample_stack_user = config.options.stack_copy_bytes;
+      }
       attr.disabled = 1;
       attr.comm = 1;
       attr.task = 1;  // PERF_RECORD_FORK / EXIT
@@ -104,10 +113,16 @@ class PerfSource : public SampleSource {
     SourceCounters c;
     c.samples = samples_ + lost_;
     c.lost = lost_;
+    c.stack_copy_bytes = stack_copy_bytes_;
+    c.stack_copy_cut = stack_copy_cut_;
     return c;
   }
 
  private:
+  // x86 perf register numbers (arch/x86/include/uapi/asm/perf_regs.h): BP 6, SP 7, IP 8; the
+  // kernel writes the selected registers in ascending number order.
+  static constexpr uint64_t kUserRegsMask = (1ull << 6) | (1ull << 7) | (1ull << 8);
+
   struct Ring {
     int fd = -1;
     uint8_t* base = nullptr;  // metadata page, then data
@@ -205,6 +220,7 @@ class PerfSource : public SampleSource {
         uint64_t nr = u64_at(p + 24);
         p += 32;
         if (nr > static_cast<uint64_t>(end - p) / 8) return;
+        const uint8_t* after_chain = p + nr * 8;
         if (!IsTarget(pid, tid)) return;
         ++samples_;
         kips_.clear();
@@ -232,8 +248,10 @@ class PerfSource : public SampleSource {
         s.comm = Comm(pid, tid);
         s.kernel_ips = kips_;
         s.user_ips = uips_;
+        if (stack_copy_ && ParseUserStack(after_chain, end)) s.user_stack = &user_stack_;
         // Kernel threads have no user stack; PERF has no flag for them, so /proc tells.
-        s.kernel_thread = pid == 0 || (uips_.empty() && IsKernelThread(pid));
+        s.kernel_thread =
+            pid == 0 || (uips_.empty() && s.user_stack == nullptr && IsKernelThread(pid));
         callback(s);
         return;
       }
@@ -262,6 +280,39 @@ class PerfSource : public SampleSource {
     }
   }
 
+  // PERF_SAMPLE_REGS_USER (abi, then the registers when abi != NONE) and
+  // PERF_SAMPLE_STACK_USER (size, bytes, then the dynamic size actually copied).
+  bool ParseUserStack(const uint8_t* p, const uint8_t* end) {
+    auto u64_at = [](const uint8_t* q) {
+      uint64_t v;
+      std::memcpy(&v, q, 8);
+      return v;
+    };
+    if (end - p < 8) return false;
+    uint64_t abi = u64_at(p);
+    p += 8;
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE) return false;  // no user context (kernel thread)
+    if (end - p < 3 * 8 + 8) return false;
+    user_stack_.bp = u64_at(p);
+    user_stack_.sp = u64_at(p + 8);
+    user_stack_.ip = u64_at(p + 16);
+    p += 24;
+    uint64_t size = u64_at(p);
+    p += 8;
+    if (size > static_cast<uint64_t>(end - p)) return false;
+    uint64_t dyn_size = 0;
+    if (size != 0) {
+      if (static_cast<uint64_t>(end - p) - size < 8) return false;
+      dyn_size = std::min(u64_at(p + size), size);
+    }
+    user_stack_.bytes = {p, static_cast<size_t>(dyn_size)};
+    // The kernel copies what it can up to the requested size and stops at the first fault.
+    user_stack_.cut_at_unreadable_page = dyn_size < requested_stack_;
+    stack_copy_bytes_ += dyn_size;
+    if (dyn_size < requested_stack_) ++stack_copy_cut_;
+    return true;
+  }
+
   bool IsKernelThread(uint32_t pid) {
     auto it = kthreads_.find(pid);
     if (it != kthreads_.end()) return it->second;
@@ -284,6 +335,10 @@ class PerfSource : public SampleSource {
   CaptureEvent event_ = CaptureEvent::kCpuClock;
   bool include_idle_ = false, kernel_stacks_ = true, user_stacks_ = true, follow_ = false;
   bool filter_ = false;
+  bool stack_copy_ = false;
+  uint64_t requested_stack_ = 0;
+  uint64_t stack_copy_bytes_ = 0, stack_copy_cut_ = 0;
+  RawUserStack user_stack_;
   std::unordered_set<pid_t> tgids_, tids_;
   std::unordered_set<uint32_t> not_children_;  // pids already found not to be followed
   std::vector<Ring> rings_;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -38,6 +39,63 @@ std::optional<CaptureBackend> ParseCaptureBackend(std::string_view name) {
     if (name == CaptureBackendName(b)) return b;
   }
   return std::nullopt;
+}
+
+const char* CallGraphName(CallGraph mode) {
+  switch (mode) {
+    case CallGraph::kFramePointers:
+      return "fp";
+    case CallGraph::kDwarf:
+      return "dwarf";
+    case CallGraph::kBpf:
+      return "bpf";
+  }
+  return "?";
+}
+
+Result<CallGraphSpec> ParseCallGraph(std::string_view text) {
+  CallGraphSpec spec;
+  std::string_view mode = text.substr(0, text.find(','));
+  if (mode == "fp") {
+    spec.mode = CallGraph::kFramePointers;
+    if (mode.size() != text.size()) {
+      return MakeError(ErrorCode::kInvalidArgument, "--call-graph fp takes no size");
+    }
+    return spec;
+  }
+  if (mode == "bpf") {
+    spec.mode = CallGraph::kBpf;
+    if (mode.size() != text.size()) {
+      return MakeError(ErrorCode::kInvalidArgument, "--call-graph bpf takes no size");
+    }
+    return spec;
+  }
+  if (mode != "dwarf") {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "unknown call-graph mode '" + std::string(mode) + "' (fp, dwarf[,SIZE], bpf)");
+  }
+  spec.mode = CallGraph::kDwarf;
+  if (mode.size() == text.size()) return spec;
+  std::string_view size = text.substr(mode.size() + 1);
+  uint64_t multiplier = 1;
+  if (!size.empty() && (size.back() == 'k' || size.back() == 'K')) {
+    multiplier = 1024;
+    size.remove_suffix(1);
+  }
+  uint64_t value = 0;
+  bool ok = !size.empty() && size.size() <= 9;
+  for (char c : size) {
+    if (c < '0' || c > '9') ok = false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  value *= multiplier;
+  if (!ok || value == 0 || value > kMaxStackCopyBytes || value % 8 != 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "bad stack copy size in '" + std::string(text) +
+                                                      "': a multiple of 8 from 8 to " +
+                                                      std::to_string(kMaxStackCopyBytes));
+  }
+  spec.stack_copy_bytes = static_cast<uint32_t>(value);
+  return spec;
 }
 
 const char* CaptureEventName(CaptureEvent event) {
@@ -139,7 +197,11 @@ const std::vector<std::shared_ptr<ElfFile>>& Recorder::module_files() const {
   return aggregator_->module_files();
 }
 
-Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options) {
+Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
+  RecordOptions options = given;
+  if (options.ringbuf_size == 0) {
+    options.ringbuf_size = options.call_graph == CallGraph::kFramePointers ? 8u << 20 : 32u << 20;
+  }
   // 1. Check everything the user gave before touching the kernel.
   if (options.frequency_hz == 0 || options.frequency_hz > 100000) {
     return MakeError(ErrorCode::kInvalidArgument, "sampling frequency must be 1..100000 Hz, got " +
@@ -150,6 +212,25 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options)
   }
   if (options.ringbuf_size < 4096 || options.ringbuf_size > (1ull << 30)) {
     return MakeError(ErrorCode::kInvalidArgument, "ring buffer size must be 4 KiB .. 1 GiB");
+  }
+  if (options.call_graph == CallGraph::kDwarf &&
+      (options.stack_copy_bytes == 0 || options.stack_copy_bytes > kMaxStackCopyBytes ||
+       options.stack_copy_bytes % 8 != 0)) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "stack copy size must be a multiple of 8 from 8 to " + std::to_string(kMaxStackCopyBytes));
+  }
+  if (options.call_graph == CallGraph::kBpf && options.bpf_unwind_rows == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "the BPF unwind tables need at least one row");
+  }
+  if (options.call_graph == CallGraph::kBpf && options.backend == CaptureBackend::kPerf) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--call-graph bpf needs the BPF backend (the perf backend has dwarf and fp)");
+  }
+  if (options.backend == CaptureBackend::kStackMap &&
+      options.call_graph != CallGraph::kFramePointers) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the stackmap backend walks frame pointers only (--call-graph fp)");
   }
   if (options.backend == CaptureBackend::kStackMap &&
       (options.stackmap_size == 0 || options.stackmap_size > (1u << 24))) {
@@ -225,6 +306,10 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options)
       if (!source) {
         rec->notes_.push_back("BPF backend unavailable (" + source.error().ToString() +
                               "); using perf_event_open");
+        if (config.options.call_graph == CallGraph::kBpf) {
+          rec->notes_.push_back("--call-graph bpf needs BPF: using stack copies (dwarf) instead");
+          config.options.call_graph = CallGraph::kDwarf;
+        }
         source = OpenPerfSource(config, &rec->notes_);
       }
       break;
@@ -240,7 +325,11 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options)
   }
   if (cgroup_fd >= 0) close(cgroup_fd);  // perf events keep their own reference
   if (!source) return source.error();    // ~Recorder kills the paused command
-  if (options.kernel_build_ids && (*source)->backend() != CaptureBackend::kBpf) {
+  if (options.kernel_build_ids && options.call_graph != CallGraph::kFramePointers) {
+    rec->notes_.push_back(
+        "--kernel-build-ids applies to --call-graph fp only; unwound stacks are normalized in "
+        "user space");
+  } else if (options.kernel_build_ids && (*source)->backend() != CaptureBackend::kBpf) {
     rec->notes_.push_back(
         "--kernel-build-ids applies to the BPF backend only; user stacks "
         "are normalized in user space");
@@ -249,6 +338,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& options)
   rec->aggregator_ = std::make_unique<SampleAggregator>();
   rec->stats_.backend = rec->source_->backend();
   rec->stats_.event = rec->source_->event();
+  rec->stats_.call_graph = config.options.call_graph;
   Profile& p = rec->aggregator_->profile();
   p.period_ns = 1000000000ull / options.frequency_hz;
   p.event = CaptureEventName(rec->stats_.event);
@@ -272,6 +362,25 @@ void Recorder::RefreshStats() {
   stats_.build_id_frames = a.build_id_frames;
   stats_.build_id_fallbacks = a.build_id_fallbacks;
   stats_.frames_not_normalized = a.frames_not_normalized;
+  stats_.user_stacks_unwound = a.user_stacks_unwound;
+  stats_.unwind_cache_hits = a.unwind_cache_hits;
+  std::copy(std::begin(a.unwind_ends), std::end(a.unwind_ends), std::begin(stats_.unwind_ends));
+  stats_.unwind_fp_frames = aggregator_->unwind_fp_frames();
+  stats_.stack_copy_bytes = c.stack_copy_bytes;
+  stats_.stack_copy_cut = c.stack_copy_cut;
+  stats_.ringbuf_bytes = c.ringbuf_bytes;
+  stats_.bpf_unwound = c.bpf_unwound;
+  stats_.bpf_unwind_frames = c.bpf_unwind_frames;
+  stats_.bpf_fallback_copies = c.bpf_fallback_copies;
+  stats_.bpf_unknown_mapping = c.bpf_unknown_mapping;
+  stats_.bpf_processes_loaded = c.bpf_processes_loaded;
+  stats_.bpf_processes_not_loaded = c.bpf_processes_not_loaded;
+  stats_.bpf_tables_loaded = c.bpf_tables_loaded;
+  stats_.bpf_rows_loaded = c.bpf_rows_loaded;
+  stats_.bpf_first_load_problem = c.bpf_first_load_problem;
+  stats_.verify_samples = a.verify_samples;
+  stats_.verify_agreed = a.verify_agreed;
+  stats_.verify_differences = aggregator_->verify_differences();
   stats_.distinct_stacks = aggregator_->profile().stacks.size();
 }
 

@@ -29,6 +29,13 @@ inline constexpr int32_t kBuildIdFrameValid = 1;
 inline constexpr int32_t kBuildIdFrameIp = 2;
 inline constexpr size_t kMaxStackFrames = 127;
 
+// --call-graph dwarf: the user registers at the sample and a copy of the user stack.
+struct RawUserStack {
+  uint64_t ip = 0, sp = 0, bp = 0;
+  std::span<const uint8_t> bytes;  // from sp upward
+  bool cut_at_unreadable_page = false;
+};
+
 struct RawSample {
   uint32_t pid = 0;  // thread group
   uint32_t tid = 0;
@@ -41,6 +48,11 @@ struct RawSample {
   std::span<const uint64_t> kernel_ips;  // innermost first
   std::span<const uint64_t> user_ips;    // innermost first (raw virtual addresses)
   std::span<const BuildIdFrame> user_build_id_frames;  // instead of user_ips (BPF build IDs)
+  const RawUserStack* user_stack = nullptr;            // instead of user_ips (stack copies)
+  bool bpf_unwound = false;                            // user_ips were unwound in the BPF program
+  // Verify mode: the BPF-unwound IPs, while user_stack holds the copy of the same sample.
+  bool verify = false;
+  std::span<const uint64_t> verify_bpf_ips;
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -54,6 +66,18 @@ struct SourceCounters {
   uint64_t stackmap_collisions = 0;
   uint64_t stackmap_errors = 0;
   uint64_t stackmap_counts_full = 0;
+  uint64_t stack_copy_bytes = 0;  // user stack bytes copied (--call-graph dwarf)
+  uint64_t stack_copy_cut = 0;    // copies cut short at an unreadable page
+  uint64_t ringbuf_bytes = 0;     // BPF backend: bytes of samples sent through the ring buffer
+  uint64_t bpf_unwound = 0;
+  uint64_t bpf_unwind_frames = 0;
+  uint64_t bpf_fallback_copies = 0;
+  uint64_t bpf_unknown_mapping = 0;
+  uint64_t bpf_processes_loaded = 0;
+  uint64_t bpf_processes_not_loaded = 0;
+  uint64_t bpf_tables_loaded = 0;
+  uint64_t bpf_rows_loaded = 0;
+  std::string bpf_first_load_problem;
 };
 
 // What a backend needs to know, with targets already resolved and checked.

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "../remote/remote_test_util.h"
+#include "record_test_util.h"
 #include "stacksym/capture.h"
 #include "stacksym/symbolize_profile.h"
 
@@ -29,133 +31,8 @@ namespace {
 
 const std::string kFixture = std::string(STACKSYM_FIXTURE_DIR) + "/capture_app";
 
-bool Refused(const Error& e) {
-  return e.code == ErrorCode::kPermission || e.code == ErrorCode::kUnsupported ||
-         e.message.find("not supported") != std::string::npos;
-}
-
-#define CREATE_RECORDER_OR_SKIP(var, opts)                                           \
-  auto var##_result = Recorder::Create(opts);                                        \
-  if (!var##_result) {                                                               \
-    if (Refused(var##_result.error())) {                                             \
-      GTEST_SKIP() << "kernel refused the capture backend (needs root with CAP_BPF/" \
-                      "CAP_PERFMON): "                                               \
-                   << var##_result.error().ToString();                               \
-    }                                                                                \
-    FAIL() << var##_result.error().ToString();                                       \
-  }                                                                                  \
-  std::unique_ptr<Recorder> var = std::move(*var##_result);
-
-// A running fixture process, killed and reaped at scope exit.
-class Fixture {
- public:
-  Fixture(const std::string& path, double seconds, const std::string& mode = "") {
-    pid_ = fork();
-    if (pid_ == 0) {
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      std::string secs = std::to_string(seconds);
-      execl(path.c_str(), path.c_str(), secs.c_str(), mode.empty() ? nullptr : mode.c_str(),
-            nullptr);
-      _exit(127);
-    }
-    // Let it start its threads and name them.
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  }
-  ~Fixture() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-  // Waits for exit; true when it exited with status 0.
-  bool Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    reaped_ = true;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-};
-
-// Symbolized view of one stack: function names, leaf first ("" when unknown).
-struct NamedStack {
-  uint32_t pid, tid;
-  std::string comm;
-  uint64_t count;
-  std::vector<std::string> kernel;  // kernel part, innermost first
-  std::vector<std::string> user;    // user part, innermost first
-  std::vector<std::string> user_modules;
-  std::vector<std::string> user_unnamed_why;  // per user frame: why it has no name, or ""
-};
-
-std::vector<NamedStack> Named(const Profile& p) {
-  std::vector<NamedStack> out;
-  for (size_t i = 0; i < p.stacks.size(); ++i) {
-    NamedStack n{p.stacks[i].pid, p.stacks[i].tid, p.stacks[i].comm, p.counts[i], {}, {}, {}, {}};
-    for (uint32_t f : p.stacks[i].frames) {
-      const ProfileFrame& frame = p.frames[f];
-      std::string name;
-      if (f < p.symbols.size() && p.symbols[f] && !p.symbols[f]->lines.empty()) {
-        name = p.symbols[f]->lines.back().function;  // the out-of-line function
-      }
-      if (frame.kind == FrameKind::kKernel) {
-        n.kernel.push_back(name);
-      } else {
-        n.user.push_back(name);
-        n.user_modules.push_back(frame.kind == FrameKind::kUser ? p.modules[frame.module].path
-                                                                : "");
-        std::string why;
-        if (name.empty()) {
-          char where[64];
-          snprintf(where, sizeof where, "0x%llx", static_cast<unsigned long long>(frame.address));
-          why = frame.kind == FrameKind::kUserRaw ? std::string("raw ") + where
-                                                  : n.user_modules.back() + "+" + where;
-          if (f < p.symbols.size() && p.symbols[f] && p.symbols[f]->reason) {
-            why += std::string(": ") + ReasonName(*p.symbols[f]->reason);
-          }
-        }
-        n.user_unnamed_why.push_back(why);
-      }
-    }
-    out.push_back(std::move(n));
-  }
-  return out;
-}
-
-// "kernel frames | user frames", innermost first, for failure messages.
-std::string Describe(const NamedStack& s) {
-  std::string out;
-  for (const std::string& k : s.kernel) out += (k.empty() ? "?" : k) + " ";
-  out += "|";
-  for (size_t i = 0; i < s.user.size(); ++i) {
-    out += " " + (s.user[i].empty() ? "?[" + s.user_unnamed_why[i] + "]" : s.user[i]);
-  }
-  return out + " (x" + std::to_string(s.count) + ")";
-}
-
-bool HasChain(const std::vector<std::string>& frames, const std::vector<std::string>& chain) {
-  if (chain.size() > frames.size()) return false;
-  for (size_t i = 0; i + chain.size() <= frames.size(); ++i) {
-    if (std::equal(chain.begin(), chain.end(), frames.begin() + static_cast<long>(i))) {
-      return true;
-    }
-  }
-  return false;
-}
-
 const std::vector<std::string> kHotChain = {"cap_hot_leaf", "cap_middle_b", "cap_outer_a",
                                             "cap_hot_thread"};
-
-void Symbolize(Recorder& rec) {
-  SymbolizeProfileOptions so;
-  so.module_files = rec.module_files();
-  SymbolizeProfile(rec.profile(), so);
-}
 
 // Options every test starts from: one backend, 499 Hz (enough samples in a second or two,
 // and not a multiple of the kernel's tick).
@@ -234,9 +111,10 @@ void ExpectKnownChains(Recorder& rec, const std::set<pid_t>& pids) {
 }
 
 // Two seconds of a running fixture through `backend`, checked against its known chains.
-void RecordKnownChains(CaptureBackend backend) {
+void RecordKnownChains(CaptureBackend backend, CallGraph call_graph = CallGraph::kDwarf) {
   Fixture app(kFixture, 3.0);
   RecordOptions o = Sampling(backend);
+  o.call_graph = call_graph;
   o.pids = {app.pid()};
   o.duration_s = 2.0;
   CREATE_RECORDER_OR_SKIP(rec, o);
@@ -252,6 +130,14 @@ void RecordKnownChains(CaptureBackend backend) {
 TEST(RecordTest, BpfRingBufferKnownChains) { RecordKnownChains(CaptureBackend::kBpf); }
 
 TEST(RecordTest, PerfBackendKnownChains) { RecordKnownChains(CaptureBackend::kPerf); }
+
+TEST(RecordTest, BpfFramePointerKnownChains) {
+  RecordKnownChains(CaptureBackend::kBpf, CallGraph::kFramePointers);
+}
+
+TEST(RecordTest, PerfFramePointerKnownChains) {
+  RecordKnownChains(CaptureBackend::kPerf, CallGraph::kFramePointers);
+}
 
 TEST(RecordTest, CommandAndDescendantsUntilExit) {
   RecordOptions o = Sampling(CaptureBackend::kBpf);
@@ -304,10 +190,12 @@ TEST(RecordTest, ExitedProcessWithDeletedBinaryStillSymbolizes) {
   std::filesystem::create_directories(dir);
   std::string copy = dir + "/capture_app_copy";
   std::filesystem::copy_file(kFixture, copy, std::filesystem::copy_options::overwrite_existing);
-  Fixture app(copy, 0.8);
+  // Long enough to be sampled after a slow BPF load on a busy machine, short enough to exit
+  // well before recording ends.
+  Fixture app(copy, 1.5);
   RecordOptions o = Sampling(CaptureBackend::kBpf);
   o.pids = {app.pid()};
-  o.duration_s = 2.0;
+  o.duration_s = 3.0;
   CREATE_RECORDER_OR_SKIP(rec, o);
   std::filesystem::remove(copy);
   ASSERT_TRUE(rec->Run().ok());
@@ -340,6 +228,7 @@ TEST(RecordTest, StackMapCollidesWhereRingBufferDoesNot) {
     Fixture app(kFixture, 3.0, "many");
     RecordOptions o;
     o.backend = CaptureBackend::kStackMap;
+    o.call_graph = CallGraph::kFramePointers;
     o.stackmap_size = 64;
     o.frequency_hz = 999;
     o.pids = {app.pid()};
@@ -437,6 +326,7 @@ TEST(RecordTest, KernelBuildIdsNormalizeInKernel) {
   o.pids = {app.pid()};
   o.duration_s = 1.5;
   o.kernel_build_ids = true;
+  o.call_graph = CallGraph::kFramePointers;
   CREATE_RECORDER_OR_SKIP(rec, o);
   ASSERT_TRUE(rec->Run().ok());
   const RecordStats& st = rec->stats();
@@ -480,6 +370,33 @@ TEST(RecordTest, BadArgumentsFailBeforeAttaching) {
   EXPECT_EQ(Recorder::Create(o).error().code, ErrorCode::kInvalidArgument);
 }
 
+struct FoldedCounts {
+  uint64_t total = 0;  // samples in the file
+  uint64_t chain = 0;  // samples whose stack holds the whole hot chain
+};
+
+// Counts of a folded-stacks file written by `stacksym record`; every line is checked to end in
+// a count, and every hot-chain line to start with the thread name.
+FoldedCounts CountHotChain(const std::string& path) {
+  FoldedCounts counts;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) {
+      ADD_FAILURE() << "folded line without a count: " << line;
+      continue;
+    }
+    uint64_t count = std::stoull(line.substr(sp + 1));
+    counts.total += count;
+    if (line.find("cap_hot_thread;cap_outer_a;cap_middle_b;cap_hot_leaf") != std::string::npos) {
+      counts.chain += count;
+      EXPECT_EQ(line.rfind("cap_hot;", 0), 0u) << "folded lines start with the thread name";
+    }
+  }
+  return counts;
+}
+
 // The command line: `stacksym record ... -- CMD` writes folded stacks with the whole chain.
 TEST(RecordTest, CliWritesFoldedStacks) {
   std::string bin = std::string(STACKSYM_BINARY_DIR) + "/stacksym";
@@ -493,22 +410,10 @@ TEST(RecordTest, CliWritesFoldedStacks) {
     if (system(perf.c_str()) != 0) GTEST_SKIP() << "neither BPF nor perf events usable here";
   }
   ASSERT_EQ(rc, 0) << cmd;
-  std::ifstream f(out);
-  std::string line;
-  uint64_t total = 0, chain = 0;
-  while (std::getline(f, line)) {
-    size_t sp = line.rfind(' ');
-    ASSERT_NE(sp, std::string::npos) << line;
-    uint64_t count = std::stoull(line.substr(sp + 1));
-    total += count;
-    if (line.find("cap_hot_thread;cap_outer_a;cap_middle_b;cap_hot_leaf") != std::string::npos) {
-      chain += count;
-      EXPECT_EQ(line.rfind("cap_hot;", 0), 0u) << "folded lines start with the thread name";
-    }
-  }
+  FoldedCounts counts = CountHotChain(out);
   std::remove(out.c_str());
-  EXPECT_GT(total, 0u);
-  EXPECT_GT(chain, total / 5);
+  EXPECT_GT(counts.total, 0u);
+  EXPECT_GT(counts.chain, counts.total / 5);
 
   // Bad arguments: clear message, non-zero exit, nothing recorded.
   EXPECT_NE(system((bin + " record -q -F 0 -d 1 -o /dev/null --format folded 2>/dev/null").c_str()),
@@ -524,6 +429,87 @@ TEST(RecordTest, CliWritesFoldedStacks) {
 
 namespace stacksym {
 namespace {
+
+// The body of a GET on 127.0.0.1:port, "" when nothing came back.
+std::string HttpGet(int port, const std::string& path) {
+  std::string response = testing::RawExchange(
+      port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// The value of an unlabelled Prometheus metric in /metrics text, or -1.
+double Metric(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + " ", 0) == 0) return std::stod(line.substr(name.size() + 1));
+  }
+  return -1;
+}
+
+// `record --server URL`: the user frames go to a `stacksym serve` on loopback (which has the
+// fixture by build ID in its own debug dir) and come back named; /metrics shows the server did
+// the work, and the folded stacks carry the whole known chain.
+TEST(RecordTest, CliRecordSymbolizesThroughAServer) {
+  std::string bin = std::string(STACKSYM_BINARY_DIR) + "/stacksym";
+  std::string work =
+      std::string(STACKSYM_BINARY_DIR) + "/capture_server_" + std::to_string(getpid());
+  std::filesystem::remove_all(work);
+  ASSERT_EQ(testing::BuildIdOf(kFixture).size(), 20u) << "the fixture has no GNU build ID";
+  testing::PlaceByBuildId(work + "/debug", kFixture, "");
+
+  // The server, its stdout on a pipe for the "listening on" line; it stops by itself.
+  int out_pipe[2];
+  ASSERT_EQ(pipe(out_pipe), 0);
+  pid_t server = fork();
+  if (server == 0) {
+    dup2(out_pipe[1], 1);
+    close(out_pipe[0]);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    std::string dir = work + "/debug";
+    execl(bin.c_str(), bin.c_str(), "serve", "--listen", "127.0.0.1:0", "--no-default-debug-dir",
+          "--debug-dir", dir.c_str(), "--no-cache", "--no-debuginfod", "--exit-after", "60",
+          nullptr);
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  std::string first_line;
+  char c;
+  while (read(out_pipe[0], &c, 1) == 1 && c != '\n') first_line += c;
+  close(out_pipe[0]);
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+  } stop{server};
+  size_t colon = first_line.rfind(':');
+  ASSERT_NE(colon, std::string::npos) << "serve printed '" << first_line << "'";
+  int port = std::stoi(first_line.substr(colon + 1));
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+
+  std::string out = work + "/out.folded";
+  std::string cmd = bin + " record -q --no-debuginfod --no-cache -F 499 --call-graph fp --server " +
+                    url + " -o " + out + " -- " + kFixture + " 1 > /dev/null 2> " + work + "/err";
+  int rc = system(cmd.c_str());
+  if (rc != 0) {
+    std::string perf = bin + " record -q --backend perf -d 0.2 -o /dev/null --format folded -a";
+    if (system(perf.c_str()) != 0) GTEST_SKIP() << "neither BPF nor perf events usable here";
+  }
+  ASSERT_EQ(rc, 0) << cmd;
+  std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_GE(Metric(metrics, "stacksym_requests_total"), 1) << metrics;
+  EXPECT_GE(Metric(metrics, "stacksym_offsets_total"), 4) << metrics;
+  EXPECT_GE(Metric(metrics, "stacksym_cache_misses_total"), 1) << metrics;
+
+  FoldedCounts counts = CountHotChain(out);
+  EXPECT_GT(counts.total, 0u);
+  EXPECT_GT(counts.chain, counts.total / 5);
+  std::filesystem::remove_all(work);
+}
 
 // Ctrl-C stops recording cleanly and the output is still written.
 TEST(RecordTest, CliSigintStillWritesOutput) {

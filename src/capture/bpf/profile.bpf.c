@@ -5,6 +5,9 @@
 // length, through a BPF ring buffer. User space owns deduplication, so nothing collides.
 // on_sample_stackmap (diagnostic): the classic bpf_get_stackid + STACK_TRACE map design,
 // counting the stacks it drops to hash-bucket collisions (-EEXIST).
+// With bpf_unwind (--call-graph bpf), the user stack of a process whose unwind tables user
+// space has loaded (proc_mappings, unwind_rows) is walked here, frame by frame in a bpf_loop
+// callback, and sent as IPs; other processes' samples take the stack-copy path meanwhile.
 // on_fork / on_exit: keep the set of target processes up to date when following a command.
 #ifdef STACKSYM_HAVE_VMLINUX_H
 #include "vmlinux.h"
@@ -34,6 +37,13 @@ const volatile __u8 include_idle = 0;  // sample the idle task (pid 0)
 const volatile __u8 kernel_stacks = 1;
 const volatile __u8 user_stacks = 1;
 const volatile __u8 user_build_ids = 0;  // BPF_F_USER_BUILD_ID
+// --call-graph dwarf: copy the user registers and up to this many bytes of user stack
+// (0: frame-pointer stacks with bpf_get_stack).
+const volatile __u32 stack_copy_size = 0;
+// --call-graph bpf: unwind in the program from the tables in unwind_rows / proc_mappings.
+const volatile __u8 bpf_unwind = 0;
+// ... and send a stack copy after the IPs too (the differential test's verify mode).
+const volatile __u8 bpf_unwind_verify = 0;
 // Wake the reader only once this many bytes wait (it also polls on a timer): one wakeup per
 // sample would cost a context switch per sample.
 const volatile __u64 wakeup_bytes = 0;
@@ -64,12 +74,50 @@ struct {
   __type(value, struct stacksym_counters);
 } counters SEC(".maps");
 
-#define SCRATCH_SIZE (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_USTACK_ROOM)
-struct scratch_buf {
-  __u8 data[SCRATCH_SIZE];
+// --call-graph bpf: the rows of every loaded table, and each process's executable mappings.
+// User space sizes both (tiny when unused).
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_proc_mappings);
+} proc_mappings SEC(".maps");
+
+// The bounds of a binary search, kept in map memory: values the verifier reads from memory are
+// unknown to it, so it verifies each step once instead of following every path of the search.
+struct search_state {
+  __u32 lo;
+  __u32 hi;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct search_state);
+} search SEC(".maps");
+
+// Header, kernel stack, then either the user IPs or the user registers + stack copy (or, with
+// bpf_unwind_verify, the unwound IPs and then the registers + copy). The
+// copy is written in page-sized pieces at offsets below STACKSYM_STACK_COPY_ROOM, so a
+// piece may run one page past it.
+#define SAMPLE_ROOM (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM)
+#define SCRATCH_SIZE                                                      \
+  (SAMPLE_ROOM + STACKSYM_UIPS_ROOM + sizeof(struct stacksym_user_regs) + \
+   STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE)
+struct scratch_buf {
+  __u8 data[SCRATCH_SIZE];
+};
+// One buffer per CPU in a plain array (a per-CPU array's values are limited to 32 KiB);
+// user space sets max_entries to the number of possible CPUs.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
   __type(value, struct scratch_buf);
@@ -108,6 +156,329 @@ static __always_inline bool is_target(__u32 tgid, __u32 tid) {
   return true;
 }
 
+// --call-graph dwarf: the interrupted task's user registers (the pt_regs saved on kernel
+// entry, whether the sample hit user or kernel mode) and its user stack from RSP upward, in
+// pieces that end at page boundaries: a piece that cannot be read (the end of the stack
+// mapping, a page not resident) ends the copy, and what was read before it is kept.
+// Writes at `base` (after the kernel stack and any unwound IPs); returns the bytes written.
+static __always_inline long copy_user_stack(struct scratch_buf* buf, __u64 base,
+                                            struct stacksym_counters* cnt) {
+  struct stacksym_user_regs* r = (struct stacksym_user_regs*)(buf->data + base);
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  if (!regs) return 0;
+  r->ip = BPF_CORE_READ(regs, ip);
+  r->sp = BPF_CORE_READ(regs, sp);
+  r->bp = BPF_CORE_READ(regs, bp);
+  r->copy_flags = 0;
+  __u8* dst = buf->data + base + sizeof(*r);
+  __u64 addr = r->sp;
+  __u64 want = stack_copy_size;
+  if (want > STACKSYM_STACK_COPY_MAX) want = STACKSYM_STACK_COPY_MAX;
+  __u64 done = 0;
+  for (int i = 0; i < STACKSYM_STACK_COPY_ROOM / STACKSYM_PAGE_SIZE + 1; ++i) {
+    if (done >= want) break;
+    __u64 piece = STACKSYM_PAGE_SIZE - ((addr + done) & (STACKSYM_PAGE_SIZE - 1));
+    if (piece > want - done) piece = want - done;
+    // Bounds the verifier can see: 1..4096 bytes at an offset below the copy's room.
+    piece &= 2 * STACKSYM_PAGE_SIZE - 1;
+    if (piece == 0 || piece > STACKSYM_PAGE_SIZE) break;
+    __u64 off = done & (STACKSYM_STACK_COPY_ROOM - 1);
+    if (bpf_probe_read_user(dst + off, piece, (const void*)(addr + done)) != 0) {
+      r->copy_flags |= STACKSYM_COPY_CUT;
+      cnt->stack_copy_cut++;
+      break;
+    }
+    done += piece;
+  }
+  r->stack_bytes = done;
+  cnt->stack_copy_bytes += done;
+  return sizeof(*r) + done;
+}
+
+// --call-graph bpf. Values of stacksym::CfaRule, RegRule and UnwindRowFlags.
+#define CFA_UNDEFINED 0
+#define CFA_RSP 1
+#define CFA_RBP 2
+#define CFA_DEREF_RSP 3
+#define CFA_DEREF_RBP 4
+#define CFA_PLT 5
+#define REG_SAME 0
+#define REG_UNDEFINED 1
+#define REG_AT_CFA 2
+#define REG_AT_RSP 3
+#define REG_VAL_CFA 4
+#define ROW_SIGNAL_FRAME 1
+#define ROW_UNSUPPORTED_CFA 2
+#define MAPPING_SEARCH_STEPS 9  // > log2(STACKSYM_MAX_PROC_MAPPINGS + 1)
+#define ROW_SEARCH_STEPS 25     // tables have fewer than 2^24 rows (user space checks)
+
+// The walk's state between bpf_loop steps (on the BPF stack of on_sample). It mirrors
+// stacksym::UnwindStack (src/unwind/stack_unwinder.cc), which reads a copy instead of memory.
+struct unwind_state {
+  __u64 pc, sp, bp;
+  __u64 base;  // offset of the IPs in the scratch buffer
+  __u32 tgid;
+  __u32 cpu;
+  __u32 n;    // IPs written
+  __u32 end;  // STACKSYM_END_*
+  __u8 bp_known;
+  __u8 exact_pc;  // pc is the instruction itself (sampled, or interrupted by a signal)
+  __u8 unknown_mapping;
+};
+
+static __always_inline void emit_ip(struct unwind_state* st, __u64 ip) {
+  __u32 cpu = st->cpu;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!buf) return;
+  __u64 off = st->base + (__u64)(st->n & 127) * 8;
+  if (off > SCRATCH_SIZE - 8) return;
+  *(__u64*)(buf->data + off) = ip;
+  st->n++;
+}
+
+// The trampoline of a signal frame was "returned to", not called: its pc is exact too.
+static __always_inline void bump_last_ip(struct unwind_state* st) {
+  __u32 cpu = st->cpu;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!buf || st->n == 0) return;
+  __u64 off = st->base + (__u64)((st->n - 1) & 127) * 8;
+  if (off > SCRATCH_SIZE - 8) return;
+  *(__u64*)(buf->data + off) += 1;
+}
+
+#define SEARCH_LO(ss) (*(volatile __u32*)&(ss)->lo)
+#define SEARCH_HI(ss) (*(volatile __u32*)&(ss)->hi)
+
+static __always_inline const struct stacksym_mapping* find_mapping(
+    const struct stacksym_proc_mappings* pm, __u64 pc) {
+  __u32 zero = 0;
+  struct search_state* ss = bpf_map_lookup_elem(&search, &zero);
+  if (!ss) return NULL;
+  __u32 count = pm->count;
+  SEARCH_LO(ss) = 0;
+  SEARCH_HI(ss) = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count;
+  for (int i = 0; i < MAPPING_SEARCH_STEPS; ++i) {
+    __u32 lo = SEARCH_LO(ss), hi = SEARCH_HI(ss);
+    if (lo >= hi) break;
+    __u32 mid = lo + (hi - lo) / 2;
+    if (pm->m[mid & (STACKSYM_MAX_PROC_MAPPINGS - 1)].start <= pc)
+      SEARCH_LO(ss) = mid + 1;
+    else
+      SEARCH_HI(ss) = mid;
+  }
+  __u32 lo = SEARCH_LO(ss);
+  if (lo == 0) return NULL;
+  const struct stacksym_mapping* m = &pm->m[(lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
+  return pc < m->end ? m : NULL;
+}
+
+// The row in force at pc (UnwindTable::Find), or NULL.
+static __always_inline const struct stacksym_unwind_row* find_row(const struct stacksym_mapping* m,
+                                                                  __u64 pc) {
+  if (m->row_count == 0 || pc < m->table_base) return NULL;
+  __u64 rel = pc - m->table_base;
+  if (rel >= m->table_end) return NULL;
+  __u32 zero = 0;
+  struct search_state* ss = bpf_map_lookup_elem(&search, &zero);
+  if (!ss) return NULL;
+  __u32 row_start = m->row_start;
+  SEARCH_LO(ss) = 0;
+  SEARCH_HI(ss) = m->row_count;
+  for (int i = 0; i < ROW_SEARCH_STEPS; ++i) {
+    __u32 lo = SEARCH_LO(ss), hi = SEARCH_HI(ss);
+    if (lo >= hi) break;
+    __u32 mid = lo + (hi - lo) / 2;
+    __u32 idx = row_start + mid;
+    const struct stacksym_unwind_row* r = bpf_map_lookup_elem(&unwind_rows, &idx);
+    if (!r) return NULL;
+    if (r->pc <= rel)
+      SEARCH_LO(ss) = mid + 1;
+    else
+      SEARCH_HI(ss) = mid;
+  }
+  __u32 lo = SEARCH_LO(ss);
+  if (lo == 0) return NULL;
+  __u32 idx = row_start + lo - 1;
+  return bpf_map_lookup_elem(&unwind_rows, &idx);
+}
+
+static __always_inline int read_word(__u64 addr, __u64* out) {
+  __u64 v = 0;
+  if (bpf_probe_read_user(&v, sizeof(v), (const void*)addr) != 0) return -1;
+  *out = v;
+  return 0;
+}
+
+// Where a caller's register is, by its rule: -1 when found, else the STACKSYM_END_* of the walk.
+static __always_inline int apply_reg_rule(__u8 rule, __s16 offset, __u64 cfa, __u64 sp, __u64 same,
+                                          __u64* out) {
+  switch (rule) {
+    case REG_SAME:
+      *out = same;
+      return -1;
+    case REG_UNDEFINED:
+      *out = 0;
+      return -1;
+    case REG_AT_CFA:
+      return read_word(cfa + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
+    case REG_AT_RSP:
+      return read_word(sp + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
+    case REG_VAL_CFA:
+      *out = cfa + (__u64)(__s64)offset;
+      return -1;
+  }
+  return STACKSYM_END_UNSUPPORTED;
+}
+
+// One frame: from (pc, sp, bp) to the caller's. Returns 1 to stop the loop.
+static long unwind_step(__u32 index, void* arg) {
+  struct unwind_state* st = arg;
+  if (st->n >= STACKSYM_MAX_FRAMES) {
+    st->end = STACKSYM_END_DEPTH;
+    return 1;
+  }
+  __u32 tgid = st->tgid;
+  const struct stacksym_proc_mappings* pm = bpf_map_lookup_elem(&proc_mappings, &tgid);
+  if (!pm) {
+    st->end = STACKSYM_END_UNMAPPED;
+    return 1;
+  }
+  __u64 pc = st->pc, sp = st->sp, bp = st->bp;
+  __u64 lookup_pc = st->exact_pc ? pc : pc - 1;
+  const struct stacksym_mapping* m = find_mapping(pm, lookup_pc);
+  if (!m) {
+    // A return address outside every mapping is garbage, or code mapped since the tables
+    // were loaded: not a frame; user space reloads the mappings.
+    if (st->n > 1) st->n--;
+    st->unknown_mapping = 1;
+    st->end = STACKSYM_END_UNMAPPED;
+    return 1;
+  }
+  const struct stacksym_unwind_row* row = find_row(m, lookup_pc);
+  __u64 cfa = 0, ra = 0, caller_bp = bp;
+  bool signal = false;
+  if (!row || row->cfa_rule == CFA_UNDEFINED) {
+    if (row && (row->flags & ROW_UNSUPPORTED_CFA)) {
+      st->end = STACKSYM_END_UNSUPPORTED;
+      return 1;
+    }
+    // No CFI here: the frame-pointer convention.
+    if (!st->bp_known || bp < sp || read_word(bp + 8, &ra) != 0 || read_word(bp, &caller_bp) != 0) {
+      st->end = STACKSYM_END_NO_CFI;
+      return 1;
+    }
+    cfa = bp + 16;
+  } else {
+    __u64 off = (__u64)(__s64)row->cfa_offset;
+    switch (row->cfa_rule) {
+      case CFA_RSP:
+        cfa = sp + off;
+        break;
+      case CFA_RBP:
+        if (!st->bp_known) {
+          st->end = STACKSYM_END_UNSUPPORTED;
+          return 1;
+        }
+        cfa = bp + off;
+        break;
+      case CFA_DEREF_RSP:
+        if (read_word(sp + off, &cfa) != 0) {
+          st->end = STACKSYM_END_READ_FAILED;
+          return 1;
+        }
+        break;
+      case CFA_DEREF_RBP:
+        if (!st->bp_known) {
+          st->end = STACKSYM_END_UNSUPPORTED;
+          return 1;
+        }
+        if (read_word(bp + off, &cfa) != 0) {
+          st->end = STACKSYM_END_READ_FAILED;
+          return 1;
+        }
+        break;
+      case CFA_PLT:
+        cfa = sp + off + ((pc & 15) >= (__u64)(__s64)row->rbp_offset ? 8 : 0);
+        break;
+      default:
+        break;
+    }
+    __u8 ra_rule = row->ra_rule, rbp_rule = row->rbp_rule;
+    if (ra_rule == REG_UNDEFINED) {
+      st->end = STACKSYM_END_OUTERMOST;
+      return 1;
+    }
+    if (ra_rule == REG_SAME) {
+      st->end = STACKSYM_END_UNSUPPORTED;
+      return 1;
+    }
+    int end = apply_reg_rule(ra_rule, row->ra_offset, cfa, sp, pc, &ra);
+    if (end >= 0) {
+      st->end = end;
+      return 1;
+    }
+    if (row->cfa_rule == CFA_PLT) {
+      caller_bp = bp;  // rbp_offset holds the PLT threshold; PLT stubs never touch RBP
+    } else if (rbp_rule > REG_VAL_CFA) {
+      st->bp_known = 0;  // only a problem if a caller's CFA is RBP-based
+    } else {
+      end = apply_reg_rule(rbp_rule, row->rbp_offset, cfa, sp, bp, &caller_bp);
+      if (end >= 0) {
+        st->end = end;
+        return 1;
+      }
+      if (rbp_rule != REG_SAME) st->bp_known = 1;
+    }
+    signal = (row->flags & ROW_SIGNAL_FRAME) != 0;
+    if (signal && !st->exact_pc) bump_last_ip(st);
+  }
+  if (ra == 0) {
+    st->end = STACKSYM_END_OUTERMOST;
+    return 1;
+  }
+  // Each caller's frame lies above its callee's; only a signal frame may switch stacks.
+  if (!signal && cfa <= sp) {
+    st->end = STACKSYM_END_BAD_CFA;
+    return 1;
+  }
+  emit_ip(st, signal ? ra + 1 : ra);
+  st->pc = ra;
+  st->sp = cfa;
+  st->bp = caller_bp;
+  st->exact_pc = signal;
+  return 0;
+}
+
+// --call-graph bpf: walks the user stack of the current task into the scratch buffer at
+// `base`; returns the number of IPs.
+static __always_inline __u32 unwind_user(__u64 base, struct stacksym_sample* s,
+                                         struct stacksym_counters* cnt) {
+  struct task_struct* task = bpf_get_current_task_btf();
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
+  s->unwind_end = STACKSYM_END_UNMAPPED;
+  if (!regs) return 0;
+  struct unwind_state st = {};
+  st.pc = BPF_CORE_READ(regs, ip);
+  st.sp = BPF_CORE_READ(regs, sp);
+  st.bp = BPF_CORE_READ(regs, bp);
+  st.base = base;
+  st.tgid = s->pid;
+  st.cpu = s->cpu;
+  st.bp_known = 1;
+  st.exact_pc = 1;
+  st.end = STACKSYM_END_DEPTH;
+  if (st.pc == 0) return 0;
+  emit_ip(&st, st.pc);
+  bpf_loop(STACKSYM_MAX_FRAMES, unwind_step, &st, 0);
+  s->unwind_end = st.end;
+  if (st.unknown_mapping) {
+    s->flags |= STACKSYM_SAMPLE_UNKNOWN_MAPPING;
+    cnt->bpf_unknown_mapping++;
+  }
+  return st.n > STACKSYM_MAX_FRAMES ? STACKSYM_MAX_FRAMES : st.n;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -119,15 +490,17 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   if (!cnt) return 0;
   cnt->samples++;
 
-  __u32 zero = 0;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &zero);
+  __u32 cpu = bpf_get_smp_processor_id();
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
   if (!buf) return 0;
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   s->time_ns = bpf_ktime_get_ns();
   s->pid = tgid;
   s->tid = tid;
-  s->cpu = bpf_get_smp_processor_id();
+  s->cpu = cpu;
   s->flags = 0;
+  s->unwind_frames = 0;
+  s->unwind_end = 0;
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   if (BPF_CORE_READ(task, flags) & PF_KTHREAD) s->flags |= STACKSYM_SAMPLE_KTHREAD;
   bpf_get_current_comm(s->comm, sizeof(s->comm));
@@ -149,7 +522,36 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   klen &= (STACKSYM_KSTACK_ROOM - 1);
 
   long ulen = 0;
-  if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
+  __u64 ubase = sizeof(*s) + klen;
+  bool unwound = false;
+  if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD) && bpf_unwind &&
+      bpf_map_lookup_elem(&proc_mappings, &tgid)) {
+    __u32 n = unwind_user(ubase, s, cnt);
+    // The walk met a pc in no loaded mapping (dlopen or exec since the tables were loaded, or
+    // a garbage return address): send a stack copy instead, so that the stack stays complete,
+    // flagged so that user space reloads the mappings.
+    unwound = !(s->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING);
+    if (unwound) {
+      s->unwind_frames = n;
+      s->flags |= STACKSYM_SAMPLE_BPF_UNWOUND;
+      cnt->bpf_unwound++;
+      cnt->bpf_unwind_frames += n;
+    }
+  }
+  if (unwound) {
+    __u32 n = s->unwind_frames;
+    ulen = (n * 8) & (STACKSYM_UIPS_ROOM - 1);
+    if (bpf_unwind_verify && stack_copy_size > 0) {
+      s->flags |= STACKSYM_SAMPLE_STACK_COPY;
+      ulen += copy_user_stack(buf, ubase + ulen, cnt);
+    }
+    s->ustack_bytes = (__s32)ulen;
+  } else if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD) && stack_copy_size > 0) {
+    s->flags |= STACKSYM_SAMPLE_STACK_COPY;
+    if (bpf_unwind) cnt->bpf_fallback_copies++;
+    ulen = copy_user_stack(buf, ubase, cnt);
+    s->ustack_bytes = (__s32)ulen;
+  } else if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
     void* dst = buf->data + sizeof(*s) + klen;
     if (user_build_ids) {
       s->flags |= STACKSYM_SAMPLE_USER_BUILD_ID;
@@ -166,14 +568,17 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   } else {
     s->ustack_bytes = 0;
   }
-  ulen &= (STACKSYM_USTACK_ROOM - 1);
+  if (!(s->flags & STACKSYM_SAMPLE_STACK_COPY)) ulen &= (STACKSYM_USTACK_ROOM - 1);
 
   __u64 len = sizeof(*s) + klen + ulen;
   if (len > SCRATCH_SIZE) return 0;  // cannot happen; keeps the verifier's bound explicit
   __u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + len >= wakeup_bytes
                    ? BPF_RB_FORCE_WAKEUP
                    : BPF_RB_NO_WAKEUP;
-  if (bpf_ringbuf_output(&samples, buf->data, len, wake) != 0) cnt->lost_ringbuf++;
+  if (bpf_ringbuf_output(&samples, buf->data, len, wake) != 0)
+    cnt->lost_ringbuf++;
+  else
+    cnt->ringbuf_bytes += len;
   return 0;
 }
 

@@ -10,10 +10,23 @@
 // that the BPF verifier can bound offsets with a mask.
 #define STACKSYM_KSTACK_ROOM 1024  // >= 127 * 8
 #define STACKSYM_USTACK_ROOM 4096  // >= 127 * sizeof(struct stacksym_build_id_frame)
+#define STACKSYM_UIPS_ROOM 1024    // >= 127 * 8: user IPs unwound in BPF
+// --call-graph dwarf: the user registers and up to this many bytes of user stack (perf's
+// limit too: a perf sample record's size is 16 bits).
+#define STACKSYM_STACK_COPY_MAX 65528
+#define STACKSYM_STACK_COPY_ROOM 65536  // power of two >= STACKSYM_STACK_COPY_MAX
+#define STACKSYM_PAGE_SIZE 4096
 
 // sample flags
 #define STACKSYM_SAMPLE_KTHREAD 1u        // kernel thread: no user stack expected
 #define STACKSYM_SAMPLE_USER_BUILD_ID 2u  // ustack holds stacksym_build_id_frame entries
+#define STACKSYM_SAMPLE_STACK_COPY 4u     // ustack holds stacksym_user_regs + stack bytes
+// --call-graph bpf: the ustack starts with unwind_frames u64 IPs unwound by the program
+// (innermost first; return addresses like a frame-pointer chain). With STACK_COPY too (the
+// verify mode), stacksym_user_regs + the stack copy follow the IPs.
+#define STACKSYM_SAMPLE_BPF_UNWOUND 8u
+// The walk met a pc outside the process's loaded mappings (dlopen, exec): reload them.
+#define STACKSYM_SAMPLE_UNKNOWN_MAPPING 16u
 
 // A sample record in the ring buffer: this header, then kstack_bytes of u64 kernel IPs
 // (innermost first), then ustack_bytes of user frames (u64 IPs, or build-ID frames).
@@ -26,7 +39,60 @@ struct stacksym_sample {
   __s32 kstack_bytes;  // >= 0: bytes that follow; < 0: -errno from bpf_get_stack
   __s32 ustack_bytes;
   char comm[STACKSYM_COMM_LEN];
+  __u32 unwind_frames;  // STACKSYM_SAMPLE_BPF_UNWOUND: IPs at the start of the ustack
+  __u32 unwind_end;     // STACKSYM_SAMPLE_BPF_UNWOUND: why the walk ended (STACKSYM_END_*)
 };
+
+// Why a BPF walk ended; same values as stacksym::UnwindEnd.
+#define STACKSYM_END_OUTERMOST 0
+#define STACKSYM_END_DEPTH 1
+#define STACKSYM_END_READ_FAILED 3  // a bpf_probe_read_user failed (UnwindEnd kPageNotReadable)
+#define STACKSYM_END_NO_CFI 4
+#define STACKSYM_END_UNMAPPED 5
+#define STACKSYM_END_BAD_CFA 6
+#define STACKSYM_END_UNSUPPORTED 7
+
+// --call-graph bpf: unwind tables in BPF maps. Rows of every loaded table live in one array
+// (stacksym_unwind_row has the layout of stacksym::UnwindRow); a table is a slice of it, shared
+// by every process that maps the same file (by build ID). Each process has one
+// stacksym_proc_mappings value: its executable mappings sorted by start.
+struct stacksym_unwind_row {
+  __u32 pc;  // relative to the table's base
+  __u8 cfa_rule;
+  __u8 ra_rule;
+  __u8 rbp_rule;
+  __u8 flags;
+  __s32 cfa_offset;
+  __s16 ra_offset;
+  __s16 rbp_offset;
+};
+
+#define STACKSYM_MAX_PROC_MAPPINGS 256  // power of two
+struct stacksym_mapping {
+  __u64 start;  // [start, end) in the process
+  __u64 end;
+  __u64 table_base;  // pc - table_base = the row pc (load bias + the table's base_pc)
+  __u32 row_start;   // first row in the rows array
+  __u32 row_count;   // 0: no table (frame pointers)
+  __u32 table_end;   // rows cover row pcs below this
+  __u32 pad;
+};
+struct stacksym_proc_mappings {
+  __u32 count;
+  __u32 pad;
+  struct stacksym_mapping m[STACKSYM_MAX_PROC_MAPPINGS];
+};
+
+// --call-graph dwarf: what the ustack part of a sample holds, followed by stack_bytes bytes
+// copied from the user stack at sp upward.
+struct stacksym_user_regs {
+  __u64 ip;
+  __u64 sp;
+  __u64 bp;
+  __u32 stack_bytes;  // bytes copied
+  __u32 copy_flags;   // STACKSYM_COPY_*
+};
+#define STACKSYM_COPY_CUT 1u  // a page could not be read before the requested size was copied
 
 // Same layout as the kernel's struct bpf_stack_build_id.
 struct stacksym_build_id_frame {
@@ -44,6 +110,13 @@ struct stacksym_counters {
   __u64 stackmap_collisions;  // bpf_get_stackid returned -EEXIST (stack dropped)
   __u64 stackmap_errors;      // other bpf_get_stackid errors (except empty stacks)
   __u64 counts_map_full;      // stackmap backend: no room for a new (pid, tid, stacks) key
+  __u64 stack_copy_bytes;     // --call-graph dwarf: user stack bytes copied
+  __u64 stack_copy_cut;       // --call-graph dwarf: copies cut short at an unreadable page
+  __u64 bpf_unwound;          // --call-graph bpf: samples unwound in the program
+  __u64 bpf_unwind_frames;    // --call-graph bpf: user frames those walks gave
+  __u64 bpf_fallback_copies;  // --call-graph bpf: samples sent as stack copies (no tables yet)
+  __u64 bpf_unknown_mapping;  // --call-graph bpf: walks that met a pc outside loaded mappings
+  __u64 ringbuf_bytes;        // bytes of samples written to the ring buffer
 };
 
 // Key of the stackmap backend's in-kernel aggregation.

@@ -19,3 +19,9 @@ struct task_struct {
   int tgid;
   void* mm;
 } __attribute__((preserve_access_index));
+
+struct pt_regs {
+  unsigned long bp;
+  unsigned long ip;
+  unsigned long sp;
+} __attribute__((preserve_access_index));
