@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The persisted symbol index: for each input, 5000 addresses sampled inside function symbols
+# (same sampling as symbolize_compare.sh) symbolized by
+#   direct  stacksym --no-cache (parses DWARF, today's cold path)
+#   cold    stacksym with an empty cache directory (parses everything and writes the index)
+#   warm    stacksym with the index in place
+#   llvm    llvm-symbolizer --inlines
+# Prints wall time and peak RSS (median of RUNS, GNU time), whether the outputs are identical
+# to the direct path's, and the index size against the debug file's.
+#
+#   bench/index_compare.sh [BUILD_DIR] [INPUT...]
+# Defaults: libc.so.6 (libc6-dbg), /usr/bin/python3.11d (python3.11-dbg), libceph-common.so.2
+# (librados2-dbg; skipped when missing). Environment: ADDRESSES (5000), RUNS (5).
+set -euo pipefail
+
+BUILD=${1:-build}
+shift || true
+STACKSYM=$BUILD/stacksym
+ADDRESSES=${ADDRESSES:-5000}
+RUNS=${RUNS:-5}
+if [[ $# -gt 0 ]]; then
+  INPUTS=("$@")
+else
+  INPUTS=(/usr/lib/x86_64-linux-gnu/libc.so.6 /usr/bin/python3.11d
+          /usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2)
+fi
+[[ -x $STACKSYM ]] || { echo "no $STACKSYM: build first (make build)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "/usr/bin/time missing: apt-get install time" >&2; exit 2; }
+
+WORK=$(mktemp -d /tmp/stacksym-index-bench-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+sample_addresses() {
+  local file=$1 n=$2
+  { nm -S --defined-only "$file" 2>/dev/null || true; } >"$WORK/nm"
+  if ! grep -qE ' [TtWwi] ' "$WORK/nm"; then nm -D -S --defined-only "$file" >"$WORK/nm" 2>/dev/null || true; fi
+  python3 - "$WORK/nm" "$n" <<'PY'
+import random, sys
+funcs = []
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 4 and p[2] in ("T", "t", "W", "w", "i"):
+        size = int(p[1], 16)
+        if size > 0:
+            funcs.append((int(p[0], 16), size))
+funcs = sorted(set(funcs))
+rng = random.Random(20261121)
+for _ in range(int(sys.argv[2])):
+    start, size = rng.choice(funcs)
+    print(hex(start + rng.randrange(size)))
+PY
+}
+
+# run MODE FILE ADDRS OUT → "wall_seconds peak_kb cpu_seconds"
+run_once() {
+  local mode=$1 file=$2 addrs=$3 out=$4 cmd
+  case $mode in
+    direct) cmd="$STACKSYM symbolize elf --no-cache --output-style=llvm --file $file" ;;
+    cold) rm -rf "$WORK/cache"; cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
+    warm) cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
+    llvm) cmd="llvm-symbolizer --inlines --obj=$file" ;;
+  esac
+  /usr/bin/time -f '%e %M %U %S' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
+  tail -1 "$WORK/time" | awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}'
+}
+
+measure() {
+  local mode=$1 file=$2 addrs=$3 out=$4 results=()
+  run_once "$mode" "$file" "$addrs" "$out" >/dev/null  # warm-up (page cache; warm: the index)
+  for ((r = 0; r < RUNS; r++)); do results+=("$(run_once "$mode" "$file" "$addrs" "$out")"); done
+  printf '%s\n' "${results[@]}" | sort -n | awk -v n="$RUNS" 'NR == int((n + 1) / 2) {print}'
+}
+
+echo "| input | debug file | index | index/debug | direct (--no-cache) | cold (build + answer) | warm (index) | llvm-symbolizer | warm vs llvm | identical |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for file in "${INPUTS[@]}"; do
+  [[ -r $file ]] || { echo "skipped $file: not installed" >&2; continue; }
+  hex=$(readelf -n "$file" 2>/dev/null | awk '/Build ID/ {print $3}')
+  if ! readelf -S "$file" 2>/dev/null | grep -q '\.debug_info' &&
+     [[ ! -r /usr/lib/debug/.build-id/${hex:0:2}/${hex:2}.debug ]]; then
+    echo "skipped $file: no DWARF (debug package not installed)" >&2
+    continue
+  fi
+  addrs=$WORK/addrs
+  sample_addresses "$file" "$ADDRESSES" >"$addrs"
+  read -r dw dm dc < <(measure direct "$file" "$addrs" "$WORK/direct.out")
+  read -r cw cm cc < <(measure cold "$file" "$addrs" "$WORK/cold.out")
+  read -r ww wm wc < <(measure warm "$file" "$addrs" "$WORK/warm.out")
+  lw=- lm=0 lc=-
+  if command -v llvm-symbolizer >/dev/null; then
+    read -r lw lm lc < <(measure llvm "$file" "$addrs" "$WORK/llvm.out")
+  fi
+  same=no
+  cmp -s "$WORK/direct.out" "$WORK/cold.out" && cmp -s "$WORK/direct.out" "$WORK/warm.out" && same=yes
+  debug=$($STACKSYM cache list --cache-dir "$WORK/cache" 2>/dev/null | awk -F'\t' '{print $6}' | head -1)
+  index_bytes=$(du -b "$WORK"/cache/*.symidx | awk '{s += $1} END {print s}')
+  debug_bytes=$(stat -L -c %s "$debug" 2>/dev/null || echo 0)
+  ratio=$(awk -v a="$index_bytes" -v b="$debug_bytes" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
+  speed=$(awk -v a="$lw" -v b="$ww" 'BEGIN {printf (b > 0 && a != "-" ? "%.1f×" : "-"), a / b}')
+  printf '| %s | %.1f MB | %.1f MB | %s | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s | %s |\n' \
+    "$(basename "$file")" "$(awk -v b="$debug_bytes" 'BEGIN {print b / 1e6}')" \
+    "$(awk -v b="$index_bytes" 'BEGIN {print b / 1e6}')" "$ratio" \
+    "$dw" "$dc" $((dm / 1024)) "$cw" "$cc" $((cm / 1024)) "$ww" "$wc" $((wm / 1024)) \
+    "$lw" "$lc" $((lm / 1024)) "$speed" "$same"
+done

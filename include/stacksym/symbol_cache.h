@@ -1,0 +1,54 @@
+// stacksym/symbol_cache.h — the directory of persisted symbol indexes (one file per build ID).
+//
+// With SymbolizeOptions::cache_dir set, an ElfSymbolizer answers from the binary's index in
+// that directory, building it on first use (the whole binary, on all cores) and keeping it
+// for the next run; answers are the same as without it, byte for byte. These calls look at
+// and manage the directory (`stacksym cache list|build|prune`).
+//
+//   SymbolizeOptions o;  o.cache_dir = DefaultSymbolCacheDir();
+//   auto entry = BuildSymbolIndex("/usr/lib/x86_64-linux-gnu/libc.so.6", o);
+//   auto pruned = PruneSymbolCache(o.cache_dir, 256 << 20);   // least recently used go first
+//
+// Indexes are written to a temporary file, synced and renamed into place, so concurrent
+// builders and readers never see a partial file; an index that is corrupt, of another format
+// version or built from other files is rebuilt (see docs/index-format.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stacksym/result.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+// $XDG_CACHE_HOME/stacksym, else $HOME/.cache/stacksym; empty when neither variable is set.
+std::string DefaultSymbolCacheDir();
+
+struct SymbolCacheEntry {
+  std::string path;  // the index file
+  uint64_t bytes = 0;
+  int64_t used_ns = 0;   // last use (the file's mtime)
+  std::string build_id;  // hex; empty for a binary without one
+  std::string binary;    // the path it was built from
+  std::string debug_file;
+  std::string problem;  // empty: the index reads back intact
+};
+
+Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir);
+
+// Makes sure options.cache_dir holds a valid index of the ELF file at `path` (building it if
+// needed) and describes it.
+Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path, const SymbolizeOptions& options);
+
+struct PruneResult {
+  size_t removed_files = 0;
+  uint64_t removed_bytes = 0;
+  uint64_t kept_bytes = 0;
+};
+// Removes the least recently used indexes until the rest fit in `max_bytes`, and leftover
+// temporary files older than an hour.
+Result<PruneResult> PruneSymbolCache(const std::string& dir, uint64_t max_bytes);
+
+}  // namespace stacksym

@@ -1,0 +1,262 @@
+#include "index/index_builder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/demangle_cache.h"
+#include "base/parallel.h"
+#include "dwarf/debug_info_source.h"
+#include "index/checksum.h"
+#include "index/index_format.h"
+#include "index/index_identity.h"
+
+namespace stacksym::symindex {
+namespace {
+
+class StringTable {
+ public:
+  StrRef Add(std::string_view s) {
+    auto [it, inserted] = refs_.try_emplace(s);
+    if (inserted) {
+      it->second = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
+      bytes_.insert(bytes_.end(), s.begin(), s.end());
+    }
+    return it->second;
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::unordered_map<std::string_view, StrRef> refs_;  // views into the sources, alive here
+};
+
+void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
+  do {
+    uint8_t byte = value & 0x7f;
+    value >>= 7;
+    out->push_back(value != 0 ? byte | 0x80 : byte);
+  } while (value != 0);
+}
+
+template <class T>
+std::span<const uint8_t> AsBytes(const std::vector<T>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
+                                                 const SymbolizeOptions& options) {
+  StringTable strings;
+  std::vector<SymbolRecord> symbols;
+  std::vector<SegmentRecord> symbol_segments, unit_segments, function_segments;
+  std::vector<UnitRecord> units;
+  std::vector<NodeRecord> nodes;
+  std::vector<LineTableRecord> line_tables;
+  std::vector<RowBlockRecord> row_blocks;
+  std::vector<uint8_t> row_bytes;
+  std::vector<StrRef> paths;
+
+  // Symbol table: Find() is constant between consecutive symbol starts and ends (its resume
+  // points are among them), so asking it at each of those boundaries flattens it exactly.
+  const SymbolTable& table = elf->symbols();
+  DemangleCache symbol_names;
+  {
+    std::vector<uint64_t> bounds;
+    for (const ElfSymbol& s : table.symbols()) {
+      bounds.push_back(s.address);
+      if (s.size != 0 && s.address + s.size > s.address) bounds.push_back(s.address + s.size);
+    }
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+    std::vector<int32_t> found(bounds.size(), -1);
+    std::vector<int32_t> record_of(table.symbols().size(), -1);
+    int32_t previous = -1;
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      const ElfSymbol* s = table.Find(bounds[i]);
+      int32_t id = s == nullptr ? -1 : static_cast<int32_t>(s - table.symbols().data());
+      if (id >= 0 && record_of[static_cast<size_t>(id)] < 0) {
+        record_of[static_cast<size_t>(id)] = static_cast<int32_t>(symbols.size());
+        symbols.push_back({s->address, s->size, {}, {}});
+      }
+      int32_t record = id < 0 ? -1 : record_of[static_cast<size_t>(id)];
+      if (i == 0 ? record >= 0 : record != previous) {
+        symbol_segments.push_back({bounds[i], record, 0});
+      }
+      previous = record;
+    }
+    // Names: demangled on all cores (the cost of big C++ symbol tables), each once.
+    std::vector<const ElfSymbol*> by_record(symbols.size());
+    for (size_t i = 0; i < record_of.size(); ++i) {
+      if (record_of[i] >= 0) by_record[static_cast<size_t>(record_of[i])] = &table.symbols()[i];
+    }
+    std::vector<const std::string*> pretty(symbols.size());
+    unsigned threads = ThreadCount(options.threads, symbols.size() / 512);
+    RunOnThreads(threads, [&](unsigned t) {
+      for (size_t k = t; k < by_record.size(); k += threads) {
+        pretty[k] = &symbol_names.Get(by_record[k]->name);
+      }
+    });
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      symbols[k].raw = strings.Add(by_record[k]->name);
+      symbols[k].pretty = strings.Add(*pretty[k]);
+    }
+  }
+
+  // DWARF: the source the direct path would open, every unit built in full.
+  SymbolizeOptions dwarf_options = options;
+  dwarf_options.demangle = true;
+  dwarf_options.inlines = true;
+  dwarf_options.use_debug_info = true;
+  std::unique_ptr<DebugInfoSource> source;
+  if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
+  std::vector<SourceFile> source_files;
+  size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
+  if (unit_total > 0) {
+    DebugInfoSource& src = *source;
+    std::vector<size_t> parallel, serial;
+    for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
+    std::vector<DebugInfoSource::UnitTables> tables(unit_total);
+    std::atomic<size_t> next{0};
+    RunOnThreads(ThreadCount(options.threads, parallel.size()), [&](unsigned) {
+      for (size_t k = next.fetch_add(1); k < parallel.size(); k = next.fetch_add(1)) {
+        tables[parallel[k]] = src.ExportUnit(parallel[k]);
+      }
+    });
+    for (size_t i : serial) tables[i] = src.ExportUnit(i);
+
+    for (const dwarf::AddressSegment& s : src.unit_map())
+      unit_segments.push_back({s.start, s.id, 0});
+    std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
+    for (const DebugInfoSource::UnitTables& t : tables) {
+      UnitRecord unit;
+      if (!t.ok) {
+        units.push_back(unit);
+        continue;
+      }
+      unit.ok = 1;
+      unit.segment_begin = static_cast<uint32_t>(function_segments.size());
+      for (const dwarf::AddressSegment& s : t.segments)
+        function_segments.push_back({s.start, s.id, 0});
+      unit.segment_count = static_cast<uint32_t>(function_segments.size() - unit.segment_begin);
+      unit.node_begin = static_cast<uint32_t>(nodes.size());
+      for (size_t n = 0; n < t.nodes.size(); ++n) {
+        const dwarf::FunctionNode& f = t.nodes[n];
+        NodeRecord r;
+        r.parent = f.parent;
+        r.call_file = f.call_file;
+        r.call_line = f.call_line;
+        r.call_column = f.call_column;
+        r.inlined = f.inlined;
+        r.raw = strings.Add(t.raw_names[n]);
+        r.pretty = strings.Add(t.pretty_names[n]);
+        nodes.push_back(r);
+      }
+      unit.node_count = static_cast<uint32_t>(nodes.size() - unit.node_begin);
+      if (t.line != nullptr) {
+        auto [it, inserted] =
+            table_ids.try_emplace(t.line, static_cast<uint32_t>(line_tables.size()));
+        if (inserted) {
+          LineTableRecord record;
+          std::span<const dwarf::LineRow> table_rows = t.line->rows();
+          record.block_begin = static_cast<uint32_t>(row_blocks.size());
+          record.row_count = static_cast<uint32_t>(table_rows.size());
+          for (size_t k = 0; k < table_rows.size(); ++k) {
+            const dwarf::LineRow& row = table_rows[k];
+            if (k % kRowsPerBlock == 0) {
+              row_blocks.push_back({row.address, static_cast<uint32_t>(row_bytes.size()), 0});
+            } else {
+              const dwarf::LineRow& previous = table_rows[k - 1];
+              AppendUleb(row.address - previous.address, &row_bytes);
+            }
+            if (k % kRowsPerBlock == 0) {
+              AppendUleb(row.line, &row_bytes);
+            } else {
+              int64_t delta = int64_t{row.line} - int64_t{table_rows[k - 1].line};
+              AppendUleb((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63),
+                         &row_bytes);
+            }
+            AppendUleb(row.column, &row_bytes);
+            AppendUleb(row.file, &row_bytes);
+          }
+          record.block_count = static_cast<uint32_t>(row_blocks.size() - record.block_begin);
+          line_tables.push_back(record);
+        }
+        unit.line_table = it->second;
+        unit.path_begin = static_cast<uint32_t>(paths.size());
+        for (std::string_view p : t.paths) paths.push_back(strings.Add(p));
+        unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
+      }
+      units.push_back(unit);
+    }
+  }
+  if (source) {
+    for (const auto& f : source->files_read()) source_files.push_back({f->path(), f->identity()});
+  }
+  if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu ||
+      strings.bytes().size() > 0xffffffffu) {
+    return Error(ErrorCode::kUnsupported, "binary too big for an index (over 2^32 records)")
+        .WithFile(elf->path());
+  }
+  std::string identity =
+      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files);
+
+  // Layout: header, section table, then each section 8-byte aligned.
+  struct Piece {
+    SectionKind kind;
+    std::span<const uint8_t> bytes;
+  };
+  const Piece pieces[] = {
+      {SectionKind::kIdentity,
+       {reinterpret_cast<const uint8_t*>(identity.data()), identity.size()}},
+      {SectionKind::kStrings, AsBytes(strings.bytes())},
+      {SectionKind::kSymbols, AsBytes(symbols)},
+      {SectionKind::kSymbolSegments, AsBytes(symbol_segments)},
+      {SectionKind::kUnitSegments, AsBytes(unit_segments)},
+      {SectionKind::kUnits, AsBytes(units)},
+      {SectionKind::kFunctionSegments, AsBytes(function_segments)},
+      {SectionKind::kNodes, AsBytes(nodes)},
+      {SectionKind::kLineTables, AsBytes(line_tables)},
+      {SectionKind::kRowBlocks, AsBytes(row_blocks)},
+      {SectionKind::kPaths, AsBytes(paths)},
+      {SectionKind::kRowBytes, AsBytes(row_bytes)},
+  };
+  constexpr size_t kCount = sizeof(pieces) / sizeof(pieces[0]);
+  static_assert(kCount == kSectionKindCount);
+  std::vector<SectionEntry> entries(kCount);
+  size_t offset = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
+  for (size_t i = 0; i < kCount; ++i) {
+    offset = (offset + 7) & ~size_t{7};
+    entries[i] = {static_cast<uint32_t>(pieces[i].kind), Crc32c(pieces[i].bytes), offset,
+                  pieces[i].bytes.size()};
+    offset += pieces[i].bytes.size();
+  }
+  std::vector<uint8_t> out(offset, 0);
+  for (size_t i = 0; i < kCount; ++i) {
+    if (!pieces[i].bytes.empty()) {
+      std::memcpy(out.data() + entries[i].offset, pieces[i].bytes.data(), pieces[i].bytes.size());
+    }
+  }
+  std::memcpy(out.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
+  FileHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.version = kVersion;
+  header.section_count = kCount;
+  header.file_size = out.size();
+  header.flags = table.empty() ? uint32_t{kSymbolTableEmpty} : 0u;
+  std::span<const uint8_t> build_id = elf->build_id();
+  header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
+  std::memcpy(header.build_id, build_id.data(), header.build_id_size);
+  header.header_crc = 0;
+  uint32_t crc = Crc32c({reinterpret_cast<const uint8_t*>(&header), sizeof(header)});
+  header.header_crc = Crc32c(
+      std::span<const uint8_t>(out).subspan(sizeof(FileHeader), kCount * sizeof(SectionEntry)),
+      crc);
+  std::memcpy(out.data(), &header, sizeof(header));
+  return out;
+}
+
+}  // namespace stacksym::symindex

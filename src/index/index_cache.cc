@@ -1,0 +1,299 @@
+#include "index/index_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "index/checksum.h"
+#include "index/index_builder.h"
+#include "index/index_identity.h"
+#include "stacksym/symbol_cache.h"
+
+namespace stacksym::symindex {
+namespace {
+
+std::string Hex32(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", v);
+  return buf;
+}
+
+uint32_t HashText(const std::string& text, uint32_t seed = 0) {
+  return Crc32c({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, seed);
+}
+
+void Warn(const std::string& message) {
+  std::fprintf(stderr, "stacksym: warning: %s\n", message.c_str());
+}
+
+// mkdir -p, mode 0755 for what it creates.
+Result<void> MakeDirs(const std::string& dir) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoError(errno, "mkdir " + partial);
+    }
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoError(errno, "stat " + dir);
+  if (!S_ISDIR(st.st_mode)) return Error(ErrorCode::kInvalidArgument, dir + " is not a directory");
+  return {};
+}
+
+Result<void> WriteAll(int fd, std::span<const uint8_t> bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError(n < 0 ? errno : ENOSPC, "write " + path);
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+// Writes `bytes` to `path` so that no reader ever sees a partial file: a private temporary
+// file, fsync, rename over the old one, fsync of the directory.
+Result<void> StoreAtomically(const std::string& dir, const std::string& path,
+                             std::span<const uint8_t> bytes) {
+  std::random_device random;
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + Hex32(random());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError(errno, "create " + tmp);
+  Result<void> r = WriteAll(fd, bytes, tmp);
+  if (r && ::fsync(fd) != 0) r = ErrnoError(errno, "fsync " + tmp);
+  if (::close(fd) != 0 && r) r = ErrnoError(errno, "close " + tmp);
+  if (r && ::rename(tmp.c_str(), path.c_str()) != 0) r = ErrnoError(errno, "rename " + tmp);
+  if (!r) {
+    ::unlink(tmp.c_str());
+    return r;
+  }
+  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return {};
+}
+
+// Can files be created in `dir`? Asked before an index is built, so that a read-only
+// directory costs nothing.
+Result<void> CheckWritable(const std::string& dir) {
+  if (Result<void> r = MakeDirs(dir); !r) return r;
+  if (::access(dir.c_str(), W_OK) != 0) return ErrnoError(errno, "cannot write to " + dir);
+  return {};
+}
+
+}  // namespace
+
+std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options) {
+  std::string key;
+  for (const std::string& d : options.debug_dirs) key += d + '\0';
+  std::string id = elf.build_id_hex();
+  if (id.empty()) {
+    const FileIdentity& f = elf.identity();
+    // By file identity, not path: the same file reached through /proc/PID/map_files of
+    // different processes is one index.
+    std::string who = std::to_string(f.dev) + ' ' + std::to_string(f.inode) + ' ' +
+                      std::to_string(f.size) + ' ' + std::to_string(f.mtime_ns);
+    id = "noid-" + Hex32(HashText(who)) + Hex32(HashText(who, 0x5bd1e995));
+  }
+  return id + "-" + Hex32(HashText(key)) + kIndexSuffix;
+}
+
+Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, const ElfFile& elf,
+                                                    const SymbolizeOptions& options, bool* stale) {
+  if (stale != nullptr) *stale = false;
+  auto index = SymbolIndex::Open(path);
+  if (!index) return std::move(index).error();
+  std::span<const uint8_t> want = elf.build_id();
+  std::span<const uint8_t> have = (*index)->build_id();
+  if (!std::equal(want.begin(), want.end(), have.begin(), have.end())) {
+    return Error(ErrorCode::kInvalidArgument, "index is of another build ID").WithFile(path);
+  }
+  if (Result<void> r = CheckSources((*index)->identity(), elf, options); !r) {
+    if (stale != nullptr) *stale = true;
+    return std::move(r).error().WithFile(path);
+  }
+  return index;
+}
+
+std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
+                                             const SymbolizeOptions& options) {
+  const std::string& dir = options.cache_dir;
+  std::string path = dir + "/" + IndexFileName(*elf, options);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    bool stale = false;
+    auto index = OpenValidIndex(path, *elf, options, &stale);
+    if (index) {
+      ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for LRU pruning
+      return std::move(*index);
+    }
+    // Corrupt, truncated, of another version or another build ID: said once. Stale: silent.
+    if (!stale) Warn(index.error().ToString() + "; rebuilding it");
+  }
+  if (Result<void> r = CheckWritable(dir); !r) {
+    Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
+    return nullptr;
+  }
+  auto bytes = IndexBuilder::Build(elf, options);
+  if (!bytes) {
+    Warn("cannot index " + elf->path() + " (" + bytes.error().ToString() +
+         "); symbolizing without it");
+    return nullptr;
+  }
+  if (Result<void> r = StoreAtomically(dir, path, *bytes); !r) {
+    Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
+    return nullptr;
+  }
+  (void)PruneSymbolCache(dir, options.cache_max_bytes);
+  // Read back what was stored (another builder may have replaced it by an equal one).
+  auto index = OpenValidIndex(path, *elf, options);
+  if (!index) {
+    Warn(index.error().ToString() + "; symbolizing without the index");
+    return nullptr;
+  }
+  return std::move(*index);
+}
+
+}  // namespace stacksym::symindex
+
+namespace stacksym {
+
+std::string DefaultSymbolCacheDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/stacksym";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/stacksym";
+  return {};
+}
+
+namespace {
+
+struct DirFile {
+  std::string path;
+  uint64_t bytes;
+  int64_t mtime_ns;
+  bool temporary;
+};
+
+Result<std::vector<DirFile>> IndexFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
+  std::vector<DirFile> files;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    bool temporary = name.find(std::string(symindex::kIndexSuffix) + ".tmp.") != name.npos;
+    if (!temporary && !name.ends_with(symindex::kIndexSuffix)) continue;
+    std::string path = dir + "/" + std::string(name);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    files.push_back({path, static_cast<uint64_t>(st.st_size),
+                     int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, temporary});
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end(),
+            [](const DirFile& a, const DirFile& b) { return a.path < b.path; });
+  return files;
+}
+
+std::string HexOf(std::span<const uint8_t> bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out += kDigits[b >> 4];
+    out += kDigits[b & 15];
+  }
+  return out;
+}
+
+SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime_ns) {
+  SymbolCacheEntry entry;
+  entry.path = path;
+  entry.bytes = bytes;
+  entry.used_ns = mtime_ns;
+  auto index = symindex::SymbolIndex::Open(path);
+  if (!index) {
+    entry.problem = index.error().ToString();
+    return entry;
+  }
+  entry.build_id = HexOf((*index)->build_id());
+  entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
+  entry.debug_file = symindex::IdentityValue((*index)->identity(), "debug");
+  return entry;
+}
+
+}  // namespace
+
+Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir) {
+  auto files = IndexFiles(dir);
+  if (!files) return std::move(files).error();
+  std::vector<SymbolCacheEntry> out;
+  for (const DirFile& f : *files) {
+    if (!f.temporary) out.push_back(Describe(f.path, f.bytes, f.mtime_ns));
+  }
+  return out;
+}
+
+Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path,
+                                          const SymbolizeOptions& options) {
+  if (options.cache_dir.empty()) return Error(ErrorCode::kInvalidArgument, "no cache directory");
+  auto elf = ElfFile::Open(path);
+  if (!elf) return std::move(elf).error();
+  if (Result<void> r = symindex::CheckWritable(options.cache_dir); !r) return std::move(r).error();
+  auto index = symindex::OpenCachedIndex(*elf, options);
+  if (!index) return Error(ErrorCode::kIo, "could not build the index of " + path);
+  std::string file = options.cache_dir + "/" + symindex::IndexFileName(**elf, options);
+  struct stat st;
+  if (::stat(file.c_str(), &st) != 0) return ErrnoError(errno, "stat " + file);
+  return Describe(file, static_cast<uint64_t>(st.st_size),
+                  int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+}
+
+Result<PruneResult> PruneSymbolCache(const std::string& dir, uint64_t max_bytes) {
+  auto files = IndexFiles(dir);
+  if (!files) return std::move(files).error();
+  PruneResult result;
+  int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  constexpr int64_t kHourNs = int64_t{3600} * 1000000000;
+  std::vector<DirFile> indexes;
+  for (const DirFile& f : *files) {
+    if (!f.temporary) {
+      indexes.push_back(f);
+    } else if (now_ns - f.mtime_ns > kHourNs && ::unlink(f.path.c_str()) == 0) {
+      ++result.removed_files;  // left by a builder that died
+      result.removed_bytes += f.bytes;
+    }
+  }
+  std::sort(indexes.begin(), indexes.end(),
+            [](const DirFile& a, const DirFile& b) { return a.mtime_ns < b.mtime_ns; });
+  uint64_t total = 0;
+  for (const DirFile& f : indexes) total += f.bytes;
+  for (const DirFile& f : indexes) {
+    if (total <= max_bytes) break;
+    // ENOENT: another process pruned it first, which is as good.
+    if (::unlink(f.path.c_str()) == 0 || errno == ENOENT) {
+      ++result.removed_files;
+      result.removed_bytes += f.bytes;
+      total -= f.bytes;
+    }
+  }
+  result.kept_bytes = total;
+  return result;
+}
+
+}  // namespace stacksym

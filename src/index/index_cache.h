@@ -1,0 +1,36 @@
+// The cache directory behind ElfSymbolizer: finds the valid index of a binary in
+// SymbolizeOptions::cache_dir, or builds and stores it. Never fails: when the directory
+// cannot be used (read-only, full) the caller symbolizes without an index, after one warning
+// on stderr; an index that is corrupt, of another version or stale is reported once and
+// rebuilt.
+//
+//   std::unique_ptr<SymbolIndex> index = OpenCachedIndex(elf, options);   // null: no index
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "index/symbol_index.h"
+#include "stacksym/elf.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym::symindex {
+
+inline constexpr const char* kIndexSuffix = ".symidx";
+
+// "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
+// the debug dirs decide which DWARF is found. Where finding it also depends on the binary's
+// location (debuglink), the index records that location and is rebuilt elsewhere.
+std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options);
+
+std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
+                                             const SymbolizeOptions& options);
+
+// The index at `path` if it is intact and was built from `elf` and unchanged files.
+// *stale (when given) is set when the index is intact but was built from other files or for
+// the binary elsewhere: a normal event (a debug package was upgraded), rebuilt silently.
+Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, const ElfFile& elf,
+                                                    const SymbolizeOptions& options,
+                                                    bool* stale = nullptr);
+
+}  // namespace stacksym::symindex

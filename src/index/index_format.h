@@ -1,0 +1,127 @@
+// The on-disk layout of a symbol index (docs/index-format.md): a header, a section table, and
+// 8-byte aligned sections of fixed-size little-endian records, each section checked by CRC32C.
+// Every record is plain data, read in place from the mapping; every index inside a record is
+// bounds-checked by the reader before use.
+#pragma once
+
+#include <cstdint>
+
+namespace stacksym::symindex {
+
+inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
+// Bumped whenever a record, a section or the meaning of a field changes: an index of another
+// version is rebuilt, never read.
+inline constexpr uint32_t kVersion = 2;  // 2: line rows delta-encoded in blocks
+
+enum HeaderFlags : uint32_t {
+  kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
+};
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t section_count;
+  uint64_t file_size;
+  uint32_t header_crc;  // CRC32C of the header (with this field 0) and the section table
+  uint32_t flags;       // HeaderFlags
+  uint8_t build_id_size;
+  uint8_t reserved[7];
+  uint8_t build_id[64];
+  uint8_t reserved2[24];
+};
+static_assert(sizeof(FileHeader) == 128);
+
+enum class SectionKind : uint32_t {
+  kIdentity = 1,      // text: where the index came from (see index_cache.cc)
+  kStrings,           // bytes; StrRef points into it
+  kSymbols,           // SymbolRecord[]
+  kSymbolSegments,    // SegmentRecord[]: address → symbol (flattened SymbolTable::Find)
+  kUnitSegments,      // SegmentRecord[]: address → unit
+  kUnits,             // UnitRecord[]
+  kFunctionSegments,  // SegmentRecord[]: per unit, address → innermost node (unit-local)
+  kNodes,             // NodeRecord[]
+  kLineTables,        // LineTableRecord[]
+  kRowBlocks,         // RowBlockRecord[]: per line table, blocks of kRowsPerBlock rows
+  kPaths,             // StrRef[]: per unit, file index → path (empty: unknown)
+  kRowBytes,          // bytes: the encoded rows of every block
+};
+inline constexpr uint32_t kSectionKindCount = 12;
+
+struct SectionEntry {
+  uint32_t kind;  // SectionKind
+  uint32_t crc;   // CRC32C of the section's bytes
+  uint64_t offset;
+  uint64_t size;
+};
+static_assert(sizeof(SectionEntry) == 24);
+
+struct StrRef {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+// [start, next record's start) → id; id -1: a gap. Sorted by start.
+struct SegmentRecord {
+  uint64_t start = 0;
+  int32_t id = -1;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(SegmentRecord) == 16);
+
+struct SymbolRecord {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  StrRef raw;     // as in the symbol table
+  StrRef pretty;  // demangled
+};
+static_assert(sizeof(SymbolRecord) == 32);
+
+inline constexpr uint32_t kNoLineTable = 0xffffffff;
+
+struct UnitRecord {
+  uint32_t ok = 0;  // 0: the unit could not be read (answers nothing, as the direct path)
+  uint32_t segment_begin = 0;
+  uint32_t segment_count = 0;
+  uint32_t node_begin = 0;
+  uint32_t node_count = 0;
+  uint32_t line_table = kNoLineTable;
+  uint32_t path_begin = 0;
+  uint32_t path_count = 0;
+};
+static_assert(sizeof(UnitRecord) == 32);
+
+struct NodeRecord {
+  int32_t parent = -1;  // unit-local node index, -1 at the top
+  uint32_t call_file = 0;
+  uint32_t call_line = 0;
+  uint16_t call_column = 0;
+  uint8_t inlined = 0;
+  uint8_t reserved = 0;
+  StrRef raw;     // linkage name as in the DWARF (empty: unnamed)
+  StrRef pretty;  // demangled
+};
+static_assert(sizeof(NodeRecord) == 32);
+
+struct LineTableRecord {
+  uint32_t block_begin = 0;
+  uint32_t block_count = 0;
+  uint32_t row_count = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(LineTableRecord) == 16);
+
+// Line rows (sorted by address; one per address) go in blocks of kRowsPerBlock. A block's
+// bytes, at `offset` in the row bytes, hold its rows one after the other: the first as
+// ULEB128 line, column, file (its address is first_address); each next one as ULEB128
+// address delta, zigzag-SLEB line delta, ULEB128 column, file. A lookup binary-searches the
+// blocks and decodes one.
+inline constexpr uint32_t kRowsPerBlock = 32;
+struct RowBlockRecord {
+  uint64_t first_address = 0;
+  uint32_t offset = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(RowBlockRecord) == 16);
+inline constexpr uint16_t kEndSequenceFile = 0xffff;  // a row's file: end of a sequence
+
+}  // namespace stacksym::symindex

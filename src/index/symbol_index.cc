@@ -1,0 +1,380 @@
+#include "index/symbol_index.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "index/checksum.h"
+
+namespace stacksym::symindex {
+
+int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t address) {
+  auto it = std::upper_bound(segments.begin(), segments.end(), address,
+                             [](uint64_t a, const SegmentRecord& s) { return a < s.start; });
+  if (it == segments.begin()) return -1;
+  return (it - 1)->id;
+}
+
+namespace {
+
+Error Corrupt(std::string message) { return Error(ErrorCode::kMalformed, std::move(message)); }
+
+template <class Record>
+Result<std::span<const Record>> Records(std::span<const uint8_t> section, const char* what) {
+  if (section.size() % sizeof(Record) != 0) {
+    return Corrupt(std::string(what) + " section size is not a multiple of its record size");
+  }
+  if (section.size() / sizeof(Record) > 0xffffffffu) {
+    return Corrupt(std::string(what) + " section has too many records");
+  }
+  return std::span<const Record>(reinterpret_cast<const Record*>(section.data()),
+                                 section.size() / sizeof(Record));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
+                                                       const OpenOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError(err, "stat " + path);
+  }
+  std::unique_ptr<SymbolIndex> index(new SymbolIndex());
+  if (st.st_size > 0) {
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoError(err, "mmap " + path);
+    }
+    index->mapping_ = p;
+    index->mapping_size_ = static_cast<size_t>(st.st_size);
+    index->bytes_ = {static_cast<const uint8_t*>(p), index->mapping_size_};
+  }
+  ::close(fd);
+  if (Result<void> r = index->Parse(options); !r) return std::move(r).error().WithFile(path);
+  return index;
+}
+
+SymbolIndex::~SymbolIndex() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
+}
+
+Result<std::unique_ptr<SymbolIndex>> SymbolIndex::FromBytes(std::span<const uint8_t> bytes,
+                                                            const OpenOptions& options) {
+  std::unique_ptr<SymbolIndex> index(new SymbolIndex());
+  index->owned_.resize((bytes.size() + 7) / 8);
+  if (!bytes.empty()) std::memcpy(index->owned_.data(), bytes.data(), bytes.size());
+  index->bytes_ = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(index->owned_.data()),
+                                           bytes.size());
+  if (Result<void> r = index->Parse(options); !r) return std::move(r).error();
+  return index;
+}
+
+std::span<const uint8_t> SymbolIndex::build_id() const {
+  return {header_->build_id, std::min<size_t>(header_->build_id_size, sizeof(header_->build_id))};
+}
+
+Result<void> SymbolIndex::Parse(const OpenOptions& options) {
+  if (bytes_.size() < sizeof(FileHeader)) return Corrupt("shorter than the index header");
+  // The mapping is page-aligned and FromBytes copies into 8-byte aligned storage.
+  header_ = reinterpret_cast<const FileHeader*>(bytes_.data());
+  if (std::memcmp(header_->magic, kMagic, sizeof(kMagic)) != 0) return Corrupt("not an index");
+  if (header_->version != kVersion) {
+    return Error(ErrorCode::kUnsupported, "index version " + std::to_string(header_->version) +
+                                              ", expected " + std::to_string(kVersion));
+  }
+  if (header_->file_size != bytes_.size()) return Corrupt("file size differs from the header's");
+  if (header_->build_id_size > sizeof(header_->build_id)) return Corrupt("build ID too long");
+  if (header_->section_count > 64) return Corrupt("too many sections");
+  size_t table_end = sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry);
+  if (table_end > bytes_.size()) return Corrupt("section table past the end");
+  if (options.verify_checksums) {
+    FileHeader copy;
+    std::memcpy(&copy, header_, sizeof(copy));
+    copy.header_crc = 0;
+    uint32_t crc = Crc32c({reinterpret_cast<const uint8_t*>(&copy), sizeof(copy)});
+    crc = Crc32c(bytes_.subspan(sizeof(FileHeader), table_end - sizeof(FileHeader)), crc);
+    if (crc != header_->header_crc) return Corrupt("header checksum mismatch");
+  }
+  std::span<const uint8_t> sections[kSectionKindCount + 1];
+  bool seen[kSectionKindCount + 1] = {};
+  auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
+  for (uint32_t i = 0; i < header_->section_count; ++i) {
+    const SectionEntry& e = entries[i];
+    if (e.kind == 0 || e.kind > kSectionKindCount) continue;  // unknown kinds are skipped
+    if (seen[e.kind]) return Corrupt("section " + std::to_string(e.kind) + " appears twice");
+    seen[e.kind] = true;
+    if (e.offset % 8 != 0 || e.offset < table_end || e.offset > bytes_.size() ||
+        e.size > bytes_.size() - e.offset) {
+      return Corrupt("section " + std::to_string(e.kind) + " out of bounds");
+    }
+    sections[e.kind] = bytes_.subspan(e.offset, e.size);
+    if (options.verify_checksums && Checksum(sections[e.kind]) != e.crc) {
+      return Corrupt("section " + std::to_string(e.kind) + " checksum mismatch");
+    }
+  }
+  auto section = [&](SectionKind kind) { return sections[static_cast<uint32_t>(kind)]; };
+  std::span<const uint8_t> identity = section(SectionKind::kIdentity);
+  identity_ = std::string_view(reinterpret_cast<const char*>(identity.data()), identity.size());
+  strings_ = section(SectionKind::kStrings);
+  row_bytes_ = section(SectionKind::kRowBytes);
+#define STACKSYM_RECORDS(member, Type, kind, what)            \
+  {                                                           \
+    auto r = Records<Type>(section(SectionKind::kind), what); \
+    if (!r) return std::move(r).error();                      \
+    member = *r;                                              \
+  }
+  STACKSYM_RECORDS(symbols_, SymbolRecord, kSymbols, "symbols")
+  STACKSYM_RECORDS(symbol_segments_, SegmentRecord, kSymbolSegments, "symbol segments")
+  STACKSYM_RECORDS(unit_segments_, SegmentRecord, kUnitSegments, "unit segments")
+  STACKSYM_RECORDS(units_, UnitRecord, kUnits, "units")
+  STACKSYM_RECORDS(function_segments_, SegmentRecord, kFunctionSegments, "function segments")
+  STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
+  STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
+  STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
+  STACKSYM_RECORDS(paths_, StrRef, kPaths, "paths")
+#undef STACKSYM_RECORDS
+  return {};
+}
+
+uint32_t SymbolIndex::Checksum(std::span<const uint8_t> bytes) const {
+  if (mapping_ == nullptr) return Crc32c(bytes);
+  // In chunks, each dropped from this process's memory once summed (the pages stay in the
+  // page cache): verifying a big index does not make the process big, and lookups then map
+  // back only the pages they read.
+  constexpr size_t kChunk = size_t{4} << 20;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uint32_t crc = 0;
+  for (size_t done = 0; done < bytes.size(); done += kChunk) {
+    std::span<const uint8_t> chunk = bytes.subspan(done, std::min(kChunk, bytes.size() - done));
+    crc = Crc32c(chunk, crc);
+    uintptr_t begin = (reinterpret_cast<uintptr_t>(chunk.data()) + page - 1) & ~(page - 1);
+    uintptr_t end = (reinterpret_cast<uintptr_t>(chunk.data()) + chunk.size()) & ~(page - 1);
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+  return crc;
+}
+
+namespace {
+
+bool ReadUleb(std::span<const uint8_t> bytes, size_t* pos, uint64_t* value) {
+  uint64_t v = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*pos >= bytes.size()) return false;
+    uint8_t b = bytes[(*pos)++];
+    v |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      *value = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row,
+                          bool* found) const {
+  *found = false;
+  if (table.block_begin > row_blocks_.size() ||
+      table.block_count > row_blocks_.size() - table.block_begin ||
+      table.row_count > uint64_t{table.block_count} * kRowsPerBlock ||
+      (table.block_count > 0 &&
+       table.row_count <= uint64_t{table.block_count - 1} * kRowsPerBlock)) {
+    return false;
+  }
+  std::span<const RowBlockRecord> blocks =
+      row_blocks_.subspan(table.block_begin, table.block_count);
+  auto it =
+      std::upper_bound(blocks.begin(), blocks.end(), vaddr,
+                       [](uint64_t a, const RowBlockRecord& b) { return a < b.first_address; });
+  if (it == blocks.begin()) return true;  // before the first row
+  --it;
+  size_t block = static_cast<size_t>(it - blocks.begin());
+  size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
+  size_t pos = it->offset;
+  Row current, best;
+  current.address = it->first_address;
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t delta = 0, line = 0, column = 0, file = 0;
+    if (i > 0 && !ReadUleb(row_bytes_, &pos, &delta)) return false;
+    if (!ReadUleb(row_bytes_, &pos, &line) || !ReadUleb(row_bytes_, &pos, &column) ||
+        !ReadUleb(row_bytes_, &pos, &file) || column > 0xffff || file > 0xffff) {
+      return false;
+    }
+    current.address += delta;
+    if (i == 0) {
+      current.line = static_cast<uint32_t>(line);
+    } else {
+      int64_t line_delta = static_cast<int64_t>(line >> 1) ^ -static_cast<int64_t>(line & 1);
+      current.line = static_cast<uint32_t>(current.line + static_cast<uint64_t>(line_delta));
+    }
+    current.column = static_cast<uint16_t>(column);
+    current.file = static_cast<uint16_t>(file);
+    if (current.address > vaddr) break;
+    best = current;
+  }
+  // The block starts at or before vaddr, so its first row is at or before it.
+  if (best.file == kEndSequenceFile) return true;  // in a gap between sequences
+  *row = best;
+  *found = true;
+  return true;
+}
+
+bool SymbolIndex::String(StrRef ref, std::string_view* out) const {
+  if (ref.offset > strings_.size() || ref.size > strings_.size() - ref.offset) return false;
+  *out = std::string_view(reinterpret_cast<const char*>(strings_.data()) + ref.offset, ref.size);
+  return true;
+}
+
+namespace {
+
+// A sub-range [begin, begin + count) of `all`, or false when it does not fit.
+template <class T>
+bool Slice(std::span<const T> all, uint64_t begin, uint64_t count, std::span<const T>* out) {
+  if (begin > all.size() || count > all.size() - begin) return false;
+  *out = all.subspan(begin, count);
+  return true;
+}
+
+}  // namespace
+
+// Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
+bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+                               std::vector<SourceFrame>* frames, bool* corrupt) const {
+  frames->clear();
+  int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
+  if (unit_id < 0) return false;
+  if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
+  const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
+  if (unit.ok == 0) return false;
+  std::span<const SegmentRecord> segments;
+  std::span<const NodeRecord> nodes;
+  std::span<const StrRef> paths;
+  if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
+      !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
+      !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
+    return !(*corrupt = true);
+  }
+  const LineTableRecord* table = nullptr;
+  if (unit.line_table != kNoLineTable) {
+    if (unit.line_table >= line_tables_.size()) return !(*corrupt = true);
+    table = &line_tables_[unit.line_table];
+  }
+  int32_t node = FindSegmentRecord(segments, vaddr);
+  if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
+    return !(*corrupt = true);
+  }
+  Row found_row;
+  bool has_row = false;
+  if (table != nullptr && !FindRow(*table, vaddr, &found_row, &has_row)) return !(*corrupt = true);
+  const Row* row = has_row ? &found_row : nullptr;
+  if (node < 0 && row == nullptr) return false;
+
+  auto name_frame = [&](SourceFrame& frame, int32_t n) {
+    if (n < 0) return true;
+    const NodeRecord& record = nodes[static_cast<size_t>(n)];
+    std::string_view raw, pretty;
+    if (!String(record.raw, &raw) || !String(record.pretty, &pretty)) return false;
+    frame.raw_function.assign(raw);
+    frame.function.assign(options.demangle && !raw.empty() ? pretty : raw);
+    return true;
+  };
+  auto path = [&](uint64_t file, std::string* out) {
+    std::string_view text;
+    if (file < paths.size() && !String(paths[file], &text)) return false;
+    out->assign(text);
+    return true;
+  };
+  auto valid_parent = [&](int32_t parent) {
+    return parent >= -1 && (parent < 0 || static_cast<size_t>(parent) < nodes.size());
+  };
+  if (!options.inlines) {
+    int32_t outer = node;
+    size_t guard = 0;
+    while (outer >= 0 && nodes[static_cast<size_t>(outer)].inlined) {
+      outer = nodes[static_cast<size_t>(outer)].parent;
+      if (!valid_parent(outer) || ++guard > nodes.size()) return !(*corrupt = true);
+    }
+    SourceFrame& frame = frames->emplace_back();
+    if (!name_frame(frame, outer >= 0 ? outer : node)) return !(*corrupt = true);
+    if (row != nullptr) {
+      if (!path(row->file, &frame.file)) return !(*corrupt = true);
+      frame.line = row->line;
+      frame.column = row->column;
+    }
+    return true;
+  }
+  {
+    SourceFrame& first = frames->emplace_back();
+    if (!name_frame(first, node)) return !(*corrupt = true);
+    if (row != nullptr) {
+      if (!path(row->file, &first.file)) return !(*corrupt = true);
+      first.line = row->line;
+      first.column = row->column;
+    }
+  }
+  int32_t current = node;
+  size_t guard = 0;
+  while (current >= 0 && nodes[static_cast<size_t>(current)].inlined && ++guard < 4096) {
+    const NodeRecord& inlined = nodes[static_cast<size_t>(current)];
+    if (!valid_parent(inlined.parent)) return !(*corrupt = true);
+    frames->back().inlined = true;
+    SourceFrame& caller = frames->emplace_back();
+    if (!name_frame(caller, inlined.parent) || !path(inlined.call_file, &caller.file)) {
+      return !(*corrupt = true);
+    }
+    caller.line = inlined.call_line;
+    caller.column = inlined.call_column;
+    current = inlined.parent;
+  }
+  return true;
+}
+
+bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
+                         SymbolizedAddress& out) const {
+  bool corrupt = false;
+  std::vector<SourceFrame> frames;
+  if (!LookupFrames(vaddr, options, &frames, &corrupt)) frames.clear();
+  if (corrupt) return false;
+  // Mirrors ElfSymbolizer::FillFromSymbolTable.
+  int32_t symbol_id = FindSegmentRecord(symbol_segments_, vaddr);
+  const SymbolRecord* symbol = nullptr;
+  std::string_view raw, pretty;
+  if (symbol_id >= 0) {
+    if (static_cast<size_t>(symbol_id) >= symbols_.size()) return false;
+    symbol = &symbols_[static_cast<size_t>(symbol_id)];
+    if (!String(symbol->raw, &raw) || !String(symbol->pretty, &pretty)) return false;
+  } else if (symbol_id < -1) {
+    return false;
+  }
+  out.frames = std::move(frames);
+  if (symbol != nullptr) {
+    out.raw_symbol.assign(raw);
+    out.symbol.assign(options.demangle ? pretty : raw);
+    out.symbol_address = symbol->address;
+    out.symbol_size = symbol->size;
+    out.offset = vaddr - symbol->address;
+  }
+  if (symbol != nullptr && !out.frames.empty()) {
+    SourceFrame& outermost = out.frames.back();
+    outermost.function = out.symbol;
+    outermost.raw_function = out.raw_symbol;
+  }
+  if (symbol == nullptr && out.frames.empty()) {
+    out.reason = (header_->flags & kSymbolTableEmpty) != 0 ? Reason::kNoSymbols : Reason::kNoSymbol;
+  }
+  return true;
+}
+
+}  // namespace stacksym::symindex

@@ -1,0 +1,101 @@
+// SymbolIndex — a persisted symbol index (docs/index-format.md) read in place from its mapping.
+//
+// Open() checks the header, the section table and (by default) every section's CRC32C; a
+// lookup then reads only the records one address needs (binary searches over sorted address
+// tables), and checks every index it follows, so that an index whose checksums were forged
+// or skipped (fuzzing) still cannot make a lookup read out of bounds.
+//
+//   auto index = SymbolIndex::Open(path);
+//   SymbolizedAddress a;  a.vaddr = vaddr;           // already checked against the segments
+//   if (*index && (*index)->Answer(vaddr, options, a)) ... // a as ElfSymbolizer would fill it
+//
+// Thread-safety: const after Open(); any number of threads may call Answer().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "index/index_format.h"
+#include "stacksym/result.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym::symindex {
+
+class SymbolIndex {
+ public:
+  struct OpenOptions {
+    bool verify_checksums = true;  // false: fuzzing reaches the lookups with any bytes
+  };
+  static Result<std::unique_ptr<SymbolIndex>> Open(const std::string& path,
+                                                   const OpenOptions& options);
+  static Result<std::unique_ptr<SymbolIndex>> Open(const std::string& path) {
+    return Open(path, OpenOptions{});
+  }
+  // Copies the bytes (tests, fuzzing, an index just built in memory).
+  static Result<std::unique_ptr<SymbolIndex>> FromBytes(std::span<const uint8_t> bytes,
+                                                        const OpenOptions& options);
+  ~SymbolIndex();
+  SymbolIndex(const SymbolIndex&) = delete;
+  SymbolIndex& operator=(const SymbolIndex&) = delete;
+
+  // Fills out.frames and the symbol fields (and out.reason when neither knows the address)
+  // exactly as ElfSymbolizer's direct path does for out.vaddr. false when a record the
+  // lookup needs is inconsistent: `out` is then left as it was, for the direct path.
+  bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
+
+  std::span<const uint8_t> build_id() const;
+  std::string_view identity() const { return identity_; }  // "key value" lines
+  size_t file_size() const { return bytes_.size(); }
+  // Record counts, for `stacksym cache list` and tests.
+  size_t symbol_count() const { return symbols_.size(); }
+  size_t unit_count() const { return units_.size(); }
+  size_t node_count() const { return nodes_.size(); }
+  size_t line_block_count() const { return row_blocks_.size(); }
+  // The address tables' starts (fuzzing and tests ask addresses where answers change).
+  std::span<const SegmentRecord> symbol_segments() const { return symbol_segments_; }
+  std::span<const SegmentRecord> function_segments() const { return function_segments_; }
+
+ private:
+  SymbolIndex() = default;
+  Result<void> Parse(const OpenOptions& options);
+  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+                    std::vector<SourceFrame>* frames, bool* corrupt) const;
+  bool String(StrRef ref, std::string_view* out) const;
+  uint32_t Checksum(std::span<const uint8_t> bytes) const;
+  struct Row {
+    uint64_t address = 0;
+    uint32_t line = 0;
+    uint16_t column = 0;
+    uint16_t file = 0;
+  };
+  // The row of line table `table` covering `vaddr`: true with *found set or cleared (no row);
+  // false when the table's records or bytes are inconsistent.
+  bool FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row, bool* found) const;
+
+  void* mapping_ = nullptr;  // when opened from a path (private read-only mmap)
+  size_t mapping_size_ = 0;
+  std::vector<uint64_t> owned_;  // when copied from bytes (8-byte aligned)
+  std::span<const uint8_t> bytes_;
+  const FileHeader* header_ = nullptr;
+  std::string_view identity_;
+  std::span<const uint8_t> strings_;
+  std::span<const SymbolRecord> symbols_;
+  std::span<const SegmentRecord> symbol_segments_;
+  std::span<const SegmentRecord> unit_segments_;
+  std::span<const UnitRecord> units_;
+  std::span<const SegmentRecord> function_segments_;
+  std::span<const NodeRecord> nodes_;
+  std::span<const LineTableRecord> line_tables_;
+  std::span<const RowBlockRecord> row_blocks_;
+  std::span<const uint8_t> row_bytes_;
+  std::span<const StrRef> paths_;
+};
+
+// The last segment starting at or before `address`: its id, or -1 (before the first one).
+int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t address);
+
+}  // namespace stacksym::symindex

@@ -1,0 +1,275 @@
+// The cache never gives a wrong answer: a corrupt, truncated, foreign-version, other-build-ID
+// or stale index is detected and rebuilt, an unusable directory falls back to the direct
+// path, and the answers are always those of the direct path. Pruning drops the least
+// recently used indexes first.
+#include "index/index_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "index/index_format.h"
+#include "index/symbol_index.h"
+#include "index_test_util.h"
+#include "real_test_util.h"
+#include "stacksym/symbol_cache.h"
+
+namespace stacksym {
+namespace {
+
+using testing::Answers;
+using testing::FirstDifferences;
+using testing::RealTempDir;
+
+std::string Fixture(const std::string& name) {
+  return std::string(STACKSYM_FIXTURE_DIR) + "/" + name;
+}
+
+std::vector<uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+class IndexCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = Fixture("dwarf_gcc_cxx_o2_d5");
+    auto elf = ElfFile::Open(path_);
+    ASSERT_TRUE(elf);
+    elf_ = *elf;
+    addresses_ = testing::SegmentAddresses(*elf_, 3);
+    expected_ = Answers(path_, addresses_, SymbolizeOptions{});
+    ASSERT_EQ(expected_.size(), addresses_.size());
+    cached_.cache_dir = cache_.path();
+    index_path_ = testing::IndexPathFor(path_, cache_.path());
+  }
+
+  // Symbolizes through the cache and checks the answers and that a valid index is in place.
+  void ExpectDirectAnswers(const std::string& what) {
+    std::vector<std::string> actual = Answers(path_, addresses_, cached_);
+    ASSERT_EQ(FirstDifferences(addresses_, expected_, actual), "") << what;
+    auto index = symindex::OpenValidIndex(index_path_, *elf_, cached_);
+    ASSERT_TRUE(index) << what << ": " << index.error().ToString();
+  }
+
+  std::string path_;
+  std::shared_ptr<ElfFile> elf_;
+  std::vector<uint64_t> addresses_;
+  std::vector<std::string> expected_;
+  RealTempDir cache_;
+  SymbolizeOptions cached_;
+  std::string index_path_;
+};
+
+TEST_F(IndexCacheTest, FlippedBytesAreDetectedAndRebuilt) {
+  ExpectDirectAnswers("first build");
+  const std::vector<uint8_t> good = ReadBytes(index_path_);
+  ASSERT_GT(good.size(), 1000u);
+  std::vector<size_t> offsets;
+  for (size_t o = 0; o < 512 && o < good.size(); o += 16) offsets.push_back(o);
+  for (size_t o = 512; o < good.size(); o += good.size() / 47 + 1) offsets.push_back(o);
+  offsets.push_back(good.size() - 1);
+  size_t detected = 0;
+  for (size_t o : offsets) {
+    std::vector<uint8_t> bad = good;
+    bad[o] ^= 0x5a;
+    WriteBytes(index_path_, bad);
+    ExpectDirectAnswers("byte " + std::to_string(o) + " flipped");
+    detected += ReadBytes(index_path_) == good;  // rebuilt (or a padding byte, harmless)
+  }
+  EXPECT_GT(detected, offsets.size() * 9 / 10);
+}
+
+TEST_F(IndexCacheTest, TruncationIsDetectedAndRebuilt) {
+  ExpectDirectAnswers("first build");
+  const std::vector<uint8_t> good = ReadBytes(index_path_);
+  for (size_t length = 0; length < good.size(); length += good.size() / 61 + 1) {
+    WriteBytes(index_path_,
+               std::vector<uint8_t>(good.begin(), good.begin() + static_cast<long>(length)));
+    ExpectDirectAnswers("truncated to " + std::to_string(length));
+    EXPECT_EQ(ReadBytes(index_path_), good) << "not rebuilt after truncation to " << length;
+  }
+}
+
+TEST_F(IndexCacheTest, IndexOfAnotherBuildIdIsRebuilt) {
+  SymbolizeOptions other = cached_;
+  std::string other_path = Fixture("dwarf_clang_cxx_o2_d5");
+  (void)Answers(other_path, {0x1000}, other);
+  std::string other_index = testing::IndexPathFor(other_path, cache_.path());
+  ASSERT_EQ(access(other_index.c_str(), R_OK), 0);
+  WriteBytes(index_path_, ReadBytes(other_index));
+  ExpectDirectAnswers("index of another binary");
+}
+
+TEST_F(IndexCacheTest, OtherVersionIsRebuilt) {
+  ExpectDirectAnswers("first build");
+  std::vector<uint8_t> bytes = ReadBytes(index_path_);
+  uint32_t old_version = symindex::kVersion - 1;
+  std::memcpy(bytes.data() + offsetof(symindex::FileHeader, version), &old_version, 4);
+  WriteBytes(index_path_, bytes);
+  auto rejected = symindex::SymbolIndex::Open(index_path_);
+  ASSERT_FALSE(rejected);
+  EXPECT_EQ(rejected.error().code, ErrorCode::kUnsupported);
+  ExpectDirectAnswers("old version");
+}
+
+TEST(IndexStalenessTest, ChangedOrNewDebugFileRebuildsTheIndex) {
+  RealTempDir dir;
+  std::string binary = dir.Make("bin/real_dbg.stripped");
+  std::string debug = dir.Make("bin/real_dbg.debug");
+  ASSERT_TRUE(testing::RealCopy(Fixture("real_dbg.stripped"), binary));
+  auto elf = ElfFile::Open(binary);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+  SymbolizeOptions direct;
+  direct.debug_dirs = {dir.Make("debug")};
+  SymbolizeOptions cached = direct;
+  cached.cache_dir = dir.Make("cache");
+  // No debug file yet: the index holds symbols only.
+  std::vector<std::string> before = Answers(binary, addresses, direct);
+  EXPECT_EQ(FirstDifferences(addresses, before, Answers(binary, addresses, cached)), "");
+  // The debuglink target appears next to the binary: the index must not keep answering
+  // without it.
+  ASSERT_TRUE(testing::RealCopy(Fixture("real_dbg.debug"), debug));
+  std::vector<std::string> with_debug = Answers(binary, addresses, direct);
+  ASSERT_NE(before, with_debug) << "the fixture's debug file changes nothing";
+  EXPECT_EQ(FirstDifferences(addresses, with_debug, Answers(binary, addresses, cached)), "");
+  // The debug file is replaced by another one with the same name (touched): rebuilt again.
+  std::string index_path = testing::IndexPathFor(binary, cached.cache_dir, direct);
+  struct stat first;
+  ASSERT_EQ(stat(index_path.c_str(), &first), 0);
+  struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, debug.c_str(), times, 0), 0);
+  EXPECT_EQ(FirstDifferences(addresses, with_debug, Answers(binary, addresses, cached)), "");
+  struct stat second;
+  ASSERT_EQ(stat(index_path.c_str(), &second), 0);
+  EXPECT_NE(first.st_ino, second.st_ino) << "index not rebuilt after the debug file changed";
+}
+
+// With checksums not verified (as the fuzzer reads), corrupt records must still never make
+// a lookup read out of bounds or loop: every index a lookup follows is checked.
+TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
+  ExpectDirectAnswers("first build");
+  const std::vector<uint8_t> good = ReadBytes(index_path_);
+  symindex::SymbolIndex::OpenOptions unchecked;
+  unchecked.verify_checksums = false;
+  uint64_t state = 0x9e3779b97f4a7c15;
+  size_t opened = 0, inconsistent = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<uint8_t> bad = good;
+    for (int k = 0; k < 1 + round % 4; ++k) {
+      state = state * 6364136223846793005 + 1442695040888963407;
+      bad[(state >> 17) % bad.size()] = static_cast<uint8_t>(state >> 56);
+    }
+    auto index = symindex::SymbolIndex::FromBytes(bad, unchecked);
+    if (!index) continue;
+    ++opened;
+    for (size_t i = 0; i < addresses_.size(); i += 7) {
+      for (bool inlines : {true, false}) {
+        SymbolizeOptions options;
+        options.inlines = inlines;
+        SymbolizedAddress out;
+        out.vaddr = addresses_[i];
+        inconsistent += !(*index)->Answer(addresses_[i], options, out);
+      }
+    }
+  }
+  EXPECT_GT(opened, 100u);
+  std::printf("%zu corrupt indexes opened, %zu lookups found an inconsistent record\n", opened,
+              inconsistent);
+}
+
+// One build ID at two places, its .gnu_debuglink file next to only one of them: one index
+// file, and each place still gets its own direct answers.
+TEST(IndexStalenessTest, SameBuildIdElsewhereIsAnsweredForItsOwnPlace) {
+  RealTempDir dir;
+  std::string with = dir.Make("a/real_dbg.stripped");
+  std::string without = dir.Make("b/real_dbg.stripped");
+  ASSERT_TRUE(testing::RealCopy(Fixture("real_dbg.stripped"), with));
+  ASSERT_TRUE(testing::RealCopy(Fixture("real_dbg.debug"), dir.Make("a/real_dbg.debug")));
+  ASSERT_TRUE(testing::RealCopy(Fixture("real_dbg.stripped"), without));
+  auto elf = ElfFile::Open(with);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+  SymbolizeOptions direct;
+  direct.debug_dirs = {dir.Make("debug")};
+  SymbolizeOptions cached = direct;
+  cached.cache_dir = dir.Make("cache");
+  std::vector<std::string> expected_with = Answers(with, addresses, direct);
+  std::vector<std::string> expected_without = Answers(without, addresses, direct);
+  ASSERT_NE(expected_with, expected_without);
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(FirstDifferences(addresses, expected_without, Answers(without, addresses, cached)),
+              "");
+    EXPECT_EQ(FirstDifferences(addresses, expected_with, Answers(with, addresses, cached)), "");
+  }
+}
+
+TEST_F(IndexCacheTest, UnusableDirectoryFallsBackToTheDirectPath) {
+  std::string blocker = cache_.Make("not-a-dir");
+  ASSERT_TRUE(testing::RealWriteFile(blocker, "x"));
+  SymbolizeOptions options;
+  options.cache_dir = blocker + "/cache";
+  EXPECT_EQ(FirstDifferences(addresses_, expected_, Answers(path_, addresses_, options)), "");
+}
+
+TEST(IndexCacheDirTest, PruneDropsLeastRecentlyUsedFirst) {
+  RealTempDir dir;
+  auto make = [&](const std::string& name, size_t bytes, time_t mtime) {
+    std::string p = dir.Make(name);
+    ASSERT_TRUE(testing::RealWriteFile(p, std::string(bytes, 'x')));
+    struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
+    ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
+  };
+  time_t now = time(nullptr);
+  make("a.symidx", 1000, now - 300);
+  make("b.symidx", 1000, now - 100);
+  make("c.symidx", 1000, now - 200);
+  make("d.symidx.tmp.1.x", 10, now - 7200);  // left by a dead builder
+  make("e.symidx.tmp.2.y", 10, now);         // being written now
+  make("other.txt", 5000, now - 9999);       // not ours
+  auto result = PruneSymbolCache(dir.path(), 2000);
+  ASSERT_TRUE(result) << result.error().ToString();
+  EXPECT_EQ(result->kept_bytes, 2000u);
+  EXPECT_NE(access((dir.path() + "/a.symidx").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir.path() + "/b.symidx").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir.path() + "/c.symidx").c_str(), F_OK), 0);
+  EXPECT_NE(access((dir.path() + "/d.symidx.tmp.1.x").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir.path() + "/e.symidx.tmp.2.y").c_str(), F_OK), 0);
+  EXPECT_EQ(access((dir.path() + "/other.txt").c_str(), F_OK), 0);
+}
+
+TEST_F(IndexCacheTest, ListDescribesIndexes) {
+  auto entry = BuildSymbolIndex(path_, cached_);
+  ASSERT_TRUE(entry) << entry.error().ToString();
+  EXPECT_EQ(entry->build_id, elf_->build_id_hex());
+  EXPECT_EQ(entry->binary, path_);
+  EXPECT_EQ(entry->debug_file, path_);
+  EXPECT_EQ(entry->problem, "");
+  std::vector<uint8_t> bytes = ReadBytes(index_path_);
+  bytes[bytes.size() / 2] ^= 1;
+  WriteBytes(index_path_, bytes);
+  auto listed = ListSymbolCache(cache_.path());
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_NE((*listed)[0].problem, "");
+}
+
+}  // namespace
+}  // namespace stacksym

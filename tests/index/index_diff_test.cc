@@ -1,0 +1,151 @@
+// The index answers exactly what the direct path (ElfSymbolizer over the ELF file and its
+// DWARF) answers: every byte of every fixture's code, with the default options, without
+// demangling and without inlines, cold (index just built) and warm (read back); and dense
+// address sets over libc.so.6 (libc6-dbg) and python3.11d (python3.11-dbg).
+#include <dirent.h>
+#include <elf.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "index_test_util.h"
+#include "real_test_util.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+namespace {
+
+using testing::Answers;
+using testing::FirstDifferences;
+using testing::RealTempDir;
+
+struct Variant {
+  const char* name;
+  bool demangle;
+  bool inlines;
+};
+constexpr Variant kVariants[] = {
+    {"default", true, true}, {"no-demangle", false, true}, {"no-inlines", true, false}};
+
+// Direct answers vs index answers for every variant; the first variant builds the index.
+void ExpectSameAnswers(const std::string& path, const std::vector<uint64_t>& addresses,
+                       const std::string& cache_dir, SymbolizeOptions base = {}) {
+  for (const Variant& v : kVariants) {
+    SymbolizeOptions direct = base;
+    direct.demangle = v.demangle;
+    direct.inlines = v.inlines;
+    SymbolizeOptions cached = direct;
+    cached.cache_dir = cache_dir;
+    std::vector<std::string> expected = Answers(path, addresses, direct);
+    ASSERT_EQ(expected.size(), addresses.size()) << path;
+    std::vector<std::string> first = Answers(path, addresses, cached);
+    EXPECT_EQ(FirstDifferences(addresses, expected, first), "") << path << " " << v.name;
+    std::vector<std::string> again = Answers(path, addresses, cached);
+    EXPECT_EQ(FirstDifferences(addresses, expected, again), "")
+        << path << " " << v.name << " (warm)";
+  }
+  EXPECT_EQ(access(testing::IndexPathFor(path, cache_dir, base).c_str(), R_OK), 0)
+      << "no index was written for " << path;
+}
+
+std::vector<std::string> FixtureBinaries() {
+  std::vector<std::string> out;
+  DIR* d = opendir(STACKSYM_FIXTURE_DIR);
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.rfind("dwarf_", 0) != 0 && name.rfind("real_", 0) != 0) continue;
+    std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/" + name;
+    auto elf = ElfFile::Open(path);
+    if (!elf) continue;
+    bool code = false;
+    for (const ElfSegment& s : (*elf)->segments()) code |= s.type == PT_LOAD && (s.flags & PF_X);
+    if (code) out.push_back(path);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(IndexDiffTest, EveryFixtureAddress) {
+  RealTempDir cache;
+  std::vector<std::string> binaries = FixtureBinaries();
+  ASSERT_GE(binaries.size(), 30u) << "fixtures missing in " << STACKSYM_FIXTURE_DIR;
+  size_t compared = 0;
+  for (const std::string& path : binaries) {
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf);
+    std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+    ExpectSameAnswers(path, addresses, cache.path());
+    compared += addresses.size();
+  }
+  std::printf("%zu fixtures, %zu addresses each in 3 variants\n", binaries.size(), compared);
+}
+
+TEST(IndexDiffTest, FileOffsetsOfAFixture) {
+  RealTempDir cache;
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_d5";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> offsets;
+  for (uint64_t o = 0; o < (*elf)->bytes().size() + 16; o += 3) offsets.push_back(o);
+  SymbolizeOptions direct, cached;
+  cached.cache_dir = cache.path();
+  std::vector<std::string> expected = Answers(path, offsets, direct, AddressKind::kFileOffset);
+  std::vector<std::string> actual = Answers(path, offsets, cached, AddressKind::kFileOffset);
+  EXPECT_EQ(FirstDifferences(offsets, expected, actual), "");
+}
+
+TEST(IndexDiffTest, OneAddressAtATime) {
+  RealTempDir cache;
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_clang_cxx_o3_d5";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 3);
+  SymbolizeOptions direct, cached;
+  cached.cache_dir = cache.path();
+  auto a = ElfSymbolizer::Open(path, direct);
+  auto b = ElfSymbolizer::Open(path, cached);
+  ASSERT_TRUE(a && b);
+  for (uint64_t address : addresses) {
+    ASSERT_EQ(testing::Describe((*a)->Symbolize(address, AddressKind::kVirtual)),
+              testing::Describe((*b)->Symbolize(address, AddressKind::kVirtual)));
+  }
+  EXPECT_EQ((*a)->debug_file(), (*b)->debug_file());
+}
+
+void CompareRealBinary(const std::string& path, const char* package, uint64_t stride) {
+#ifdef STACKSYM_SPARSE_SAMPLES
+  stride *= 8;
+#endif
+  auto elf = ElfFile::Open(path);
+  if (!elf) GTEST_SKIP() << path << " missing: install " << package;
+  std::string hex = (*elf)->build_id_hex();
+  std::string debug =
+      "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+  bool has_dwarf = (*elf)->FindSection(".debug_info") != nullptr;  // python3.11d: in the binary
+  if (!has_dwarf && access(debug.c_str(), R_OK) != 0) {
+    GTEST_SKIP() << debug << " missing: install " << package;
+  }
+  std::vector<uint64_t> addresses = testing::SymbolAddresses(**elf);
+  std::vector<uint64_t> dense = testing::SegmentAddresses(**elf, stride);
+  addresses.insert(addresses.end(), dense.begin(), dense.end());
+  RealTempDir cache;
+  ExpectSameAnswers(path, addresses, cache.path());
+  std::printf("%s: %zu addresses\n", path.c_str(), addresses.size());
+}
+
+TEST(IndexDiffTest, LibcFromLibc6Dbg) {
+  CompareRealBinary("/usr/lib/x86_64-linux-gnu/libc.so.6", "libc6-dbg", 7);
+}
+
+TEST(IndexDiffTest, Python311DebugBuild) {
+  CompareRealBinary("/usr/bin/python3.11d", "python3.11-dbg", 13);
+}
+
+}  // namespace
+}  // namespace stacksym
