@@ -1,0 +1,92 @@
+#include "remote/metrics.h"
+
+#include <cstdio>
+
+namespace stacksym::remote {
+namespace {
+
+void Line(std::string* out, const char* name, const char* labels, double value) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s%s %.9g\n", name, labels, value);
+  *out += buf;
+}
+
+void Help(std::string* out, const char* name, const char* type, const char* help) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+}  // namespace
+
+void ServerMetrics::CountResponse(int status) {
+  ++requests_;
+  if (status >= 400 && status < 500) ++client_errors_;
+  if (status >= 500) ++server_errors_;
+}
+
+void ServerMetrics::ObserveSymbolizeLatency(double seconds) {
+  size_t i = 0;
+  while (i < kLatencyBuckets.size() && seconds > kLatencyBuckets[i]) ++i;
+  ++buckets_[i];
+  ++latency_count_;
+  latency_sum_us_ += static_cast<uint64_t>(seconds * 1e6);
+}
+
+std::string ServerMetrics::Render(const SymbolServiceCounters& service,
+                                  const DebuginfodCounters* debuginfod) const {
+  std::string out;
+  Help(&out, "stacksym_requests_total", "counter", "HTTP requests answered.");
+  Line(&out, "stacksym_requests_total", "", static_cast<double>(requests_.load()));
+  Help(&out, "stacksym_request_errors_total", "counter", "HTTP answers with an error status.");
+  Line(&out, "stacksym_request_errors_total", "{class=\"4xx\"}",
+       static_cast<double>(client_errors_.load()));
+  Line(&out, "stacksym_request_errors_total", "{class=\"5xx\"}",
+       static_cast<double>(server_errors_.load()));
+  Help(&out, "stacksym_requests_in_flight", "gauge", "Symbolize requests being answered.");
+  Line(&out, "stacksym_requests_in_flight", "", static_cast<double>(in_flight.load()));
+
+  Help(&out, "stacksym_symbolize_duration_seconds", "histogram",
+       "Time to answer POST /v1/symbolize, from parsed headers to the response.");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= kLatencyBuckets.size(); ++i) {
+    cumulative += buckets_[i].load();
+    char label[64];
+    if (i < kLatencyBuckets.size()) {
+      std::snprintf(label, sizeof label, "{le=\"%g\"}", kLatencyBuckets[i]);
+    } else {
+      std::snprintf(label, sizeof label, "{le=\"+Inf\"}");
+    }
+    Line(&out, "stacksym_symbolize_duration_seconds_bucket", label,
+         static_cast<double>(cumulative));
+  }
+  Line(&out, "stacksym_symbolize_duration_seconds_sum", "",
+       static_cast<double>(latency_sum_us_.load()) / 1e6);
+  Line(&out, "stacksym_symbolize_duration_seconds_count", "",
+       static_cast<double>(latency_count_.load()));
+
+  Help(&out, "stacksym_offsets_total", "counter", "File offsets asked for.");
+  Line(&out, "stacksym_offsets_total", "", static_cast<double>(service.offsets.load()));
+  Help(&out, "stacksym_cache_hits_total", "counter", "Modules answered by a file already parsed.");
+  Line(&out, "stacksym_cache_hits_total", "", static_cast<double>(service.cache_hits.load()));
+  Help(&out, "stacksym_cache_misses_total", "counter", "Modules that had to be found and opened.");
+  Line(&out, "stacksym_cache_misses_total", "", static_cast<double>(service.cache_misses.load()));
+  Help(&out, "stacksym_cache_evictions_total", "counter",
+       "Parsed files dropped to stay in budget.");
+  Line(&out, "stacksym_cache_evictions_total", "", static_cast<double>(service.evictions.load()));
+  Help(&out, "stacksym_cache_bytes", "gauge", "Heap held by parsed files after the last request.");
+  Line(&out, "stacksym_cache_bytes", "", static_cast<double>(service.cached_bytes.load()));
+
+  Help(&out, "stacksym_debuginfod_fetches_total", "counter",
+       "Files asked of debuginfod, by outcome.");
+  uint64_t found = debuginfod ? debuginfod->found.load() : 0;
+  uint64_t missing = debuginfod ? debuginfod->missing.load() : 0;
+  uint64_t failures = debuginfod ? debuginfod->failures.load() : 0;
+  Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"found\"}",
+       static_cast<double>(found));
+  Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"missing\"}",
+       static_cast<double>(missing));
+  Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"failed\"}",
+       static_cast<double>(failures));
+  return out;
+}
+
+}  // namespace stacksym::remote

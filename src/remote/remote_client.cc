@@ -1,0 +1,180 @@
+// The client of `symbolize-profile --server` and `record --server`: a profile's distinct
+// (build ID, file offset) pairs go to the server in batches; kernel frames stay local.
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "remote/symbolize_api.h"
+#include "stacksym/elf.h"
+#include "stacksym/kernel.h"
+#include "stacksym/remote.h"
+
+namespace stacksym {
+namespace {
+
+using remote::ModuleQuery;
+using remote::SymbolizeRequest;
+using remote::SymbolizeResponse;
+
+bool NeedsSymbols(const Profile& profile, uint32_t i, bool resymbolize) {
+  return resymbolize || !profile.symbols[i] || profile.symbols[i]->lines.empty();
+}
+
+// Kernel frames from a local kallsyms file, as a local symbolize-profile does.
+void SymbolizeKernelFrames(Profile& profile, const RemoteSymbolizeOptions& options,
+                           RemoteSymbolizeStats* stats) {
+  std::vector<uint32_t> frames;
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    if (profile.frames[i].kind != FrameKind::kKernel) continue;
+    if (!NeedsSymbols(profile, i, options.resymbolize)) continue;
+    frames.push_back(i);
+  }
+  if (frames.empty()) return;
+  stats->kernel_frames += frames.size();
+  KernelSymbolizerOptions kernel_options;
+  kernel_options.kallsyms_path = options.kallsyms_path;
+  Result<std::unique_ptr<KernelSymbolizer>> kernel = KernelSymbolizer::Open(kernel_options);
+  if (!kernel) {
+    stats->messages.push_back("kernel: " + kernel.error().ToString());
+    return;
+  }
+  for (uint32_t i : frames) {
+    SymbolizedAddress r = (*kernel)->Symbolize(profile.frames[i].address);
+    FrameSymbols symbols;
+    if (!r.frames.empty()) {
+      symbols.lines = std::move(r.frames);
+    } else if (!r.symbol.empty() || !r.raw_symbol.empty()) {
+      symbols.lines.push_back(SourceFrame{r.symbol, r.raw_symbol, "", 0, 0, false});
+    } else {
+      symbols.reason = r.reason.value_or(Reason::kNoSymbol);
+    }
+    if (!symbols.lines.empty()) ++stats->symbolized;
+    profile.symbols[i] = std::move(symbols);
+  }
+}
+
+// One request: sends it, checks that the answer covers exactly what was asked.
+Result<SymbolizeResponse> Post(httplib::Client& client, const SymbolizeRequest& request,
+                               const std::string& url) {
+  httplib::Result res =
+      client.Post("/v1/symbolize", remote::WriteSymbolizeRequest(request), "application/json");
+  if (!res) {
+    return MakeError(ErrorCode::kIo,
+                     "symbolization server " + url + ": " + httplib::to_string(res.error()));
+  }
+  if (res->status != 200) {
+    return MakeError(ErrorCode::kIo, "symbolization server " + url + ": HTTP " +
+                                         std::to_string(res->status) + " " +
+                                         res->body.substr(0, 300));
+  }
+  Result<SymbolizeResponse> response = remote::ParseSymbolizeResponse(res->body);
+  if (!response) {
+    return MakeError(ErrorCode::kMalformed, "symbolization server " + url +
+                                                ": unexpected answer: " + response.error().message);
+  }
+  bool same = response->modules.size() == request.modules.size();
+  for (size_t m = 0; same && m < request.modules.size(); ++m) {
+    same = response->modules[m].build_id == request.modules[m].build_id &&
+           response->modules[m].offsets == request.modules[m].offsets;
+  }
+  if (!same) {
+    return MakeError(ErrorCode::kMalformed,
+                     "symbolization server " + url + ": the answer does not match the request");
+  }
+  return response;
+}
+
+}  // namespace
+
+Result<RemoteSymbolizeStats> SymbolizeProfileRemote(Profile& profile,
+                                                    const RemoteSymbolizeOptions& options) {
+  RemoteSymbolizeStats stats;
+  profile.symbols.resize(profile.frames.size());
+
+  // Distinct (build ID, offset) pairs and the frames each answers (modules that differ only
+  // by path share a build ID).
+  std::map<std::vector<uint8_t>, std::map<uint64_t, std::vector<uint32_t>>> pairs;
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    const ProfileFrame& frame = profile.frames[i];
+    if (frame.kind != FrameKind::kUser || frame.module >= profile.modules.size()) continue;
+    if (!NeedsSymbols(profile, i, options.resymbolize)) continue;
+    const ProfileModule& module = profile.modules[frame.module];
+    ++stats.frames;
+    if (module.build_id.size() < 2) {
+      // The server finds files by build ID only.
+      profile.symbols[i] = FrameSymbols{Reason::kNoBuildId, {}};
+      continue;
+    }
+    pairs[module.build_id][frame.address].push_back(i);
+  }
+
+  if (!pairs.empty()) {
+    httplib::Client client(options.url);
+    if (!client.is_valid()) {
+      return MakeError(ErrorCode::kInvalidArgument, "invalid server URL " + options.url);
+    }
+    auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::duration<double>(options.timeout_seconds));
+    client.set_connection_timeout(std::chrono::seconds(5));
+    client.set_read_timeout(timeout);
+    client.set_write_timeout(timeout);
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);  // no Nagle delay between a request's header and body
+
+    size_t batch = std::max<size_t>(1, options.batch_offsets);
+    SymbolizeRequest request;
+    request.demangle = options.demangle;
+    request.inlines = options.inlines;
+    size_t in_request = 0;
+    std::map<std::string, bool> reported;
+    auto flush = [&]() -> Result<void> {
+      if (request.modules.empty()) return {};
+      Result<SymbolizeResponse> response = Post(client, request, options.url);
+      if (!response) return response.error();
+      ++stats.requests;
+      for (remote::ModuleAnswer& m : response->modules) {
+        if (!m.message.empty() && !reported[ToHex(m.build_id)]) {
+          reported[ToHex(m.build_id)] = true;
+          stats.messages.push_back("build ID " + ToHex(m.build_id) + ": " + m.message);
+        }
+        const auto& by_offset = pairs[m.build_id];
+        for (size_t k = 0; k < m.offsets.size(); ++k) {
+          for (uint32_t frame : by_offset.at(m.offsets[k])) profile.symbols[frame] = m.answers[k];
+        }
+      }
+      request.modules.clear();
+      in_request = 0;
+      return {};
+    };
+    for (const auto& [build_id, offsets] : pairs) {
+      ModuleQuery* query = nullptr;
+      for (const auto& [offset, frames] : offsets) {
+        ++stats.pairs;
+        if (query == nullptr) {
+          request.modules.push_back(ModuleQuery{build_id, {}});
+          query = &request.modules.back();
+        }
+        query->offsets.push_back(offset);
+        if (++in_request == batch) {
+          if (Result<void> r = flush(); !r) return r.error();
+          query = nullptr;
+        }
+      }
+    }
+    if (Result<void> r = flush(); !r) return r.error();
+  }
+
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    if (profile.frames[i].kind == FrameKind::kUser && profile.symbols[i] &&
+        !profile.symbols[i]->lines.empty()) {
+      ++stats.symbolized;
+    }
+  }
+  if (!options.kallsyms_path.empty()) SymbolizeKernelFrames(profile, options, &stats);
+  return stats;
+}
+
+}  // namespace stacksym

@@ -1,0 +1,271 @@
+// debuginfod end to end, with Debian's own `debuginfod` server. The test moves itself into a
+// private network namespace first (only its own loopback exists there, so the server, which
+// listens on every interface, is reachable from nowhere else), serves a directory holding
+// remote_prog's debug file and the stripped program, and checks that:
+//   - answers through debuginfod equal the local answers (DWARF and the executable fetched);
+//   - the second time, libdebuginfod's cache answers (the server is stopped by then);
+//   - a stopped server, and one that accepts but never answers, give a reason, quickly.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "../symbolize/test_util.h"
+#include "remote_test_util.h"
+#include "stacksym/build_id.h"
+#include "stacksym/elf.h"
+#include "stacksym/output.h"
+#include "stacksym/remote.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+namespace {
+
+using testing::FixturePath;
+using testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A private network namespace with its loopback up; false (why in *why) when not allowed.
+bool EnterPrivateNetwork(std::string* why) {
+  if (::unshare(CLONE_NEWNET) != 0) {
+    *why = std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+    return false;
+  }
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  bool ok = fd >= 0 && ::ioctl(fd, SIOCGIFFLAGS, &ifr) == 0;
+  ifr.ifr_flags |= IFF_UP;
+  ok = ok && ::ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!ok) *why = "cannot bring the namespace's loopback up";
+  return ok;
+}
+
+// A free port on 127.0.0.1 (nothing else runs in the private namespace).
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class DebuginfodServer {
+ public:
+  // Starts `debuginfod` serving `dir`; waits (at most 30 s) until it answers for `build_id`.
+  bool Start(const std::string& dir, const std::string& work, const std::string& build_id) {
+    port_ = FreePort();
+    std::string log = work + "/debuginfod.log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      std::string port = std::to_string(port_);
+      std::string db = work + "/debuginfod.sqlite";
+      ::execlp("debuginfod", "debuginfod", "-p", port.c_str(), "-d", db.c_str(), "-F", "-t", "0",
+               "-g", "0", "-c", "1", dir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    if (pid_ < 0) return false;
+    httplib::Client client("127.0.0.1", port_);
+    client.set_connection_timeout(std::chrono::seconds(1));
+    auto start = Clock::now();
+    while (SecondsSince(start) < 30) {
+      httplib::Result res = client.Get("/buildid/" + build_id + "/debuginfo");
+      if (res && res->status == 200) return true;
+      int status;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
+  void Stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      auto start = Clock::now();
+      int status;
+      while (::waitpid(pid_, &status, WNOHANG) == 0 && SecondsSince(start) < 5) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (::waitpid(pid_, &status, WNOHANG) == 0) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+      }
+      pid_ = -1;
+    }
+  }
+
+  ~DebuginfodServer() { Stop(); }
+  int port() const { return port_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+std::string Describe(const SymbolizedAddress& a) {
+  std::ostringstream out;
+  out << (a.reason ? ReasonName(*a.reason) : "ok") << " " << a.symbol;
+  for (const SourceFrame& f : a.frames) {
+    out << " | " << f.function << " " << f.file << ":" << f.line << ":" << f.column
+        << (f.inlined ? " inlined" : "");
+  }
+  return out.str();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Debuginfod, FetchesEqualLocalAnswersCachesAndFailsFastWhenDown) {
+  std::string why;
+  if (::system("command -v debuginfod >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs Debian's debuginfod server (package debuginfod)";
+  }
+  if (!EnterPrivateNetwork(&why)) GTEST_SKIP() << "needs a private network namespace: " << why;
+
+  TempDir served, local, work, cache, empty;
+  std::vector<uint8_t> build_id = testing::BuildIdOf(FixturePath("remote_prog"));
+  std::string hex = ToHex(build_id);
+  std::filesystem::copy_file(FixturePath("remote_prog.debug"),
+                             served.path() + "/remote_prog.debug");
+  std::filesystem::copy_file(FixturePath("remote_prog.stripped"), served.path() + "/remote_prog");
+  testing::PlaceByBuildId(local.path(), FixturePath("remote_prog.stripped"), "");
+  testing::PlaceByBuildId(local.path(), FixturePath("remote_prog.debug"), ".debug");
+
+  DebuginfodServer server;
+  ASSERT_TRUE(server.Start(served.path(), work.path(), hex))
+      << "debuginfod did not come up; log:\n"
+      << ReadFile(work.path() + "/debuginfod.log");
+  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  ::setenv("DEBUGINFOD_URLS", url.c_str(), 1);
+  ::setenv("DEBUGINFOD_CACHE_PATH", cache.path().c_str(), 1);
+  ::unsetenv("DEBUGINFOD_PROGRESS");
+
+  // 1. The stripped program's DWARF through debuginfod equals the DWARF found locally.
+  DebuginfodCounters counters;
+  std::shared_ptr<const BuildIdFetcher> fetcher = MakeDebuginfodFetcher({}, &counters);
+  ASSERT_NE(fetcher, nullptr);
+  std::vector<uint64_t> offsets = testing::RemoteProgOffsets();
+  SymbolizeOptions local_options;
+  local_options.debug_dirs = {local.path()};
+  SymbolizeOptions remote_options;
+  remote_options.debug_dirs = {empty.path()};
+  remote_options.fetcher = fetcher;
+  auto local_sym = ElfSymbolizer::Open(FixturePath("remote_prog.stripped"), local_options);
+  auto remote_sym = ElfSymbolizer::Open(FixturePath("remote_prog.stripped"), remote_options);
+  ASSERT_TRUE(local_sym && remote_sym);
+  std::vector<SymbolizedAddress> expected =
+      (*local_sym)->SymbolizeBatch(offsets, AddressKind::kFileOffset);
+  std::vector<SymbolizedAddress> got =
+      (*remote_sym)->SymbolizeBatch(offsets, AddressKind::kFileOffset);
+  size_t with_lines = 0;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    EXPECT_EQ(Describe(got[i]), Describe(expected[i])) << testing::Hex(offsets[i]);
+    if (!expected[i].frames.empty() && expected[i].frames[0].line > 0) ++with_lines;
+  }
+  EXPECT_GT(with_lines, offsets.size() / 2);  // the stripped program alone has no lines
+  EXPECT_NE((*remote_sym)->debug_file().find(cache.path()), std::string::npos);
+  EXPECT_EQ(counters.found.load(), 1u);
+
+  // The executable too: symbolize-profile with no local file at all equals the local run.
+  Result<std::string> exe = FindBinaryByBuildId(build_id, {empty.path()}, fetcher.get());
+  ASSERT_TRUE(exe) << exe.error().ToString();
+  std::string in = work.path() + "/in.pb.gz";
+  ASSERT_TRUE(WriteProfileAs(testing::MakeRemoteProgProfile(), ProfileFormat::kPprof, in));
+  std::string cli = std::string(STACKSYM_CLI) + " symbolize-profile -q --no-default-debug-dir ";
+  int code = -1;
+  testing::RunCommand(cli + "--no-debuginfod --debug-dir " + local.path() + " " + in + " " +
+                          work.path() + "/local.folded 2>&1",
+                      &code);
+  ASSERT_EQ(code, 0);
+  std::string out = testing::RunCommand(
+      cli + "--debug-dir " + empty.path() + " " + in + " " + work.path() + "/fetched.folded 2>&1",
+      &code);
+  ASSERT_EQ(code, 0) << out;
+  std::string local_folded = ReadFile(work.path() + "/local.folded");
+  EXPECT_NE(local_folded.find("sum_squares"), std::string::npos);
+  EXPECT_EQ(ReadFile(work.path() + "/fetched.folded"), local_folded);
+
+  // 2. Server stopped: the same files come from libdebuginfod's cache.
+  server.Stop();
+  auto start = Clock::now();
+  DebuginfodCounters again;
+  std::shared_ptr<const BuildIdFetcher> cached = MakeDebuginfodFetcher({}, &again);
+  Result<std::string> debuginfo = cached->Fetch(build_id, BuildIdFetcher::Kind::kDebugInfo);
+  ASSERT_TRUE(debuginfo) << debuginfo.error().ToString();
+  EXPECT_NE(debuginfo->find(cache.path()), std::string::npos);
+  EXPECT_LT(SecondsSince(start), 2.0);
+
+  // 3. Server down and not in the cache: a reason, quickly.
+  std::vector<uint8_t> other(20, 0x5a);
+  start = Clock::now();
+  Result<std::string> down = cached->Fetch(other, BuildIdFetcher::Kind::kDebugInfo);
+  ASSERT_FALSE(down);
+  EXPECT_NE(down.error().message.find("debuginfod"), std::string::npos);
+  EXPECT_LT(SecondsSince(start), 5.0) << down.error().ToString();
+  EXPECT_EQ(again.failures.load(), 1u) << down.error().ToString();
+  Result<std::string> none = FindBinaryByBuildId(other, {empty.path()}, cached.get());
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("fetch: debuginfod"), std::string::npos)
+      << none.error().message;
+
+  // 4. A server that accepts connections but never answers: abandoned after the timeout.
+  int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(silent, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::string silent_url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ::setenv("DEBUGINFOD_URLS", silent_url.c_str(), 1);
+  DebuginfodOptions quick;
+  quick.timeout_seconds = 1;
+  std::shared_ptr<const BuildIdFetcher> hung = MakeDebuginfodFetcher(quick);
+  start = Clock::now();
+  Result<std::string> slow =
+      hung->Fetch(std::vector<uint8_t>(20, 0x77), BuildIdFetcher::Kind::kExecutable);
+  double took = SecondsSince(start);
+  ::close(silent);
+  ASSERT_FALSE(slow);
+  EXPECT_NE(slow.error().message.find("no answer within 1.0 s"), std::string::npos)
+      << slow.error().ToString();
+  EXPECT_LT(took, 6.0);
+}
+
+}  // namespace
+}  // namespace stacksym
