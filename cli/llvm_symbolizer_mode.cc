@@ -1,0 +1,541 @@
+#include "llvm_symbolizer_mode.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include "command.h"
+#include "llvm_symbolizer_names.h"
+#include "llvm_symbolizer_request.h"
+#include "stacksym/demangle.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym::cli {
+namespace {
+
+enum class FunctionNames { kNone, kLinkage, kShort };
+enum class Style { kLlvm, kGnu, kJson };
+
+struct Config {
+  bool inlines = true;
+  bool demangle = true;
+  bool print_address = false;
+  bool basenames = false;
+  FunctionNames functions = FunctionNames::kLinkage;
+  Style style = Style::kLlvm;
+  std::string obj;
+  std::vector<std::string> debug_dirs;
+  std::vector<std::string> inputs;  // positional arguments: requests, like stdin lines
+};
+
+// "true"/"false"/"1"/"0" (cl::opt<bool> spelling); empty value means true.
+bool ParseBool(std::string_view value, bool* out) {
+  if (value.empty() || value == "true" || value == "TRUE" || value == "True" || value == "1") {
+    *out = true;
+    return true;
+  }
+  if (value == "false" || value == "FALSE" || value == "False" || value == "0") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::string> SplitWhitespace(const char* text) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (const char* p = text; *p; ++p) {
+    if (*p == ' ' || *p == '\t' || *p == '\n') {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += *p;
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+constexpr const char* kUsage =
+    "OVERVIEW: stacksym as a drop-in llvm-symbolizer\n\n"
+    "USAGE: llvm-symbolizer [options] [requests...]\n\n"
+    "Requests (arguments, else stdin lines): [CODE|DATA|FRAME] \"module[:arch]\" address,\n"
+    "or addresses alone with --obj.\n\n"
+    "OPTIONS:\n"
+    "  --obj=FILE, -e FILE, --exe=FILE   module of address-only requests\n"
+    "  --inlines, -i, --inlining[=BOOL]   report inlined frames (default)\n"
+    "  --no-inlines                       report only the out-of-line function\n"
+    "  --demangle, -C, --demangle=BOOL    demangle names (default)\n"
+    "  --no-demangle                      keep linkage names\n"
+    "  --functions[=linkage|short|none]   print function names (default linkage); -f\n"
+    "  --output-style=LLVM|GNU|JSON       answer layout (default LLVM)\n"
+    "  --print-address, --addresses, -a   print the address before its answer\n"
+    "  --basenames, -s                    strip directories from file names\n"
+    "  --debug-file-directory=DIR         root of separate debug files\n"
+    "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
+    "  x86_64 ELF, as in llvm-symbolizer)\n"
+    "Options are also read from LLVM_SYMBOLIZER_OPTS.\n";
+
+// False (after printing why) on a bad command line; *exit_now set for --help/--version.
+bool ParseFlags(const std::vector<std::string>& args, Config* config, bool* exit_now) {
+  auto fail = [](const std::string& arg, const char* why) {
+    std::fprintf(stderr, "llvm-symbolizer: %s '%s'. Try: 'llvm-symbolizer --help'\n", why,
+                 arg.c_str());
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      config->inputs.push_back(arg);
+      continue;
+    }
+    std::string_view body(arg);
+    body.remove_prefix(body.starts_with("--") ? 2 : 1);
+    std::string_view name = body;
+    std::string_view value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string_view::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    // Options that take a value, given as "--opt=v" or "--opt v".
+    auto take_value = [&](std::string* out) {
+      if (has_value) {
+        *out = std::string(value);
+        return true;
+      }
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    auto flag = [&](bool* out) { return ParseBool(value, out); };
+    if (name == "obj" || name == "exe" || name == "e") {
+      if (!take_value(&config->obj)) return fail(arg, "Missing value for option");
+    } else if (name == "inlines" || name == "inlining" || name == "i") {
+      if (!flag(&config->inlines)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "no-inlines") {
+      config->inlines = false;
+    } else if (name == "demangle" || name == "C") {
+      if (!flag(&config->demangle)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "no-demangle") {
+      config->demangle = false;
+    } else if (name == "functions" || name == "f") {
+      // The value is optional (-f alone means linkage), so it is only taken with '='.
+      if (!has_value || value == "linkage") {
+        config->functions = FunctionNames::kLinkage;
+      } else if (value == "short") {
+        config->functions = FunctionNames::kShort;
+      } else if (value == "none") {
+        config->functions = FunctionNames::kNone;
+      } else {
+        return fail(arg, "Unsupported --functions value (linkage, short and none) in");
+      }
+    } else if (name == "output-style") {
+      std::string style;
+      if (!take_value(&style)) return fail(arg, "Missing value for option");
+      if (style == "LLVM") {
+        config->style = Style::kLlvm;
+      } else if (style == "GNU") {
+        config->style = Style::kGnu;
+      } else if (style == "JSON") {
+        config->style = Style::kJson;
+      } else {
+        return fail(arg, "Unsupported --output-style (LLVM, GNU and JSON are supported) in");
+      }
+    } else if (name == "print-address" || name == "addresses" || name == "a") {
+      if (!flag(&config->print_address)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "basenames" || name == "s") {
+      if (!flag(&config->basenames)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "debug-file-directory") {
+      std::string dir;
+      if (!take_value(&dir)) return fail(arg, "Missing value for option");
+      config->debug_dirs.push_back(dir);
+    } else if (name == "default-arch") {
+      std::string ignored;
+      if (!take_value(&ignored)) return fail(arg, "Missing value for option");
+    } else if (name == "use-symbol-table" || name == "relative-address") {
+      bool ignored;
+      if (!flag(&ignored)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "help" || name == "h") {
+      std::fputs(kUsage, stdout);
+      *exit_now = true;
+      return true;
+    } else if (name == "version" || name == "v") {
+      std::puts("llvm-symbolizer (stacksym 0.1 drop-in)");
+      *exit_now = true;
+      return true;
+    } else {
+      return fail(arg, "Unknown command line argument");
+    }
+  }
+  return true;
+}
+
+struct Module {
+  std::unique_ptr<ElfSymbolizer> symbolizer;  // null when the file could not be used
+  std::unique_ptr<LlvmSymbolNames> names;     // llvm-symbolizer's view of its symbols
+};
+
+// Why `path` could not be opened, in llvm-symbolizer 14's words (its JSON "Error" message):
+// the system's for files that cannot be read, its object-file message for anything else.
+std::string LlvmOpenError(const std::string& path, const Error& error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st;
+  bool is_dir = ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+  char magic[4] = {};
+  ssize_t n = is_dir ? 0 : ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  if (is_dir) return std::strerror(EISDIR);
+  if (n != 4 || std::memcmp(magic, ELFMAG, SELFMAG) != 0)
+    return "The file was not recognized as a valid object file";
+  return error.ToString();  // an ELF file stacksym cannot use: its own reason
+}
+
+// A JSON string as llvm::json writes it: '"' and '\\' escaped, \t \n \r short, other
+// control characters as \u00XX, everything else (UTF-8 included) as is.
+void AppendJsonString(std::string* out, std::string_view s) {
+  *out += '"';
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') *out += '\\';
+    if (c >= 0x20) {
+      *out += ch;
+      continue;
+    }
+    *out += '\\';
+    if (c == '\t') {
+      *out += 't';
+    } else if (c == '\n') {
+      *out += 'n';
+    } else if (c == '\r') {
+      *out += 'r';
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "u%04x", c);
+      *out += buf;
+    }
+  }
+  *out += '"';
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+class Session {
+ public:
+  explicit Session(const Config& config) : config_(config) {
+    options_.demangle = config.demangle;
+    options_.inlines = true;  // --no-inlines still needs the innermost location
+    options_.threads = 0;
+    options_.short_function_names = config.functions == FunctionNames::kShort;
+    if (!config.debug_dirs.empty()) {
+      options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),
+                                 config.debug_dirs.end());
+    }
+  }
+
+  // Answers one request line (echoed back when it cannot be parsed, as llvm-symbolizer does).
+  // `list_separator`: for JSON answers to command-line requests, which llvm-symbolizer prints
+  // as one array ('[' before the first, ',' before the others); 0 otherwise.
+  void Answer(std::string_view line, char list_separator = 0) {
+    std::string written_module;
+    std::optional<LlvmRequest> request = ParseLlvmRequest(line, config_.obj, &written_module);
+    out_.clear();
+    if (list_separator) out_ += list_separator;
+    if (config_.style == Style::kJson) {
+      AnswerJson(line, request, written_module);
+      if (!list_separator) out_ += '\n';
+    } else if (!request) {
+      out_.append(line);
+      out_ += '\n';
+    } else {
+      if (config_.print_address) {
+        out_ += Hex(request->address);
+        out_ += '\n';
+      }
+      std::string error;
+      Module* module = Open(request->module, &error);
+      if (!error.empty())
+        std::fprintf(stderr, "LLVMSymbolizer: error reading file: %s\n", error.c_str());
+      switch (request->command) {
+        case LlvmCommand::kCode:
+          AppendCode(module, request->address);
+          break;
+        case LlvmCommand::kData:
+          AppendData(module, request->address);
+          break;
+        case LlvmCommand::kFrame:
+          // Locals need DWARF variable locations, which stacksym does not read: the answer
+          // llvm-symbolizer gives for a frame without them.
+          out_ += "??\n";
+          break;
+      }
+      if (config_.style == Style::kLlvm) out_ += '\n';
+    }
+    std::fwrite(out_.data(), 1, out_.size(), stdout);
+    std::fflush(stdout);  // the sanitizer waits for this answer before sending the next
+  }
+
+ private:
+  // One line of a CODE answer: a function and where in it.
+  struct CodeLine {
+    std::string function;                   // empty: unknown
+    const SourceFrame* location = nullptr;  // null or empty file: unknown
+    std::optional<uint64_t> start;          // JSON StartAddress, when known
+  };
+
+  // The module for `path`, or nullptr. The first time a path fails, *error gets why (in
+  // llvm-symbolizer's words); later requests for it get no error, as in llvm-symbolizer,
+  // which reports a file once and then answers as for an unknown address.
+  Module* Open(const std::string& path, std::string* error) {
+    error->clear();
+    auto it = modules_.find(path);
+    if (it == modules_.end()) {
+      Module module;
+      auto opened = ElfSymbolizer::Open(path, options_);
+      if (opened) {
+        module.symbolizer = std::move(*opened);
+        module.names = std::make_unique<LlvmSymbolNames>(module.symbolizer->elf());
+      } else {
+        *error = LlvmOpenError(path, opened.error());
+      }
+      it = modules_.emplace(path, std::move(module)).first;
+    }
+    return it->second.symbolizer ? &it->second : nullptr;
+  }
+
+  std::string Name(std::string_view raw) const {
+    return config_.demangle ? Demangle(raw) : std::string(raw);
+  }
+
+  std::string FileName(const SourceFrame* location) const {
+    if (!location || location->file.empty()) return std::string();
+    const std::string& file = location->file;
+    size_t slash = config_.basenames ? file.rfind('/') : std::string::npos;
+    return slash == std::string::npos ? file : file.substr(slash + 1);
+  }
+
+  void AppendFrame(const CodeLine& frame) {
+    if (config_.functions != FunctionNames::kNone) {
+      out_ += frame.function.empty() ? "??" : frame.function;
+      out_ += '\n';
+    }
+    std::string file = FileName(frame.location);
+    out_ += file.empty() ? "??" : file;
+    out_ += ':';
+    out_ += std::to_string(file.empty() ? 0 : frame.location->line);
+    if (config_.style == Style::kLlvm) {
+      out_ += ':';
+      out_ += std::to_string(file.empty() ? 0 : frame.location->column);
+    }
+    out_ += '\n';
+  }
+
+  // llvm-symbolizer 14's JSON frame. Discriminator, StartFileName and StartLine are not
+  // known to stacksym (line-table discriminators and DW_AT_decl_file/line are not read) and
+  // are printed as llvm-symbolizer prints them when unknown; StartAddress is the symbol's
+  // address for the outermost frame (as llvm-symbolizer takes it from the symbol table),
+  // unknown ("") otherwise.
+  void AppendJsonFrame(const CodeLine& frame) {
+    std::string file = FileName(frame.location);
+    out_ += "{\"Column\":";
+    out_ += std::to_string(file.empty() ? 0 : frame.location->column);
+    out_ += ",\"Discriminator\":0,\"FileName\":";
+    AppendJsonString(&out_, file);
+    out_ += ",\"FunctionName\":";
+    AppendJsonString(&out_, config_.functions == FunctionNames::kNone ? "" : frame.function);
+    out_ += ",\"Line\":";
+    out_ += std::to_string(file.empty() ? 0 : frame.location->line);
+    out_ += ",\"StartAddress\":";
+    AppendJsonString(&out_, frame.start ? Hex(*frame.start) : std::string());
+    out_ += ",\"StartFileName\":\"\",\"StartLine\":0}";
+  }
+
+  // The lines of a CODE answer, innermost first, as llvm-symbolizer prints them.
+  std::vector<CodeLine> CodeLines(Module* module, uint64_t address) {
+    std::vector<CodeLine> lines;
+    if (!module) {
+      lines.emplace_back();
+      return lines;
+    }
+    SymbolizedAddress a = module->symbolizer->Symbolize(address, AddressKind::kVirtual);
+    if (a.reason) a.frames.clear();
+    // The out-of-line function is named by llvm-symbolizer's symbol-table entry when there is
+    // one, by DWARF otherwise; where DWARF has no file for it, a local symbol's STT_FILE name
+    // stands in (line 0).
+    // (Only for linkage names: llvm-symbolizer consults the table for those alone, so short
+    // names of code without DWARF are unknown.)
+    const LlvmSymbolNames::Entry* symbol =
+        config_.functions == FunctionNames::kLinkage ? module->names->Find(address) : nullptr;
+    CodeLine outer;
+    if (!a.frames.empty()) outer.function = a.frames.back().function;
+    symbol_file_ = SourceFrame();
+    if (symbol) {
+      // Usually the same symbol the symbolizer found, already demangled.
+      outer.function =
+          symbol->name == a.raw_symbol && !a.symbol.empty() ? a.symbol : Name(symbol->name);
+      outer.start = symbol->address;
+      symbol_file_.file = std::string(symbol->file);
+    }
+    frames_ = std::move(a.frames);
+    outer.location = frames_.empty() ? nullptr : &frames_.back();
+    if (!outer.location || outer.location->file.empty()) outer.location = &symbol_file_;
+    if (frames_.size() > 1 && !config_.inlines) {
+      // The innermost location, named (as llvm-symbolizer does) by the symbol table where
+      // it is asked (the out-of-line function), else by the innermost DWARF function.
+      outer.location = &frames_.front();
+      if (!symbol) outer.function = frames_.front().function;
+    } else if (config_.inlines) {
+      for (size_t i = 0; i + 1 < frames_.size(); ++i)
+        lines.push_back({frames_[i].function, &frames_[i], std::nullopt});
+    }
+    lines.push_back(std::move(outer));
+    return lines;
+  }
+
+  void AppendCode(Module* module, uint64_t address) {
+    for (const CodeLine& line : CodeLines(module, address)) AppendFrame(line);
+  }
+
+  void AppendData(Module* module, uint64_t address) {
+    const LlvmSymbolNames::Entry* symbol = module ? module->names->Find(address) : nullptr;
+    if (!symbol) {
+      out_ += "??\n0 0\n";
+      return;
+    }
+    out_ += Name(symbol->name);
+    out_ += '\n';
+    out_ += std::to_string(symbol->address);
+    out_ += ' ';
+    out_ += std::to_string(symbol->size);
+    out_ += '\n';
+  }
+
+  // One JSON object as llvm-symbolizer 14 prints it (keys in sorted order, as llvm::json
+  // writes objects): Address, then Data/Error/Frame, ModuleName, Symbol.
+  void AnswerJson(std::string_view line, const std::optional<LlvmRequest>& request,
+                  const std::string& written_module) {
+    if (!request) {
+      out_ += "{\"Error\":{\"Message\":";
+      AppendJsonString(&out_, std::string("unable to parse arguments: ") + std::string(line));
+      out_ += "},\"ModuleName\":";
+      AppendJsonString(&out_, written_module);
+      out_ += '}';
+      return;
+    }
+    std::string error;
+    Module* module = Open(request->module, &error);
+    out_ += "{\"Address\":";
+    AppendJsonString(&out_, Hex(request->address));
+    auto module_name = [&] {
+      out_ += ",\"ModuleName\":";
+      AppendJsonString(&out_, written_module);
+    };
+    if (!error.empty()) {
+      out_ += ",\"Error\":{\"Message\":";
+      AppendJsonString(&out_, error);
+      out_ += '}';
+      module_name();
+      out_ += '}';
+      return;
+    }
+    switch (request->command) {
+      case LlvmCommand::kCode: {
+        module_name();
+        out_ += ",\"Symbol\":[";
+        // A module that failed before answers with no frames (with one unknown frame
+        // under --no-inlines), as llvm-symbolizer's cached failure does.
+        if (module || !config_.inlines) {
+          std::vector<CodeLine> lines = CodeLines(module, request->address);
+          for (size_t i = 0; i < lines.size(); ++i) {
+            if (i) out_ += ',';
+            AppendJsonFrame(lines[i]);
+          }
+        }
+        out_ += "]}";
+        break;
+      }
+      case LlvmCommand::kData: {
+        const LlvmSymbolNames::Entry* symbol =
+            module ? module->names->Find(request->address) : nullptr;
+        out_ += ",\"Data\":{\"Name\":";
+        AppendJsonString(&out_, symbol ? Name(symbol->name) : std::string());
+        out_ += ",\"Size\":";
+        AppendJsonString(&out_, Hex(symbol ? symbol->size : 0));
+        out_ += ",\"Start\":";
+        AppendJsonString(&out_, Hex(symbol ? symbol->address : 0));
+        out_ += '}';
+        module_name();
+        out_ += '}';
+        break;
+      }
+      case LlvmCommand::kFrame:
+        // No locals (see the text answer): an empty list, as for a frame without them.
+        out_ += ",\"Frame\":[]";
+        module_name();
+        out_ += '}';
+        break;
+    }
+  }
+
+  Config config_;
+  SymbolizeOptions options_;
+  std::unordered_map<std::string, Module> modules_;
+  std::string out_;
+  std::vector<SourceFrame> frames_;  // of the last CODE request (CodeLine points into them)
+  SourceFrame symbol_file_;          // likewise: the STT_FILE stand-in
+};
+
+}  // namespace
+
+bool IsLlvmSymbolizerName(std::string_view argv0) {
+  size_t slash = argv0.rfind('/');
+  if (slash != std::string_view::npos) argv0.remove_prefix(slash + 1);
+  return argv0.starts_with("llvm-symbolizer");
+}
+
+int RunLlvmSymbolizer(int argc, char** argv) {
+  std::vector<std::string> args;
+  if (const char* env = std::getenv("LLVM_SYMBOLIZER_OPTS")) args = SplitWhitespace(env);
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  Config config;
+  bool exit_now = false;
+  if (!ParseFlags(args, &config, &exit_now)) return kExitBadInput;
+  if (exit_now) return kExitOk;
+  // The symbolizers live until exit (see KeepUntilExit): leaking the session is deliberate.
+  auto* session = new Session(config);
+  KeepUntilExit(static_cast<const void*>(session));
+  if (!config.inputs.empty()) {
+    // JSON answers to command-line requests form one array, as in llvm-symbolizer.
+    bool list = config.style == Style::kJson;
+    for (size_t i = 0; i < config.inputs.size(); ++i)
+      session->Answer(config.inputs[i], list ? (i == 0 ? '[' : ',') : 0);
+    if (list) std::fputs("]\n", stdout);
+    return kExitOk;
+  }
+  char* line = nullptr;
+  size_t capacity = 0;
+  ssize_t length;
+  while ((length = getline(&line, &capacity, stdin)) >= 0) {
+    std::string_view text(line, static_cast<size_t>(length));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    session->Answer(text);
+  }
+  std::free(line);
+  return kExitOk;
+}
+
+}  // namespace stacksym::cli

@@ -1,0 +1,108 @@
+#include "llvm_symbolizer_names.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace stacksym::cli {
+namespace {
+
+struct RawSymbol {
+  uint32_t name;
+  uint8_t type;
+  uint8_t binding;
+  uint16_t shndx;
+  uint64_t value;
+  uint64_t size;
+};
+
+// Entry `i` of a symbol table section, in either ELF class; false past the end.
+bool ReadSymbol(std::span<const uint8_t> data, size_t stride, bool is_64bit, size_t i,
+                RawSymbol* out) {
+  size_t need = is_64bit ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+  if (stride < need || data.size() < need || i > (data.size() - need) / stride) return false;
+  const uint8_t* p = data.data() + i * stride;
+  if (is_64bit) {
+    Elf64_Sym s;
+    std::memcpy(&s, p, sizeof s);
+    *out = {s.st_name,
+            static_cast<uint8_t>(ELF64_ST_TYPE(s.st_info)),
+            static_cast<uint8_t>(ELF64_ST_BIND(s.st_info)),
+            s.st_shndx,
+            s.st_value,
+            s.st_size};
+  } else {
+    Elf32_Sym s;
+    std::memcpy(&s, p, sizeof s);
+    *out = {s.st_name,
+            static_cast<uint8_t>(ELF32_ST_TYPE(s.st_info)),
+            static_cast<uint8_t>(ELF32_ST_BIND(s.st_info)),
+            s.st_shndx,
+            s.st_value,
+            s.st_size};
+  }
+  return true;
+}
+
+}  // namespace
+
+LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
+  // .symtab when it has symbols, else .dynsym (llvm's computeSymbolSizes).
+  const ElfSection* table = nullptr;
+  for (uint32_t wanted : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
+    for (const ElfSection& s : elf.sections()) {
+      if (s.type == wanted && s.size > (elf.is_64bit() ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym))) {
+        table = &s;
+        break;
+      }
+    }
+    if (table) break;
+  }
+  if (!table || table->link >= elf.sections().size()) return;
+  auto data = elf.SectionData(*table);
+  auto strings = elf.SectionData(elf.sections()[table->link]);
+  if (!data || !strings) return;
+  size_t stride =
+      table->entsize ? table->entsize : (elf.is_64bit() ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym));
+  RawSymbol raw;
+  std::string_view file;  // the last STT_FILE symbol seen
+  auto name_at = [&](uint32_t offset) {
+    const char* name = reinterpret_cast<const char*>(strings->data()) + offset;
+    return std::string_view(name, strnlen(name, strings->size() - offset));
+  };
+  for (size_t i = 0; ReadSymbol(*data, stride, elf.is_64bit(), i, &raw); ++i) {
+    if (raw.type == STT_FILE) {
+      file = raw.name < strings->size() ? name_at(raw.name) : std::string_view();
+      continue;
+    }
+    bool wanted = raw.type == STT_FUNC || raw.type == STT_GNU_IFUNC || raw.type == STT_OBJECT ||
+                  raw.type == STT_NOTYPE;
+    bool in_section =
+        raw.shndx != SHN_UNDEF && (raw.shndx < SHN_LORESERVE || raw.shndx == SHN_XINDEX);
+    if (!wanted || !in_section || raw.name >= strings->size()) continue;
+    entries_.push_back({raw.value, raw.size, name_at(raw.name),
+                        raw.binding == STB_LOCAL ? file : std::string_view()});
+  }
+  // Per address the largest size, and the last in the table among equal sizes.
+  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.address != b.address ? a.address < b.address : a.size < b.size;
+  });
+  size_t out = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (i + 1 < entries_.size() && entries_[i + 1].address == entries_[i].address) continue;
+    entries_[out++] = entries_[i];
+  }
+  entries_.resize(out);
+}
+
+const LlvmSymbolNames::Entry* LlvmSymbolNames::Find(uint64_t address) const {
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
+                             [](uint64_t a, const Entry& e) { return a < e.address; });
+  if (it == entries_.begin()) return nullptr;
+  --it;
+  if (it->size != 0 && address - it->address >= it->size) return nullptr;  // in a gap
+  return &*it;
+}
+
+}  // namespace stacksym::cli

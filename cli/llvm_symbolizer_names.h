@@ -1,0 +1,37 @@
+// llvm-symbolizer 14's view of a symbol table, for the drop-in to answer as it does.
+//
+// stacksym's SymbolTable keeps function and object symbols, resolves aliases global, then
+// weak, then local (as addr2line and perf do), and lets a size-0 symbol end at the next one.
+// llvm-symbolizer instead keeps FUNC, IFUNC, OBJECT and NOTYPE symbols of real sections
+// (.symtab, or .dynsym when there is no .symtab); per address the one with the largest size,
+// the last in the table among equal sizes; and a size-0 symbol covers every address above
+// it up to the next symbol. It names DATA answers and the outermost frame of CODE answers by
+// that symbol, and for a local symbol without DWARF prints the STT_FILE name before it in the
+// table as the file.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/elf.h"
+
+namespace stacksym::cli {
+
+class LlvmSymbolNames {
+ public:
+  explicit LlvmSymbolNames(const ElfFile& elf);
+  struct Entry {
+    uint64_t address;
+    uint64_t size;          // st_size (0 for sizeless symbols)
+    std::string_view name;  // raw, into the mapped string table
+    std::string_view file;  // local symbols: the preceding STT_FILE symbol's name
+  };
+  // The symbol llvm-symbolizer answers `address` with, or nullptr.
+  const Entry* Find(uint64_t address) const;
+
+ private:
+  std::vector<Entry> entries_;  // one per address, sorted
+};
+
+}  // namespace stacksym::cli

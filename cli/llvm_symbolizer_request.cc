@@ -1,0 +1,102 @@
+#include "llvm_symbolizer_request.h"
+
+#include <cstdint>
+
+namespace stacksym::cli {
+namespace {
+
+constexpr const char* kDelimiters = " \n\r";
+
+// Architecture suffixes llvm-symbolizer strips from "module:arch" (those it knows as
+// triples' architectures; the file name keeps any other colon part).
+bool IsArchName(std::string_view s) {
+  static constexpr std::string_view kArchs[] = {
+      "x86_64",  "x86-64", "amd64", "i386",   "i486",    "i586",    "i686",
+      "x86",     "arm",    "armv7", "arm64",  "aarch64", "ppc64",   "ppc64le",
+      "riscv64", "s390x",  "mips",  "mipsel", "mips64",  "mips64el"};
+  for (std::string_view a : kArchs) {
+    if (s == a) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ParseLlvmAddress(std::string_view text, uint64_t* value) {
+  unsigned base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  } else if (text.size() > 1 && text[0] == '0') {
+    base = 8;
+    text.remove_prefix(1);
+  }
+  if (text.empty()) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    unsigned digit;
+    if (c >= '0' && c <= '9')
+      digit = static_cast<unsigned>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      digit = static_cast<unsigned>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      digit = static_cast<unsigned>(c - 'A' + 10);
+    else
+      return false;
+    if (digit >= base) return false;
+    if (v > (UINT64_MAX - digit) / base) return false;  // overflow
+    v = v * base + digit;
+  }
+  *value = v;
+  return true;
+}
+
+std::optional<LlvmRequest> ParseLlvmRequest(std::string_view line,
+                                            const std::string& default_module,
+                                            std::string* written_module) {
+  LlvmRequest request;
+  if (written_module) written_module->clear();
+  if (line.starts_with("CODE ")) {
+    line.remove_prefix(5);
+  } else if (line.starts_with("DATA ")) {
+    request.command = LlvmCommand::kData;
+    line.remove_prefix(5);
+  } else if (line.starts_with("FRAME ")) {
+    request.command = LlvmCommand::kFrame;
+    line.remove_prefix(6);
+  }
+  auto skip_delimiters = [&] {
+    size_t n = line.find_first_not_of(kDelimiters);
+    line.remove_prefix(n == std::string_view::npos ? line.size() : n);
+  };
+  auto token = [&] {
+    size_t n = line.find_first_of(kDelimiters);
+    std::string_view t = line.substr(0, n);
+    line.remove_prefix(t.size());
+    return t;
+  };
+  if (default_module.empty()) {
+    skip_delimiters();
+    if (!line.empty() && (line[0] == '"' || line[0] == '\'')) {
+      size_t end = line.find(line[0], 1);
+      if (end == std::string_view::npos) return std::nullopt;
+      request.module = std::string(line.substr(1, end - 1));
+      line.remove_prefix(end + 1);
+    } else {
+      request.module = std::string(token());
+    }
+    if (written_module) *written_module = request.module;
+    size_t colon = request.module.rfind(':');
+    if (colon != std::string::npos &&
+        IsArchName(std::string_view(request.module).substr(colon + 1)))
+      request.module.resize(colon);
+  } else {
+    request.module = default_module;
+    if (written_module) *written_module = default_module;
+  }
+  skip_delimiters();
+  if (!ParseLlvmAddress(token(), &request.address)) return std::nullopt;
+  return request;
+}
+
+}  // namespace stacksym::cli

@@ -1,0 +1,54 @@
+# What `cmake --install build --prefix P` (and `make install`) puts under P, and the Debian
+# package `make deb` builds from the same rules (CPack):
+#   bin/stacksym                          the command
+#   libexec/stacksym/llvm-symbolizer      symlink to it: the llvm-symbolizer drop-in
+#   lib/libstacksym.so.N                  the C API (SONAME libstacksym.so.N)
+#   include/stacksym/stacksym.h           its header
+#   lib/pkgconfig/stacksym.pc             relocatable pkg-config file
+#   lib/cmake/stacksym/                   find_package(stacksym) → stacksym::stacksym
+#   share/man/man1/stacksym.1             man page
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS stacksym_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS stacksym_capi EXPORT stacksymTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/stacksym/stacksym.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/stacksym)
+install(FILES ${CMAKE_SOURCE_DIR}/docs/stacksym.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# Relative, so the tree can be moved and packaged (DESTDIR, CPack).
+install(CODE "
+  set(dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/stacksym\")
+  file(MAKE_DIRECTORY \"\${dir}\")
+  file(CREATE_LINK ../../${CMAKE_INSTALL_BINDIR}/stacksym \"\${dir}/llvm-symbolizer\" SYMBOLIC)
+  message(STATUS \"Installing: \${dir}/llvm-symbolizer -> ../../${CMAKE_INSTALL_BINDIR}/stacksym\")
+")
+
+configure_file(${CMAKE_SOURCE_DIR}/cmake/stacksym.pc.in ${CMAKE_BINARY_DIR}/stacksym.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/stacksym.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/stacksym)
+install(EXPORT stacksymTargets NAMESPACE stacksym:: DESTINATION ${config_dir})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/stacksymConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/stacksymConfig.cmake INSTALL_DESTINATION ${config_dir})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/stacksymConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/stacksymConfig.cmake
+  ${CMAKE_BINARY_DIR}/stacksymConfigVersion.cmake DESTINATION ${config_dir})
+
+# `make deb` (cpack -G DEB in the build directory): stacksym_VERSION_ARCH.deb.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME stacksym)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "stacksym developers <stacksym@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+  "Stack capture, normalization and symbolization (CLI, C library, llvm-symbolizer drop-in)")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_STRIP_FILES ON)  # as Debian ships binaries: debug info belongs in a -dbgsym package
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # dpkg-shlibdeps (dpkg-dev) fills in Depends
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/package)
+include(CPack)

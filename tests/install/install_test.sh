@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# One step of the install tests (see CMakeLists.txt): install_test.sh STEP, with PREFIX,
+# BUILD_DIR, SOURCE_DIR and FIXTURE_DIR in the environment. Exit 0 pass, 77 skip, else fail.
+set -euo pipefail
+step=$1
+work=$(mktemp -d "${BUILD_DIR}/install-test-${step}.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*" >&2; exit 77; }
+export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+fixture="$FIXTURE_DIR/capi_example_target"
+libc=/lib/x86_64-linux-gnu/libc.so.6
+
+# Addresses worth asking about in an ELF file: every function symbol's start, and a spread of
+# addresses inside each (inline chains live in the middle of functions).
+# (.dynsym when the file has no .symtab, as libc.so.6.) `sed -n 1,Np`, not head: head exits
+# early, and under pipefail the writer's SIGPIPE would end the script without a message.
+addresses_of() {
+  local syms
+  syms=$(nm --defined-only "$1" 2>/dev/null || true)
+  [[ -n "$syms" ]] || syms=$(nm -D --defined-only "$1")
+  awk '$2 ~ /^[tTwWi]$/ { print $1 }' <<<"$syms" | sort -u | sed -n "1,${2:-400}p" |
+    while read -r a; do
+      for d in 0 5 17 40; do printf '0x%x\n' $((16#$a + d)); done
+    done
+}
+
+case "$step" in
+tree)
+  rm -rf "$PREFIX"
+  cmake --install "$BUILD_DIR" --prefix "$PREFIX" >"$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
+  ;;
+
+layout)
+  for f in bin/stacksym include/stacksym/stacksym.h lib/pkgconfig/stacksym.pc \
+           lib/cmake/stacksym/stacksymConfig.cmake lib/cmake/stacksym/stacksymConfigVersion.cmake \
+           share/man/man1/stacksym.1; do
+    [[ -f "$PREFIX/$f" ]] || fail "missing $f"
+  done
+  [[ -L "$PREFIX/libexec/stacksym/llvm-symbolizer" && -x "$PREFIX/libexec/stacksym/llvm-symbolizer" ]] ||
+    fail "libexec/stacksym/llvm-symbolizer is not a working symlink"
+  lib=$(ls "$PREFIX"/lib/libstacksym.so.[0-9]* | head -n1)
+  soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  [[ "$soname" == libstacksym.so.0 ]] || fail "SONAME is '$soname'"
+  [[ -e "$PREFIX/lib/$soname" && -e "$PREFIX/lib/libstacksym.so" ]] || fail "missing $soname or libstacksym.so link"
+  # Exactly the functions the header declares are exported, nothing else.
+  nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' | sort -u >"$work/exported"
+  grep -o 'stacksym_[a-z_]*(' "$PREFIX/include/stacksym/stacksym.h" | tr -d '(' | sort -u >"$work/declared"
+  if grep -v '^stacksym_' "$work/exported" | grep -v '^STACKSYM_0$' >"$work/foreign"; then
+    head "$work/foreign" >&2; fail "libstacksym exports symbols outside stacksym_*"
+  fi
+  grep -v '^STACKSYM_0$' "$work/exported" | diff "$work/declared" - || fail "exported symbols differ from the header"
+  printf '#include <stacksym/stacksym.h>\n' >"$work/c11.c"
+  gcc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$PREFIX/include" "$work/c11.c" ||
+    fail "header is not C11-clean"
+  cp "$work/c11.c" "$work/cxx.cc"
+  g++ -std=c++17 -pedantic -Wall -Wextra -Werror -fsyntax-only -I"$PREFIX/include" "$work/cxx.cc" ||
+    fail "header does not compile as C++"
+  [[ "$(pkg-config --modversion stacksym)" == "$("$PREFIX/bin/stacksym" --version | awk '{ print $2 }').0" ]] ||
+    fail "pkg-config version differs from stacksym --version"
+  if command -v man >/dev/null; then  # (man-db is not in a minimal image)
+    MANWIDTH=80 man -l "$PREFIX/share/man/man1/stacksym.1" 2>/dev/null | grep -q 'LLVM-SYMBOLIZER DROP-IN' ||
+      fail "the man page does not render"
+  fi
+  ;;
+
+c_example | cmake_package)
+  if [[ $step == c_example ]]; then
+    # pkg-config alone: no path into the source or build tree.
+    cc -std=c11 -Wall -Wextra -Werror -o "$work/symbolize" "$SOURCE_DIR/examples/c/symbolize.c" \
+      $(pkg-config --cflags --libs stacksym) -Wl,-rpath,"$(pkg-config --variable=libdir stacksym)"
+  else
+    mkdir "$work/consumer"
+    cat >"$work/consumer/CMakeLists.txt" <<CMAKE
+cmake_minimum_required(VERSION 3.22)
+project(consumer C)
+find_package(stacksym 0.1 REQUIRED)
+add_executable(symbolize "$SOURCE_DIR/examples/c/symbolize.c")
+target_link_libraries(symbolize PRIVATE stacksym::stacksym)
+CMAKE
+    cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$PREFIX" \
+      -DCMAKE_BUILD_RPATH="$PREFIX/lib" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "configure"; }
+    cmake --build "$work/consumer/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build"; }
+    cp "$work/consumer/build/symbolize" "$work/symbolize"
+  fi
+  for target in "$fixture" "$libc"; do
+    mapfile -t addrs < <(addresses_of "$target" 150)
+    (( ${#addrs[@]} > 20 )) || fail "too few addresses in $target"
+    "$work/symbolize" "$target" "${addrs[@]}" >"$work/example.out"
+    "$PREFIX/bin/stacksym" symbolize elf --file "$target" --output-style=llvm "${addrs[@]}" >"$work/cli.out"
+    diff -u "$work/cli.out" "$work/example.out" >&2 || fail "C example differs from stacksym symbolize elf on $target"
+    grep -q '^[^?].*:[1-9][0-9]*:[0-9]*$' "$work/example.out" || fail "no file:line answers for $target"
+  done
+  grep -q 'fixture::ReadAt(int const\*, int)' "$work/example.out" 2>/dev/null ||
+    "$work/symbolize" "$fixture" $(addresses_of "$fixture" 400) | grep -q 'fixture::ReadAt(int const\*, int)' ||
+    fail "C example did not name fixture::ReadAt"
+  if "$work/symbolize" /nonexistent/file 0x10 2>"$work/err"; then fail "missing file accepted"; fi
+  grep -q 'nonexistent' "$work/err" || fail "error message does not name the file: $(cat "$work/err")"
+  ;;
+
+dropin)
+  dropin="$PREFIX/libexec/stacksym/llvm-symbolizer"
+  command -v llvm-symbolizer >/dev/null || skip "llvm-symbolizer is not installed"
+  compare() {  # compare NAME ARGS... (requests on stdin of both)
+    local name=$1; shift
+    llvm-symbolizer "$@" <"$work/requests" >"$work/llvm.out" 2>/dev/null || true
+    [[ -s "$work/llvm.out" ]] || fail "$name: llvm-symbolizer printed nothing"
+    "$dropin" "$@" <"$work/requests" >"$work/dropin.out" 2>/dev/null || fail "$name: drop-in exited with $?"
+    diff -u "$work/llvm.out" "$work/dropin.out" >"$work/diff" || { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer"; }
+  }
+  # JSON: byte for byte except the frame fields stacksym does not read (line-table
+  # discriminators, the function's DW_AT_decl_file/decl_line and DWARF low_pc), which the
+  # drop-in prints as llvm-symbolizer prints unknown ones; blanked in both before the diff.
+  compare_json() {
+    local name=$1; shift
+    llvm-symbolizer --output-style=JSON "$@" <"$work/requests" >"$work/llvm.out" 2>/dev/null || true
+    [[ -s "$work/llvm.out" ]] || fail "$name: llvm-symbolizer printed nothing"
+    "$dropin" --output-style=JSON "$@" <"$work/requests" >"$work/dropin.out" 2>/dev/null || fail "$name: drop-in exited with $?"
+    local blank='s/"Discriminator":[0-9]*/"Discriminator":_/g; s/"StartAddress":"[^"]*"/"StartAddress":_/g
+                 s/"StartFileName":"[^"]*"/"StartFileName":_/g; s/"StartLine":[0-9]*/"StartLine":_/g'
+    sed "$blank" "$work/llvm.out" >"$work/llvm.json"
+    sed "$blank" "$work/dropin.out" >"$work/dropin.json"
+    diff -u "$work/llvm.json" "$work/dropin.json" >"$work/diff" || { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer"; }
+  }
+  addresses_of "$fixture" 400 | sed "s|^|CODE \"$fixture\" |" >"$work/requests"
+  nm --defined-only "$fixture" | awk '$2 ~ /^[dDbBrR]$/ { print $1 }' | sed -n 1,50p |
+    while read -r a; do printf 'DATA "%s" 0x%x\nDATA %s:x86_64 0x%x\n' "$fixture" $((16#$a)) "$fixture" $((16#$a + 3)); done >>"$work/requests"
+  printf 'FRAME "%s" 0x10\n%s 0x1\nnot a request\nCODE "/nonexistent" 0x10\nDATA "/nonexistent" 0x10\n' "$fixture" "$fixture" >>"$work/requests"
+  compare "default"
+  compare "--no-inlines" --no-inlines
+  compare "--inlining=false --demangle=false" --inlining=false -demangle=false
+  compare "--functions=none --output-style=GNU" --functions=none --output-style=GNU
+  compare "--functions=short" --functions=short
+  grep -qx 'ReadAt' "$work/dropin.out" || fail "--functions=short: no short name ReadAt"
+  compare "--print-address --basenames" --print-address --basenames --default-arch=x86_64
+  LLVM_SYMBOLIZER_OPTS="--no-demangle --no-inlines" compare "LLVM_SYMBOLIZER_OPTS"
+  compare_json "JSON"
+  grep -q '"Symbol":\[{"Column":[1-9][0-9]*,"Discriminator":_,"FileName":"/' "$work/dropin.json" ||
+    fail "JSON: no frame with a file and column"
+  grep -q '"Data":{"Name":"[^"]' "$work/dropin.json" || fail "JSON: no named DATA answer"
+  compare_json "JSON --no-inlines --basenames" --no-inlines --basenames
+  compare_json "JSON --functions=none --no-demangle" --functions=none --no-demangle
+  compare_json "JSON --functions=short" --functions=short
+  # --obj with hex, decimal and octal addresses, and addresses as arguments.
+  # (llvm-symbolizer 14 rejects --use-symbol-table, which the drop-in accepts for older callers.)
+  addr=$(addresses_of "$fixture" 400 | sed -n 30p)
+  printf '%s\n%d\n0%o\n' "$addr" "$addr" "$addr" >"$work/requests"
+  compare "--obj" --obj="$fixture" --relative-address
+  : >"$work/requests"
+  compare "-e with arguments" -e "$fixture" "$addr" 0x1
+  compare_json "JSON -e with arguments" -e "$fixture" "$addr" 0x1 "not a request"
+  # libc with its separate debug file (libc6-dbg).
+  addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
+  compare "libc"
+  compare_json "libc JSON"
+  compare "libc --functions=short --no-inlines" --functions=short --no-inlines
+  ;;
+
+asan | ubsan)
+  dropin="$PREFIX/libexec/stacksym/llvm-symbolizer"
+  real=$(command -v llvm-symbolizer) || skip "llvm-symbolizer is not installed"
+  real=$(readlink -f "$real")
+  if [[ $step == asan ]]; then
+    program="$FIXTURE_DIR/sanitizer_asan"; cases="use-after-free global-overflow stack-overflow"
+  else
+    program="$FIXTURE_DIR/sanitizer_ubsan"; cases="signed-overflow"
+  fi
+  # The report up to its SUMMARY line, without what changes from run to run (pids, addresses).
+  report() {  # report SYMBOLIZER CASE
+    { ASAN_SYMBOLIZER_PATH=$1 UBSAN_SYMBOLIZER_PATH=$1 ASAN_OPTIONS=detect_leaks=0:symbolize=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:symbolize=1 "$program" "$2" 2>&1 >/dev/null || true; } |
+      sed -n '1,/^SUMMARY/p' | sed -E 's/==[0-9]+==/==PID==/g; s/0x[0-9a-f]+/0xADDR/g'
+  }
+  for c in $cases; do
+    report "$real" "$c" >"$work/llvm.$c"
+    report "$dropin" "$c" >"$work/dropin.$c"
+    grep -q 'sanitizer_fixture.cc:[0-9]*:[0-9]*' "$work/llvm.$c" || fail "$c: llvm-symbolizer gave no file:line (was it used?)"
+    diff -u "$work/llvm.$c" "$work/dropin.$c" >&2 || fail "$c: report with the drop-in differs"
+    echo "== $c: identical reports"; grep -E '#[0-9]+ |global variable' "$work/dropin.$c" | head -n 4
+  done
+  grep -q "global variable 'fixture::global_table'" "$work/dropin.global-overflow" 2>/dev/null || [[ $step == ubsan ]] ||
+    fail "global description missing"
+  ;;
+
+deb)
+  command -v dpkg-deb >/dev/null || skip "dpkg-deb is not installed"
+  # Into the test's own directory, so that a package made by `make deb` stays.
+  (cd "$BUILD_DIR" && cpack -G DEB -B "$work/package" >"$work/cpack.log" 2>&1) ||
+    { tail -n 30 "$work/cpack.log"; fail "cpack"; }
+  deb=$(ls "$work"/package/stacksym_*.deb)
+  dpkg-deb -f "$deb" Package Version Depends
+  dpkg-deb -x "$deb" "$work/root"
+  "$work/root/usr/bin/stacksym" --version | grep -q '^stacksym ' || fail "stacksym --version from the package"
+  [[ -L "$work/root/usr/libexec/stacksym/llvm-symbolizer" ]] || fail "drop-in link missing from the package"
+  [[ -n "$(find "$work/root/usr" -name libstacksym.so.0)" ]] || fail "libstacksym.so.0 missing from the package"
+  echo "y" | "$work/root/usr/libexec/stacksym/llvm-symbolizer" --version | grep -q stacksym || fail "drop-in --version"
+  ;;
+*)
+  fail "unknown step $step"
+  ;;
+esac
+echo "PASS: $step"
