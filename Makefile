@@ -6,8 +6,9 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
+PREFIX     ?= /usr/local
 
-.PHONY: all setup build demo test test-sanitize fuzz fuzz-ci bench format clean
+.PHONY: all setup build demo test test-sanitize fuzz fuzz-ci bench format clean install deb
 
 all: build
 
@@ -23,16 +24,17 @@ build: setup $(BUILD)/build.ninja
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
+# scripts/ctest.sh: without the environment's DEBUGINFOD_URLS; failed tests rerun verbosely.
 test: build
-	cd $(BUILD) && ctest -j $(JOBS) --output-on-failure
+	./scripts/ctest.sh $(BUILD) $(JOBS)
 
 # ASan + UBSan build of the whole test suite.
 test-sanitize: setup
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTACKSYM_WERROR=ON \
 	  -DSTACKSYM_SANITIZE=ON -DSTACKSYM_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest -j $(JOBS) --output-on-failure
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./scripts/ctest.sh $(ASAN_BUILD) $(JOBS)
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS from a seed corpus made of fixtures.
 fuzz: setup
@@ -43,6 +45,15 @@ fuzz: setup
 
 bench: build
 	./bench/run.sh $(BUILD)
+
+# bin/stacksym, lib/libstacksym.so, the C header, pkg-config and CMake files, man page,
+# libexec/stacksym/llvm-symbolizer under PREFIX.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package (CPack) in $(BUILD)/package: apt install ./$(BUILD)/package/stacksym_*.deb
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 format:
 	git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i

@@ -20,6 +20,14 @@ if want symbolize_compare; then
   STACKSYM_BENCH_DEPS=1 ./scripts/setup.sh
   bench/symbolize_compare.sh "$build"
 fi
+if want llvm_symbolizer_protocol; then
+  echo "== llvm_symbolizer_protocol"
+  bench/llvm_symbolizer_protocol.py "$build"
+fi
+if want index_compare; then
+  echo "== index_compare"
+  bench/index_compare.sh "$build"
+fi
 if want record_overhead; then
   echo "== record_overhead"
   bench/record_overhead.sh "$build"

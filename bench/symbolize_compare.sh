@@ -62,7 +62,7 @@ EOF
 tool_command() {
   local tool=$1 file=$2
   case $tool in
-    stacksym) echo "$STACKSYM symbolize elf --output-style=llvm --file $file" ;;
+    stacksym) echo "$STACKSYM symbolize elf --no-cache --output-style=llvm --file $file" ;;
     llvm-symbolizer) echo "llvm-symbolizer --inlines --obj=$file" ;;
     addr2line) echo "addr2line -f -i -C -e $file" ;;
     eu-addr2line) echo "eu-addr2line -f -i -C -e $file" ;;

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "cache_options.h"
 #include "command.h"
 #include "stacksym/capture.h"
 #include "stacksym/output.h"
+#include "stacksym/remote.h"
 #include "stacksym/symbolize_profile.h"
 
 namespace stacksym::cli {
@@ -24,14 +26,18 @@ struct Options {
   uint32_t frequency = 99;
   std::string event = "cpu-clock";
   std::string backend = "auto";
-  std::string ringbuf_size = "8M";
+  std::string ringbuf_size;  // default: 8M with frame pointers, 32M with stack copies
+  std::string call_graph = "dwarf";
   bool all = false;
   bool quiet = false;
   bool no_symbolize = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
   std::vector<std::string> debug_dirs;
+  std::string server;  // symbolize user frames remotely
+  bool no_debuginfod = false;
   std::string vmlinux;
+  CacheCliOptions cache;
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
@@ -93,6 +99,55 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     std::fprintf(stderr, "  lost per CPU (ring buffer full; raise --ringbuf-size):%s\n",
                  per_cpu.c_str());
   }
+  if (s.backend == CaptureBackend::kBpf && s.samples > 0) {
+    std::fprintf(stderr, "  ring buffer: %.0f bytes per sample\n",
+                 static_cast<double>(s.ringbuf_bytes) / static_cast<double>(s.samples));
+  }
+  if (s.call_graph == CallGraph::kBpf) {
+    std::fprintf(stderr,
+                 "  unwinding in BPF (--call-graph bpf): %llu samples unwound in the program "
+                 "(%.1f frames each), %llu sent as stack copies (tables not loaded yet); "
+                 "%llu walks met an unknown mapping\n",
+                 u(s.bpf_unwound),
+                 s.bpf_unwound
+                     ? static_cast<double>(s.bpf_unwind_frames) / static_cast<double>(s.bpf_unwound)
+                     : 0.0,
+                 u(s.bpf_fallback_copies), u(s.bpf_unknown_mapping));
+    std::fprintf(stderr,
+                 "  unwind tables in BPF maps: %llu processes, %llu tables, %llu rows (%.1f MiB); "
+                 "%llu processes could not be loaded%s%s\n",
+                 u(s.bpf_processes_loaded), u(s.bpf_tables_loaded), u(s.bpf_rows_loaded),
+                 static_cast<double>(s.bpf_rows_loaded) * 16 / (1 << 20),
+                 u(s.bpf_processes_not_loaded), s.bpf_first_load_problem.empty() ? "" : ": ",
+                 s.bpf_first_load_problem.c_str());
+    if (s.verify_samples > 0) {
+      std::fprintf(stderr, "  verify: %llu of %llu BPF chains agree with the stack copy's\n",
+                   u(s.verify_agreed), u(s.verify_samples));
+      for (size_t i = 0; i < s.verify_differences.size() && i < 20; ++i) {
+        std::fprintf(stderr, "    differs: %s\n", s.verify_differences[i].c_str());
+      }
+    }
+  }
+  if (s.call_graph == CallGraph::kDwarf || s.call_graph == CallGraph::kBpf) {
+    uint64_t complete = s.unwind_ends[static_cast<int>(UnwindEnd::kOutermost)];
+    std::fprintf(
+        stderr,
+        "  unwinding stack copies (%u bytes): %llu stacks, %llu complete, %llu by an "
+        "earlier walk; %.0f stack bytes per sample, %llu copies cut at an unreadable "
+        "page; %llu frames by frame pointers\n",
+        o.record.stack_copy_bytes, u(s.user_stacks_unwound), u(complete), u(s.unwind_cache_hits),
+        s.samples ? static_cast<double>(s.stack_copy_bytes) / static_cast<double>(s.samples) : 0.0,
+        u(s.stack_copy_cut), u(s.unwind_fp_frames));
+    std::string ends;
+    for (int i = 1; i < kUnwindEndCount; ++i) {
+      if (s.unwind_ends[i] == 0) continue;
+      ends += " " + std::string(UnwindEndName(static_cast<UnwindEnd>(i))) + "=" +
+              std::to_string(s.unwind_ends[i]);
+    }
+    if (!ends.empty()) {
+      std::fprintf(stderr, "  stacks cut short:%s\n", ends.c_str());
+    }
+  }
   if (o.record.kernel_build_ids) {
     std::fprintf(stderr, "  kernel build IDs: %llu frames, %llu fallbacks to raw IPs\n",
                  u(s.build_id_frames), u(s.build_id_fallbacks));
@@ -136,7 +191,15 @@ int RunRecord(Options& o) {
     return kExitUsage;
   }
   o.record.backend = *backend;
-  if (!ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
+  Result<CallGraphSpec> call_graph = ParseCallGraph(o.call_graph);
+  if (!call_graph) {
+    std::fprintf(stderr, "stacksym record: %s\n", call_graph.error().message.c_str());
+    return kExitUsage;
+  }
+  o.record.call_graph = call_graph->mode;
+  o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
+  // Empty: the library's default for the call graph (8M with frame pointers, else 32M).
+  if (!o.ringbuf_size.empty() && !ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
     std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
                  o.ringbuf_size.c_str());
     return kExitUsage;
@@ -196,10 +259,30 @@ int RunRecord(Options& o) {
 
   Profile& profile = (*rec)->profile();
   if (!o.no_symbolize) {
+    if (!o.server.empty()) {
+      // User frames on the server; kernel frames, and user frames the server had no file
+      // for, below, locally (the pass only fills frames still unset).
+      RemoteSymbolizeOptions ro;
+      ro.url = o.server;
+      Result<RemoteSymbolizeStats> remote = SymbolizeProfileRemote(profile, ro);
+      if (!remote) {
+        std::fprintf(stderr, "stacksym record: %s\n", remote.error().ToString().c_str());
+      } else if (!o.quiet) {
+        for (const std::string& m : remote->messages) {
+          std::fprintf(stderr, "stacksym record: %s\n", m.c_str());
+        }
+      }
+      // What the server has no file for is looked up here, in the files the recorder kept.
+      for (std::optional<FrameSymbols>& s : profile.symbols) {
+        if (s && s->reason == Reason::kNotFound) s.reset();
+      }
+    }
     SymbolizeProfileOptions so;
     so.module_files = (*rec)->module_files();
     if (!o.debug_dirs.empty()) so.symbolize.debug_dirs = o.debug_dirs;
+    if (!o.no_debuginfod) so.symbolize.fetcher = MakeDebuginfodFetcher({});
     so.vmlinux_path = o.vmlinux;
+    so.symbolize.cache_dir = o.cache.Resolve();
     SymbolizeProfile(profile, so);
   }
   if (!o.quiet) PrintSummary((*rec)->stats(), o);
@@ -236,7 +319,16 @@ CommandRegistrar registrar(
       app.add_option("-d,--duration", o->record.duration_s,
                      "Seconds to record (default: until Ctrl-C or the command exits)");
       app.add_option("--backend", o->backend, "auto (default), bpf, perf, stackmap");
-      app.add_option("--ringbuf-size", o->ringbuf_size, "Ring buffer size (default 8M)");
+      app.add_option("--call-graph", o->call_graph,
+                     "User stacks: dwarf[,SIZE] (default: copy SIZE bytes of stack, 16384 by "
+                     "default, and unwind with .eh_frame), bpf (unwind in the BPF program from "
+                     ".eh_frame tables in BPF maps) or fp (frame pointers)");
+      app.add_flag("--bpf-unwind-verify", o->record.bpf_unwind_verify,
+                   "With --call-graph bpf: also copy each stack and count the samples where "
+                   "unwinding the copy gives another chain (testing)")
+          ->group("");
+      app.add_option("--ringbuf-size", o->ringbuf_size,
+                     "Ring buffer size (default 32M with dwarf and bpf, 8M with fp)");
       app.add_option("--stackmap-size", o->record.stackmap_size,
                      "Entries of the stackmap backend's map (default 16384)");
       app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,
@@ -248,7 +340,12 @@ CommandRegistrar registrar(
       app.add_flag("-q,--quiet", o->quiet, "No status line or summary");
       app.add_flag("--no-symbolize", o->no_symbolize, "Keep addresses only");
       app.add_option("--debug-dir", o->debug_dirs, "Debug-file root (default /usr/lib/debug)");
+      app.add_option("--server", o->server,
+                     "Symbolize user frames on this `stacksym serve` (http://host:port)");
+      app.add_flag("--no-debuginfod", o->no_debuginfod,
+                   "Do not fetch missing debug files from $DEBUGINFOD_URLS");
       app.add_option("--vmlinux", o->vmlinux, "vmlinux with DWARF for kernel frames");
+      AddCacheOptions(app, &o->cache);
       app.add_option("command", o->record.command, "-- CMD ARGS: run and profile a command");
       return [o] { return RunRecord(*o); };
     });

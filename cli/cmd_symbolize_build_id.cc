@@ -36,7 +36,8 @@ int Run(const Options& o) {
   }
   SymbolizeOptions options = o.symbolize.ToSymbolizeOptions();
   int exit_code = kExitOk;
-  Result<std::string> path = FindBinaryByBuildId(*build_id, options.debug_dirs);
+  Result<std::string> path =
+      FindBinaryByBuildId(*build_id, options.debug_dirs, options.fetcher.get());
   if (!path) {
     // Still answer every offset (with the Reason), so output lines up with input.
     std::fprintf(stderr, "%s: %s\n", kName, path.error().ToString().c_str());

@@ -1,13 +1,15 @@
-// `stacksym symbolize-profile IN OUT` — symbols for a normalized-only profile, locally, from
-// files found by build ID.
+// `stacksym symbolize-profile IN OUT` — symbols for a normalized-only profile from files found
+// by build ID (debug dirs, then debuginfod), or with --server by a `stacksym serve`.
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cache_options.h"
 #include "command.h"
 #include "stacksym/output.h"
+#include "stacksym/remote.h"
 
 namespace stacksym::cli {
 namespace {
@@ -22,7 +24,49 @@ struct SymbolizeProfileArgs {
   bool resymbolize = false;
   std::string kallsyms;
   bool quiet = false;
+  CacheCliOptions cache;
+  std::string server;  // symbolize on this `stacksym serve`
+  bool no_debuginfod = false;
 };
+
+int WriteOutput(const SymbolizeProfileArgs& args, const Profile& profile) {
+  std::optional<ProfileFormat> format = ProfileFormatFromPath(args.output);
+  Result<void> written =
+      WriteProfileAs(profile, format.value_or(ProfileFormat::kPprof), args.output);
+  if (!written) {
+    std::fprintf(stderr, "stacksym symbolize-profile: %s\n", written.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+// --server: user frames by the server, kernel frames here.
+int RunRemote(const SymbolizeProfileArgs& args, Profile& profile) {
+  RemoteSymbolizeOptions options;
+  options.url = args.server;
+  options.demangle = !args.no_demangle;
+  options.inlines = !args.no_inlines;
+  options.resymbolize = args.resymbolize;
+  options.kallsyms_path = args.kallsyms;
+  Result<RemoteSymbolizeStats> stats = SymbolizeProfileRemote(profile, options);
+  if (!stats) {
+    std::fprintf(stderr, "stacksym symbolize-profile: %s\n", stats.error().ToString().c_str());
+    return kExitBadInput;
+  }
+  if (!args.quiet) {
+    for (const std::string& message : stats->messages) {
+      std::fprintf(stderr, "stacksym symbolize-profile: %s\n", message.c_str());
+    }
+    std::fprintf(stderr,
+                 "stacksym symbolize-profile: %llu of %llu frames symbolized; %llu distinct "
+                 "(build ID, offset) pairs in %llu requests to %s\n",
+                 static_cast<unsigned long long>(stats->symbolized),
+                 static_cast<unsigned long long>(stats->frames + stats->kernel_frames),
+                 static_cast<unsigned long long>(stats->pairs),
+                 static_cast<unsigned long long>(stats->requests), args.server.c_str());
+  }
+  return WriteOutput(args, profile);
+}
 
 int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
   Result<Profile> profile = ReadProfile(args.input);
@@ -30,6 +74,7 @@ int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
     std::fprintf(stderr, "stacksym symbolize-profile: %s\n", profile.error().ToString().c_str());
     return kExitBadInput;
   }
+  if (!args.server.empty()) return RunRemote(args, *profile);
   OfflineSymbolizeOptions options;
   if (args.no_default_debug_dir) options.debug_dirs.clear();
   options.debug_dirs.insert(options.debug_dirs.begin(), args.debug_dirs.begin(),
@@ -38,6 +83,8 @@ int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
   options.inlines = !args.no_inlines;
   options.resymbolize = args.resymbolize;
   options.kallsyms_path = args.kallsyms;
+  options.cache_dir = args.cache.Resolve();
+  if (!args.no_debuginfod) options.fetcher = MakeDebuginfodFetcher({});
   OfflineSymbolizeStats stats = SymbolizeProfileOffline(*profile, options);
   if (!args.quiet) {
     for (const std::string& message : stats.messages) {
@@ -51,14 +98,7 @@ int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
                  static_cast<unsigned long long>(stats.modules_found),
                  static_cast<unsigned long long>(stats.modules_missing));
   }
-  std::optional<ProfileFormat> format = ProfileFormatFromPath(args.output);
-  Result<void> written =
-      WriteProfileAs(*profile, format.value_or(ProfileFormat::kPprof), args.output);
-  if (!written) {
-    std::fprintf(stderr, "stacksym symbolize-profile: %s\n", written.error().ToString().c_str());
-    return kExitBadInput;
-  }
-  return kExitOk;
+  return WriteOutput(args, *profile);
 }
 
 CommandRegistrar registrar(
@@ -82,7 +122,13 @@ CommandRegistrar registrar(
       app.add_option("--kallsyms", args->kallsyms,
                      "symbolize kernel frames from this kallsyms file (same machine and boot "
                      "only, e.g. /proc/kallsyms)");
+      app.add_option("--server", args->server,
+                     "symbolize user frames on this `stacksym serve` (http://host:port); "
+                     "kernel frames stay local");
+      app.add_flag("--no-debuginfod", args->no_debuginfod,
+                   "do not fetch missing files from the servers in $DEBUGINFOD_URLS");
       app.add_flag("-q,--quiet", args->quiet, "no summary on stderr");
+      AddCacheOptions(app, &args->cache);
       return [args] { return RunSymbolizeProfile(*args); };
     });
 

@@ -3,8 +3,12 @@
 #include <cstdio>
 
 #include "command.h"
+#include "llvm_symbolizer_mode.h"
 
 int main(int argc, char** argv) {
+  // Under a name starting with "llvm-symbolizer", speak its protocol (ASAN_SYMBOLIZER_PATH).
+  if (argc > 0 && stacksym::cli::IsLlvmSymbolizerName(argv[0]))
+    return stacksym::cli::RunLlvmSymbolizer(argc, argv);
   CLI::App app{
       "stacksym: capture stacks with BPF, normalize them to (build ID, file offset), "
       "symbolize them with ELF symbols and DWARF, and write profiles."};

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "stacksym/remote.h"
+
 namespace stacksym::cli {
 
 namespace {
@@ -141,6 +143,8 @@ SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
   options.inlines = !no_inlines;
   if (!debug_dirs.empty()) options.debug_dirs = debug_dirs;
   options.threads = threads;
+  options.cache_dir = cache.Resolve();
+  if (!no_debuginfod) options.fetcher = MakeDebuginfodFetcher({});
   return options;
 }
 
@@ -153,6 +157,9 @@ void AddSymbolizeOptions(CLI::App& app, SymbolizeCliOptions* options) {
   app.add_option("--threads", options->threads,
                  "Threads for parsing debug info and resolving names (default: one per CPU)")
       ->check(CLI::Range(0u, 1024u));
+  AddCacheOptions(app, &options->cache);
+  app.add_flag("--no-debuginfod", options->no_debuginfod,
+               "Do not fetch missing files from the servers in $DEBUGINFOD_URLS");
   AddOutputOptions(app, &options->output);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_options.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -34,6 +35,8 @@ struct SymbolizeCliOptions {
   bool no_inlines = false;
   std::vector<std::string> debug_dirs;
   unsigned threads = 0;
+  CacheCliOptions cache;
+  bool no_debuginfod = false;
   OutputOptions output;
   SymbolizeOptions ToSymbolizeOptions() const;
 };

@@ -6,6 +6,8 @@ set_property(GLOBAL PROPERTY STACKSYM_MODULES "")
 function(stacksym_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(stacksym_${name} STATIC ${ARG_SOURCES})
+  # PIC: the modules are linked into libstacksym.so (the C API) as well as the executables.
+  set_target_properties(stacksym_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(stacksym_${name} PUBLIC ${ARG_DEPS})
   set_property(GLOBAL APPEND PROPERTY STACKSYM_MODULES stacksym_${name})
 endfunction()

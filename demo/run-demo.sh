@@ -38,5 +38,11 @@ echo "  static SVG:       $out/demo.svg"
 echo "  pprof:            $out/demo.pb.gz  (go tool pprof -http=: $out/demo.pb.gz)"
 echo "  folded stacks:    $out/demo.folded"
 echo
+# libc has no frame pointers: only the unwind tables (--call-graph dwarf, the default) carry
+# the sorter's stacks from compare_values through qsort's merge sort back to its thread.
+echo "== the sorter thread's hottest stacks (outermost first), through libc's qsort"
+grep '^sorter;' "$out/demo.folded" | grep 'compare_values' | sort -t' ' -k2,2nr | head -3 |
+  sed 's/_\[i\]//g; s/;/ → /g; s/^/  /'
+echo
 echo "== stacksym report $out/demo.pb.gz"
 "$stacksym" report -n 10 "$out/demo.pb.gz"

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target in BUILD_DIR/fuzz for SECONDS each. Seeds: fuzz/seeds/<target>.sh
-# (if present) prints seed file paths, e.g. fixtures compiled by the test build; otherwise the
-# target starts from an empty corpus. Fails on the first crash, leak or timeout.
+# Runs every libFuzzer target in BUILD_DIR/fuzz for SECONDS each, JOBS at a time (default: one
+# per CPU; each target is single-threaded). Seeds: fuzz/seeds/<target>.sh (if present) prints
+# seed file paths, e.g. fixtures compiled by the test build; otherwise the target starts from
+# an empty corpus. Fails when any target finds a crash, leak or timeout (its log is printed).
 set -euo pipefail
 build=${1:-build-fuzz}
 seconds=${2:-60}
+jobs=${3:-$(nproc)}
 here=$(cd "$(dirname "$0")/.." && pwd)
 shopt -s nullglob
-targets=("$build"/fuzz/fuzz_*)
+targets=()
+for target in "$build"/fuzz/fuzz_*; do
+  [[ -x "$target" && -f "$target" ]] && targets+=("$target")
+done
 if (( ${#targets[@]} == 0 )); then
   echo "run-fuzzers: no fuzz targets were built in $build/fuzz" >&2
   exit 1
 fi
-ran=0
-for target in "${targets[@]}"; do
-  [[ -x "$target" && -f "$target" ]] || continue
-  ran=$((ran + 1))
+
+# run_one TARGET: exit status of the fuzzer; its output in $build/fuzz/NAME.log.
+run_one() {
+  local target=$1 name corpus
   name=$(basename "$target")
   corpus="$build/fuzz/corpus-$name"
   mkdir -p "$corpus"
@@ -26,11 +31,34 @@ for target in "${targets[@]}"; do
   fi
   echo "== $name: ${seconds}s, $(ls "$corpus" | wc -l) seeds"
   "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=1048576 \
-    -print_final_stats=1 -artifact_prefix="$build/fuzz/$name-" "$corpus" 2>"$build/fuzz/$name.log" || {
-      tail -n 60 "$build/fuzz/$name.log"
-      echo "run-fuzzers: $name FAILED" >&2
-      exit 1
-    }
-  grep -E '^(stat::number_of_executed_units|Done)' "$build/fuzz/$name.log" || tail -n 2 "$build/fuzz/$name.log"
+    -print_final_stats=1 -artifact_prefix="$build/fuzz/$name-" "$corpus" >"$build/fuzz/$name.log" 2>&1
+}
+
+failed=()
+declare -A running=()  # pid -> target
+finish_one() {  # waits for one running fuzzer and records its outcome
+  local pid status=0
+  wait -n -p pid "${!running[@]}" || status=$?
+  local target=${running[$pid]} name
+  unset "running[$pid]"
+  name=$(basename "$target")
+  if (( status != 0 )); then
+    failed+=("$name")
+    echo "== $name FAILED (exit $status):"
+    tail -n 60 "$build/fuzz/$name.log"
+  else
+    echo "== $name: $(grep -E '^(stat::number_of_executed_units|Done)' "$build/fuzz/$name.log" | tr '\n' ' ')"
+  fi
+}
+for target in "${targets[@]}"; do
+  while (( ${#running[@]} >= jobs )); do finish_one; done
+  run_one "$target" &
+  running[$!]=$target
 done
-echo "run-fuzzers: all $ran targets ran clean"
+while (( ${#running[@]} > 0 )); do finish_one; done
+
+if (( ${#failed[@]} > 0 )); then
+  echo "run-fuzzers: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "run-fuzzers: all ${#targets[@]} targets ran clean, $jobs at a time"

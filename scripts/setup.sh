@@ -9,13 +9,16 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang llvm libclang-rt-14-dev clang-format
   binutils elfutils dwz libc6-dbg
+  dpkg-dev
   libbpf-dev bpftool linux-perf
   libprotobuf-dev protobuf-compiler
+  libdebuginfod-dev libcpp-httplib-dev debuginfod
   python3
 )
-# Large packages used by differential tests, benchmarks and the flame graph browser test
+# Large packages used by differential tests (librados2: libceph-common, a large C++ library
+# for the unwind-table test), benchmarks and the flame graph browser test
 # (chromium); wanted but not fatal.
-OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium)
+OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium librados2)
 if [[ "${STACKSYM_BENCH_DEPS:-0}" == 1 ]]; then
   OPTIONAL_PACKAGES+=(librados2 librados2-dbg)
 fi

@@ -48,6 +48,11 @@ Result<std::string> FindFileByBuildId(std::span<const uint8_t> build_id,
 // used for DWARF, found by ElfSymbolizer through the same debug dirs.
 Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
                                         const std::vector<std::string>& debug_dirs);
+// The same, then, when no debug dir has it, the executable `fetcher` returns (build ID and
+// file-backed code checked); the not-found error then also says why the fetch failed.
+Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
+                                        const std::vector<std::string>& debug_dirs,
+                                        const BuildIdFetcher* fetcher);
 
 // True when the executable PT_LOAD segments of `elf` carry their file bytes (so file
 // offsets are meaningful), false for separate debug files.

@@ -122,6 +122,9 @@ struct OfflineSymbolizeOptions {
   // Kernel frames: symbolized from this kallsyms file when set (only meaningful on the
   // machine and boot that recorded the profile); left as they are when empty.
   std::string kallsyms_path;
+  std::string cache_dir;  // persisted symbol indexes (SymbolizeOptions::cache_dir); empty: none
+  // Asked for the executable, then its debug file, when no local file matches (debuginfod).
+  std::shared_ptr<const BuildIdFetcher> fetcher;
 };
 struct OfflineSymbolizeStats {
   uint64_t frames = 0;                // user frames looked at

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "stacksym/build_id_fetcher.h"
 #include "stacksym/elf.h"
 #include "stacksym/reason.h"
 #include "stacksym/result.h"
@@ -31,6 +32,10 @@ struct SymbolizeOptions {
   bool demangle = true;
   bool use_debug_info = true;  // DWARF line tables and inline chains when available
   bool inlines = true;         // report inlined frames (otherwise only the outermost frame)
+  // Name functions by DWARF's DW_AT_name ("f", "g<int>": no scope, no parameters) instead of
+  // the linkage name, and not from the symbol table (llvm-symbolizer --functions=short).
+  // Frames without DWARF then have no function name. Persisted indexes are not used.
+  bool short_function_names = false;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
@@ -42,6 +47,13 @@ struct SymbolizeOptions {
   // both per module.
   std::string known_path;
   std::string known_root;
+  // Directory of persisted symbol indexes (stacksym/symbol_cache.h); empty: none. With one,
+  // the first use of a binary (with use_debug_info) indexes the whole binary there, and later
+  // symbolizers answer from that index — the same answers, without parsing DWARF again.
+  std::string cache_dir;
+  uint64_t cache_max_bytes = uint64_t{1} << 30;  // least recently used indexes go beyond it
+  // Asked by build ID when no local debug dir has the debug file (debuginfod); null: local only.
+  std::shared_ptr<const BuildIdFetcher> fetcher;
 };
 
 enum class AddressKind : uint8_t { kVirtual, kFileOffset };
@@ -76,6 +88,9 @@ struct SymbolizedAddress {
 
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;    // src/base; opaque here
+namespace symindex {
+class SymbolIndex;  // src/index; opaque here
+}
 
 class ElfSymbolizer {
  public:
@@ -107,12 +122,15 @@ class ElfSymbolizer {
   // the file's segments.
   bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
   void FillFromSymbolTable(SymbolizedAddress& out);
+  bool UseIndex();  // opens or builds the cached index once; false: answer directly
 
   std::shared_ptr<ElfFile> elf_;
   SymbolizeOptions options_;
   std::unique_ptr<DebugInfoSource> debug_info_;
   bool debug_info_loaded_ = false;
-  std::unique_ptr<DemangleCache> symbol_names_;  // demangled symbol-table names
+  std::unique_ptr<DemangleCache> symbol_names_;   // demangled symbol-table names
+  std::unique_ptr<symindex::SymbolIndex> index_;  // set when cache_dir gave one
+  bool index_tried_ = false;
 };
 
 }  // namespace stacksym

@@ -155,6 +155,26 @@ bool SupplementaryMatches(const ElfFile& candidate, std::span<const uint8_t> exp
                     expected.end());
 }
 
+// The debug file the fetcher has for `build_id` (after every local candidate failed); a
+// fetch that fails is recorded as a missing candidate named after the source, with its reason.
+std::shared_ptr<ElfFile> TryFetcher(const BuildIdFetcher* fetcher,
+                                    std::span<const uint8_t> build_id, const ElfFile& self,
+                                    CandidateSearch& search) {
+  if (fetcher == nullptr || build_id.size() < 2) return nullptr;
+  Result<std::string> path = fetcher->Fetch(build_id, BuildIdFetcher::Kind::kDebugInfo);
+  if (!path) {
+    search.Record("fetch:" + ToHex(build_id), FinderCandidate::Outcome::kMissing,
+                  path.error().ToString());
+    return nullptr;
+  }
+  return search.Try(*path, self,
+                    [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
+                      if (BuildIdEquals(e, build_id)) return std::nullopt;
+                      return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongBuildId,
+                                                        e.build_id_hex()};
+                    });
+}
+
 }  // namespace
 
 const char* FinderOutcomeName(FinderCandidate::Outcome outcome) {
@@ -196,10 +216,12 @@ Result<DebugSup> ParseDebugSup(std::span<const uint8_t> section) {
 }
 
 DebugFileFinder::DebugFileFinder(std::vector<std::string> debug_dirs, std::string known_path,
-                                 std::string known_root)
+                                 std::string known_root,
+                                 std::shared_ptr<const BuildIdFetcher> fetcher)
     : debug_dirs_(std::move(debug_dirs)),
       known_path_(std::move(known_path)),
-      known_root_(std::move(known_root)) {}
+      known_root_(std::move(known_root)),
+      fetcher_(std::move(fetcher)) {}
 
 Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const ElfFile& binary,
                                                                         FinderTrace* trace) const {
@@ -257,6 +279,9 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
       if (elf) return search.Accept(std::move(elf));
     }
   }
+  if (std::shared_ptr<ElfFile> fetched = TryFetcher(fetcher_.get(), build_id, binary, search)) {
+    return search.Accept(std::move(fetched));
+  }
   return search.NothingFound();
 }
 
@@ -305,6 +330,9 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSupplementaryFile(const El
                                             e.build_id_hex()};
         });
     if (elf) return search.Accept(std::move(elf));
+  }
+  if (std::shared_ptr<ElfFile> fetched = TryFetcher(fetcher_.get(), expected, debug_file, search)) {
+    return search.Accept(std::move(fetched));
   }
   return search.NothingFound();
 }

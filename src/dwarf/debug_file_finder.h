@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stacksym/build_id_fetcher.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
@@ -51,13 +52,16 @@ class DebugFileFinder {
  public:
   // known_path / known_root: where the binary lives when it is opened through another path
   // (see SymbolizeOptions).
+  // fetcher: asked by build ID when no local candidate matched (see build_id_fetcher.h).
   explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"},
-                           std::string known_path = {}, std::string known_root = {});
+                           std::string known_path = {}, std::string known_root = {},
+                           std::shared_ptr<const BuildIdFetcher> fetcher = nullptr);
 
   // Separate debug file for a binary without (enough) DWARF, in this order:
   //   <dir>/.build-id/xx/rest.debug for each debug dir (build ID must match);
   //   .gnu_debuglink name next to the binary, in its .debug/ folder, and under
-  //   <dir>/<binary's absolute dir>/ for each debug dir (CRC32 must match). The binary's
+  //   <dir>/<binary's absolute dir>/ for each debug dir (CRC32 must match); then the fetcher
+  //   (build ID must match). The binary's
   //   directories are those of the path it was opened by (as given and with symlinks
   //   resolved) and, when known, of the path it is known by (under its root).
   // nullptr when nothing found; Error only for I/O/corruption worth reporting.
@@ -89,6 +93,7 @@ class DebugFileFinder {
   std::vector<std::string> debug_dirs_;
   std::string known_path_;
   std::string known_root_;
+  std::shared_ptr<const BuildIdFetcher> fetcher_;
 };
 
 // The supplementary-file reference of a DWARF 5 .debug_sup section (is_supplementary == 0).

@@ -150,8 +150,8 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->binary_ = binary;
-  source->finder_ =
-      std::make_unique<DebugFileFinder>(options.debug_dirs, options.known_path, options.known_root);
+  source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs, options.known_path,
+                                                      options.known_root, options.fetcher);
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;
@@ -634,7 +634,8 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   ResolvedName& name = state.names[i];
   if (!name.done) {
     name.done = true;
-    name.raw = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset);
+    name.raw = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset,
+                                                   options_.short_function_names);
     if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
   }
   return name;
@@ -831,6 +832,51 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     current = inlined.parent;
   }
   return finish(true);
+}
+
+bool DebugInfoSource::IsSplitUnit(size_t index) {
+  EnsureLoaded();
+  if (!main_ || index >= main_->units().size()) return false;
+  UnitInfo& unit = main_->units()[index];
+  return main_->ReadUnitDie(unit) && IsSplit(unit);
+}
+
+DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
+  UnitTables out;
+  EnsureLoaded();
+  if (!main_ || index >= units_.size()) return out;
+  UnitState* state = EnsureUnit(index);
+  if (state == nullptr) return out;
+  CompleteUnit(*state);  // a table built earlier for a batch may be partial
+  out.ok = true;
+  out.segments = state->functions.segments();
+  out.nodes = state->functions.nodes();
+  for (size_t n = 0; n < out.nodes.size(); ++n) {
+    const ResolvedName& name = NodeName(*state, static_cast<int32_t>(n));
+    out.raw_names.push_back(name.raw);
+    out.pretty_names.push_back(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
+  }
+  out.line = state->line;
+  if (state->line != nullptr) {
+    // FilePath answers file indexes up to files().size() + 1 (past that: unknown).
+    size_t count = state->line->files().size() + 2;
+    for (size_t f = 0; f < count; ++f) FilePath(*state, static_cast<uint32_t>(f));
+    for (size_t f = 0; f < count; ++f) {
+      out.paths.push_back(f < state->paths.size() && state->path_state[f] == 1
+                              ? std::string_view(state->paths[f])
+                              : std::string_view());
+    }
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<ElfFile>> DebugInfoSource::files_read() const {
+  std::vector<std::shared_ptr<ElfFile>> out;
+  if (debug_file_ && debug_file_ != binary_) out.push_back(debug_file_);
+  if (supplementary_file_) out.push_back(supplementary_file_);
+  for (const auto& f : split_files_) out.push_back(f);
+  if (dwp_ && dwp_->elf) out.push_back(dwp_->elf);
+  return out;
 }
 
 size_t DebugInfoSource::file_heap_bytes() const {

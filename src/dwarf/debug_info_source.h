@@ -82,6 +82,25 @@ class DebugInfoSource {
 
   const std::string& path() const { return path_; }
 
+  // For persisting the whole binary (src/index). The tables of unit `index` (of
+  // unit_count()), built in full, with every node's name and every file's path resolved;
+  // the views stay valid as long as the source. Units that are not split may be exported
+  // from several threads at once, split ones (IsSplitUnit) from one thread at a time.
+  struct UnitTables {
+    bool ok = false;  // false: the unit could not be read (it answers nothing)
+    std::span<const dwarf::AddressSegment> segments;  // address → node
+    std::span<const dwarf::FunctionNode> nodes;
+    std::vector<std::string_view> raw_names, pretty_names;  // per node (pretty: demangled)
+    const dwarf::LineTable* line = nullptr;                 // may be shared by units
+    std::vector<std::string_view> paths;  // per file index of the line table; empty: unknown
+  };
+  bool IsSplitUnit(size_t index);
+  UnitTables ExportUnit(size_t index);
+  std::span<const dwarf::AddressSegment> unit_map() const { return unit_map_; }  // address → unit
+  // Every file DWARF was read from besides the binary: separate debug file, supplementary
+  // file, .dwo files, .dwp package.
+  std::vector<std::shared_ptr<ElfFile>> files_read() const;
+
   // Diagnostics for tests and benchmarks.
   size_t unit_count();  // waits for a .debug_info still being decompressed
   size_t parsed_unit_count() const { return parsed_units_.load(); }

@@ -474,7 +474,7 @@ bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
   });
 }
 
-std::string_view DwarfFile::SubroutineName(uint64_t die_offset) {
+std::string_view DwarfFile::SubroutineName(uint64_t die_offset, bool short_name) {
   // Same search order as LLVM's DWARFDie::findRecursively: a LIFO worklist, abstract origin
   // pushed before specification, each DIE visited once.
   DieRef worklist[kMaxNameChain * 2];
@@ -497,7 +497,8 @@ std::string_view DwarfFile::SubroutineName(uint64_t die_offset) {
     DieRef ref = worklist[--worklist_size];
     NameAttrs attrs;
     if (!ref.file->ReadNameAttrs(ref.offset, &attrs)) continue;
-    if (!attrs.linkage_name.empty()) return attrs.linkage_name;
+    if (!attrs.linkage_name.empty() && !short_name) return attrs.linkage_name;
+    if (short_name && !attrs.name.empty()) return attrs.name;  // LLVM's getShortName()
     if (first_name.empty()) first_name = attrs.name;
     push(attrs.abstract_origin);
     push(attrs.specification);

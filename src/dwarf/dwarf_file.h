@@ -138,7 +138,8 @@ class DwarfFile {
   // The name llvm-symbolizer gives a subroutine DIE: the linkage name found by following
   // DW_AT_abstract_origin / DW_AT_specification (across units and into the supplementary
   // file), else DW_AT_name the same way. Bounded: cycles and long chains stop the search.
-  std::string_view SubroutineName(uint64_t die_offset);
+  // `short_name`: DW_AT_name only, found the same way (llvm-symbolizer --functions=short).
+  std::string_view SubroutineName(uint64_t die_offset, bool short_name = false);
 
   size_t memory_bytes() const;
 

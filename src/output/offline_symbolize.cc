@@ -58,6 +58,21 @@ std::shared_ptr<ElfFile> FindModuleFile(const ProfileModule& module,
     }
     tried += " " + path + " (build ID " + Hex(found) + ")";
   }
+  if (options.fetcher && module.build_id.size() >= 2) {
+    Result<std::string> fetched =
+        options.fetcher->Fetch(module.build_id, BuildIdFetcher::Kind::kExecutable);
+    Result<std::shared_ptr<ElfFile>> elf =
+        fetched ? ElfFile::Open(*fetched) : Result<std::shared_ptr<ElfFile>>(fetched.error());
+    if (elf) {
+      std::span<const uint8_t> found = (*elf)->build_id();
+      if (std::equal(found.begin(), found.end(), module.build_id.begin(), module.build_id.end())) {
+        return *elf;
+      }
+      tried += " " + *fetched + " (build ID " + Hex(found) + ")";
+    } else {
+      tried += " fetch (" + elf.error().ToString() + ")";
+    }
+  }
   *why_not = module.path + " [build ID " + (id.empty() ? "none" : id) + "]: no matching file" +
              (tried.empty() ? "" : "; rejected:" + tried);
   return nullptr;
@@ -123,6 +138,8 @@ OfflineSymbolizeStats SymbolizeProfileOffline(Profile& profile,
   symbolize_options.demangle = options.demangle;
   symbolize_options.inlines = options.inlines;
   symbolize_options.debug_dirs = options.debug_dirs;
+  symbolize_options.cache_dir = options.cache_dir;
+  symbolize_options.fetcher = options.fetcher;
 
   for (size_t m = 0; m < profile.modules.size(); ++m) {
     const std::vector<uint32_t>& frames = by_module[m];

@@ -90,6 +90,31 @@ Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
   return Search(build_id, debug_dirs, /*binaries_only=*/true);
 }
 
+Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
+                                        const std::vector<std::string>& debug_dirs,
+                                        const BuildIdFetcher* fetcher) {
+  Result<std::string> local = Search(build_id, debug_dirs, /*binaries_only=*/true);
+  if (local || fetcher == nullptr || local.error().code != ErrorCode::kNotFound) return local;
+  Result<std::string> fetched = fetcher->Fetch(build_id, BuildIdFetcher::Kind::kExecutable);
+  std::string why;
+  if (fetched) {
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(*fetched);
+    if (!elf) {
+      why = elf.error().ToString();
+    } else if (std::span<const uint8_t> found = (*elf)->build_id();
+               !std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) {
+      why = *fetched + ": has build ID " + (*elf)->build_id_hex();
+    } else if (!HasFileBackedCode(**elf)) {
+      why = *fetched + ": holds no file-backed code";
+    } else {
+      return fetched;
+    }
+  } else {
+    why = fetched.error().ToString();
+  }
+  return Error(ErrorCode::kNotFound, local.error().message + "\n  fetch: " + why);
+}
+
 BuildIdSymbolizer::BuildIdSymbolizer(SymbolizeOptions options) : options_(std::move(options)) {}
 BuildIdSymbolizer::~BuildIdSymbolizer() = default;
 
@@ -98,7 +123,8 @@ BuildIdSymbolizer::Entry& BuildIdSymbolizer::Lookup(std::span<const uint8_t> bui
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   Entry entry;
-  Result<std::string> path = FindBinaryByBuildId(build_id, options_.debug_dirs);
+  Result<std::string> path =
+      FindBinaryByBuildId(build_id, options_.debug_dirs, options_.fetcher.get());
   if (path) {
     entry.path = *path;
     auto symbolizer = ElfSymbolizer::Open(*path, options_);

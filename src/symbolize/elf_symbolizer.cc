@@ -5,6 +5,9 @@
 #include "base/demangle_cache.h"
 #include "base/parallel.h"
 #include "dwarf/debug_info_source.h"
+#include "index/index_cache.h"
+#include "index/index_identity.h"
+#include "index/symbol_index.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym {
@@ -29,6 +32,7 @@ ElfSymbolizer::~ElfSymbolizer() = default;
 
 std::string ElfSymbolizer::debug_file() const {
   if (debug_info_) return debug_info_->path();
+  if (index_) return symindex::IdentityValue(index_->identity(), "debug");
   return {};
 }
 
@@ -56,6 +60,17 @@ bool InLoadSegment(const ElfFile& elf, uint64_t vaddr) {
 }
 
 }  // namespace
+
+bool ElfSymbolizer::UseIndex() {
+  if (!index_tried_) {
+    index_tried_ = true;
+    // (An index keeps linkage names: short names are read from the DWARF itself.)
+    if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names) {
+      index_ = symindex::OpenCachedIndex(elf_, options_);
+    }
+  }
+  return index_ != nullptr;
+}
 
 void ElfSymbolizer::LoadDebugInfo() {
   if (!options_.use_debug_info || debug_info_loaded_) return;
@@ -89,6 +104,7 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
+  if (UseIndex() && index_->Answer(out.vaddr, options_, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(out);
@@ -109,7 +125,8 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
   // names of glibc-style code are internal aliases (__GI___gconv_open for __gconv_open), and
   // line-table-only DWARF (assembly sources) has no function name at all. Inlined frames keep
   // their DWARF names.
-  if (symbol != nullptr && !out.frames.empty()) {
+  // With short names DWARF's DW_AT_name stays (llvm-symbolizer --functions=short).
+  if (symbol != nullptr && !out.frames.empty() && !options_.short_function_names) {
     SourceFrame& outermost = out.frames.back();
     outermost.function = out.symbol;
     outermost.raw_function = out.raw_symbol;
@@ -130,6 +147,18 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     if (!Prepare(addresses[i], kind, out[i])) continue;
     vaddrs.push_back(out[i].vaddr);
     positions.push_back(static_cast<uint32_t>(i));
+  }
+  if (UseIndex()) {
+    // Answered from the index; what it cannot answer (an inconsistent record) goes on below.
+    size_t kept = 0;
+    for (size_t k = 0; k < positions.size(); ++k) {
+      if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+      vaddrs[kept] = vaddrs[k];
+      positions[kept++] = positions[k];
+    }
+    vaddrs.resize(kept);
+    positions.resize(kept);
+    if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
   LoadDebugInfo();
