@@ -196,8 +196,11 @@ struct NormalizerOptions {
   // process may have exited, or unmapped them, since. An address the process no longer maps,
   // and every address of a process that is gone, is then answered from the VMA remembered
   // for it (counted in remembered_answers) instead of getting kUnmapped / kProcessGone. A gone
-  // process stays remembered until the second RevalidateAll() after it went. Needs a VMA
-  // cache (vma_cache_processes > 0).
+  // process stays remembered until the second RevalidateAll() after it went. So that a sample
+  // read after its process exited still resolves when the process had never been looked up
+  // at that address, the first lookup of a live process in each revalidation epoch also
+  // remembers all its executable VMAs (counted in snapshot_vmas). Needs a VMA cache
+  // (vma_cache_processes > 0).
   bool past_addresses = false;
   // Build-ID cache keyed by file identity (dev, inode, size, mtime), positive and negative.
   bool cache_build_ids = true;
@@ -222,6 +225,7 @@ struct NormalizerStats {
   uint64_t build_id_cache_hits = 0;  // build ID found in the cache (positive)
   uint64_t negative_hits = 0;        // cache said "this file has no build ID"
   uint64_t remembered_answers = 0;   // past_addresses: answered from a VMA no longer there
+  uint64_t snapshot_vmas = 0;        // past_addresses: executable VMAs remembered unasked
 };
 
 // Thread-safety: all methods may be called from several threads; calls are serialized by an

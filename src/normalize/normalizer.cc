@@ -58,6 +58,7 @@ struct ProcessCache {
   // past_addresses: the process is gone; its VMAs answer until the second revalidation.
   bool gone = false;
   uint32_t gone_epoch = 0;
+  uint32_t snapshot_epoch = 0;  // past_addresses: epoch of the last whole-process snapshot
 };
 
 ModuleKind KindOf(const Vma& vma) {
@@ -160,6 +161,7 @@ struct Normalizer::Impl {
                      uint64_t end, uint64_t offset);
   void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
   void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
+  void SnapshotExecutableVmas(pid_t pid, ProcessCache& pc);
   ProcessCache* CacheFor(pid_t pid);
   void DropProcess(pid_t pid);
 };
@@ -348,6 +350,43 @@ void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
     pos = v.end();
   }
   v.insert(pos, CachedVma{vma.start, vma.end, vma.offset, vma.inode, std::move(info), epoch});
+}
+
+// Remembers every executable VMA of a live process that is not remembered already (and
+// re-checks those that are), so that its samples still resolve after it exited even at
+// addresses never looked up while it lived (a vDSO call seen only in its last samples).
+void Normalizer::Impl::SnapshotExecutableVmas(pid_t pid, ProcessCache& pc) {
+  pc.snapshot_epoch = epoch;
+  // A source of its own, filtered to executable VMAs (by the kernel, with PROCMAP_QUERY), so
+  // that the kept source's position and a big process's data mappings cost nothing here.
+  VmaSourceOptions source_options;
+  source_options.executable_only = true;
+  source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
+  Result<std::unique_ptr<VmaSource>> source =
+      OpenVmaSource(pid, options.vma_source, source_options);
+  if (!source) return;
+  Call call;  // modules made here belong to no batch; only their shared ModuleInfo is kept
+  NormalizedBatch scratch;
+  call.pid = pid;
+  call.batch = &scratch;
+  uint64_t addr = 0;
+  Vma vma;
+  for (size_t n = 0; n < kMaxRememberedVmas; ++n) {
+    Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
+    if (!found || !*found || vma.end <= addr) break;  // done, gone, or not advancing
+    addr = vma.end;
+    if (!(vma.perms & kVmaExec)) continue;
+    if (CachedVma* c = CoveringVma(pc.vmas, vma.start);
+        c != nullptr && c->start == vma.start && c->end == vma.end && c->offset == vma.offset &&
+        c->inode == vma.inode) {
+      c->epoch = epoch;  // already remembered, and unchanged
+      continue;
+    }
+    uint32_t module = ModuleForVma(call, vma);
+    if (call.infos[module]->transient_failure) continue;
+    CacheVma(pc, vma, call.infos[module]);
+    ++stats.snapshot_vmas;
+  }
 }
 
 ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
@@ -588,6 +627,9 @@ Result<void> Normalizer::Impl::Walk(Call& call, std::span<const uint64_t> addrs)
 
     if (pc == nullptr) return {};
     if (!call.process_gone) {
+      if (options.past_addresses && pc->snapshot_epoch != epoch) {
+        SnapshotExecutableVmas(pid, *pc);
+      }
       if (owned_source) pc->source = std::move(owned_source);
       return {};
     }

@@ -830,6 +830,50 @@ TEST_F(NormalizeTest, PastAddressesOfAnExitedProcessAnswerFromMemory) {
   }
 }
 
+// A recorder that falls behind reads a process's last samples after it exited, at addresses
+// (a vDSO call, a library function) it never looked up while the process lived: the first
+// lookup of a live process remembers all its executable VMAs, so those still resolve.
+TEST_F(NormalizeTest, PastAddressesNeverLookedUpWhileAliveStillResolve) {
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    Target t;
+    std::string error;
+    ASSERT_TRUE(t.Start(&error)) << error;
+    // One address inside each executable mapping, with its name, from the maps text.
+    std::ifstream maps("/proc/" + std::to_string(t.child.pid()) + "/maps");
+    std::vector<uint64_t> inside;
+    std::vector<std::string> names;
+    for (std::string line; std::getline(maps, line);) {
+      unsigned long long start = 0, end = 0;
+      char perms[8] = {};
+      if (sscanf(line.c_str(), "%llx-%llx %7s", &start, &end, perms) != 3) continue;
+      if (perms[2] != 'x' || line.find("[vsyscall]") != std::string::npos) continue;
+      inside.push_back(start + (end - start) / 2);
+      size_t slash = line.find_first_of("/[");
+      names.push_back(slash == std::string::npos ? "" : line.substr(slash));
+    }
+    ASSERT_GE(inside.size(), 3u) << "expected the program, libc and the vDSO";
+    Normalizer normalizer(RememberingOptions(source, /*past_addresses=*/true));
+    std::vector<uint64_t> one = {t.AllAddresses().front()};
+    ASSERT_TRUE(normalizer.Normalize(t.child.pid(), one)->addresses[0].ok());
+    EXPECT_GE(normalizer.stats().snapshot_vmas, inside.size() - 1);
+    kill(t.child.pid(), SIGKILL);
+    t.child.KillAndWait();
+    normalizer.RevalidateAll();
+    auto gone = normalizer.Normalize(t.child.pid(), inside);
+    ASSERT_TRUE(gone);
+    for (size_t i = 0; i < inside.size(); ++i) {
+      SCOPED_TRACE(names[i]);
+      ASSERT_TRUE(gone->addresses[i].ok()) << ReasonName(gone->addresses[i].reason);
+      const NormalizedModule& m = gone->modules[gone->addresses[i].module];
+      if (!names[i].empty()) {
+        EXPECT_EQ(m.path, names[i].substr(0, names[i].find(" (deleted)")));
+      }
+      EXPECT_LE(m.map_start, inside[i]);
+    }
+  }
+}
+
 // An address unmapped after it was sampled: answered from memory with past_addresses, and
 // kUnmapped without it. A revalidated VMA that changed is answered from the new one.
 TEST_F(NormalizeTest, PastAddressesOfAnUnmappedRegionAnswerFromMemory) {
