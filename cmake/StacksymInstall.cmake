@@ -50,5 +50,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_STRIP_FILES ON)  # as Debian ships binaries: debug info belongs in a -dbgsym package
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # dpkg-shlibdeps (dpkg-dev) fills in Depends
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+# dlopen'ed when DEBUGINFOD_URLS is set, so dpkg-shlibdeps cannot see it.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS libdebuginfod1)
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/package)
 include(CPack)

@@ -1,5 +1,11 @@
 // BuildIdFetcher through elfutils' libdebuginfod: its server list ($DEBUGINFOD_URLS), cache
 // ($DEBUGINFOD_CACHE_PATH), retries and negative caching are the ones perf and gdb use.
+//
+// The library is opened with dlopen the first time a fetch is wanted, as elfutils' own libdw
+// does: linked directly, it and libcurl's ~30 dependencies cost every start-up of the command
+// and of the llvm-symbolizer drop-in (most of a 5000-address run from a warm index), even when
+// DEBUGINFOD_URLS is unset.
+#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <unistd.h>
 
@@ -9,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
@@ -31,6 +39,47 @@ struct FetchState {
   std::string what;  // "debuginfo 5d0a..."
 };
 
+// The libdebuginfod functions used here, resolved once from libdebuginfod.so.1.
+struct DebuginfodApi {
+  decltype(&debuginfod_begin) begin = nullptr;
+  decltype(&debuginfod_end) end = nullptr;
+  decltype(&debuginfod_find_debuginfo) find_debuginfo = nullptr;
+  decltype(&debuginfod_find_executable) find_executable = nullptr;
+  decltype(&debuginfod_set_progressfn) set_progressfn = nullptr;
+  decltype(&debuginfod_set_user_data) set_user_data = nullptr;
+  decltype(&debuginfod_get_user_data) get_user_data = nullptr;
+  std::string error;  // why it could not be loaded; empty when loaded
+};
+
+const DebuginfodApi& LoadDebuginfod() {
+  static const DebuginfodApi api = [] {
+    DebuginfodApi a;
+    // Never dlclose'd: libcurl registers process-wide state.
+    void* lib = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      a.error = std::string("cannot load libdebuginfod.so.1 (apt install libdebuginfod1): ") +
+                (why != nullptr ? why : "unknown error");
+      return a;
+    }
+    bool ok = true;
+    auto bind = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (fn == nullptr) ok = false;
+    };
+    bind(a.begin, "debuginfod_begin");
+    bind(a.end, "debuginfod_end");
+    bind(a.find_debuginfo, "debuginfod_find_debuginfo");
+    bind(a.find_executable, "debuginfod_find_executable");
+    bind(a.set_progressfn, "debuginfod_set_progressfn");
+    bind(a.set_user_data, "debuginfod_set_user_data");
+    bind(a.get_user_data, "debuginfod_get_user_data");
+    if (!ok) a.error = "libdebuginfod.so.1 lacks a function stacksym needs (elfutils too old)";
+    return a;
+  }();
+  return api;
+}
+
 double Elapsed(const FetchState& s) {
   return std::chrono::duration<double>(Clock::now() - s.start).count();
 }
@@ -38,7 +87,7 @@ double Elapsed(const FetchState& s) {
 // libdebuginfod calls this while a transfer runs (at least about once a second even when no
 // byte arrives); a non-zero return abandons the transfer.
 int OnProgress(debuginfod_client* client, long done, long total) {
-  auto* state = static_cast<FetchState*>(debuginfod_get_user_data(client));
+  auto* state = static_cast<FetchState*>(LoadDebuginfod().get_user_data(client));
   if (state == nullptr) return 0;
   double elapsed = Elapsed(*state);
   if (state->timeout_seconds > 0 && elapsed > state->timeout_seconds) {
@@ -81,8 +130,10 @@ class DebuginfodFetcher final : public BuildIdFetcher {
  private:
   Result<std::string> FetchOnce(std::span<const uint8_t> build_id, Kind kind) const {
     const char* kind_name = kind == Kind::kExecutable ? "executable" : "debuginfo";
+    const DebuginfodApi& api = LoadDebuginfod();
+    if (!api.error.empty()) return MakeError(ErrorCode::kUnsupported, "debuginfod: " + api.error);
     // A client is not thread-safe; one per fetch is cheap next to a lookup.
-    debuginfod_client* client = debuginfod_begin();
+    debuginfod_client* client = api.begin();
     if (client == nullptr) {
       return MakeError(ErrorCode::kInternal, "debuginfod: cannot create a client");
     }
@@ -90,15 +141,14 @@ class DebuginfodFetcher final : public BuildIdFetcher {
     state.timeout_seconds = options_.timeout_seconds;
     state.show_progress = options_.progress && isatty(STDERR_FILENO) == 1;
     state.what = std::string(kind_name) + " " + ToHex(build_id);
-    debuginfod_set_user_data(client, &state);
-    debuginfod_set_progressfn(client, &OnProgress);
+    api.set_user_data(client, &state);
+    api.set_progressfn(client, &OnProgress);
     char* path = nullptr;
-    int fd = kind == Kind::kExecutable
-                 ? debuginfod_find_executable(client, build_id.data(),
-                                              static_cast<int>(build_id.size()), &path)
-                 : debuginfod_find_debuginfo(client, build_id.data(),
-                                             static_cast<int>(build_id.size()), &path);
-    debuginfod_end(client);
+    int fd =
+        kind == Kind::kExecutable
+            ? api.find_executable(client, build_id.data(), static_cast<int>(build_id.size()), &path)
+            : api.find_debuginfo(client, build_id.data(), static_cast<int>(build_id.size()), &path);
+    api.end(client);
     if (state.shown) std::fprintf(stderr, "\n");
     if (fd >= 0) {
       ::close(fd);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -265,6 +266,21 @@ TEST(Debuginfod, FetchesEqualLocalAnswersCachesAndFailsFastWhenDown) {
   EXPECT_NE(slow.error().message.find("no answer within 1.0 s"), std::string::npos)
       << slow.error().ToString();
   EXPECT_LT(took, 6.0);
+}
+
+// libdebuginfod (and libcurl's ~30 libraries behind it) is dlopen'ed on the first fetch: a
+// command that never fetches, such as every llvm-symbolizer drop-in start, does not load it.
+TEST(Debuginfod, LibraryIsLoadedOnlyWhenAFetchIsWanted) {
+  std::string cmd = std::string("readelf -d ") + STACKSYM_CLI + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(::pclose(p), 0) << out;
+  ASSERT_NE(out.find("(NEEDED)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libdebuginfod"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libcurl"), std::string::npos) << out;
 }
 
 }  // namespace
