@@ -120,6 +120,13 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  static_cast<double>(s.bpf_rows_loaded) * 16 / (1 << 20),
                  u(s.bpf_processes_not_loaded), s.bpf_first_load_problem.empty() ? "" : ": ",
                  s.bpf_first_load_problem.c_str());
+    std::string bpf_ends;
+    for (int i = 0; i < kUnwindEndCount; ++i) {
+      if (s.bpf_unwind_ends[i] == 0) continue;
+      bpf_ends += " " + std::string(UnwindEndName(static_cast<UnwindEnd>(i))) + "=" +
+                  std::to_string(s.bpf_unwind_ends[i]);
+    }
+    if (!bpf_ends.empty()) std::fprintf(stderr, "  walks in BPF ended:%s\n", bpf_ends.c_str());
     if (s.verify_samples > 0) {
       std::fprintf(stderr, "  verify: %llu of %llu BPF chains agree with the stack copy's\n",
                    u(s.verify_agreed), u(s.verify_samples));

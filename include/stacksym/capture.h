@@ -147,6 +147,7 @@ struct RecordStats {
   uint64_t bpf_unwind_frames = 0;
   uint64_t bpf_fallback_copies = 0;
   uint64_t bpf_unknown_mapping = 0;  // walks that met code mapped after the tables were loaded
+  uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // why each walk in the program ended
   uint64_t bpf_processes_loaded = 0;
   uint64_t bpf_processes_not_loaded = 0;  // no room (rows, mappings, processes) or unreadable
   uint64_t bpf_tables_loaded = 0;

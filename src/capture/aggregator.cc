@@ -245,6 +245,9 @@ void SampleAggregator::Add(const RawSample& s) {
     }
   }
   std::span<const uint64_t> user_ips = s.user_ips;
+  if (s.bpf_unwind_end >= 0 && s.bpf_unwind_end < kUnwindEndCount) {
+    counters_.bpf_unwind_ends[s.bpf_unwind_end] += s.count;
+  }
   if (s.user_stack != nullptr) {
     bool from_memo = false;
     UnwindEnd end =

@@ -32,6 +32,7 @@ struct AggregatorCounters {
   uint64_t user_stacks_unwound = 0;  // stack copies walked (or answered by a remembered walk)
   uint64_t unwind_cache_hits = 0;
   uint64_t unwind_ends[kUnwindEndCount] = {};
+  uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // walks in the BPF program, by end
   uint64_t verify_samples = 0;  // BPF-unwound chains compared with the stack copy's
   uint64_t verify_agreed = 0;
 };

@@ -57,6 +57,14 @@ double MonotonicNow() {
 
 static_assert(sizeof(stacksym_unwind_row) == sizeof(UnwindRow));
 static_assert(sizeof(stacksym_sample) % 8 == 0);
+// The program's walk ends are UnwindEnd's values, so that both walks are counted alike.
+static_assert(STACKSYM_END_OUTERMOST == static_cast<int>(UnwindEnd::kOutermost));
+static_assert(STACKSYM_END_DEPTH == static_cast<int>(UnwindEnd::kDepthLimit));
+static_assert(STACKSYM_END_READ_FAILED == static_cast<int>(UnwindEnd::kPageNotReadable));
+static_assert(STACKSYM_END_NO_CFI == static_cast<int>(UnwindEnd::kNoCfi));
+static_assert(STACKSYM_END_UNMAPPED == static_cast<int>(UnwindEnd::kUnmappedPc));
+static_assert(STACKSYM_END_BAD_CFA == static_cast<int>(UnwindEnd::kBadCfa));
+static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupportedRule));
 
 // --call-graph bpf: loads a process's executable mappings and the unwind tables of their
 // files into the program's maps. Tables are shared by build ID (or by file identity) and
@@ -434,6 +442,10 @@ class BpfSource : public SampleSource {
       size_t ips = std::min<size_t>(h->unwind_frames, ubytes / 8);
       std::span<const uint64_t> frames{reinterpret_cast<const uint64_t*>(u), ips};
       if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) self->loader_.Want(h->pid);
+      // STACKSYM_END_* are UnwindEnd's values (sample_event.h).
+      if (h->unwind_end < static_cast<__u32>(kUnwindEndCount)) {
+        s.bpf_unwind_end = static_cast<int>(h->unwind_end);
+      }
       if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
         s.verify = true;
         s.verify_bpf_ips = frames;  // and the copy below

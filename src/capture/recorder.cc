@@ -365,6 +365,8 @@ void Recorder::RefreshStats() {
   stats_.user_stacks_unwound = a.user_stacks_unwound;
   stats_.unwind_cache_hits = a.unwind_cache_hits;
   std::copy(std::begin(a.unwind_ends), std::end(a.unwind_ends), std::begin(stats_.unwind_ends));
+  std::copy(std::begin(a.bpf_unwind_ends), std::end(a.bpf_unwind_ends),
+            std::begin(stats_.bpf_unwind_ends));
   stats_.unwind_fp_frames = aggregator_->unwind_fp_frames();
   stats_.stack_copy_bytes = c.stack_copy_bytes;
   stats_.stack_copy_cut = c.stack_copy_cut;

@@ -50,6 +50,7 @@ struct RawSample {
   std::span<const BuildIdFrame> user_build_id_frames;  // instead of user_ips (BPF build IDs)
   const RawUserStack* user_stack = nullptr;            // instead of user_ips (stack copies)
   bool bpf_unwound = false;                            // user_ips were unwound in the BPF program
+  int bpf_unwind_end = -1;  // why the BPF walk ended (an UnwindEnd), -1 when none ran
   // Verify mode: the BPF-unwound IPs, while user_stack holds the copy of the same sample.
   bool verify = false;
   std::span<const uint64_t> verify_bpf_ips;

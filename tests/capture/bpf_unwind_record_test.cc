@@ -40,6 +40,20 @@ void CheckAgreement(const std::vector<std::string>& command, const std::string& 
       static_cast<unsigned long long>(st.verify_agreed),
       static_cast<unsigned long long>(st.verify_samples));
   for (const std::string& d : st.verify_differences) std::printf("  differs: %s\n", d.c_str());
+  // Every walk in the program says why it ended; most reach the outermost frame.
+  uint64_t ends = 0;
+  std::printf("  walks in BPF ended:");
+  for (int i = 0; i < kUnwindEndCount; ++i) {
+    ends += st.bpf_unwind_ends[i];
+    if (st.bpf_unwind_ends[i] != 0) {
+      std::printf(" %s=%llu", UnwindEndName(static_cast<UnwindEnd>(i)),
+                  static_cast<unsigned long long>(st.bpf_unwind_ends[i]));
+    }
+  }
+  std::printf("\n");
+  EXPECT_EQ(ends, st.verify_samples);
+  EXPECT_GE(st.bpf_unwind_ends[static_cast<int>(UnwindEnd::kOutermost)] * 2, ends)
+      << who << ": fewer than half the walks in BPF reached the outermost frame";
   EXPECT_EQ(st.lost, 0u);
   EXPECT_EQ(st.bpf_processes_not_loaded, 0u) << st.bpf_first_load_problem;
   ASSERT_GT(st.verify_samples, 200u) << who << ": too few samples unwound in BPF to judge";
