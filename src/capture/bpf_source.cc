@@ -297,6 +297,7 @@ class BpfSource : public SampleSource {
     bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap);
     bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
+    bpf_program__set_autoload(skel_->progs.on_exec, bpf_unwind_);
 
     if (int err = profile_bpf__load(skel_); err != 0) {
       return ErrnoError(-err,
@@ -327,6 +328,9 @@ class BpfSource : public SampleSource {
       }
     }
     if (bpf_unwind_) {
+      bpf_link* link = bpf_program__attach(skel_->progs.on_exec);
+      if (link == nullptr) return ErrnoError(errno, "attaching the exec tracepoint");
+      tracepoint_links_.push_back(link);
       loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
                    std::max(config.options.bpf_unwind_rows, 1u),
                    bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses);

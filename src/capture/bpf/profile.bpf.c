@@ -645,3 +645,14 @@ int BPF_PROG(on_exit, struct task_struct* task) {
   if (pid == tgid) bpf_map_delete_elem(&target_tgids, &tgid);
   return 0;
 }
+
+// --call-graph bpf: exec replaces every mapping of the process, so the loaded ones would unwind
+// the new image with the old image's tables wherever the address ranges overlap. Forgetting
+// them sends the next sample as a stack copy, which has the recorder load the new ones.
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct* task) {
+  if (!bpf_unwind) return 0;
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  bpf_map_delete_elem(&proc_mappings, &tgid);
+  return 0;
+}
