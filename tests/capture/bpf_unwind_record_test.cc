@@ -162,8 +162,14 @@ TEST(BpfUnwindRecordTest, ProcessThatExecs) {
   PrintReach("all", all, "Py_BytesMain");
   ASSERT_GT(all.samples, 500u);
   EXPECT_GE(all.reached * 100, all.samples * 95);
-  // The exec'd image was unwound in BPF too: its mappings were loaded after the exec.
-  EXPECT_GE(rec->stats().bpf_unwound * 100, all.samples * 70);
+  // The exec'd image was unwound in BPF too: its mappings were loaded after the exec (a
+  // sanitized recorder loads more slowly, so more samples are stack copies there).
+#ifdef STACKSYM_SANITIZED_BUILD
+  const uint64_t min_percent = 50;
+#else
+  const uint64_t min_percent = 70;
+#endif
+  EXPECT_GE(rec->stats().bpf_unwound * 100, all.samples * min_percent);
 }
 
 // Many short-lived processes, each needing its tables loaded: every process is loaded or
