@@ -90,19 +90,6 @@ struct {
   __type(value, struct stacksym_proc_mappings);
 } proc_mappings SEC(".maps");
 
-// The bounds of a binary search, kept in map memory: values the verifier reads from memory are
-// unknown to it, so it verifies each step once instead of following every path of the search.
-struct search_state {
-  __u32 lo;
-  __u32 hi;
-};
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct search_state);
-} search SEC(".maps");
-
 // Header, kernel stack, then either the user IPs or the user registers + stack copy (or, with
 // bpf_unwind_verify, the unwound IPs and then the registers + copy). The
 // copy is written in page-sized pieces at offsets below STACKSYM_STACK_COPY_ROOM, so a
@@ -247,30 +234,69 @@ static __always_inline void bump_last_ip(struct unwind_state* st) {
   *(__u64*)(buf->data + off) += 1;
 }
 
-#define SEARCH_LO(ss) (*(volatile __u32*)&(ss)->lo)
-#define SEARCH_HI(ss) (*(volatile __u32*)&(ss)->hi)
+// One step of the mapping search (a bpf_loop callback, verified once, like the row search).
+struct mapping_search {
+  __u32 lo, hi;
+  __u32 tgid;
+  __u64 pc;
+};
+static long mapping_search_step(__u32 index, void* arg) {
+  struct mapping_search* ms = arg;
+  __u32 lo = ms->lo, hi = ms->hi;
+  if (lo >= hi) return 1;
+  __u32 tgid = ms->tgid;
+  const struct stacksym_proc_mappings* pm = bpf_map_lookup_elem(&proc_mappings, &tgid);
+  if (!pm) {
+    ms->lo = 0;  // gone meanwhile: not found
+    return 1;
+  }
+  __u32 mid = lo + (hi - lo) / 2;
+  if (pm->m[mid & (STACKSYM_MAX_PROC_MAPPINGS - 1)].start <= ms->pc)
+    ms->lo = mid + 1;
+  else
+    ms->hi = mid;
+  return 0;
+}
 
 static __always_inline const struct stacksym_mapping* find_mapping(
-    const struct stacksym_proc_mappings* pm, __u64 pc) {
-  __u32 zero = 0;
-  struct search_state* ss = bpf_map_lookup_elem(&search, &zero);
-  if (!ss) return NULL;
+    const struct stacksym_proc_mappings* pm, __u32 tgid, __u64 pc) {
   __u32 count = pm->count;
-  SEARCH_LO(ss) = 0;
-  SEARCH_HI(ss) = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count;
-  for (int i = 0; i < MAPPING_SEARCH_STEPS; ++i) {
-    __u32 lo = SEARCH_LO(ss), hi = SEARCH_HI(ss);
-    if (lo >= hi) break;
-    __u32 mid = lo + (hi - lo) / 2;
-    if (pm->m[mid & (STACKSYM_MAX_PROC_MAPPINGS - 1)].start <= pc)
-      SEARCH_LO(ss) = mid + 1;
-    else
-      SEARCH_HI(ss) = mid;
-  }
-  __u32 lo = SEARCH_LO(ss);
-  if (lo == 0) return NULL;
-  const struct stacksym_mapping* m = &pm->m[(lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
+  struct mapping_search ms = {
+      .lo = 0,
+      .hi = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count,
+      .tgid = tgid,
+      .pc = pc};
+  bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &ms, 0);
+  if (ms.lo == 0) return NULL;
+  const struct stacksym_mapping* m = &pm->m[(ms.lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
   return pc < m->end ? m : NULL;
+}
+
+// One step of the row search, as a bpf_loop callback: the verifier checks it once, instead of
+// every step of an unrolled loop inside the frame step (which made loading the program take
+// half a second of kernel CPU).
+struct row_search {
+  __u32 lo, hi;
+  __u32 row_start;
+  __u64 rel;
+};
+static long row_search_step(__u32 index, void* arg) {
+  struct row_search* rs = arg;
+  __u32 lo = rs->lo, hi = rs->hi;
+  if (lo >= hi) return 1;
+  __u32 mid = lo + (hi - lo) / 2;
+  __u32 idx = rs->row_start + mid;
+  const struct stacksym_unwind_row* r = bpf_map_lookup_elem(&unwind_rows, &idx);
+  if (!r) {
+    rs->lo = 0;  // not found
+    rs->hi = 0;
+    return 1;
+  }
+  if (r->pc <= rs->rel)
+    rs->lo = mid + 1;
+  else
+    rs->hi = mid;
+  return 0;
 }
 
 // The row in force at pc (UnwindTable::Find), or NULL.
@@ -279,27 +305,10 @@ static __always_inline const struct stacksym_unwind_row* find_row(const struct s
   if (m->row_count == 0 || pc < m->table_base) return NULL;
   __u64 rel = pc - m->table_base;
   if (rel >= m->table_end) return NULL;
-  __u32 zero = 0;
-  struct search_state* ss = bpf_map_lookup_elem(&search, &zero);
-  if (!ss) return NULL;
-  __u32 row_start = m->row_start;
-  SEARCH_LO(ss) = 0;
-  SEARCH_HI(ss) = m->row_count;
-  for (int i = 0; i < ROW_SEARCH_STEPS; ++i) {
-    __u32 lo = SEARCH_LO(ss), hi = SEARCH_HI(ss);
-    if (lo >= hi) break;
-    __u32 mid = lo + (hi - lo) / 2;
-    __u32 idx = row_start + mid;
-    const struct stacksym_unwind_row* r = bpf_map_lookup_elem(&unwind_rows, &idx);
-    if (!r) return NULL;
-    if (r->pc <= rel)
-      SEARCH_LO(ss) = mid + 1;
-    else
-      SEARCH_HI(ss) = mid;
-  }
-  __u32 lo = SEARCH_LO(ss);
-  if (lo == 0) return NULL;
-  __u32 idx = row_start + lo - 1;
+  struct row_search rs = {.lo = 0, .hi = m->row_count, .row_start = m->row_start, .rel = rel};
+  bpf_loop(ROW_SEARCH_STEPS, row_search_step, &rs, 0);
+  if (rs.lo == 0) return NULL;
+  __u32 idx = rs.row_start + rs.lo - 1;
   return bpf_map_lookup_elem(&unwind_rows, &idx);
 }
 
@@ -346,7 +355,7 @@ static long unwind_step(__u32 index, void* arg) {
   }
   __u64 pc = st->pc, sp = st->sp, bp = st->bp;
   __u64 lookup_pc = st->exact_pc ? pc : pc - 1;
-  const struct stacksym_mapping* m = find_mapping(pm, lookup_pc);
+  const struct stacksym_mapping* m = find_mapping(pm, tgid, lookup_pc);
   if (!m) {
     // A return address outside every mapping is garbage, or code mapped since the tables
     // were loaded: not a frame; user space reloads the mappings.
