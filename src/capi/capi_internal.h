@@ -16,6 +16,8 @@ namespace stacksym::capi {
 // Records `message` as this thread's last error and returns `status`.
 stacksym_status Fail(stacksym_status status, std::string message);
 stacksym_status Fail(const Error& error);
+// Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "<what> is NULL").
+stacksym_status MissingArgument(const char* what);
 void ClearError();
 
 stacksym_reason ToC(Reason reason);

@@ -24,6 +24,10 @@ stacksym_status Fail(const Error& error) {
   return Fail(static_cast<stacksym_status>(static_cast<int>(error.code) + 1), error.ToString());
 }
 
+stacksym_status MissingArgument(const char* what) {
+  return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL");
+}
+
 void ClearError() { last_error.clear(); }
 
 stacksym_reason ToC(Reason reason) {

@@ -16,6 +16,7 @@ namespace {
 
 using stacksym::capi::Fail;
 using stacksym::capi::Guard;
+using stacksym::capi::MissingArgument;
 using stacksym::capi::ToC;
 
 struct Owned {
@@ -85,7 +86,7 @@ extern "C" {
 
 stacksym_status stacksym_normalizer_new(int build_ids, stacksym_normalizer** out) {
   return Guard([&] {
-    if (!out) return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "out is NULL");
+    if (!out) return MissingArgument("out");
     *out = nullptr;
     stacksym::NormalizerOptions options;
     options.build_ids = build_ids != 0;
@@ -102,10 +103,10 @@ stacksym_status stacksym_normalize(stacksym_normalizer* normalizer, pid_t pid,
                                    const uint64_t* addresses, size_t count,
                                    stacksym_normalized** out) {
   return Guard([&] {
-    if (!out) return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "out is NULL");
+    if (!out) return MissingArgument("out");
     *out = nullptr;
-    if (!normalizer) return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "normalizer is NULL");
-    if (!addresses && count > 0) return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "addresses is NULL");
+    if (!normalizer) return MissingArgument("normalizer");
+    if (!addresses && count > 0) return MissingArgument("addresses");
     auto batch =
         normalizer->normalizer->Normalize(pid, std::span<const uint64_t>(addresses, count));
     if (!batch) return Fail(batch.error());

@@ -29,10 +29,7 @@ using stacksym::capi::Fail;
 using stacksym::capi::FromC;
 using stacksym::capi::Guard;
 using stacksym::capi::MakeList;
-
-stacksym_status MissingArgument(const char* what) {
-  return Fail(STACKSYM_ERROR_INVALID_ARGUMENT, std::string(what) + " is NULL");
-}
+using stacksym::capi::MissingArgument;
 
 }  // namespace
 

@@ -49,6 +49,11 @@ CachedVma* CoveringVma(std::vector<CachedVma>& vmas, uint64_t addr) {
   return it != vmas.end() && it->start <= addr ? &*it : nullptr;
 }
 
+// Whether a remembered VMA is still the kernel's (same range, offset and file).
+bool SameVma(const CachedVma& c, const Vma& v) {
+  return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
+}
+
 constexpr size_t kMaxRememberedVmas = 16384;  // per process: 16384 × 48 B = 768 KiB
 
 struct ProcessCache {
@@ -334,8 +339,7 @@ void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
                                     [&](const CachedVma& c) { return c.end <= vma.start; });
   auto last = first;
   while (last != v.end() && last->start < vma.end) ++last;
-  if (last - first == 1 && first->start == vma.start && first->end == vma.end &&
-      first->offset == vma.offset && first->inode == vma.inode) {
+  if (last - first == 1 && SameVma(*first, vma)) {
     first->epoch = epoch;  // unchanged, and now checked
     return;
   }
@@ -376,9 +380,7 @@ void Normalizer::Impl::SnapshotExecutableVmas(pid_t pid, ProcessCache& pc) {
     if (!found || !*found || vma.end <= addr) break;  // done, gone, or not advancing
     addr = vma.end;
     if (!(vma.perms & kVmaExec)) continue;
-    if (CachedVma* c = CoveringVma(pc.vmas, vma.start);
-        c != nullptr && c->start == vma.start && c->end == vma.end && c->offset == vma.offset &&
-        c->inode == vma.inode) {
+    if (CachedVma* c = CoveringVma(pc.vmas, vma.start); c != nullptr && SameVma(*c, vma)) {
       c->epoch = epoch;  // already remembered, and unchanged
       continue;
     }
@@ -425,7 +427,7 @@ class RememberingSource final : public VmaSource {
     if (known != nullptr && inner_->kind() == VmaSourceKind::kIoctl) {
       Result<bool> r = static_cast<IoctlVmaSource*>(inner_)->Query(addr, false, false, out);
       if (!r || !*r) return r;
-      if (Matches(*known, *out)) {
+      if (SameVma(*known, *out)) {
         out->name = known->module->path;
         out->deleted = known->module->deleted;
         matched_ = known->module;
@@ -435,7 +437,7 @@ class RememberingSource final : public VmaSource {
       return inner_->FindCoveringOrNext(addr, out);
     }
     Result<bool> r = inner_->FindCoveringOrNext(addr, out);
-    if (r && *r && known != nullptr && Matches(*known, *out)) {
+    if (r && *r && known != nullptr && SameVma(*known, *out)) {
       matched_ = known->module;
       known->epoch = epoch_;
     }
@@ -446,9 +448,6 @@ class RememberingSource final : public VmaSource {
   const std::shared_ptr<const ModuleInfo>& matched() const { return matched_; }
 
  private:
-  static bool Matches(const CachedVma& c, const Vma& v) {
-    return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
-  }
   CachedVma* Find(uint64_t addr) const {
     return remembered_ == nullptr ? nullptr : CoveringVma(*remembered_, addr);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "output/kernel_frames.h"
 #include "stacksym/elf.h"
 #include "stacksym/kernel.h"
 #include "stacksym/output.h"
@@ -91,33 +92,35 @@ void FillFrom(SymbolizedAddress& r, FrameSymbols* symbols) {
   }
 }
 
-void SymbolizeKernelFrames(Profile& profile, const OfflineSymbolizeOptions& options,
-                           OfflineSymbolizeStats* stats) {
+}  // namespace
+
+KernelFramesResult SymbolizeKernelFrames(Profile& profile, const std::string& kallsyms_path,
+                                         bool resymbolize) {
+  KernelFramesResult result;
   std::vector<uint32_t> frames;
   for (uint32_t i = 0; i < profile.frames.size(); ++i) {
     if (profile.frames[i].kind != FrameKind::kKernel) continue;
-    if (profile.symbols[i] && !profile.symbols[i]->lines.empty() && !options.resymbolize) continue;
+    if (profile.symbols[i] && !profile.symbols[i]->lines.empty() && !resymbolize) continue;
     frames.push_back(i);
   }
-  if (frames.empty()) return;
-  stats->kernel_frames += frames.size();
+  if (frames.empty()) return result;
+  result.frames = frames.size();
   KernelSymbolizerOptions kernel_options;
-  kernel_options.kallsyms_path = options.kallsyms_path;
+  kernel_options.kallsyms_path = kallsyms_path;
   Result<std::unique_ptr<KernelSymbolizer>> kernel = KernelSymbolizer::Open(kernel_options);
   if (!kernel) {
-    stats->messages.push_back("kernel: " + kernel.error().ToString());
-    return;
+    result.messages.push_back("kernel: " + kernel.error().ToString());
+    return result;
   }
   for (uint32_t i : frames) {
     SymbolizedAddress r = (*kernel)->Symbolize(profile.frames[i].address);
     FrameSymbols symbols;
     FillFrom(r, &symbols);
-    if (!symbols.lines.empty()) ++stats->symbolized;
+    if (!symbols.lines.empty()) ++result.symbolized;
     profile.symbols[i] = std::move(symbols);
   }
+  return result;
 }
-
-}  // namespace
 
 OfflineSymbolizeStats SymbolizeProfileOffline(Profile& profile,
                                               const OfflineSymbolizeOptions& options) {
@@ -173,7 +176,13 @@ OfflineSymbolizeStats SymbolizeProfileOffline(Profile& profile,
       profile.symbols[frames[k]] = std::move(symbols);
     }
   }
-  if (!options.kallsyms_path.empty()) SymbolizeKernelFrames(profile, options, &stats);
+  if (!options.kallsyms_path.empty()) {
+    KernelFramesResult kernel =
+        SymbolizeKernelFrames(profile, options.kallsyms_path, options.resymbolize);
+    stats.kernel_frames += kernel.frames;
+    stats.symbolized += kernel.symbolized;
+    for (std::string& m : kernel.messages) stats.messages.push_back(std::move(m));
+  }
   return stats;
 }
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <utility>
 
+#include "output/kernel_frames.h"
 #include "remote/symbolize_api.h"
 #include "stacksym/elf.h"
-#include "stacksym/kernel.h"
 #include "stacksym/remote.h"
 
 namespace stacksym {
@@ -21,39 +21,6 @@ using remote::SymbolizeResponse;
 
 bool NeedsSymbols(const Profile& profile, uint32_t i, bool resymbolize) {
   return resymbolize || !profile.symbols[i] || profile.symbols[i]->lines.empty();
-}
-
-// Kernel frames from a local kallsyms file, as a local symbolize-profile does.
-void SymbolizeKernelFrames(Profile& profile, const RemoteSymbolizeOptions& options,
-                           RemoteSymbolizeStats* stats) {
-  std::vector<uint32_t> frames;
-  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
-    if (profile.frames[i].kind != FrameKind::kKernel) continue;
-    if (!NeedsSymbols(profile, i, options.resymbolize)) continue;
-    frames.push_back(i);
-  }
-  if (frames.empty()) return;
-  stats->kernel_frames += frames.size();
-  KernelSymbolizerOptions kernel_options;
-  kernel_options.kallsyms_path = options.kallsyms_path;
-  Result<std::unique_ptr<KernelSymbolizer>> kernel = KernelSymbolizer::Open(kernel_options);
-  if (!kernel) {
-    stats->messages.push_back("kernel: " + kernel.error().ToString());
-    return;
-  }
-  for (uint32_t i : frames) {
-    SymbolizedAddress r = (*kernel)->Symbolize(profile.frames[i].address);
-    FrameSymbols symbols;
-    if (!r.frames.empty()) {
-      symbols.lines = std::move(r.frames);
-    } else if (!r.symbol.empty() || !r.raw_symbol.empty()) {
-      symbols.lines.push_back(SourceFrame{r.symbol, r.raw_symbol, "", 0, 0, false});
-    } else {
-      symbols.reason = r.reason.value_or(Reason::kNoSymbol);
-    }
-    if (!symbols.lines.empty()) ++stats->symbolized;
-    profile.symbols[i] = std::move(symbols);
-  }
 }
 
 // One request: sends it, checks that the answer covers exactly what was asked.
@@ -173,7 +140,13 @@ Result<RemoteSymbolizeStats> SymbolizeProfileRemote(Profile& profile,
       ++stats.symbolized;
     }
   }
-  if (!options.kallsyms_path.empty()) SymbolizeKernelFrames(profile, options, &stats);
+  if (!options.kallsyms_path.empty()) {  // kernel frames stay local
+    KernelFramesResult kernel =
+        SymbolizeKernelFrames(profile, options.kallsyms_path, options.resymbolize);
+    stats.kernel_frames += kernel.frames;
+    stats.symbolized += kernel.symbolized;
+    for (std::string& m : kernel.messages) stats.messages.push_back(std::move(m));
+  }
   return stats;
 }
 

@@ -236,20 +236,15 @@ static __always_inline void bump_last_ip(struct unwind_state* st) {
 
 // One step of the mapping search (a bpf_loop callback, verified once, like the row search).
 struct mapping_search {
-  __u32 lo, hi;
-  __u32 tgid;
+  const struct stacksym_proc_mappings* pm;
   __u64 pc;
+  __u32 lo, hi;
 };
 static long mapping_search_step(__u32 index, void* arg) {
   struct mapping_search* ms = arg;
+  const struct stacksym_proc_mappings* pm = ms->pm;
   __u32 lo = ms->lo, hi = ms->hi;
   if (lo >= hi) return 1;
-  __u32 tgid = ms->tgid;
-  const struct stacksym_proc_mappings* pm = bpf_map_lookup_elem(&proc_mappings, &tgid);
-  if (!pm) {
-    ms->lo = 0;  // gone meanwhile: not found
-    return 1;
-  }
   __u32 mid = lo + (hi - lo) / 2;
   if (pm->m[mid & (STACKSYM_MAX_PROC_MAPPINGS - 1)].start <= ms->pc)
     ms->lo = mid + 1;
@@ -259,13 +254,13 @@ static long mapping_search_step(__u32 index, void* arg) {
 }
 
 static __always_inline const struct stacksym_mapping* find_mapping(
-    const struct stacksym_proc_mappings* pm, __u32 tgid, __u64 pc) {
+    const struct stacksym_proc_mappings* pm, __u64 pc) {
   __u32 count = pm->count;
   struct mapping_search ms = {
+      .pm = pm,
+      .pc = pc,
       .lo = 0,
-      .hi = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count,
-      .tgid = tgid,
-      .pc = pc};
+      .hi = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count};
   bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &ms, 0);
   if (ms.lo == 0) return NULL;
   const struct stacksym_mapping* m = &pm->m[(ms.lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
@@ -355,7 +350,7 @@ static long unwind_step(__u32 index, void* arg) {
   }
   __u64 pc = st->pc, sp = st->sp, bp = st->bp;
   __u64 lookup_pc = st->exact_pc ? pc : pc - 1;
-  const struct stacksym_mapping* m = find_mapping(pm, tgid, lookup_pc);
+  const struct stacksym_mapping* m = find_mapping(pm, lookup_pc);
   if (!m) {
     // A return address outside every mapping is garbage, or code mapped since the tables
     // were loaded: not a frame; user space reloads the mappings.
