@@ -26,8 +26,9 @@ struct Options {
   uint32_t frequency = 99;
   std::string event = "cpu-clock";
   std::string backend = "auto";
-  std::string ringbuf_size;  // default: 8M with frame pointers, 32M with stack copies
-  std::string call_graph = "dwarf";
+  std::string ringbuf_size;    // default: 8M with frame pointers, 32M with stack copies
+  std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
+  std::string call_graph;      // empty: the library's default (bpf where BPF runs)
   bool all = false;
   bool quiet = false;
   bool no_symbolize = false;
@@ -114,12 +115,13 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                      : 0.0,
                  u(s.bpf_fallback_copies), u(s.bpf_unknown_mapping));
     std::fprintf(stderr,
-                 "  unwind tables in BPF maps: %llu processes, %llu tables, %llu rows (%.1f MiB); "
-                 "%llu processes could not be loaded%s%s\n",
+                 "  unwind tables in BPF maps: %llu processes, %llu tables, %llu rows loaded "
+                 "(%.1f MiB in use at the end); evicted to make room: %llu tables, %llu "
+                 "processes; %llu processes could not be loaded%s%s\n",
                  u(s.bpf_processes_loaded), u(s.bpf_tables_loaded), u(s.bpf_rows_loaded),
-                 static_cast<double>(s.bpf_rows_loaded) * 16 / (1 << 20),
-                 u(s.bpf_processes_not_loaded), s.bpf_first_load_problem.empty() ? "" : ": ",
-                 s.bpf_first_load_problem.c_str());
+                 static_cast<double>(s.bpf_rows_in_use) * 16 / (1 << 20), u(s.bpf_tables_evicted),
+                 u(s.bpf_processes_evicted), u(s.bpf_processes_not_loaded),
+                 s.bpf_first_load_problem.empty() ? "" : ": ", s.bpf_first_load_problem.c_str());
     std::string bpf_ends;
     for (int i = 0; i < kUnwindEndCount; ++i) {
       if (s.bpf_unwind_ends[i] == 0) continue;
@@ -198,18 +200,29 @@ int RunRecord(Options& o) {
     return kExitUsage;
   }
   o.record.backend = *backend;
-  Result<CallGraphSpec> call_graph = ParseCallGraph(o.call_graph);
-  if (!call_graph) {
-    std::fprintf(stderr, "stacksym record: %s\n", call_graph.error().message.c_str());
-    return kExitUsage;
+  if (!o.call_graph.empty()) {
+    Result<CallGraphSpec> call_graph = ParseCallGraph(o.call_graph);
+    if (!call_graph) {
+      std::fprintf(stderr, "stacksym record: %s\n", call_graph.error().message.c_str());
+      return kExitUsage;
+    }
+    o.record.call_graph = call_graph->mode;
+    o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
   }
-  o.record.call_graph = call_graph->mode;
-  o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
   // Empty: the library's default for the call graph (8M with frame pointers, else 32M).
   if (!o.ringbuf_size.empty() && !ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
     std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
                  o.ringbuf_size.c_str());
     return kExitUsage;
+  }
+  if (!o.bpf_table_size.empty()) {
+    uint64_t bytes = 0;
+    if (!ParseSize(o.bpf_table_size, &bytes) || bytes < 16 || bytes / 16 > UINT32_MAX) {
+      std::fprintf(stderr, "stacksym record: bad --bpf-table-size '%s' (e.g. 16M, 64M)\n",
+                   o.bpf_table_size.c_str());
+      return kExitUsage;
+    }
+    o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
   }
   if (o.all && (!o.record.pids.empty() || !o.record.tids.empty() || !o.record.command.empty())) {
     std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
@@ -327,13 +340,17 @@ CommandRegistrar registrar(
                      "Seconds to record (default: until Ctrl-C or the command exits)");
       app.add_option("--backend", o->backend, "auto (default), bpf, perf, stackmap");
       app.add_option("--call-graph", o->call_graph,
-                     "User stacks: dwarf[,SIZE] (default: copy SIZE bytes of stack, 16384 by "
-                     "default, and unwind with .eh_frame), bpf (unwind in the BPF program from "
-                     ".eh_frame tables in BPF maps) or fp (frame pointers)");
+                     "User stacks: bpf (the default with the BPF backend: unwind in the BPF "
+                     "program from .eh_frame tables in BPF maps), dwarf[,SIZE] (the default with "
+                     "--backend perf: copy SIZE bytes of stack, 16384 by default, and unwind "
+                     "with .eh_frame) or fp (frame pointers; the stackmap backend's only mode)");
       app.add_flag("--bpf-unwind-verify", o->record.bpf_unwind_verify,
                    "With --call-graph bpf: also copy each stack and count the samples where "
                    "unwinding the copy gives another chain (testing)")
           ->group("");
+      app.add_option("--bpf-table-size", o->bpf_table_size,
+                     "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
+                     "bytes a row); past it, tables are evicted and counted");
       app.add_option("--ringbuf-size", o->ringbuf_size,
                      "Ring buffer size (default 32M with dwarf and bpf, 8M with fp)");
       app.add_option("--stackmap-size", o->record.stackmap_size,

@@ -60,8 +60,10 @@ enum class CallGraph : uint8_t {
   kDwarf,          // copy registers + the top of the user stack, unwind here with .eh_frame
   kBpf,            // unwind in the BPF program from .eh_frame tables loaded into maps (stack copies
                    // until a process's tables are loaded)
+  kAuto,           // the default: kBpf on the BPF backend, kDwarf on perf's, kFramePointers on
+                   // the stackmap backend's
 };
-const char* CallGraphName(CallGraph mode);  // "fp", "dwarf", "bpf"
+const char* CallGraphName(CallGraph mode);  // "fp", "dwarf", "bpf", "auto"
 inline constexpr uint32_t kDefaultStackCopyBytes = 16384;
 inline constexpr uint32_t kMaxStackCopyBytes = 65528;  // a perf sample's size is 16 bits
 struct CallGraphSpec {
@@ -94,12 +96,15 @@ struct RecordOptions {
   // BPF backend: ask the kernel for user frames as (build ID, file offset)
   // (BPF_F_USER_BUILD_ID); frames where it falls back to a raw IP are normalized here.
   bool kernel_build_ids = false;
-  // User stacks by stack copies and CFI (default) or by frame pointers.
-  CallGraph call_graph = CallGraph::kDwarf;
+  // How user stacks are completed: unwound in the BPF program (the default where BPF runs), from
+  // stack copies and CFI, or by frame pointers.
+  CallGraph call_graph = CallGraph::kAuto;
   uint32_t stack_copy_bytes = kDefaultStackCopyBytes;  // kDwarf: bytes copied per sample
   // kBpf: rows of unwind tables the BPF maps hold (16 bytes each), and a test mode in which
   // every BPF-unwound sample also carries a stack copy that is unwound here and compared.
-  uint32_t bpf_unwind_rows = 4u << 20;
+  // 1 Mi rows = 16 MiB of kernel memory, the tables of about ten python3-sized processes; past
+  // it, tables no loaded process uses are evicted first, then least recently sampled processes.
+  uint32_t bpf_unwind_rows = 1u << 20;
   bool bpf_unwind_verify = false;
 
   // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
@@ -130,7 +135,7 @@ struct RecordStats {
   uint64_t stackmap_collisions = 0;    // stackmap backend: stacks dropped (-EEXIST)
   uint64_t stackmap_errors = 0;
   uint64_t stackmap_counts_full = 0;         // stackmap backend: samples with no room to count
-  CallGraph call_graph = CallGraph::kDwarf;  // the mode that ran
+  CallGraph call_graph = CallGraph::kDwarf;  // the mode that ran (never kAuto)
   // --call-graph dwarf: user stacks unwound from stack copies, how each walk ended, and how
   // many were answered by an earlier walk over the same registers and stack words.
   uint64_t user_stacks_unwound = 0;
@@ -150,8 +155,11 @@ struct RecordStats {
   uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // why each walk in the program ended
   uint64_t bpf_processes_loaded = 0;
   uint64_t bpf_processes_not_loaded = 0;  // no room (rows, mappings, processes) or unreadable
-  uint64_t bpf_tables_loaded = 0;
-  uint64_t bpf_rows_loaded = 0;
+  uint64_t bpf_processes_evicted = 0;     // unloaded to make room (their samples load them again)
+  uint64_t bpf_tables_loaded = 0;         // tables written into the rows map (again after eviction)
+  uint64_t bpf_tables_evicted = 0;        // tables whose rows were given to another table
+  uint64_t bpf_rows_loaded = 0;           // rows written, in all
+  uint64_t bpf_rows_in_use = 0;           // rows holding a table at the end
   std::string bpf_first_load_problem;
   // bpf_unwind_verify: samples compared, samples whose chains agreed, and the differences.
   uint64_t verify_samples = 0;

@@ -85,9 +85,10 @@ std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
 
 }  // namespace
 
-SampleAggregator::SampleAggregator()
-    : unwinder_(&normalizer_,
-                [this](pid_t pid, const UserModule& m) { return ModuleFile(pid, m); }) {}
+SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables)
+    : unwinder_(
+          &normalizer_, [this](pid_t pid, const UserModule& m) { return ModuleFile(pid, m); },
+          std::move(unwind_tables)) {}
 
 std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const UserModule& m) {
   std::string key = ModuleKey(ToProfileKind(m.kind), m.path, m.build_id);
@@ -233,6 +234,11 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
 }
 
 void SampleAggregator::Add(const RawSample& s) {
+  if (s.exec) {
+    normalizer_.Forget(static_cast<pid_t>(s.pid));
+    unwinder_.Forget(static_cast<pid_t>(s.pid));
+    return;
+  }
   stack_.pid = s.pid;
   stack_.tid = s.tid;
   stack_.comm.assign(s.comm.data(), s.comm.size());

@@ -39,7 +39,8 @@ struct AggregatorCounters {
 
 class SampleAggregator {
  public:
-  SampleAggregator();
+  // unwind_tables: the recording's table cache (null: a private one).
+  explicit SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables = nullptr);
   void Add(const RawSample& sample);
   // Mappings may have changed since the VMA cache was filled: drop it (called periodically).
   void RevalidateMappings() {

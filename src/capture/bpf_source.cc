@@ -12,12 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "capture/aggregator.h"
+#include "capture/bpf_unwind_loader.h"
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
 #include "stacksym/elf.h"
@@ -49,12 +49,6 @@ uint64_t RoundRingbufSize(uint64_t bytes) {
   return size;
 }
 
-double MonotonicNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 static_assert(sizeof(stacksym_unwind_row) == sizeof(UnwindRow));
 static_assert(sizeof(stacksym_sample) % 8 == 0);
 // The program's walk ends are UnwindEnd's values, so that both walks are counted alike.
@@ -65,191 +59,6 @@ static_assert(STACKSYM_END_NO_CFI == static_cast<int>(UnwindEnd::kNoCfi));
 static_assert(STACKSYM_END_UNMAPPED == static_cast<int>(UnwindEnd::kUnmappedPc));
 static_assert(STACKSYM_END_BAD_CFA == static_cast<int>(UnwindEnd::kBadCfa));
 static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupportedRule));
-
-// --call-graph bpf: loads a process's executable mappings and the unwind tables of their
-// files into the program's maps. Tables are shared by build ID (or by file identity) and
-// stay loaded for the whole recording: the rows array is filled like a bump allocator, and
-// once it is full, processes that need a table not loaded yet are not loaded at all (their
-// samples keep taking the stack-copy path) and are counted.
-class BpfUnwindLoader {
- public:
-  void Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes) {
-    rows_fd_ = rows_fd;
-    max_rows_ = max_rows;
-    mappings_fd_ = mappings_fd;
-    max_processes_ = max_processes;
-  }
-
-  // Called for a sample of pid that was not unwound in the program (tables not loaded), or
-  // whose walk met an unknown mapping. At most every 0.2 s per process.
-  void Want(uint32_t pid) {
-    if (pid == 0) return;
-    auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
-    double now = MonotonicNow();
-    if (!inserted && now - it->second < 0.2) return;
-    it->second = now;
-    Load(pid);
-  }
-
-  // Forgets processes that are gone (pids get reused).
-  void Sweep() {
-    double now = MonotonicNow();
-    if (now - last_sweep_ < 1.0) return;
-    last_sweep_ = now;
-    for (auto it = loaded_.begin(); it != loaded_.end();) {
-      if (kill(static_cast<pid_t>(*it), 0) != 0 && errno == ESRCH) {
-        uint32_t key = *it;
-        bpf_map_delete_elem(mappings_fd_, &key);
-        attempts_.erase(key);
-        it = loaded_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  void AddCounters(SourceCounters* c) const {
-    c->bpf_processes_loaded = processes_loaded_;
-    c->bpf_processes_not_loaded = processes_not_loaded_;
-    c->bpf_tables_loaded = tables_.size();
-    c->bpf_rows_loaded = next_row_;
-    c->bpf_first_load_problem = first_problem_;
-  }
-
- private:
-  struct LoadedTable {
-    uint32_t row_start = 0;
-    uint32_t row_count = 0;
-    uint64_t base_pc = 0;
-    uint32_t table_end = 0;
-  };
-
-  void Fail(uint32_t pid, const std::string& why) {
-    if (!failed_.insert(pid).second) return;  // counted once per process
-    ++processes_not_loaded_;
-    if (first_problem_.empty()) first_problem_ = "pid " + std::to_string(pid) + ": " + why;
-  }
-
-  // The table of a file, loaded into the rows array on first use; null when it has no room.
-  const LoadedTable* Table(const ElfFile& elf, const std::string& identity, std::string* why) {
-    std::string key = elf.build_id().empty() ? identity : elf.build_id_hex();
-    if (auto it = tables_.find(key); it != tables_.end()) return &it->second;
-    Result<std::shared_ptr<const UnwindTable>> table = UnwindTable::Build(elf);
-    LoadedTable lt;
-    if (table && !(*table)->empty()) {
-      std::span<const UnwindRow> rows = (*table)->rows();
-      if (rows.size() >= (1u << 24) || (*table)->end_pc() - (*table)->base_pc() > UINT32_MAX) {
-        *why = elf.path() + ": table too large";
-        return nullptr;
-      }
-      if (rows.size() > max_rows_ - next_row_) {
-        *why = "unwind rows full (" + std::to_string(max_rows_) + ") at " + elf.path();
-        return nullptr;
-      }
-      // One syscall per batch of rows (array maps take batches since Linux 5.6).
-      constexpr size_t kBatch = 8192;
-      std::vector<uint32_t> keys;
-      for (size_t done = 0; done < rows.size();) {
-        uint32_t n = static_cast<uint32_t>(std::min(kBatch, rows.size() - done));
-        keys.resize(n);
-        for (uint32_t i = 0; i < n; ++i) keys[i] = next_row_ + static_cast<uint32_t>(done) + i;
-        uint32_t count = n;
-        if (bpf_map_update_batch(rows_fd_, keys.data(), rows.data() + done, &count, nullptr) != 0) {
-          *why = std::string("writing unwind rows: ") + strerror(errno);
-          return nullptr;
-        }
-        done += n;
-      }
-      lt.row_start = next_row_;
-      lt.row_count = static_cast<uint32_t>(rows.size());
-      lt.base_pc = (*table)->base_pc();
-      lt.table_end = static_cast<uint32_t>((*table)->end_pc() - (*table)->base_pc());
-      next_row_ += lt.row_count;
-    }
-    return &tables_.emplace(key, lt).first->second;
-  }
-
-  void Load(uint32_t pid) {
-    std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-    FILE* f = fopen(maps_path.c_str(), "re");
-    if (f == nullptr) return;  // gone: nothing to count
-    auto value = std::make_unique<stacksym_proc_mappings>();
-    std::memset(value.get(), 0, sizeof(*value));
-    char line[4096];
-    std::string why;
-    while (fgets(line, sizeof(line), f) != nullptr) {
-      unsigned long long start, end, offset, inode;
-      char perms[8], dev[32];
-      int path_at = 0;
-      if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
-                 &path_at) < 6) {
-        continue;
-      }
-      if (perms[2] != 'x') continue;
-      std::string path = path_at > 0 ? line + path_at : "";
-      while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
-      if (value->count >= STACKSYM_MAX_PROC_MAPPINGS) {
-        why = "more than " + std::to_string(STACKSYM_MAX_PROC_MAPPINGS) + " executable mappings";
-        break;
-      }
-      stacksym_mapping& m = value->m[value->count++];
-      m.start = start;
-      m.end = end;
-      Result<std::shared_ptr<ElfFile>> elf = MakeError(ErrorCode::kNotFound, "no file");
-      if (path == "[vdso]") {
-        if (!vdso_) vdso_ = OpenOwnVdso();
-        if (vdso_) elf = vdso_;
-      } else if (inode != 0 && !path.empty() && path[0] == '/') {
-        char map_file[96];
-        snprintf(map_file, sizeof(map_file), "/proc/%u/map_files/%llx-%llx", pid, start, end);
-        elf = ElfFile::Open(map_file);
-      }
-      if (!elf) continue;  // anonymous, not ELF, or unreadable: frame pointers
-      std::optional<uint64_t> vaddr = (*elf)->FileOffsetToVaddr(offset);
-      if (!vaddr) continue;
-      const LoadedTable* t = Table(**elf, path + ":" + dev + ":" + std::to_string(inode), &why);
-      if (t == nullptr) break;
-      uint64_t bias = start - *vaddr;
-      m.table_base = bias + t->base_pc;
-      m.row_start = t->row_start;
-      m.row_count = t->row_count;
-      m.table_end = t->table_end;
-    }
-    fclose(f);
-    if (!why.empty()) {
-      Fail(pid, why);
-      return;
-    }
-    bool known = std::find(loaded_.begin(), loaded_.end(), pid) != loaded_.end();
-    if (!known && loaded_.size() >= max_processes_) {
-      Fail(pid, "more than " + std::to_string(max_processes_) + " processes");
-      return;
-    }
-    if (bpf_map_update_elem(mappings_fd_, &pid, value.get(), BPF_ANY) != 0) {
-      Fail(pid, std::string("writing the mappings: ") + strerror(errno));
-      return;
-    }
-    if (!known) {
-      loaded_.push_back(pid);
-      ++processes_loaded_;
-    }
-  }
-
-  int rows_fd_ = -1;
-  uint32_t max_rows_ = 0;
-  int mappings_fd_ = -1;
-  uint32_t max_processes_ = 0;
-  uint32_t next_row_ = 0;
-  std::unordered_map<std::string, LoadedTable> tables_;
-  std::shared_ptr<ElfFile> vdso_;
-  std::unordered_map<uint32_t, double> attempts_;  // pid → last load attempt
-  std::vector<uint32_t> loaded_;
-  std::set<uint32_t> failed_;
-  double last_sweep_ = 0;
-  uint64_t processes_loaded_ = 0;
-  uint64_t processes_not_loaded_ = 0;
-  std::string first_problem_;
-};
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
 
@@ -297,7 +106,7 @@ class BpfSource : public SampleSource {
     bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap);
     bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
-    bpf_program__set_autoload(skel_->progs.on_exec, bpf_unwind_);
+    bpf_program__set_autoload(skel_->progs.on_exec, !stackmap && config.options.user_stacks);
 
     if (int err = profile_bpf__load(skel_); err != 0) {
       return ErrnoError(-err,
@@ -327,13 +136,15 @@ class BpfSource : public SampleSource {
         tracepoint_links_.push_back(link);
       }
     }
-    if (bpf_unwind_) {
+    if (!stackmap && config.options.user_stacks) {
       bpf_link* link = bpf_program__attach(skel_->progs.on_exec);
       if (link == nullptr) return ErrnoError(errno, "attaching the exec tracepoint");
       tracepoint_links_.push_back(link);
-      loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
-                   std::max(config.options.bpf_unwind_rows, 1u),
-                   bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses);
+    }
+    if (bpf_unwind_) {
+      loader_.Init(
+          bpf_map__fd(skel_->maps.unwind_rows), std::max(config.options.bpf_unwind_rows, 1u),
+          bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses, config.unwind_tables);
     }
     if (!stackmap) {
       ring_ =
@@ -429,6 +240,17 @@ class BpfSource : public SampleSource {
     auto* self = static_cast<BpfSource*>(ctx);
     if (self->callback_ == nullptr || size < sizeof(stacksym_sample)) return 0;
     const auto* h = static_cast<const stacksym_sample*>(data);
+    if (h->flags & STACKSYM_SAMPLE_EXEC) {
+      if (self->bpf_unwind_) self->loader_.Forget(h->pid);  // the kernel dropped its mappings
+      RawSample exec;
+      exec.pid = h->pid;
+      exec.tid = h->tid;
+      exec.cpu = h->cpu;
+      exec.time_ns = h->time_ns;
+      exec.exec = true;
+      (*self->callback_)(exec);
+      return 0;
+    }
     const auto* bytes = static_cast<const uint8_t*>(data);
     size_t kbytes = h->kstack_bytes > 0 ? static_cast<size_t>(h->kstack_bytes) : 0;
     size_t ubytes = h->ustack_bytes > 0 ? static_cast<size_t>(h->ustack_bytes) : 0;
@@ -458,6 +280,7 @@ class BpfSource : public SampleSource {
       } else {
         s.user_ips = frames;
         s.bpf_unwound = true;
+        self->loader_.Touch(h->pid);
         (*self->callback_)(s);
         return 0;
       }

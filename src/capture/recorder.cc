@@ -16,6 +16,7 @@
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
 #include "stacksym/capture.h"
+#include "stacksym/unwind.h"
 
 namespace stacksym {
 
@@ -49,6 +50,8 @@ const char* CallGraphName(CallGraph mode) {
       return "dwarf";
     case CallGraph::kBpf:
       return "bpf";
+    case CallGraph::kAuto:
+      return "auto";
   }
   return "?";
 }
@@ -199,6 +202,12 @@ const std::vector<std::shared_ptr<ElfFile>>& Recorder::module_files() const {
 
 Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   RecordOptions options = given;
+  const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
+  if (!call_graph_chosen) {
+    options.call_graph = options.backend == CaptureBackend::kStackMap ? CallGraph::kFramePointers
+                         : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
+                                                                      : CallGraph::kBpf;
+  }
   if (options.ringbuf_size == 0) {
     options.ringbuf_size = options.call_graph == CallGraph::kFramePointers ? 8u << 20 : 32u << 20;
   }
@@ -258,6 +267,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   rec->options_ = options;
   SourceConfig config;
   config.options = options;
+  config.unwind_tables = std::make_shared<UnwindTableCache>();
   config.tgids = options.pids;
   config.tids = options.tids;
   int cgroup_fd = -1;
@@ -307,7 +317,9 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
         rec->notes_.push_back("BPF backend unavailable (" + source.error().ToString() +
                               "); using perf_event_open");
         if (config.options.call_graph == CallGraph::kBpf) {
-          rec->notes_.push_back("--call-graph bpf needs BPF: using stack copies (dwarf) instead");
+          rec->notes_.push_back(call_graph_chosen
+                                    ? "--call-graph bpf needs BPF: using stack copies (dwarf)"
+                                    : "user stacks: from stack copies (dwarf)");
           config.options.call_graph = CallGraph::kDwarf;
         }
         source = OpenPerfSource(config, &rec->notes_);
@@ -335,7 +347,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
         "are normalized in user space");
   }
   rec->source_ = std::move(*source);
-  rec->aggregator_ = std::make_unique<SampleAggregator>();
+  rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
   rec->stats_.backend = rec->source_->backend();
   rec->stats_.event = rec->source_->event();
   rec->stats_.call_graph = config.options.call_graph;
@@ -377,8 +389,11 @@ void Recorder::RefreshStats() {
   stats_.bpf_unknown_mapping = c.bpf_unknown_mapping;
   stats_.bpf_processes_loaded = c.bpf_processes_loaded;
   stats_.bpf_processes_not_loaded = c.bpf_processes_not_loaded;
+  stats_.bpf_processes_evicted = c.bpf_processes_evicted;
   stats_.bpf_tables_loaded = c.bpf_tables_loaded;
+  stats_.bpf_tables_evicted = c.bpf_tables_evicted;
   stats_.bpf_rows_loaded = c.bpf_rows_loaded;
+  stats_.bpf_rows_in_use = c.bpf_rows_in_use;
   stats_.bpf_first_load_problem = c.bpf_first_load_problem;
   stats_.verify_samples = a.verify_samples;
   stats_.verify_agreed = a.verify_agreed;

@@ -17,6 +17,8 @@
 
 namespace stacksym {
 
+class UnwindTableCache;
+
 // Same layout as struct stacksym_build_id_frame / the kernel's struct bpf_stack_build_id.
 struct BuildIdFrame {
   int32_t status;  // 0 empty, 1 valid, 2 fallback to IP
@@ -42,6 +44,9 @@ struct RawSample {
   uint32_t cpu = 0;
   uint64_t time_ns = 0;
   uint64_t count = 1;  // > 1 only for pre-aggregated backends (stackmap)
+  // Not a sample: the process exec'd. Mappings remembered for pid must be checked again
+  // before they answer for its next samples.
+  bool exec = false;
   std::string_view comm;
   bool kernel_thread = false;            // no user stack expected
   bool user_stack_dropped = false;       // stackmap backend: the stack was lost to a collision
@@ -76,8 +81,11 @@ struct SourceCounters {
   uint64_t bpf_unknown_mapping = 0;
   uint64_t bpf_processes_loaded = 0;
   uint64_t bpf_processes_not_loaded = 0;
+  uint64_t bpf_processes_evicted = 0;
   uint64_t bpf_tables_loaded = 0;
+  uint64_t bpf_tables_evicted = 0;
   uint64_t bpf_rows_loaded = 0;
+  uint64_t bpf_rows_in_use = 0;
   std::string bpf_first_load_problem;
 };
 
@@ -91,6 +99,8 @@ struct SourceConfig {
   uint64_t cgroup_id = 0;  // cgroup v2 id (inode of the directory)
   int cgroup_fd = -1;      // open cgroup directory (perf backend)
   CaptureEvent event = CaptureEvent::kCpuClock;
+  // Unwind tables by build ID, shared by the BPF loader and the stack-copy unwinder.
+  std::shared_ptr<UnwindTableCache> unwind_tables;
 };
 
 class SampleSource {

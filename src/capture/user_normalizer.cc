@@ -113,6 +113,7 @@ std::optional<UserModule> UserStackNormalizer::FindModuleByBuildId(
 }
 
 void UserStackNormalizer::RevalidateAll() { impl_->normalizer.RevalidateAll(); }
+void UserStackNormalizer::Forget(pid_t pid) { impl_->normalizer.Invalidate(pid); }
 
 std::string UserStackNormalizer::MapFilesPath(pid_t pid, uint64_t start, uint64_t end) {
   return stacksym::MapFilesPath(pid, start, end);

@@ -48,6 +48,9 @@ class UserStackNormalizer {
   // as the answer for samples of processes that have exited (or unmapped the address) by
   // the time their sample is read.
   void RevalidateAll();
+  // pid exec'd: everything remembered of it (VMAs, the kept maps source, which may still
+  // read the old image) is of no use to its later samples.
+  void Forget(pid_t pid);
   // "/proc/PID/map_files/START-END".
   static std::string MapFilesPath(pid_t pid, uint64_t start, uint64_t end);
 

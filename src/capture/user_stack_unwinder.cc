@@ -40,15 +40,27 @@ size_t UserStackUnwinder::MemoKeyHash::operator()(const MemoKey& k) const {
 }
 
 UserStackUnwinder::UserStackUnwinder(UserStackNormalizer* normalizer, OpenModuleFile open_file,
-                                     size_t table_cache_bytes)
+                                     std::shared_ptr<UnwindTableCache> tables)
     : normalizer_(normalizer),
       open_file_(std::move(open_file)),
-      tables_(UnwindTableCacheOptions{.max_bytes = table_cache_bytes}) {}
+      tables_(tables ? std::move(tables) : std::make_shared<UnwindTableCache>()) {}
 
 void UserStackUnwinder::Revalidate() {
   mappings_.clear();
   memo_.clear();
   memo_entries_ = 0;
+}
+
+void UserStackUnwinder::Forget(pid_t pid) {
+  mappings_.erase(pid);
+  for (auto it = memo_.begin(); it != memo_.end();) {
+    if (it->first.pid == pid) {
+      memo_entries_ -= it->second.size();
+      it = memo_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 const UserStackUnwinder::Mapping* UserStackUnwinder::Resolve(pid_t pid, uint64_t pc) {
@@ -70,7 +82,7 @@ const UserStackUnwinder::Mapping* UserStackUnwinder::Resolve(pid_t pid, uint64_t
   if (elf) vaddr = elf->FileOffsetToVaddr(frames_[0].file_offset);
   if (elf && vaddr) {
     // Every executable segment of the file, placed with the load bias of this one.
-    std::shared_ptr<const UnwindTable> table = tables_.Get(*elf);
+    std::shared_ptr<const UnwindTable> table = tables_->Get(*elf);
     uint64_t bias = pc - *vaddr;
     for (const ElfSegment& seg : elf->segments()) {
       if (seg.type != PT_LOAD || !(seg.flags & PF_X) || seg.memsz == 0) continue;

@@ -29,17 +29,21 @@ class UserStackUnwinder {
   // Opens the ELF file of a module of process pid (null when it cannot be had).
   using OpenModuleFile = std::function<std::shared_ptr<ElfFile>(pid_t, const UserModule&)>;
 
+  // tables: shared with whoever else builds unwind tables during the recording (the BPF
+  // loader); null: a private cache.
   UserStackUnwinder(UserStackNormalizer* normalizer, OpenModuleFile open_file,
-                    size_t table_cache_bytes = 256u << 20);
+                    std::shared_ptr<UnwindTableCache> tables);
 
   // pcs gets the sampled pc and then return addresses, innermost first.
   UnwindEnd Unwind(pid_t pid, const RawUserStack& stack, std::vector<uint64_t>* pcs,
                    bool* from_memo);
   // Mappings may have changed: forget resolved mappings and remembered walks.
   void Revalidate();
+  // pid exec'd: forget its mappings and its remembered walks.
+  void Forget(pid_t pid);
 
   uint64_t fp_frames() const { return fp_frames_; }
-  const UnwindTableCache& tables() const { return tables_; }
+  const UnwindTableCache& tables() const { return *tables_; }
 
  private:
   struct Mapping {
@@ -66,7 +70,7 @@ class UserStackUnwinder {
 
   UserStackNormalizer* normalizer_;
   OpenModuleFile open_file_;
-  UnwindTableCache tables_;
+  std::shared_ptr<UnwindTableCache> tables_;
   std::unordered_map<pid_t, std::vector<Mapping>> mappings_;  // sorted by start, disjoint
   std::unordered_map<MemoKey, std::vector<MemoEntry>, MemoKeyHash> memo_;
   size_t memo_entries_ = 0;

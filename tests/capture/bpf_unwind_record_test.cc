@@ -21,8 +21,10 @@ const std::string kFixtureDir = STACKSYM_FIXTURE_DIR;
 // Records `command` in verify mode, checks the agreement, and returns the recorder (its profile
 // not yet symbolized) for further checks; nullptr when the kernel refused the backend.
 std::unique_ptr<Recorder> RecordVerified(const std::vector<std::string>& command,
-                                         const std::string& who, uint64_t min_verified = 200) {
+                                         const std::string& who, uint64_t min_verified = 200,
+                                         uint32_t bpf_unwind_rows = 0) {
   RecordOptions o;
+  if (bpf_unwind_rows != 0) o.bpf_unwind_rows = bpf_unwind_rows;
   o.backend = CaptureBackend::kBpf;
   o.frequency_hz = 499;
   o.command = command;
@@ -211,6 +213,40 @@ TEST(BpfUnwindRecordTest, TablesThatDoNotFitFallBackToStackCopies) {
                       st.unwind_ends[static_cast<int>(UnwindEnd::kDepthLimit)];
   EXPECT_GE(complete * 100, st.user_stacks_unwound * 95)
       << complete << " of " << st.user_stacks_unwound << " stack copies unwound completely";
+}
+
+// Rows for python3's tables or the gcc fixture's (about 105k and 73k rows, libc and ld.so
+// shared), never both: while both run, loading one evicts the other (the process, then its
+// tables); afterwards the clang fixture's tables take the rows of the dead processes' tables.
+// Chains agree, every process loads, nothing is lost.
+TEST(BpfUnwindRecordTest, TablesEvictedUnderASmallBound) {
+  if (access(kPython, X_OK) != 0) GTEST_SKIP() << "no " << kPython;
+  std::string python = std::string(kPython) +
+                       " -c 'import time\n"
+                       "def f(n):\n"
+                       "    return f(n - 1) + 1 if n else 0\n"
+                       "end = time.time() + 2.0\n"
+                       "while time.time() < end:\n"
+                       "    f(20)\n'";
+  std::vector<std::string> command = {"/bin/sh", "-c",
+                                      python + " & " + kFixtureDir + "/unwind_app_gcc 2.0; wait; " +
+                                          kFixtureDir + "/unwind_app_clang 1.0"};
+  RECORD_VERIFIED_OR_SKIP(rec, command, "python3 + gcc fixture, then clang fixture, 120k rows", 200,
+                          120000);
+  const RecordStats& st = rec->stats();
+  std::printf("evicted: %llu tables, %llu processes; %llu tables and %llu rows loaded\n",
+              static_cast<unsigned long long>(st.bpf_tables_evicted),
+              static_cast<unsigned long long>(st.bpf_processes_evicted),
+              static_cast<unsigned long long>(st.bpf_tables_loaded),
+              static_cast<unsigned long long>(st.bpf_rows_loaded));
+  EXPECT_GT(st.bpf_tables_evicted, 0u);
+  EXPECT_GT(st.bpf_processes_evicted, 0u);
+  EXPECT_LE(st.bpf_rows_in_use, 120000u);
+  Symbolize(*rec);
+  Reach py = ReachThrough(rec->profile(), "python3", "Py_BytesMain");
+  PrintReach("python3", py, "Py_BytesMain");
+  ASSERT_GT(py.samples, 100u);
+  EXPECT_GE(py.reached * 100, py.samples * 95);
 }
 
 TEST(BpfUnwindRecordTest, AgreesWithStackCopiesGcc) {

@@ -1013,3 +1013,72 @@ TEST(TextVmaSource, ReadsLazily) {
 
 }  // namespace
 }  // namespace stacksym
+
+namespace stacksym {
+namespace {
+
+// The executable mappings of pid: (an address inside, the mapped path).
+std::vector<std::pair<uint64_t, std::string>> ExecutableMappings(pid_t pid) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(maps, line);) {
+    unsigned long long start = 0, end = 0;
+    char perms[8] = {};
+    if (sscanf(line.c_str(), "%llx-%llx %7s", &start, &end, perms) != 3) continue;
+    size_t slash = line.find('/');
+    if (perms[2] != 'x' || slash == std::string::npos) continue;
+    out.emplace_back(start + (end - start) / 2, line.substr(slash));
+  }
+  return out;
+}
+
+// exec replaces every mapping under the same pid. A recorder is told (the BPF exec event) and
+// calls Revalidate(pid): the new image's addresses then resolve to the new mappings, also
+// where the kept maps source was opened on the old image, and with past_addresses on.
+TEST_F(NormalizeTest, ExecThenRevalidateAnswersTheNewImage) {
+  const char* python = "/usr/bin/python3";
+  if (access(python, X_OK) != 0) GTEST_SKIP() << "needs " << python;
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    testing::ChildProcess child;
+    std::string error;
+    ASSERT_TRUE(child.Start({python, "-S", "-c",
+                             "import os, sys\n"
+                             "print('ready', flush=True)\n"
+                             "os.read(0, 1)\n"  // one byte: the rest is cat's
+                             "os.execv('/bin/cat', ['/bin/cat'])\n"},
+                            &error))
+        << error;
+    std::string line;
+    ASSERT_TRUE(child.ReadLine(&line));
+    ASSERT_EQ(line, "ready");
+    Normalizer normalizer(RememberingOptions(source, /*past_addresses=*/true));
+    auto before = ExecutableMappings(child.pid());
+    ASSERT_FALSE(before.empty());
+    std::vector<uint64_t> old_addrs;
+    for (const auto& m : before) old_addrs.push_back(m.first);
+    auto old_batch = normalizer.Normalize(child.pid(), old_addrs);
+    ASSERT_TRUE(old_batch);
+    ASSERT_TRUE(child.Send("\n"));
+    // cat echoes: once it answers, the exec is done.
+    ASSERT_TRUE(child.Send("execd\n"));
+    ASSERT_TRUE(child.ReadLine(&line));
+    ASSERT_EQ(line, "execd");
+    auto after = ExecutableMappings(child.pid());
+    ASSERT_FALSE(after.empty());
+    normalizer.Revalidate(child.pid());
+    std::vector<uint64_t> new_addrs;
+    for (const auto& m : after) new_addrs.push_back(m.first);
+    auto batch = normalizer.Normalize(child.pid(), new_addrs);
+    ASSERT_TRUE(batch);
+    for (size_t i = 0; i < after.size(); ++i) {
+      SCOPED_TRACE(after[i].second);
+      ASSERT_TRUE(batch->addresses[i].ok()) << ReasonName(batch->addresses[i].reason);
+      EXPECT_EQ(batch->modules[batch->addresses[i].module].path, after[i].second);
+    }
+    child.KillAndWait();
+  }
+}
+
+}  // namespace
+}  // namespace stacksym

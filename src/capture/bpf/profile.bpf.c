@@ -650,13 +650,24 @@ int BPF_PROG(on_exit, struct task_struct* task) {
   return 0;
 }
 
-// --call-graph bpf: exec replaces every mapping of the process, so the loaded ones would unwind
-// the new image with the old image's tables wherever the address ranges overlap. Forgetting
-// them sends the next sample as a stack copy, which has the recorder load the new ones.
+// exec replaces every mapping of the process. --call-graph bpf: the loaded ones would unwind
+// the new image with the old image's tables wherever the address ranges overlap; forgetting
+// them sends the next sample as a stack copy, which has the recorder load the new ones. And
+// user space is told, in order with the samples, so that the mappings it remembers stop
+// answering for the new image's samples (stack copies and normalization).
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct* task) {
-  if (!bpf_unwind) return 0;
   __u32 tgid = BPF_CORE_READ(task, tgid);
-  bpf_map_delete_elem(&proc_mappings, &tgid);
+  __u32 tid = BPF_CORE_READ(task, pid);
+  if (bpf_unwind) bpf_map_delete_elem(&proc_mappings, &tgid);
+  if (!is_target(tgid, tid)) return 0;
+  struct stacksym_sample s = {};
+  s.time_ns = bpf_ktime_get_ns();
+  s.pid = tgid;
+  s.tid = tid;
+  s.cpu = bpf_get_smp_processor_id();
+  s.flags = STACKSYM_SAMPLE_EXEC;
+  bpf_get_current_comm(s.comm, sizeof(s.comm));
+  bpf_ringbuf_output(&samples, &s, sizeof(s), 0);
   return 0;
 }

@@ -27,6 +27,9 @@
 #define STACKSYM_SAMPLE_BPF_UNWOUND 8u
 // The walk met a pc outside the process's loaded mappings (dlopen, exec): reload them.
 #define STACKSYM_SAMPLE_UNKNOWN_MAPPING 16u
+// Not a sample: the process exec'd (sched_process_exec), so every mapping it had is gone and
+// what user space remembers of them must not answer for its later samples.
+#define STACKSYM_SAMPLE_EXEC 32u
 
 // A sample record in the ring buffer: this header, then kstack_bytes of u64 kernel IPs
 // (innermost first), then ustack_bytes of user frames (u64 IPs, or build-ID frames).

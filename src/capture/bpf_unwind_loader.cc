@@ -1,0 +1,289 @@
+#include "capture/bpf_unwind_loader.h"
+
+#include <bpf/bpf.h>
+#include <linux/membarrier.h>
+#include <linux/types.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "capture/aggregator.h"
+
+// clang-format off
+#include "bpf/sample_event.h"
+// clang-format on
+
+namespace stacksym {
+namespace {
+
+double MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+BpfUnwindLoader::BpfUnwindLoader() = default;
+BpfUnwindLoader::~BpfUnwindLoader() = default;
+
+void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes,
+                           std::shared_ptr<UnwindTableCache> tables) {
+  rows_fd_ = rows_fd;
+  space_ = std::make_unique<BpfRowSpace>(max_rows);
+  mappings_fd_ = mappings_fd;
+  max_processes_ = max_processes;
+  table_cache_ = tables ? std::move(tables) : std::make_shared<UnwindTableCache>();
+}
+
+void BpfUnwindLoader::Want(uint32_t pid) {
+  if (pid == 0 || !space_) return;
+  auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
+  double now = MonotonicNow();
+  if (!inserted && now - it->second < 0.2) return;
+  it->second = now;
+  Load(pid);
+}
+
+void BpfUnwindLoader::Touch(uint32_t pid) {
+  if (auto it = loaded_.find(pid); it != loaded_.end()) it->second.last_use = ++clock_;
+}
+
+void BpfUnwindLoader::Forget(uint32_t pid) {
+  Unload(pid);
+  attempts_.erase(pid);
+}
+
+void BpfUnwindLoader::Sweep() {
+  double now = MonotonicNow();
+  if (now - last_sweep_ < 1.0) return;
+  last_sweep_ = now;
+  std::vector<uint32_t> gone;
+  for (const auto& [pid, process] : loaded_) {
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
+  }
+  for (uint32_t pid : gone) {
+    Unload(pid);
+    attempts_.erase(pid);
+  }
+}
+
+void BpfUnwindLoader::AddCounters(SourceCounters* c) const {
+  c->bpf_processes_loaded = processes_loaded_;
+  c->bpf_processes_not_loaded = processes_not_loaded_;
+  c->bpf_processes_evicted = processes_evicted_;
+  c->bpf_tables_loaded = tables_loaded_;
+  c->bpf_tables_evicted = tables_evicted_;
+  c->bpf_rows_loaded = rows_loaded_;
+  c->bpf_rows_in_use = space_ ? space_->used_rows() : 0;
+  c->bpf_first_load_problem = first_problem_;
+}
+
+void BpfUnwindLoader::Fail(uint32_t pid, const std::string& why) {
+  if (!failed_.insert(pid).second) return;  // counted once per process
+  ++processes_not_loaded_;
+  if (first_problem_.empty()) first_problem_ = "pid " + std::to_string(pid) + ": " + why;
+}
+
+// Waits until every run of the BPF program that began before now has ended: membarrier's
+// global command is synchronize_rcu(), and the program runs inside an RCU read section.
+void BpfUnwindLoader::WaitForWalks() {
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) {
+    usleep(20000);  // nohz_full kernels refuse it; a walk takes microseconds
+  }
+  deleted_since_grace_ = false;
+}
+
+void BpfUnwindLoader::Release(const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) {
+    if (auto it = tables_.find(key); it != tables_.end() && it->second.users > 0) {
+      --it->second.users;
+    }
+  }
+}
+
+void BpfUnwindLoader::Unload(uint32_t pid) {
+  auto it = loaded_.find(pid);
+  if (it == loaded_.end()) return;
+  bpf_map_delete_elem(mappings_fd_, &pid);
+  deleted_since_grace_ = true;
+  Release(it->second.tables);
+  loaded_.erase(it);
+}
+
+// The unused table with rows that was used least recently.
+bool BpfUnwindLoader::EvictTable() {
+  auto victim = tables_.end();
+  for (auto it = tables_.begin(); it != tables_.end(); ++it) {
+    if (it->second.users != 0 || it->second.row_count == 0) continue;
+    if (victim == tables_.end() || it->second.last_use < victim->second.last_use) victim = it;
+  }
+  if (victim == tables_.end()) return false;
+  space_->Release(victim->second.row_start, victim->second.row_count);
+  tables_.erase(victim);
+  ++tables_evicted_;
+  return true;
+}
+
+// The loaded process sampled least recently, other than the one being loaded.
+bool BpfUnwindLoader::EvictProcess(uint32_t except_pid) {
+  auto victim = loaded_.end();
+  for (auto it = loaded_.begin(); it != loaded_.end(); ++it) {
+    if (it->first == except_pid) continue;
+    if (victim == loaded_.end() || it->second.last_use < victim->second.last_use) victim = it;
+  }
+  if (victim == loaded_.end()) return false;
+  Unload(victim->first);
+  ++processes_evicted_;
+  return true;
+}
+
+bool BpfUnwindLoader::MakeRoom(uint32_t rows, uint32_t pid, std::string* why, uint32_t* at) {
+  if (rows > space_->capacity()) {
+    *why = "unwind rows full (" + std::to_string(space_->capacity()) + "): a table of " +
+           std::to_string(rows) + " rows";
+    return false;
+  }
+  for (;;) {
+    if (std::optional<uint32_t> start = space_->Allocate(rows)) {
+      *at = *start;
+      break;
+    }
+    if (EvictTable() || EvictProcess(pid)) continue;
+    *why = "unwind rows full (" + std::to_string(space_->capacity()) + ", " +
+           std::to_string(space_->free_rows()) + " free in " +
+           std::to_string(space_->free_ranges()) + " ranges)";
+    return false;
+  }
+  // The rows may have been read by a walk through mappings deleted or replaced moments ago.
+  if (deleted_since_grace_) WaitForWalks();
+  return true;
+}
+
+BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
+                                                     const std::string& identity, uint32_t pid,
+                                                     std::string* key, std::string* why) {
+  *key = elf.build_id().empty() ? identity : elf.build_id_hex();
+  if (auto it = tables_.find(*key); it != tables_.end()) return &it->second;
+  std::shared_ptr<const UnwindTable> table = table_cache_->Get(elf);
+  LoadedTable lt;
+  if (!table->empty()) {
+    std::span<const UnwindRow> rows = table->rows();
+    if (rows.size() >= (1u << 24) || table->end_pc() - table->base_pc() > UINT32_MAX) {
+      *why = elf.path() + ": table too large";
+      return nullptr;
+    }
+    const auto count = static_cast<uint32_t>(rows.size());
+    uint32_t at = 0;
+    if (!MakeRoom(count, pid, why, &at)) {
+      *why += " at " + elf.path();
+      return nullptr;
+    }
+    // One syscall per batch of rows (array maps take batches since Linux 5.6).
+    constexpr uint32_t kBatch = 8192;
+    std::vector<uint32_t> keys;
+    for (uint32_t done = 0; done < count;) {
+      uint32_t n = std::min(kBatch, count - done);
+      keys.resize(n);
+      for (uint32_t i = 0; i < n; ++i) keys[i] = at + done + i;
+      uint32_t written = n;
+      if (bpf_map_update_batch(rows_fd_, keys.data(), rows.data() + done, &written, nullptr) != 0) {
+        *why = std::string("writing unwind rows: ") + strerror(errno);
+        space_->Release(at, count);
+        return nullptr;
+      }
+      done += n;
+    }
+    lt.row_start = at;
+    lt.row_count = count;
+    lt.base_pc = table->base_pc();
+    lt.table_end = static_cast<uint32_t>(table->end_pc() - table->base_pc());
+    ++tables_loaded_;
+    rows_loaded_ += count;
+  }
+  return &tables_.emplace(*key, lt).first->second;
+}
+
+void BpfUnwindLoader::Load(uint32_t pid) {
+  std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
+  FILE* f = fopen(maps_path.c_str(), "re");
+  if (f == nullptr) return;  // gone: nothing to count
+  auto value = std::make_unique<stacksym_proc_mappings>();
+  std::memset(value.get(), 0, sizeof(*value));
+  std::vector<std::string> keys;  // tables this load holds a use of
+  char line[4096];
+  std::string why;
+  ++clock_;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long start, end, offset, inode;
+    char perms[8], dev[32];
+    int path_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
+               &path_at) < 6) {
+      continue;
+    }
+    if (perms[2] != 'x') continue;
+    std::string path = path_at > 0 ? line + path_at : "";
+    while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+    if (value->count >= STACKSYM_MAX_PROC_MAPPINGS) {
+      why = "more than " + std::to_string(STACKSYM_MAX_PROC_MAPPINGS) + " executable mappings";
+      break;
+    }
+    stacksym_mapping& m = value->m[value->count++];
+    m.start = start;
+    m.end = end;
+    Result<std::shared_ptr<ElfFile>> elf = MakeError(ErrorCode::kNotFound, "no file");
+    if (path == "[vdso]") {
+      if (!vdso_) vdso_ = OpenOwnVdso();
+      if (vdso_) elf = vdso_;
+    } else if (inode != 0 && !path.empty() && path[0] == '/') {
+      char map_file[96];
+      snprintf(map_file, sizeof(map_file), "/proc/%u/map_files/%llx-%llx", pid, start, end);
+      elf = ElfFile::Open(map_file);
+    }
+    if (!elf) continue;  // anonymous, not ELF, or unreadable: frame pointers
+    std::optional<uint64_t> vaddr = (*elf)->FileOffsetToVaddr(offset);
+    if (!vaddr) continue;
+    std::string key;
+    LoadedTable* t = Table(**elf, path + ":" + dev + ":" + std::to_string(inode), pid, &key, &why);
+    if (t == nullptr) break;
+    ++t->users;  // held from here, so that loading the next table cannot evict it
+    t->last_use = clock_;
+    keys.push_back(std::move(key));
+    uint64_t bias = start - *vaddr;
+    m.table_base = bias + t->base_pc;
+    m.row_start = t->row_start;
+    m.row_count = t->row_count;
+    m.table_end = t->table_end;
+  }
+  fclose(f);
+  if (why.empty() && !loaded_.contains(pid) && loaded_.size() >= max_processes_ &&
+      !EvictProcess(pid)) {
+    why = "more than " + std::to_string(max_processes_) + " processes";
+  }
+  if (why.empty() && bpf_map_update_elem(mappings_fd_, &pid, value.get(), BPF_ANY) != 0) {
+    why = std::string("writing the mappings: ") + strerror(errno);
+  }
+  if (!why.empty()) {
+    Release(keys);
+    Fail(pid, why);
+    return;
+  }
+  auto [it, inserted] = loaded_.try_emplace(pid);
+  if (ever_loaded_.insert(pid).second) ++processes_loaded_;  // not again after exec or eviction
+  if (!inserted) {
+    deleted_since_grace_ = true;  // the old mappings may still be read by a running walk
+    Release(it->second.tables);
+  }
+  it->second.tables = std::move(keys);
+  it->second.last_use = ++clock_;
+}
+
+}  // namespace stacksym

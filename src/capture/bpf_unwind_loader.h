@@ -1,0 +1,100 @@
+// BpfUnwindLoader — --call-graph bpf: puts the executable mappings of a process and the unwind
+// tables of their files into the BPF program's maps, within a bounded rows array.
+//
+//   loader.Init(rows_fd, max_rows, mappings_fd, max_processes, tables);
+//   loader.Want(pid);   // a sample of pid came as a stack copy: load it (rate-limited)
+//   loader.Touch(pid);  // a sample of pid was unwound in the program (recency for eviction)
+//   loader.Sweep();     // now and then: forget processes that are gone
+//
+// Tables are shared between processes by build ID (or by file identity). When a table does not
+// fit, tables no loaded process uses are evicted first, least recently used first, then whole
+// processes least recently sampled first (their next sample comes as a stack copy and loads
+// them again). Rows are only rewritten after an RCU grace period since the last deletion of a
+// process's mappings, so a walk that started before the deletion never reads the new rows.
+// Not thread-safe: the recorder's thread calls it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "capture/bpf_row_space.h"
+#include "capture/sample_source.h"
+#include "stacksym/elf.h"
+#include "stacksym/unwind.h"
+
+namespace stacksym {
+
+class BpfUnwindLoader {
+ public:
+  BpfUnwindLoader();
+  ~BpfUnwindLoader();
+  void Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes,
+            std::shared_ptr<UnwindTableCache> tables);
+
+  // Called for a sample of pid that was not unwound in the program (tables not loaded), or
+  // whose walk met an unknown mapping. At most every 0.2 s per process.
+  void Want(uint32_t pid);
+  void Touch(uint32_t pid);
+  // pid exec'd (the program already deleted its mappings): its old tables are free to evict
+  // and its next sample loads the new image at once.
+  void Forget(uint32_t pid);
+  // Forgets processes that are gone (pids get reused); at most once a second.
+  void Sweep();
+  void AddCounters(SourceCounters* c) const;
+
+ private:
+  struct LoadedTable {
+    uint32_t row_start = 0;
+    uint32_t row_count = 0;  // 0: the file has no table (frame pointers)
+    uint64_t base_pc = 0;
+    uint32_t table_end = 0;
+    uint32_t users = 0;     // loaded processes whose mappings point at these rows
+    uint64_t last_use = 0;  // clock_ when a process was last loaded with it
+  };
+  struct LoadedProcess {
+    std::vector<std::string> tables;  // keys into tables_, one per mapping with a table
+    uint64_t last_use = 0;            // clock_ at its last sample unwound in the program
+  };
+
+  void Load(uint32_t pid);
+  LoadedTable* Table(const ElfFile& elf, const std::string& identity, uint32_t pid,
+                     std::string* key, std::string* why);
+  bool MakeRoom(uint32_t rows, uint32_t pid, std::string* why, uint32_t* at);
+  bool EvictTable();
+  bool EvictProcess(uint32_t except_pid);
+  void Unload(uint32_t pid);
+  void Release(const std::vector<std::string>& keys);
+  void WaitForWalks();
+  void Fail(uint32_t pid, const std::string& why);
+
+  int rows_fd_ = -1;
+  int mappings_fd_ = -1;
+  uint32_t max_processes_ = 0;
+  std::unique_ptr<BpfRowSpace> space_;
+  std::shared_ptr<UnwindTableCache> table_cache_;
+  std::unordered_map<std::string, LoadedTable> tables_;
+  std::unordered_map<uint32_t, LoadedProcess> loaded_;
+  std::shared_ptr<ElfFile> vdso_;
+  std::unordered_map<uint32_t, double> attempts_;  // pid → last load attempt
+  std::set<uint32_t> failed_;
+  std::unordered_set<uint32_t> ever_loaded_;
+  bool deleted_since_grace_ = false;  // a process's mappings were deleted since WaitForWalks
+  uint64_t clock_ = 0;
+  double last_sweep_ = 0;
+  uint64_t processes_loaded_ = 0;
+  uint64_t processes_not_loaded_ = 0;
+  uint64_t processes_evicted_ = 0;
+  uint64_t tables_loaded_ = 0;
+  uint64_t tables_evicted_ = 0;
+  uint64_t rows_loaded_ = 0;
+  std::string first_problem_;
+};
+
+}  // namespace stacksym
