@@ -32,3 +32,7 @@ if want record_overhead; then
   echo "== record_overhead"
   bench/record_overhead.sh "$build"
 fi
+if want unwind_throughput; then
+  echo "== unwind_throughput"
+  bench/unwind_throughput.sh "$build"
+fi
