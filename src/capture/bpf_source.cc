@@ -142,6 +142,7 @@ class BpfSource : public SampleSource {
       tracepoint_links_.push_back(link);
     }
     if (bpf_unwind_) {
+      awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
       loader_.Init(
           bpf_map__fd(skel_->maps.unwind_rows), std::max(config.options.bpf_unwind_rows, 1u),
           bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses, config.unwind_tables);
@@ -242,6 +243,7 @@ class BpfSource : public SampleSource {
     const auto* h = static_cast<const stacksym_sample*>(data);
     if (h->flags & STACKSYM_SAMPLE_EXEC) {
       if (self->bpf_unwind_) self->loader_.Forget(h->pid);  // the kernel dropped its mappings
+      if (h->pid == self->awaiting_exec_) self->awaiting_exec_ = 0;
       RawSample exec;
       exec.pid = h->pid;
       exec.tid = h->tid;
@@ -285,7 +287,7 @@ class BpfSource : public SampleSource {
         return 0;
       }
     } else if (self->bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
-               !(h->flags & STACKSYM_SAMPLE_KTHREAD)) {
+               !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != self->awaiting_exec_) {
       self->loader_.Want(h->pid);  // its next samples are unwound in the program
     }
     if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
@@ -365,6 +367,9 @@ class BpfSource : public SampleSource {
   bool stackmap_ = false;
   bool bpf_unwind_ = false;
   BpfUnwindLoader loader_;
+  // The command's pid until its exec is seen: before it, the process is a copy of stacksym
+  // (in execve), whose tables are not worth loading.
+  uint32_t awaiting_exec_ = 0;
   CaptureEvent event_ = CaptureEvent::kCpuClock;
   profile_bpf* skel_ = nullptr;
   ring_buffer* ring_ = nullptr;

@@ -304,6 +304,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
     rec->command_pid_ = started->first;
     rec->command_release_fd_ = started->second;
     config.tgids = {rec->command_pid_};
+    config.command_pid = rec->command_pid_;
     config.follow_forks = true;
   }
 

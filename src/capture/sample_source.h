@@ -95,6 +95,7 @@ struct SourceConfig {
   std::vector<pid_t> tgids;  // thread groups to sample (includes the command's pid)
   std::vector<pid_t> tids;
   bool follow_forks = false;  // children of tgids become targets (command mode)
+  pid_t command_pid = 0;      // command mode: the command, started paused before its exec
   bool filter_cgroup = false;
   uint64_t cgroup_id = 0;  // cgroup v2 id (inode of the directory)
   int cgroup_fd = -1;      // open cgroup directory (perf backend)
