@@ -20,22 +20,8 @@ trap 'rm -rf "$TMP"' EXIT
 gcc -O2 -fno-omit-frame-pointer -pthread bench/workloads/cpu_burn.c -o "$TMP/cpu_burn"
 WORKLOAD=("$TMP/cpu_burn" "$WORK" "$THREADS")
 
-# Runs "$@" (which runs the workload) REPS times; prints the best workload time. The best of
-# several runs is the least disturbed by whatever else the machine does.
-best_time() {
-  local best="" t
-  for ((i = 0; i < REPS; i++)); do
-    t=$("$@" 2>"$TMP/stderr" | awk '/^elapsed_s/ {print $2}')
-    [[ -n "$t" ]] || { echo "run failed: $*" >&2; cat "$TMP/stderr" >&2; return 1; }
-    if [[ -z "$best" ]] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a<b)}'; then
-      best=$t
-      cp "$TMP/stderr" "$TMP/best_stderr"
-    fi
-  done
-  echo "$best"
-}
-
-slowdown() { awk -v t="$1" -v b="$BASE" 'BEGIN{printf "%+.1f%%", (t-b)/b*100}'; }
+# shellcheck source=bench/best_time.sh
+source bench/best_time.sh
 
 echo "workload: cpu_burn $WORK kilo-iterations x $THREADS threads on $(nproc) CPUs, best of $REPS" >&2
 BASE=$(best_time "${WORKLOAD[@]}")

@@ -43,19 +43,8 @@ for pid in pids:
 print("elapsed_s %.3f" % (time.time() - start))
 PY
 
-best_time() {  # runs "$@" REPS times; prints the best workload time (least disturbed)
-  local best="" t
-  for ((i = 0; i < REPS; i++)); do
-    t=$("$@" 2>"$TMP/stderr" | awk '/^elapsed_s/ {print $2}')
-    [[ -n "$t" ]] || { echo "run failed: $*" >&2; cat "$TMP/stderr" >&2; return 1; }
-    if [[ -z "$best" ]] || awk -v a="$t" -v b="$best" 'BEGIN{exit !(a<b)}'; then
-      best=$t
-      cp "$TMP/stderr" "$TMP/best_stderr"
-    fi
-  done
-  echo "$best"
-}
-slowdown() { awk -v t="$1" -v b="$BASE" 'BEGIN{printf "%+.1f%%", (t-b)/b*100}'; }
+# shellcheck source=bench/best_time.sh
+source bench/best_time.sh
 
 echo "| workload | profiler ($HZ Hz, $THREADS CPUs) | time (s), best of $REPS | slowdown | samples | lost | stacksym CPU / 1000 samples |"
 echo "|---|---|---:|---:|---:|---:|---:|"
