@@ -1,6 +1,7 @@
 #include "capture/aggregator.h"
 
 #include <sys/auxv.h>
+#include <time.h>
 
 #include <cstdio>
 #include <cstring>
@@ -219,8 +220,17 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
   }
   if (verify_differences_.size() >= 1000) return;
   char buf[32];
+  // How late the sample was read: a reader that falls behind a process's exit or exec can no
+  // longer resolve its mappings from /proc, which is the usual cause of a difference.
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const double late_ms = (static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec) -
+                          static_cast<double>(s.time_ns)) /
+                         1e6;
+  char late[48];
+  snprintf(late, sizeof(late), " read %.0f ms late", late_ms);
   std::string d = "pid " + std::to_string(s.pid) + " tid " + std::to_string(s.tid) + " (" +
-                  std::string(s.comm) + ") copy[" + UnwindEndName(end) + "]:";
+                  std::string(s.comm) + ")" + late + " copy[" + UnwindEndName(end) + "]:";
   for (uint64_t pc : unwound_) {
     snprintf(buf, sizeof(buf), " %llx", static_cast<unsigned long long>(pc));
     d += buf;

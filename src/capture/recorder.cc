@@ -200,6 +200,25 @@ const std::vector<std::shared_ptr<ElfFile>>& Recorder::module_files() const {
   return aggregator_->module_files();
 }
 
+namespace {
+
+// The default call graph when the unwinding program cannot be loaded (a kernel without
+// bpf_loop, no room for its maps): the BPF backend with stack copies, said in a note.
+Result<std::unique_ptr<SampleSource>> OpenBpfWithStackCopies(SourceConfig& config, const Error& why,
+                                                             std::vector<std::string>* notes) {
+  config.options.call_graph = CallGraph::kDwarf;
+  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, false, notes);
+  if (source) {
+    notes->push_back("unwinding in BPF unavailable (" + why.ToString() +
+                     "); user stacks from stack copies (dwarf)");
+  } else {
+    config.options.call_graph = CallGraph::kBpf;  // as asked, for the perf fallback's note
+  }
+  return source;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   RecordOptions options = given;
   const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
@@ -314,6 +333,9 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   switch (options.backend) {
     case CaptureBackend::kAuto:
       source = OpenBpfSource(config, /*stackmap=*/false, &rec->notes_);
+      if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
+        source = OpenBpfWithStackCopies(config, source.error(), &rec->notes_);
+      }
       if (!source) {
         rec->notes_.push_back("BPF backend unavailable (" + source.error().ToString() +
                               "); using perf_event_open");
@@ -328,6 +350,9 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
       break;
     case CaptureBackend::kBpf:
       source = OpenBpfSource(config, false, &rec->notes_);
+      if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
+        source = OpenBpfWithStackCopies(config, source.error(), &rec->notes_);
+      }
       break;
     case CaptureBackend::kStackMap:
       source = OpenBpfSource(config, true, &rec->notes_);
