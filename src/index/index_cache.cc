@@ -232,6 +232,9 @@ SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime
   entry.build_id = HexOf((*index)->build_id());
   entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
   entry.debug_file = symindex::IdentityValue((*index)->identity(), "debug");
+  for (const auto& [name, size] : (*index)->section_sizes()) {
+    entry.sections.emplace_back(std::string(name), size);
+  }
   return entry;
 }
 

@@ -165,6 +165,21 @@ uint32_t SymbolIndex::Checksum(std::span<const uint8_t> bytes) const {
   return crc;
 }
 
+std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() const {
+  static constexpr std::string_view kNames[kSectionKindCount + 1] = {
+      "?",        "identity",          "strings", "symbols",     "symbol-segments", "unit-segments",
+      "units",    "function-segments", "nodes",   "line-tables", "row-blocks",      "paths",
+      "row-bytes"};
+  std::vector<std::pair<std::string_view, uint64_t>> out;
+  out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
+  auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
+  for (uint32_t i = 0; i < header_->section_count; ++i) {
+    uint32_t kind = entries[i].kind;
+    out.emplace_back(kind <= kSectionKindCount ? kNames[kind] : kNames[0], entries[i].size);
+  }
+  return out;
+}
+
 namespace {
 
 bool ReadUleb(std::span<const uint8_t> bytes, size_t* pos, uint64_t* value) {

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "index/index_format.h"
@@ -55,6 +56,8 @@ class SymbolIndex {
   size_t unit_count() const { return units_.size(); }
   size_t node_count() const { return nodes_.size(); }
   size_t line_block_count() const { return row_blocks_.size(); }
+  // Each section's name and size in bytes, in file order (`stacksym cache list --sections`).
+  std::vector<std::pair<std::string_view, uint64_t>> section_sizes() const;
   // The address tables' starts (fuzzing and tests ask addresses where answers change).
   std::span<const SegmentRecord> symbol_segments() const { return symbol_segments_; }
   std::span<const SegmentRecord> function_segments() const { return function_segments_; }
