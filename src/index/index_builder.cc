@@ -224,22 +224,39 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kPaths, AsBytes(paths)},
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
   };
-  constexpr size_t kCount = sizeof(pieces) / sizeof(pieces[0]);
+  constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
+  constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last
   static_assert(kCount == kSectionKindCount);
   std::vector<SectionEntry> entries(kCount);
-  size_t offset = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
-  for (size_t i = 0; i < kCount; ++i) {
+  const size_t table_end = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
+  size_t offset = table_end;
+  for (size_t i = 0; i < kPieces; ++i) {
     offset = (offset + 7) & ~size_t{7};
-    entries[i] = {static_cast<uint32_t>(pieces[i].kind), Crc32c(pieces[i].bytes), offset,
-                  pieces[i].bytes.size()};
+    entries[i] = {static_cast<uint32_t>(pieces[i].kind), 0, offset, pieces[i].bytes.size()};
     offset += pieces[i].bytes.size();
   }
-  std::vector<uint8_t> out(offset, 0);
-  for (size_t i = 0; i < kCount; ++i) {
+  const size_t chunks_end = (offset + 7) & ~size_t{7};
+  const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
+  std::vector<uint8_t> out(chunks_end + chunk_count * sizeof(uint32_t), 0);
+  for (size_t i = 0; i < kPieces; ++i) {
     if (!pieces[i].bytes.empty()) {
       std::memcpy(out.data() + entries[i].offset, pieces[i].bytes.data(), pieces[i].bytes.size());
     }
   }
+  // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads.
+  std::vector<uint32_t> chunk_crcs(chunk_count);
+  unsigned crc_threads = ThreadCount(options.threads, chunk_count / 4096);
+  RunOnThreads(crc_threads, [&](unsigned t) {
+    for (size_t k = t; k < chunk_count; k += crc_threads) {
+      size_t from = std::max(k * kChunkSize, table_end);
+      size_t to = std::min((k + 1) * kChunkSize, chunks_end);
+      chunk_crcs[k] =
+          from < to ? Crc32c(std::span<const uint8_t>(out).subspan(from, to - from)) : 0;
+    }
+  });
+  std::memcpy(out.data() + chunks_end, chunk_crcs.data(), chunk_count * sizeof(uint32_t));
+  entries[kPieces] = {static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
+                      chunks_end, chunk_count * sizeof(uint32_t)};
   std::memcpy(out.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));

@@ -1,5 +1,6 @@
 // The on-disk layout of a symbol index (docs/index-format.md): a header, a section table, and
-// 8-byte aligned sections of fixed-size little-endian records, each section checked by CRC32C.
+// 8-byte aligned sections of fixed-size little-endian records. Every 4 KiB chunk of the
+// sections has its CRC32C in the last section, checked when a lookup first reads the chunk.
 // Every record is plain data, read in place from the mapping; every index inside a record is
 // bounds-checked by the reader before use.
 #pragma once
@@ -11,7 +12,8 @@ namespace stacksym::symindex {
 inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // Bumped whenever a record, a section or the meaning of a field changes: an index of another
 // version is rebuilt, never read.
-inline constexpr uint32_t kVersion = 2;  // 2: line rows delta-encoded in blocks
+// 2: line rows delta-encoded in blocks; 3: checksums per 4 KiB chunk, verified on first use.
+inline constexpr uint32_t kVersion = 3;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
@@ -44,12 +46,19 @@ enum class SectionKind : uint32_t {
   kRowBlocks,         // RowBlockRecord[]: per line table, blocks of kRowsPerBlock rows
   kPaths,             // StrRef[]: per unit, file index → path (empty: unknown)
   kRowBytes,          // bytes: the encoded rows of every block
+  kChunkCrcs,         // uint32_t[]: CRC32C of each kChunkSize chunk of the file (below); last
 };
-inline constexpr uint32_t kSectionKindCount = 12;
+inline constexpr uint32_t kSectionKindCount = 13;
+
+// Chunk k covers the file's bytes [k * kChunkSize, (k + 1) * kChunkSize) that lie after the
+// section table and before the chunk CRC section (which must come last): the header and the
+// section table are covered by header_crc, the chunk CRCs by their section entry's crc, both
+// checked on open; a chunk is checked the first time a lookup reads a byte of it.
+inline constexpr uint32_t kChunkSize = 4096;
 
 struct SectionEntry {
   uint32_t kind;  // SectionKind
-  uint32_t crc;   // CRC32C of the section's bytes
+  uint32_t crc;   // chunk CRCs: CRC32C of the section, checked on open; others 0 (chunked)
   uint64_t offset;
   uint64_t size;
 };

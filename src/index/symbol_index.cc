@@ -107,20 +107,51 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     if (crc != header_->header_crc) return Corrupt("header checksum mismatch");
   }
   std::span<const uint8_t> sections[kSectionKindCount + 1];
-  bool seen[kSectionKindCount + 1] = {};
+  const SectionEntry* section_entries[kSectionKindCount + 1] = {};
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
   for (uint32_t i = 0; i < header_->section_count; ++i) {
     const SectionEntry& e = entries[i];
     if (e.kind == 0 || e.kind > kSectionKindCount) continue;  // unknown kinds are skipped
-    if (seen[e.kind]) return Corrupt("section " + std::to_string(e.kind) + " appears twice");
-    seen[e.kind] = true;
+    if (section_entries[e.kind] != nullptr) {
+      return Corrupt("section " + std::to_string(e.kind) + " appears twice");
+    }
+    section_entries[e.kind] = &e;
     if (e.offset % 8 != 0 || e.offset < table_end || e.offset > bytes_.size() ||
         e.size > bytes_.size() - e.offset) {
       return Corrupt("section " + std::to_string(e.kind) + " out of bounds");
     }
     sections[e.kind] = bytes_.subspan(e.offset, e.size);
-    if (options.verify_checksums && Checksum(sections[e.kind]) != e.crc) {
-      return Corrupt("section " + std::to_string(e.kind) + " checksum mismatch");
+  }
+  // The chunk checksums come last; every other section lies between the table and them.
+  const SectionEntry* crcs = section_entries[static_cast<uint32_t>(SectionKind::kChunkCrcs)];
+  if (crcs == nullptr) return Corrupt("no chunk checksums");
+  chunks_begin_ = table_end;
+  chunks_end_ = crcs->offset;
+  for (uint32_t kind = 1; kind <= kSectionKindCount; ++kind) {
+    const SectionEntry* e = section_entries[kind];
+    if (e != nullptr && kind != static_cast<uint32_t>(SectionKind::kChunkCrcs) &&
+        e->offset + e->size > chunks_end_) {
+      return Corrupt("section " + std::to_string(kind) + " after the chunk checksums");
+    }
+  }
+  size_t chunk_count = (chunks_end_ + kChunkSize - 1) / kChunkSize;
+  if (crcs->size != chunk_count * sizeof(uint32_t)) return Corrupt("chunk checksums mis-sized");
+  chunk_crcs_ = sections[static_cast<uint32_t>(SectionKind::kChunkCrcs)];
+  verify_ = options.verify_checksums;
+  if (verify_) {
+    if (Crc32c(chunk_crcs_) != crcs->crc) return Corrupt("chunk checksums' checksum mismatch");
+    chunk_state_ = std::make_unique<std::atomic<uint8_t>[]>(chunk_count);
+    // What every lookup (or the cache, before any lookup) reads is checked now: the identity,
+    // the symbols, the address → symbol and address → unit maps, the units and line tables.
+    // All of it is small (proportional to symbols and units); the rest is checked on first use.
+    for (SectionKind kind :
+         {SectionKind::kIdentity, SectionKind::kSymbols, SectionKind::kSymbolSegments,
+          SectionKind::kUnitSegments, SectionKind::kUnits, SectionKind::kLineTables}) {
+      if (!Verified(sections[static_cast<uint32_t>(kind)])) return Corrupt(damage());
+    }
+    if (options.verify_all &&
+        !Verified(bytes_.subspan(chunks_begin_, chunks_end_ - chunks_begin_))) {
+      return Corrupt(damage());
     }
   }
   auto section = [&](SectionKind kind) { return sections[static_cast<uint32_t>(kind)]; };
@@ -147,29 +178,48 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   return {};
 }
 
-uint32_t SymbolIndex::Checksum(std::span<const uint8_t> bytes) const {
-  if (mapping_ == nullptr) return Crc32c(bytes);
-  // In chunks, each dropped from this process's memory once summed (the pages stay in the
-  // page cache): verifying a big index does not make the process big, and lookups then map
-  // back only the pages they read.
-  constexpr size_t kChunk = size_t{4} << 20;
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  uint32_t crc = 0;
-  for (size_t done = 0; done < bytes.size(); done += kChunk) {
-    std::span<const uint8_t> chunk = bytes.subspan(done, std::min(kChunk, bytes.size() - done));
-    crc = Crc32c(chunk, crc);
-    uintptr_t begin = (reinterpret_cast<uintptr_t>(chunk.data()) + page - 1) & ~(page - 1);
-    uintptr_t end = (reinterpret_cast<uintptr_t>(chunk.data()) + chunk.size()) & ~(page - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+bool SymbolIndex::Verified(std::span<const uint8_t> bytes) const {
+  if (!verify_ || bytes.empty()) return true;
+  size_t begin = static_cast<size_t>(bytes.data() - bytes_.data());
+  size_t end = begin + bytes.size();
+  // Outside the chunks: the header, the section table or the chunk checksums, checked on open.
+  begin = std::max(begin, chunks_begin_);
+  end = std::min(end, chunks_end_);
+  if (begin >= end) return true;
+  for (size_t chunk = begin / kChunkSize; chunk <= (end - 1) / kChunkSize; ++chunk) {
+    std::atomic<uint8_t>& state = chunk_state_[chunk];
+    uint8_t known = state.load(std::memory_order_acquire);
+    if (known == 1) continue;
+    if (known == 0) {
+      // Two threads may both sum a chunk; they agree.
+      size_t from = std::max(chunk * kChunkSize, chunks_begin_);
+      size_t to = std::min((chunk + 1) * kChunkSize, chunks_end_);
+      uint32_t want;
+      std::memcpy(&want, chunk_crcs_.data() + chunk * sizeof(uint32_t), sizeof(want));
+      known = Crc32c(bytes_.subspan(from, to - from)) == want ? 1 : 2;
+      state.store(known, std::memory_order_release);
+    }
+    if (known == 2) {
+      damaged_chunk_.store(chunk, std::memory_order_relaxed);
+      damaged_.store(true, std::memory_order_release);
+      return false;
+    }
   }
-  return crc;
+  return true;
+}
+
+std::string SymbolIndex::damage() const {
+  if (!damaged()) return {};
+  size_t chunk = damaged_chunk_.load(std::memory_order_relaxed);
+  return "checksum mismatch in chunk " + std::to_string(chunk) + " (bytes " +
+         std::to_string(chunk * kChunkSize) + "+" + std::to_string(kChunkSize) + ")";
 }
 
 std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() const {
   static constexpr std::string_view kNames[kSectionKindCount + 1] = {
       "?",        "identity",          "strings", "symbols",     "symbol-segments", "unit-segments",
       "units",    "function-segments", "nodes",   "line-tables", "row-blocks",      "paths",
-      "row-bytes"};
+      "row-bytes", "chunk-crcs"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -210,6 +260,7 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   }
   std::span<const RowBlockRecord> blocks =
       row_blocks_.subspan(table.block_begin, table.block_count);
+  if (!Verified(blocks)) return false;
   auto it =
       std::upper_bound(blocks.begin(), blocks.end(), vaddr,
                        [](uint64_t a, const RowBlockRecord& b) { return a < b.first_address; });
@@ -218,6 +269,13 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   size_t block = static_cast<size_t>(it - blocks.begin());
   size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
   size_t pos = it->offset;
+  // The longest block the builder writes: 32 rows of at most 10 + 10 + 3 + 3 bytes. Decoding
+  // an intact block stays inside it; a damaged one still stops at the end of the row bytes.
+  constexpr size_t kMaxBlockBytes = kRowsPerBlock * 26;
+  if (pos > row_bytes_.size() ||
+      !Verified(row_bytes_.subspan(pos, std::min(kMaxBlockBytes, row_bytes_.size() - pos)))) {
+    return false;
+  }
   Row current, best;
   current.address = it->first_address;
   for (size_t i = 0; i < count; ++i) {
@@ -248,6 +306,7 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
 
 bool SymbolIndex::String(StrRef ref, std::string_view* out) const {
   if (ref.offset > strings_.size() || ref.size > strings_.size() - ref.offset) return false;
+  if (!Verified(strings_.subspan(ref.offset, ref.size))) return false;
   *out = std::string_view(reinterpret_cast<const char*>(strings_.data()) + ref.offset, ref.size);
   return true;
 }
@@ -278,7 +337,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   std::span<const StrRef> paths;
   if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
       !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
-      !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
+      !Slice(paths_, unit.path_begin, unit.path_count, &paths) || !Verified(segments)) {
     return !(*corrupt = true);
   }
   const LineTableRecord* table = nullptr;
@@ -296,6 +355,12 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   const Row* row = has_row ? &found_row : nullptr;
   if (node < 0 && row == nullptr) return false;
 
+  // Nodes and paths are checked one record at a time: a big unit has thousands.
+  auto valid_node = [&](int32_t n) {
+    return n >= -1 && (n < 0 || (static_cast<size_t>(n) < nodes.size() &&
+                                 Verified(nodes[static_cast<size_t>(n)])));
+  };
+  if (!valid_node(node)) return !(*corrupt = true);
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
     const NodeRecord& record = nodes[static_cast<size_t>(n)];
@@ -307,13 +372,13 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   };
   auto path = [&](uint64_t file, std::string* out) {
     std::string_view text;
-    if (file < paths.size() && !String(paths[file], &text)) return false;
+    if (file < paths.size() && (!Verified(paths[file]) || !String(paths[file], &text))) {
+      return false;
+    }
     out->assign(text);
     return true;
   };
-  auto valid_parent = [&](int32_t parent) {
-    return parent >= -1 && (parent < 0 || static_cast<size_t>(parent) < nodes.size());
-  };
+  auto valid_parent = valid_node;
   if (!options.inlines) {
     int32_t outer = node;
     size_t guard = 0;
@@ -358,6 +423,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
 
 bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
                          SymbolizedAddress& out) const {
+  if (damaged()) return false;
   bool corrupt = false;
   std::vector<SourceFrame> frames;
   if (!LookupFrames(vaddr, options, &frames, &corrupt)) frames.clear();

@@ -1,9 +1,12 @@
 // SymbolIndex — a persisted symbol index (docs/index-format.md) read in place from its mapping.
 //
-// Open() checks the header, the section table and (by default) every section's CRC32C; a
-// lookup then reads only the records one address needs (binary searches over sorted address
-// tables), and checks every index it follows, so that an index whose checksums were forged
-// or skipped (fuzzing) still cannot make a lookup read out of bounds.
+// Open() checks the header, the section table, the chunk checksums and the small sections
+// every lookup uses; a lookup then reads only the records one address needs (binary searches
+// over sorted address tables), verifies each 4 KiB chunk it reads the first time it reads it
+// (so a warm run reads, and sums, only the pages its addresses need), and checks every index
+// it follows, so that an index whose checksums were forged or skipped (fuzzing) still cannot
+// make a lookup read out of bounds. A chunk whose checksum fails makes the index `damaged()`:
+// no answer comes from it any more (Answer() returns false), and the cache rebuilds it.
 //
 //   auto index = SymbolIndex::Open(path);
 //   SymbolizedAddress a;  a.vaddr = vaddr;           // already checked against the segments
@@ -12,6 +15,7 @@
 // Thread-safety: const after Open(); any number of threads may call Answer().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,6 +34,7 @@ class SymbolIndex {
  public:
   struct OpenOptions {
     bool verify_checksums = true;  // false: fuzzing reaches the lookups with any bytes
+    bool verify_all = false;       // every chunk on open (`cache list`), not on first use
   };
   static Result<std::unique_ptr<SymbolIndex>> Open(const std::string& path,
                                                    const OpenOptions& options);
@@ -45,8 +50,13 @@ class SymbolIndex {
 
   // Fills out.frames and the symbol fields (and out.reason when neither knows the address)
   // exactly as ElfSymbolizer's direct path does for out.vaddr. false when a record the
-  // lookup needs is inconsistent: `out` is then left as it was, for the direct path.
+  // lookup needs is inconsistent or fails its checksum: `out` is then left as it was, for the
+  // direct path.
   bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
+
+  // A chunk failed its checksum (then every later Answer() is false): why, or "" when intact.
+  bool damaged() const { return damaged_.load(std::memory_order_acquire); }
+  std::string damage() const;
 
   std::span<const uint8_t> build_id() const;
   std::string_view identity() const { return identity_; }  // "key value" lines
@@ -68,7 +78,18 @@ class SymbolIndex {
   bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
                     std::vector<SourceFrame>* frames, bool* corrupt) const;
   bool String(StrRef ref, std::string_view* out) const;
-  uint32_t Checksum(std::span<const uint8_t> bytes) const;
+  // Whether the chunks holding `bytes` (a part of bytes_) are intact, summing those not yet
+  // summed; false (and damaged()) when one is not. Always true without checksum checking.
+  bool Verified(std::span<const uint8_t> bytes) const;
+  template <class T>
+  bool Verified(std::span<const T> records) const {
+    return Verified(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(records.data()),
+                                             records.size_bytes()));
+  }
+  template <class T>
+  bool Verified(const T& record) const {
+    return Verified(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&record), sizeof(T)));
+  }
   struct Row {
     uint64_t address = 0;
     uint32_t line = 0;
@@ -96,6 +117,15 @@ class SymbolIndex {
   std::span<const RowBlockRecord> row_blocks_;
   std::span<const uint8_t> row_bytes_;
   std::span<const StrRef> paths_;
+  // Chunk checksums: chunk k is bytes_ [k * kChunkSize, (k + 1) * kChunkSize) clipped to
+  // [chunks_begin_, chunks_end_). State per chunk: 0 not summed yet, 1 intact, 2 damaged.
+  bool verify_ = false;
+  size_t chunks_begin_ = 0;
+  size_t chunks_end_ = 0;
+  std::span<const uint8_t> chunk_crcs_;
+  std::unique_ptr<std::atomic<uint8_t>[]> chunk_state_;
+  mutable std::atomic<bool> damaged_{false};
+  mutable std::atomic<size_t> damaged_chunk_{0};
 };
 
 // The last segment starting at or before `address`: its id, or -1 (before the first one).

@@ -72,6 +72,14 @@ bool ElfSymbolizer::UseIndex() {
   return index_ != nullptr;
 }
 
+bool ElfSymbolizer::ReplaceDamagedIndex() {
+  if (!index_ || !index_->damaged()) return false;
+  // Once: an index damaged again right after its rebuild (failing storage) is dropped.
+  index_ = index_rebuilt_ ? nullptr : symindex::RebuildDamagedIndex(elf_, options_, *index_);
+  index_rebuilt_ = true;
+  return index_ != nullptr;
+}
+
 void ElfSymbolizer::LoadDebugInfo() {
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
@@ -105,6 +113,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
   if (UseIndex() && index_->Answer(out.vaddr, options_, out)) return out;
+  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(out);
@@ -158,6 +167,16 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     }
     vaddrs.resize(kept);
     positions.resize(kept);
+    if (kept > 0 && ReplaceDamagedIndex()) {
+      kept = 0;
+      for (size_t k = 0; k < positions.size(); ++k) {
+        if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+        vaddrs[kept] = vaddrs[k];
+        positions[kept++] = positions[k];
+      }
+      vaddrs.resize(kept);
+      positions.resize(kept);
+    }
     if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
