@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "index/checksum.h"
 
@@ -21,6 +23,14 @@ int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t addr
 }
 
 namespace {
+
+// A sub-range [begin, begin + count) of `all`, or false when it does not fit.
+template <class T>
+bool Slice(std::span<const T> all, uint64_t begin, uint64_t count, std::span<const T>* out) {
+  if (begin > all.size() || count > all.size() - begin) return false;
+  *out = all.subspan(begin, count);
+  return true;
+}
 
 Error Corrupt(std::string message) { return Error(ErrorCode::kMalformed, std::move(message)); }
 
@@ -64,6 +74,21 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
   if (Result<void> r = index->Parse(options); !r) return std::move(r).error().WithFile(path);
   return index;
 }
+
+struct SymbolIndex::StringCache {
+  static constexpr size_t kSlots = 16;
+  std::mutex mu;
+  ZSTD_DCtx* context = nullptr;
+  uint64_t clock = 0;
+  struct Slot {
+    size_t block = SIZE_MAX;
+    uint64_t used = 0;
+    std::string bytes;
+  } slots[kSlots];
+  ~StringCache() { ZSTD_freeDCtx(context); }
+};
+
+SymbolIndex::SymbolIndex() = default;
 
 SymbolIndex::~SymbolIndex() {
   if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
@@ -146,7 +171,8 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     // All of it is small (proportional to symbols and units); the rest is checked on first use.
     for (SectionKind kind :
          {SectionKind::kIdentity, SectionKind::kSymbols, SectionKind::kSymbolSegments,
-          SectionKind::kUnitSegments, SectionKind::kUnits, SectionKind::kLineTables}) {
+          SectionKind::kUnitSegments, SectionKind::kUnits, SectionKind::kLineTables,
+          SectionKind::kStringBlocks}) {
       if (!Verified(sections[static_cast<uint32_t>(kind)])) return Corrupt(damage());
     }
     if (options.verify_all &&
@@ -169,12 +195,30 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(symbol_segments_, SegmentRecord, kSymbolSegments, "symbol segments")
   STACKSYM_RECORDS(unit_segments_, SegmentRecord, kUnitSegments, "unit segments")
   STACKSYM_RECORDS(units_, UnitRecord, kUnits, "units")
-  STACKSYM_RECORDS(function_segments_, SegmentRecord, kFunctionSegments, "function segments")
+  STACKSYM_RECORDS(function_segments_, FunctionSegmentRecord, kFunctionSegments,
+                   "function segments")
+  STACKSYM_RECORDS(names_, NameRecord, kNames, "names")
   STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
   STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
   STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
   STACKSYM_RECORDS(paths_, StrRef, kPaths, "paths")
 #undef STACKSYM_RECORDS
+  // The string stream: its size, then block_count + 1 offsets into the compressed bytes.
+  std::span<const uint8_t> blocks = section(SectionKind::kStringBlocks);
+  if (blocks.size() % 8 != 0) return Corrupt("string blocks section mis-sized");
+  if (blocks.size() >= 8) {
+    std::memcpy(&string_bytes_, blocks.data(), 8);
+    string_blocks_ = blocks.subspan(8);
+    string_block_count_ = string_blocks_.size() / 8 - (string_blocks_.empty() ? 0 : 1);
+  }
+  if (string_bytes_ > (uint64_t{string_block_count_}) * kStringBlockSize ||
+      (string_block_count_ > 0 &&
+       string_bytes_ <= uint64_t{string_block_count_ - 1} * kStringBlockSize)) {
+    return Corrupt("string blocks do not match the string stream's size");
+  }
+  string_cache_ = std::make_unique<StringCache>();
+  string_cache_->context = ZSTD_createDCtx();
+  if (string_cache_->context == nullptr) return Error(ErrorCode::kIo, "out of memory (zstd)");
   return {};
 }
 
@@ -215,11 +259,27 @@ std::string SymbolIndex::damage() const {
          std::to_string(chunk * kChunkSize) + "+" + std::to_string(kChunkSize) + ")";
 }
 
+std::vector<uint64_t> SymbolIndex::function_segment_starts(size_t limit) const {
+  std::vector<uint64_t> out;
+  for (const UnitRecord& unit : units_) {
+    std::span<const FunctionSegmentRecord> segments;
+    if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments)) continue;
+    for (const FunctionSegmentRecord& s : segments) {
+      if (out.size() >= limit) return out;
+      out.push_back(unit.segment_base + s.start);
+    }
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() const {
   static constexpr std::string_view kNames[kSectionKindCount + 1] = {
-      "?",        "identity",          "strings", "symbols",     "symbol-segments", "unit-segments",
-      "units",    "function-segments", "nodes",   "line-tables", "row-blocks",      "paths",
-      "row-bytes", "chunk-crcs"};
+      "?",           "identity",          "strings",
+      "symbols",     "symbol-segments",   "unit-segments",
+      "units",       "function-segments", "nodes",
+      "line-tables", "row-blocks",        "paths",
+      "row-bytes",   "chunk-crcs",        "string-blocks",
+      "names"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -304,27 +364,61 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   return true;
 }
 
-bool SymbolIndex::String(StrRef ref, std::string_view* out) const {
-  if (ref.offset > strings_.size() || ref.size > strings_.size() - ref.offset) return false;
-  if (!Verified(strings_.subspan(ref.offset, ref.size))) return false;
-  *out = std::string_view(reinterpret_cast<const char*>(strings_.data()) + ref.offset, ref.size);
+bool SymbolIndex::String(StrRef ref, std::string* out) const {
+  out->clear();
+  if (ref.size == 0) return true;
+  uint64_t end = uint64_t{ref.offset} + ref.size;
+  if (end > string_bytes_) return false;
+  StringCache& cache = *string_cache_;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (uint64_t at = ref.offset; at < end;) {
+    size_t block = static_cast<size_t>(at / kStringBlockSize);
+    StringCache::Slot* slot = nullptr;
+    for (StringCache::Slot& s : cache.slots) {
+      if (s.block == block) slot = &s;
+    }
+    if (slot == nullptr) {
+      slot = &cache.slots[0];
+      for (StringCache::Slot& s : cache.slots) {
+        if (s.used < slot->used) slot = &s;
+      }
+      uint64_t from, to;
+      std::memcpy(&from, string_blocks_.data() + block * 8, 8);
+      std::memcpy(&to, string_blocks_.data() + block * 8 + 8, 8);
+      if (from > to || to > strings_.size()) return false;
+      std::span<const uint8_t> frame = strings_.subspan(from, to - from);
+      if (!Verified(frame)) return false;  // before zstd reads a byte of it
+      size_t want = static_cast<size_t>(
+          std::min<uint64_t>(kStringBlockSize, string_bytes_ - uint64_t{block} * kStringBlockSize));
+      slot->block = SIZE_MAX;
+      slot->bytes.resize(want);
+      size_t got =
+          ZSTD_decompressDCtx(cache.context, slot->bytes.data(), want, frame.data(), frame.size());
+      if (ZSTD_isError(got) || got != want) return false;
+      slot->block = block;
+    }
+    slot->used = ++cache.clock;
+    uint64_t block_start = uint64_t{block} * kStringBlockSize;
+    size_t from = static_cast<size_t>(at - block_start);
+    size_t to = static_cast<size_t>(std::min<uint64_t>(end - block_start, slot->bytes.size()));
+    out->append(slot->bytes, from, to - from);
+    at = block_start + to;
+  }
   return true;
 }
 
-namespace {
-
-// A sub-range [begin, begin + count) of `all`, or false when it does not fit.
-template <class T>
-bool Slice(std::span<const T> all, uint64_t begin, uint64_t count, std::span<const T>* out) {
-  if (begin > all.size() || count > all.size() - begin) return false;
-  *out = all.subspan(begin, count);
-  return true;
+bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function,
+                       std::string* raw) const {
+  uint32_t id = name & ~kNodeInlined;
+  if (id >= names_.size() || !Verified(names_[id])) return false;
+  const NameRecord& record = names_[id];
+  if (!String(record.raw, raw)) return false;
+  if (!demangle || raw->empty()) return String(record.raw, function);
+  return String(record.pretty, function);
 }
-
-}  // namespace
 
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
-bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, bool* corrupt) const {
   frames->clear();
   int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
@@ -332,7 +426,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
   const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
   if (unit.ok == 0) return false;
-  std::span<const SegmentRecord> segments;
+  std::span<const FunctionSegmentRecord> segments;
   std::span<const NodeRecord> nodes;
   std::span<const StrRef> paths;
   if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
@@ -345,7 +439,14 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
     if (unit.line_table >= line_tables_.size()) return !(*corrupt = true);
     table = &line_tables_[unit.line_table];
   }
-  int32_t node = FindSegmentRecord(segments, vaddr);
+  int32_t node = -1;
+  if (vaddr >= unit.segment_base) {
+    uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
+    auto it =
+        std::upper_bound(segments.begin(), segments.end(), offset,
+                         [](uint64_t a, const FunctionSegmentRecord& s) { return a < s.start; });
+    if (it != segments.begin()) node = (it - 1)->node;
+  }
   if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
     return !(*corrupt = true);
   }
@@ -361,33 +462,36 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
                                  Verified(nodes[static_cast<size_t>(n)])));
   };
   if (!valid_node(node)) return !(*corrupt = true);
+  auto inlined = [&](int32_t n) {
+    return (nodes[static_cast<size_t>(n)].name & kNodeInlined) != 0;
+  };
+  // The outermost frame is named from the symbol table when a symbol covers the address
+  // (Answer): its DWARF name is then not even read. `n` has been checked.
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
-    const NodeRecord& record = nodes[static_cast<size_t>(n)];
-    std::string_view raw, pretty;
-    if (!String(record.raw, &raw) || !String(record.pretty, &pretty)) return false;
-    frame.raw_function.assign(raw);
-    frame.function.assign(options.demangle && !raw.empty() ? pretty : raw);
-    return true;
+    if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
+    return Name(nodes[static_cast<size_t>(n)].name, options.demangle, &frame.function,
+                &frame.raw_function);
   };
   auto path = [&](uint64_t file, std::string* out) {
-    std::string_view text;
-    if (file < paths.size() && (!Verified(paths[file]) || !String(paths[file], &text))) {
-      return false;
-    }
-    out->assign(text);
-    return true;
+    out->clear();
+    return file >= paths.size() || (Verified(paths[file]) && String(paths[file], out));
   };
   auto valid_parent = valid_node;
   if (!options.inlines) {
     int32_t outer = node;
     size_t guard = 0;
-    while (outer >= 0 && nodes[static_cast<size_t>(outer)].inlined) {
+    while (outer >= 0 && inlined(outer)) {
       outer = nodes[static_cast<size_t>(outer)].parent;
       if (!valid_parent(outer) || ++guard > nodes.size()) return !(*corrupt = true);
     }
     SourceFrame& frame = frames->emplace_back();
-    if (!name_frame(frame, outer >= 0 ? outer : node)) return !(*corrupt = true);
+    int32_t named = outer >= 0 ? outer : node;
+    if (name_outermost && named >= 0 &&
+        !Name(nodes[static_cast<size_t>(named)].name, options.demangle, &frame.function,
+              &frame.raw_function)) {
+      return !(*corrupt = true);
+    }
     if (row != nullptr) {
       if (!path(row->file, &frame.file)) return !(*corrupt = true);
       frame.line = row->line;
@@ -406,17 +510,17 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   }
   int32_t current = node;
   size_t guard = 0;
-  while (current >= 0 && nodes[static_cast<size_t>(current)].inlined && ++guard < 4096) {
-    const NodeRecord& inlined = nodes[static_cast<size_t>(current)];
-    if (!valid_parent(inlined.parent)) return !(*corrupt = true);
+  while (current >= 0 && inlined(current) && ++guard < 4096) {
+    const NodeRecord& callee = nodes[static_cast<size_t>(current)];
+    if (!valid_parent(callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
     SourceFrame& caller = frames->emplace_back();
-    if (!name_frame(caller, inlined.parent) || !path(inlined.call_file, &caller.file)) {
+    if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file)) {
       return !(*corrupt = true);
     }
-    caller.line = inlined.call_line;
-    caller.column = inlined.call_column;
-    current = inlined.parent;
+    caller.line = callee.call_line;
+    caller.column = callee.call_column;
+    current = callee.parent;
   }
   return true;
 }
@@ -424,25 +528,28 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
 bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
                          SymbolizedAddress& out) const {
   if (damaged()) return false;
-  bool corrupt = false;
-  std::vector<SourceFrame> frames;
-  if (!LookupFrames(vaddr, options, &frames, &corrupt)) frames.clear();
-  if (corrupt) return false;
   // Mirrors ElfSymbolizer::FillFromSymbolTable.
   int32_t symbol_id = FindSegmentRecord(symbol_segments_, vaddr);
   const SymbolRecord* symbol = nullptr;
-  std::string_view raw, pretty;
   if (symbol_id >= 0) {
     if (static_cast<size_t>(symbol_id) >= symbols_.size()) return false;
     symbol = &symbols_[static_cast<size_t>(symbol_id)];
-    if (!String(symbol->raw, &raw) || !String(symbol->pretty, &pretty)) return false;
   } else if (symbol_id < -1) {
+    return false;
+  }
+  bool corrupt = false;
+  std::vector<SourceFrame> frames;
+  if (!LookupFrames(vaddr, options, symbol == nullptr, &frames, &corrupt)) frames.clear();
+  if (corrupt) return false;
+  std::string raw, name;
+  if (symbol != nullptr && (!String(symbol->raw, &raw) ||
+                            !String(options.demangle ? symbol->pretty : symbol->raw, &name))) {
     return false;
   }
   out.frames = std::move(frames);
   if (symbol != nullptr) {
-    out.raw_symbol.assign(raw);
-    out.symbol.assign(options.demangle ? pretty : raw);
+    out.raw_symbol = std::move(raw);
+    out.symbol = std::move(name);
     out.symbol_address = symbol->address;
     out.symbol_size = symbol->size;
     out.offset = vaddr - symbol->address;

@@ -70,14 +70,18 @@ class SymbolIndex {
   std::vector<std::pair<std::string_view, uint64_t>> section_sizes() const;
   // The address tables' starts (fuzzing and tests ask addresses where answers change).
   std::span<const SegmentRecord> symbol_segments() const { return symbol_segments_; }
-  std::span<const SegmentRecord> function_segments() const { return function_segments_; }
+  // The absolute starts of the function segments (at most `limit`), unit by unit.
+  std::vector<uint64_t> function_segment_starts(size_t limit) const;
 
  private:
-  SymbolIndex() = default;
+  SymbolIndex();
   Result<void> Parse(const OpenOptions& options);
-  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+  // name_outermost false: the outermost frame's names are left empty (a symbol names it).
+  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                     std::vector<SourceFrame>* frames, bool* corrupt) const;
-  bool String(StrRef ref, std::string_view* out) const;
+  // The string `ref` points at, decompressed: false when out of bounds or damaged.
+  bool String(StrRef ref, std::string* out) const;
+  bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw) const;
   // Whether the chunks holding `bytes` (a part of bytes_) are intact, summing those not yet
   // summed; false (and damaged()) when one is not. Always true without checksum checking.
   bool Verified(std::span<const uint8_t> bytes) const;
@@ -106,12 +110,19 @@ class SymbolIndex {
   std::span<const uint8_t> bytes_;
   const FileHeader* header_ = nullptr;
   std::string_view identity_;
-  std::span<const uint8_t> strings_;
+  std::span<const uint8_t> strings_;        // compressed
+  uint64_t string_bytes_ = 0;               // the stream's size, decompressed
+  std::span<const uint8_t> string_blocks_;  // kStringBlocks after its first word
+  size_t string_block_count_ = 0;
+  std::span<const NameRecord> names_;
+  // The last blocks decompressed, and the zstd context, behind one lock.
+  struct StringCache;
+  std::unique_ptr<StringCache> string_cache_;
   std::span<const SymbolRecord> symbols_;
   std::span<const SegmentRecord> symbol_segments_;
   std::span<const SegmentRecord> unit_segments_;
   std::span<const UnitRecord> units_;
-  std::span<const SegmentRecord> function_segments_;
+  std::span<const FunctionSegmentRecord> function_segments_;
   std::span<const NodeRecord> nodes_;
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;

@@ -1,5 +1,6 @@
 #include <elf.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "base/demangle_cache.h"
@@ -158,10 +159,18 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     positions.push_back(static_cast<uint32_t>(i));
   }
   if (UseIndex()) {
-    // Answered from the index; what it cannot answer (an inconsistent record) goes on below.
+    // Answered from the index in address order (neighbouring addresses share records and
+    // compressed string blocks, which the index keeps a few of); what it cannot answer (an
+    // inconsistent record) goes on below.
+    std::vector<uint32_t> order(positions.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<uint32_t>(k);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return vaddrs[a] < vaddrs[b]; });
+    std::vector<uint8_t> answered(positions.size(), 0);
+    for (uint32_t k : order) answered[k] = index_->Answer(vaddrs[k], options_, out[positions[k]]);
     size_t kept = 0;
     for (size_t k = 0; k < positions.size(); ++k) {
-      if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+      if (answered[k]) continue;
       vaddrs[kept] = vaddrs[k];
       positions[kept++] = positions[k];
     }
