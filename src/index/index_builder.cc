@@ -24,6 +24,19 @@ constexpr int kStringZstdLevel = 3;
 class StringTable {
  public:
   StrRef Add(std::string_view s) {
+    // Most names come again and again from the same storage (a demangle cache entry, the
+    // DWARF string section): known by their address first, without hashing their bytes.
+    auto [known, fresh] = by_address_.try_emplace(s.data(), StrRef{});
+    if (!fresh && known->second.size == s.size()) return known->second;
+    StrRef ref = AddBytes(s);
+    known->second = ref;
+    return ref;
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  StrRef AddBytes(std::string_view s) {
     auto [it, inserted] = refs_.try_emplace(s);
     if (inserted) {
       it->second = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
@@ -31,12 +44,10 @@ class StringTable {
     }
     return it->second;
   }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
-  size_t size() const { return bytes_.size(); }
 
- private:
   std::vector<uint8_t> bytes_;
   std::unordered_map<std::string_view, StrRef> refs_;  // views into the sources, alive here
+  std::unordered_map<const char*, StrRef> by_address_;
 };
 
 void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
