@@ -76,7 +76,7 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
 }
 
 struct SymbolIndex::StringCache {
-  static constexpr size_t kSlots = 16;
+  static constexpr size_t kSlots = 64;
   std::mutex mu;
   ZSTD_DCtx* context = nullptr;
   uint64_t clock = 0;
