@@ -222,6 +222,10 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   return {};
 }
 
+void SymbolIndex::ReleasePages() const {
+  if (mapping_ != nullptr) ::madvise(mapping_, mapping_size_, MADV_DONTNEED);
+}
+
 bool SymbolIndex::Verified(std::span<const uint8_t> bytes) const {
   if (!verify_ || bytes.empty()) return true;
   size_t begin = static_cast<size_t>(bytes.data() - bytes_.data());

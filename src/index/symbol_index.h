@@ -54,6 +54,12 @@ class SymbolIndex {
   // direct path.
   bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
 
+  // Unmaps from this process the pages lookups have read so far (they stay in the page cache
+  // and come back on the next read): a batch calls it now and then, so that its resident size
+  // follows what it reads now, not the whole index (the kernel maps big page-cache folios
+  // whole). Safe beside concurrent lookups, which just fault the pages in again.
+  void ReleasePages() const;
+
   // A chunk failed its checksum (then every later Answer() is false): why, or "" when intact.
   bool damaged() const { return damaged_.load(std::memory_order_acquire); }
   std::string damage() const;

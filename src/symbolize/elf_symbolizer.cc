@@ -167,7 +167,12 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     std::sort(order.begin(), order.end(),
               [&](uint32_t a, uint32_t b) { return vaddrs[a] < vaddrs[b]; });
     std::vector<uint8_t> answered(positions.size(), 0);
-    for (uint32_t k : order) answered[k] = index_->Answer(vaddrs[k], options_, out[positions[k]]);
+    constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
+    for (size_t i = 0; i < order.size(); ++i) {
+      uint32_t k = order[i];
+      answered[k] = index_->Answer(vaddrs[k], options_, out[positions[k]]);
+      if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
+    }
     size_t kept = 0;
     for (size_t k = 0; k < positions.size(); ++k) {
       if (answered[k]) continue;
