@@ -37,7 +37,17 @@ void PrintEntry(const SymbolCacheEntry& e) {
 
 struct ListArgs {
   std::string dir;
+  bool sections = false;
 };
+
+// Where an index's bytes go: one indented line per section, with its share of the file.
+void PrintSections(const SymbolCacheEntry& e) {
+  for (const auto& [name, size] : e.sections) {
+    std::printf(
+        "  %-18s %12" PRIu64 " %5.1f%%\n", name.c_str(), size,
+        e.bytes > 0 ? 100.0 * static_cast<double>(size) / static_cast<double>(e.bytes) : 0.0);
+  }
+}
 
 int RunList(const ListArgs& a) {
   std::string dir = CacheDir(a.dir);
@@ -49,6 +59,7 @@ int RunList(const ListArgs& a) {
   uint64_t total = 0;
   for (const SymbolCacheEntry& e : *entries) {
     PrintEntry(e);
+    if (a.sections) PrintSections(e);
     total += e.bytes;
   }
   std::fprintf(stderr, "%zu indexes, %" PRIu64 " bytes in %s\n", entries->size(), total,
@@ -102,6 +113,8 @@ CommandRegistrar list_registrar(
     [](CLI::App& app) -> CommandRun {
       auto a = std::make_shared<ListArgs>();
       app.add_option("--cache-dir", a->dir, kDirHelp);
+      app.add_flag("--sections", a->sections,
+                   "Also print each index's sections and their sizes (where the bytes go)");
       return [a] { return RunList(*a); };
     });
 

@@ -23,10 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       addresses.push_back(s.start);
       addresses.push_back(s.start + 1);
     }
-    for (const auto& s : (*index)->function_segments()) {
-      if (addresses.size() > 512) break;
-      addresses.push_back(s.start);
-      addresses.push_back(s.start - 1);
+    for (uint64_t start : (*index)->function_segment_starts(128)) {
+      addresses.push_back(start);
+      addresses.push_back(start - 1);
     }
     for (size_t i = 0; i + 8 <= size && i < 512; i += 8) {
       uint64_t word;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stacksym/result.h"
@@ -34,6 +35,8 @@ struct SymbolCacheEntry {
   std::string binary;    // the path it was built from
   std::string debug_file;
   std::string problem;  // empty: the index reads back intact
+  // Where the bytes go: each section's name and size (header and section table first).
+  std::vector<std::pair<std::string, uint64_t>> sections;
 };
 
 Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir);

@@ -123,6 +123,9 @@ class ElfSymbolizer {
   bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
   void FillFromSymbolTable(SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
+  // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);
+  // true when index_ is a new, usable index.
+  bool ReplaceDamagedIndex();
 
   std::shared_ptr<ElfFile> elf_;
   SymbolizeOptions options_;
@@ -131,6 +134,7 @@ class ElfSymbolizer {
   std::unique_ptr<DemangleCache> symbol_names_;   // demangled symbol-table names
   std::unique_ptr<symindex::SymbolIndex> index_;  // set when cache_dir gave one
   bool index_tried_ = false;
+  bool index_rebuilt_ = false;  // once, after a lookup found the index damaged
 };
 
 }  // namespace stacksym

@@ -1,5 +1,7 @@
 #include "index/index_builder.h"
 
+#include <zstd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -16,9 +18,25 @@
 namespace stacksym::symindex {
 namespace {
 
+// Demangled names compress ~10x in 8 KiB blocks at level 3; higher levels gain little more.
+constexpr int kStringZstdLevel = 3;
+
 class StringTable {
  public:
   StrRef Add(std::string_view s) {
+    // Most names come again and again from the same storage (a demangle cache entry, the
+    // DWARF string section): known by their address first, without hashing their bytes.
+    auto [known, fresh] = by_address_.try_emplace(s.data(), StrRef{});
+    if (!fresh && known->second.size == s.size()) return known->second;
+    StrRef ref = AddBytes(s);
+    known->second = ref;
+    return ref;
+  }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  size_t size() const { return bytes_.size(); }
+
+ private:
+  StrRef AddBytes(std::string_view s) {
     auto [it, inserted] = refs_.try_emplace(s);
     if (inserted) {
       it->second = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
@@ -26,11 +44,10 @@ class StringTable {
     }
     return it->second;
   }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
 
- private:
   std::vector<uint8_t> bytes_;
   std::unordered_map<std::string_view, StrRef> refs_;  // views into the sources, alive here
+  std::unordered_map<const char*, StrRef> by_address_;
 };
 
 void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
@@ -52,9 +69,25 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
                                                  const SymbolizeOptions& options) {
   StringTable strings;
   std::vector<SymbolRecord> symbols;
-  std::vector<SegmentRecord> symbol_segments, unit_segments, function_segments;
+  std::vector<SegmentRecord> symbol_segments, unit_segments;
+  std::vector<FunctionSegmentRecord> function_segments;
   std::vector<UnitRecord> units;
   std::vector<NodeRecord> nodes;
+  std::vector<NameRecord> names;
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
+      return std::hash<uint64_t>()(p.first * 0x9e3779b97f4a7c15 ^ p.second);
+    }
+  };
+  std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> name_ids;
+  auto name_id = [&](StrRef raw, StrRef pretty) {
+    auto key = std::make_pair(uint64_t{raw.offset} << 32 | raw.size,
+                              uint64_t{pretty.offset} << 32 | pretty.size);
+    auto [it, inserted] = name_ids.try_emplace(key, static_cast<uint32_t>(names.size()));
+    if (inserted) names.push_back({raw, pretty});
+    return it->second;
+  };
+  bool too_big = false;
   std::vector<LineTableRecord> line_tables;
   std::vector<RowBlockRecord> row_blocks;
   std::vector<uint8_t> row_bytes;
@@ -139,20 +172,25 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       }
       unit.ok = 1;
       unit.segment_begin = static_cast<uint32_t>(function_segments.size());
-      for (const dwarf::AddressSegment& s : t.segments)
-        function_segments.push_back({s.start, s.id, 0});
+      unit.segment_base = t.segments.empty() ? 0 : t.segments.front().start;
+      for (const dwarf::AddressSegment& s : t.segments) {
+        too_big |= s.start < unit.segment_base || s.start - unit.segment_base > 0xffffffffu;
+        function_segments.push_back({static_cast<uint32_t>(s.start - unit.segment_base), s.id});
+      }
       unit.segment_count = static_cast<uint32_t>(function_segments.size() - unit.segment_begin);
       unit.node_begin = static_cast<uint32_t>(nodes.size());
       for (size_t n = 0; n < t.nodes.size(); ++n) {
         const dwarf::FunctionNode& f = t.nodes[n];
         NodeRecord r;
         r.parent = f.parent;
-        r.call_file = f.call_file;
+        too_big |= f.call_file > 0xffff;
+        r.call_file = static_cast<uint16_t>(f.call_file);
         r.call_line = f.call_line;
         r.call_column = f.call_column;
-        r.inlined = f.inlined;
-        r.raw = strings.Add(t.raw_names[n]);
-        r.pretty = strings.Add(t.pretty_names[n]);
+        // Raw and demangled name side by side in the stream: one block holds both.
+        StrRef raw = strings.Add(t.raw_names[n]);
+        r.name = name_id(raw, strings.Add(t.pretty_names[n]));
+        if (f.inlined) r.name |= kNodeInlined;
         nodes.push_back(r);
       }
       unit.node_count = static_cast<uint32_t>(nodes.size() - unit.node_begin);
@@ -197,10 +235,41 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     for (const auto& f : source->files_read()) source_files.push_back({f->path(), f->identity()});
   }
   if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu ||
-      strings.bytes().size() > 0xffffffffu) {
-    return Error(ErrorCode::kUnsupported, "binary too big for an index (over 2^32 records)")
+      strings.bytes().size() > 0xffffffffu || names.size() >= kNodeInlined || too_big) {
+    return Error(ErrorCode::kUnsupported,
+                 "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
+                 "file index over 65535)")
         .WithFile(elf->path());
   }
+  // The string stream, compressed block by block on all cores.
+  const std::vector<uint8_t>& stream = strings.bytes();
+  size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
+  std::vector<std::vector<uint8_t>> frames(block_count);
+  std::atomic<bool> compress_failed{false};
+  unsigned zstd_threads = ThreadCount(options.threads, block_count / 64);
+  RunOnThreads(zstd_threads, [&](unsigned t) {
+    ZSTD_CCtx* context = ZSTD_createCCtx();
+    for (size_t k = t; k < block_count && context != nullptr; k += zstd_threads) {
+      size_t from = k * kStringBlockSize;
+      size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
+      frames[k].resize(ZSTD_compressBound(size));
+      size_t n = ZSTD_compressCCtx(context, frames[k].data(), frames[k].size(),
+                                   stream.data() + from, size, kStringZstdLevel);
+      if (ZSTD_isError(n)) compress_failed = true;
+      frames[k].resize(ZSTD_isError(n) ? 0 : n);
+    }
+    if (context == nullptr) compress_failed = true;
+    ZSTD_freeCCtx(context);
+  });
+  if (compress_failed) return Error(ErrorCode::kIo, "zstd could not compress the strings");
+  std::vector<uint8_t> compressed;
+  std::vector<uint64_t> string_blocks = {stream.size()};
+  for (const std::vector<uint8_t>& f : frames) {
+    string_blocks.push_back(compressed.size());
+    compressed.insert(compressed.end(), f.begin(), f.end());
+  }
+  if (block_count > 0) string_blocks.push_back(compressed.size());
+  frames.clear();
   std::string identity =
       DescribeSources(*elf, options, source ? source->path() : std::string(), source_files);
 
@@ -212,7 +281,9 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   const Piece pieces[] = {
       {SectionKind::kIdentity,
        {reinterpret_cast<const uint8_t*>(identity.data()), identity.size()}},
-      {SectionKind::kStrings, AsBytes(strings.bytes())},
+      {SectionKind::kStrings, AsBytes(compressed)},
+      {SectionKind::kStringBlocks, AsBytes(string_blocks)},
+      {SectionKind::kNames, AsBytes(names)},
       {SectionKind::kSymbols, AsBytes(symbols)},
       {SectionKind::kSymbolSegments, AsBytes(symbol_segments)},
       {SectionKind::kUnitSegments, AsBytes(unit_segments)},
@@ -224,22 +295,39 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kPaths, AsBytes(paths)},
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
   };
-  constexpr size_t kCount = sizeof(pieces) / sizeof(pieces[0]);
+  constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
+  constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last
   static_assert(kCount == kSectionKindCount);
   std::vector<SectionEntry> entries(kCount);
-  size_t offset = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
-  for (size_t i = 0; i < kCount; ++i) {
+  const size_t table_end = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
+  size_t offset = table_end;
+  for (size_t i = 0; i < kPieces; ++i) {
     offset = (offset + 7) & ~size_t{7};
-    entries[i] = {static_cast<uint32_t>(pieces[i].kind), Crc32c(pieces[i].bytes), offset,
-                  pieces[i].bytes.size()};
+    entries[i] = {static_cast<uint32_t>(pieces[i].kind), 0, offset, pieces[i].bytes.size()};
     offset += pieces[i].bytes.size();
   }
-  std::vector<uint8_t> out(offset, 0);
-  for (size_t i = 0; i < kCount; ++i) {
+  const size_t chunks_end = (offset + 7) & ~size_t{7};
+  const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
+  std::vector<uint8_t> out(chunks_end + chunk_count * sizeof(uint32_t), 0);
+  for (size_t i = 0; i < kPieces; ++i) {
     if (!pieces[i].bytes.empty()) {
       std::memcpy(out.data() + entries[i].offset, pieces[i].bytes.data(), pieces[i].bytes.size());
     }
   }
+  // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads.
+  std::vector<uint32_t> chunk_crcs(chunk_count);
+  unsigned crc_threads = ThreadCount(options.threads, chunk_count / 4096);
+  RunOnThreads(crc_threads, [&](unsigned t) {
+    for (size_t k = t; k < chunk_count; k += crc_threads) {
+      size_t from = std::max(k * kChunkSize, table_end);
+      size_t to = std::min((k + 1) * kChunkSize, chunks_end);
+      chunk_crcs[k] =
+          from < to ? Crc32c(std::span<const uint8_t>(out).subspan(from, to - from)) : 0;
+    }
+  });
+  std::memcpy(out.data() + chunks_end, chunk_crcs.data(), chunk_count * sizeof(uint32_t));
+  entries[kPieces] = {static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
+                      chunks_end, chunk_count * sizeof(uint32_t)};
   std::memcpy(out.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));

@@ -144,6 +144,21 @@ std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf
     // Corrupt, truncated, of another version or another build ID: said once. Stale: silent.
     if (!stale) Warn(index.error().ToString() + "; rebuilding it");
   }
+  return BuildCachedIndex(elf, options);
+}
+
+std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>& elf,
+                                                 const SymbolizeOptions& options,
+                                                 const SymbolIndex& damaged) {
+  std::string path = options.cache_dir + "/" + IndexFileName(*elf, options);
+  Warn(path + ": " + damaged.damage() + "; rebuilding it");
+  return BuildCachedIndex(elf, options);
+}
+
+std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
+                                              const SymbolizeOptions& options) {
+  const std::string& dir = options.cache_dir;
+  std::string path = dir + "/" + IndexFileName(*elf, options);
   if (Result<void> r = CheckWritable(dir); !r) {
     Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
     return nullptr;
@@ -224,7 +239,10 @@ SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime
   entry.path = path;
   entry.bytes = bytes;
   entry.used_ns = mtime_ns;
-  auto index = symindex::SymbolIndex::Open(path);
+  // Every chunk is checked here: `cache list` says which indexes are damaged anywhere.
+  symindex::SymbolIndex::OpenOptions open;
+  open.verify_all = true;
+  auto index = symindex::SymbolIndex::Open(path, open);
   if (!index) {
     entry.problem = index.error().ToString();
     return entry;
@@ -232,6 +250,9 @@ SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime
   entry.build_id = HexOf((*index)->build_id());
   entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
   entry.debug_file = symindex::IdentityValue((*index)->identity(), "debug");
+  for (const auto& [name, size] : (*index)->section_sizes()) {
+    entry.sections.emplace_back(std::string(name), size);
+  }
   return entry;
 }
 

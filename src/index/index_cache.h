@@ -26,6 +26,17 @@ std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options);
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
                                              const SymbolizeOptions& options);
 
+// Builds the index of `elf` and stores it in options.cache_dir (replacing any there); null,
+// after a warning, when the directory cannot be used.
+std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
+                                              const SymbolizeOptions& options);
+
+// `damaged` (the cached index of `elf`) failed a checksum in a lookup: says so once on stderr
+// and builds it again.
+std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>& elf,
+                                                 const SymbolizeOptions& options,
+                                                 const SymbolIndex& damaged);
+
 // The index at `path` if it is intact and was built from `elf` and unchanged files.
 // *stale (when given) is set when the index is intact but was built from other files or for
 // the binary elsewhere: a normal event (a debug package was upgraded), rebuilt silently.

@@ -1,5 +1,6 @@
 // The on-disk layout of a symbol index (docs/index-format.md): a header, a section table, and
-// 8-byte aligned sections of fixed-size little-endian records, each section checked by CRC32C.
+// 8-byte aligned sections of fixed-size little-endian records. Every 4 KiB chunk of the
+// sections has its CRC32C in the last section, checked when a lookup first reads the chunk.
 // Every record is plain data, read in place from the mapping; every index inside a record is
 // bounds-checked by the reader before use.
 #pragma once
@@ -11,7 +12,10 @@ namespace stacksym::symindex {
 inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // Bumped whenever a record, a section or the meaning of a field changes: an index of another
 // version is rebuilt, never read.
-inline constexpr uint32_t kVersion = 2;  // 2: line rows delta-encoded in blocks
+// 2: line rows delta-encoded in blocks; 3: checksums per 4 KiB chunk, verified on first use;
+// 4: strings zstd-compressed in blocks, names shared by nodes through a name table, 16-byte
+// nodes, 8-byte function segments relative to their unit.
+inline constexpr uint32_t kVersion = 4;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
@@ -33,23 +37,38 @@ static_assert(sizeof(FileHeader) == 128);
 
 enum class SectionKind : uint32_t {
   kIdentity = 1,      // text: where the index came from (see index_cache.cc)
-  kStrings,           // bytes; StrRef points into it
+  kStrings,           // bytes: zstd frames, one per kStringBlockSize of the string stream
   kSymbols,           // SymbolRecord[]
   kSymbolSegments,    // SegmentRecord[]: address → symbol (flattened SymbolTable::Find)
   kUnitSegments,      // SegmentRecord[]: address → unit
   kUnits,             // UnitRecord[]
-  kFunctionSegments,  // SegmentRecord[]: per unit, address → innermost node (unit-local)
+  kFunctionSegments,  // FunctionSegmentRecord[]: per unit, address → innermost node
   kNodes,             // NodeRecord[]
   kLineTables,        // LineTableRecord[]
   kRowBlocks,         // RowBlockRecord[]: per line table, blocks of kRowsPerBlock rows
   kPaths,             // StrRef[]: per unit, file index → path (empty: unknown)
   kRowBytes,          // bytes: the encoded rows of every block
+  kChunkCrcs,         // uint32_t[]: CRC32C of each kChunkSize chunk of the file (below); last
+  kStringBlocks,      // uint64_t[]: the string stream's size, then each frame's offset, end
+  kNames,             // NameRecord[]: the distinct (raw, demangled) name pairs of nodes
 };
-inline constexpr uint32_t kSectionKindCount = 12;
+inline constexpr uint32_t kSectionKindCount = 15;
+
+// Strings (names, paths) form one stream that StrRef points into; it is cut into blocks of
+// kStringBlockSize bytes, each compressed as one zstd frame (demangled C++ names compress
+// about 10x even in blocks this small). A lookup decompresses the blocks its names are in;
+// the reader keeps the last few.
+inline constexpr uint32_t kStringBlockSize = 8192;
+
+// Chunk k covers the file's bytes [k * kChunkSize, (k + 1) * kChunkSize) that lie after the
+// section table and before the chunk CRC section (which must come last): the header and the
+// section table are covered by header_crc, the chunk CRCs by their section entry's crc, both
+// checked on open; a chunk is checked the first time a lookup reads a byte of it.
+inline constexpr uint32_t kChunkSize = 4096;
 
 struct SectionEntry {
   uint32_t kind;  // SectionKind
-  uint32_t crc;   // CRC32C of the section's bytes
+  uint32_t crc;   // chunk CRCs: CRC32C of the section, checked on open; others 0 (chunked)
   uint64_t offset;
   uint64_t size;
 };
@@ -79,7 +98,8 @@ static_assert(sizeof(SymbolRecord) == 32);
 inline constexpr uint32_t kNoLineTable = 0xffffffff;
 
 struct UnitRecord {
-  uint32_t ok = 0;  // 0: the unit could not be read (answers nothing, as the direct path)
+  uint64_t segment_base = 0;  // function segments' starts are relative to it
+  uint32_t ok = 0;            // 0: the unit could not be read (answers nothing, as the direct path)
   uint32_t segment_begin = 0;
   uint32_t segment_count = 0;
   uint32_t node_begin = 0;
@@ -88,19 +108,30 @@ struct UnitRecord {
   uint32_t path_begin = 0;
   uint32_t path_count = 0;
 };
-static_assert(sizeof(UnitRecord) == 32);
+static_assert(sizeof(UnitRecord) == 40);
 
-struct NodeRecord {
-  int32_t parent = -1;  // unit-local node index, -1 at the top
-  uint32_t call_file = 0;
-  uint32_t call_line = 0;
-  uint16_t call_column = 0;
-  uint8_t inlined = 0;
-  uint8_t reserved = 0;
+// A unit's function segment: [segment_base + start, next one's) → node (unit-local; -1: none).
+struct FunctionSegmentRecord {
+  uint32_t start = 0;
+  int32_t node = -1;
+};
+static_assert(sizeof(FunctionSegmentRecord) == 8);
+
+struct NameRecord {
   StrRef raw;     // linkage name as in the DWARF (empty: unnamed)
   StrRef pretty;  // demangled
 };
-static_assert(sizeof(NodeRecord) == 32);
+static_assert(sizeof(NameRecord) == 16);
+
+inline constexpr uint32_t kNodeInlined = 0x80000000;  // in NodeRecord::name
+struct NodeRecord {
+  int32_t parent = -1;  // unit-local node index, -1 at the top
+  uint32_t name = 0;    // NameRecord index, | kNodeInlined for an inlined subroutine
+  uint32_t call_line = 0;
+  uint16_t call_file = 0;
+  uint16_t call_column = 0;
+};
+static_assert(sizeof(NodeRecord) == 16);
 
 struct LineTableRecord {
   uint32_t block_begin = 0;

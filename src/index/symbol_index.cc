@@ -4,10 +4,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "index/checksum.h"
 
@@ -21,6 +23,14 @@ int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t addr
 }
 
 namespace {
+
+// A sub-range [begin, begin + count) of `all`, or false when it does not fit.
+template <class T>
+bool Slice(std::span<const T> all, uint64_t begin, uint64_t count, std::span<const T>* out) {
+  if (begin > all.size() || count > all.size() - begin) return false;
+  *out = all.subspan(begin, count);
+  return true;
+}
 
 Error Corrupt(std::string message) { return Error(ErrorCode::kMalformed, std::move(message)); }
 
@@ -65,6 +75,21 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
   return index;
 }
 
+struct SymbolIndex::StringCache {
+  static constexpr size_t kSlots = 64;
+  std::mutex mu;
+  ZSTD_DCtx* context = nullptr;
+  uint64_t clock = 0;
+  struct Slot {
+    size_t block = SIZE_MAX;
+    uint64_t used = 0;
+    std::string bytes;
+  } slots[kSlots];
+  ~StringCache() { ZSTD_freeDCtx(context); }
+};
+
+SymbolIndex::SymbolIndex() = default;
+
 SymbolIndex::~SymbolIndex() {
   if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
 }
@@ -107,20 +132,52 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     if (crc != header_->header_crc) return Corrupt("header checksum mismatch");
   }
   std::span<const uint8_t> sections[kSectionKindCount + 1];
-  bool seen[kSectionKindCount + 1] = {};
+  const SectionEntry* section_entries[kSectionKindCount + 1] = {};
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
   for (uint32_t i = 0; i < header_->section_count; ++i) {
     const SectionEntry& e = entries[i];
     if (e.kind == 0 || e.kind > kSectionKindCount) continue;  // unknown kinds are skipped
-    if (seen[e.kind]) return Corrupt("section " + std::to_string(e.kind) + " appears twice");
-    seen[e.kind] = true;
+    if (section_entries[e.kind] != nullptr) {
+      return Corrupt("section " + std::to_string(e.kind) + " appears twice");
+    }
+    section_entries[e.kind] = &e;
     if (e.offset % 8 != 0 || e.offset < table_end || e.offset > bytes_.size() ||
         e.size > bytes_.size() - e.offset) {
       return Corrupt("section " + std::to_string(e.kind) + " out of bounds");
     }
     sections[e.kind] = bytes_.subspan(e.offset, e.size);
-    if (options.verify_checksums && Checksum(sections[e.kind]) != e.crc) {
-      return Corrupt("section " + std::to_string(e.kind) + " checksum mismatch");
+  }
+  // The chunk checksums come last; every other section lies between the table and them.
+  const SectionEntry* crcs = section_entries[static_cast<uint32_t>(SectionKind::kChunkCrcs)];
+  if (crcs == nullptr) return Corrupt("no chunk checksums");
+  chunks_begin_ = table_end;
+  chunks_end_ = crcs->offset;
+  for (uint32_t kind = 1; kind <= kSectionKindCount; ++kind) {
+    const SectionEntry* e = section_entries[kind];
+    if (e != nullptr && kind != static_cast<uint32_t>(SectionKind::kChunkCrcs) &&
+        e->offset + e->size > chunks_end_) {
+      return Corrupt("section " + std::to_string(kind) + " after the chunk checksums");
+    }
+  }
+  size_t chunk_count = (chunks_end_ + kChunkSize - 1) / kChunkSize;
+  if (crcs->size != chunk_count * sizeof(uint32_t)) return Corrupt("chunk checksums mis-sized");
+  chunk_crcs_ = sections[static_cast<uint32_t>(SectionKind::kChunkCrcs)];
+  verify_ = options.verify_checksums;
+  if (verify_) {
+    if (Crc32c(chunk_crcs_) != crcs->crc) return Corrupt("chunk checksums' checksum mismatch");
+    chunk_state_ = std::make_unique<std::atomic<uint8_t>[]>(chunk_count);
+    // What every lookup (or the cache, before any lookup) reads is checked now: the identity,
+    // the symbols, the address → symbol and address → unit maps, the units and line tables.
+    // All of it is small (proportional to symbols and units); the rest is checked on first use.
+    for (SectionKind kind :
+         {SectionKind::kIdentity, SectionKind::kSymbols, SectionKind::kSymbolSegments,
+          SectionKind::kUnitSegments, SectionKind::kUnits, SectionKind::kLineTables,
+          SectionKind::kStringBlocks}) {
+      if (!Verified(sections[static_cast<uint32_t>(kind)])) return Corrupt(damage());
+    }
+    if (options.verify_all &&
+        !Verified(bytes_.subspan(chunks_begin_, chunks_end_ - chunks_begin_))) {
+      return Corrupt(damage());
     }
   }
   auto section = [&](SectionKind kind) { return sections[static_cast<uint32_t>(kind)]; };
@@ -138,31 +195,103 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(symbol_segments_, SegmentRecord, kSymbolSegments, "symbol segments")
   STACKSYM_RECORDS(unit_segments_, SegmentRecord, kUnitSegments, "unit segments")
   STACKSYM_RECORDS(units_, UnitRecord, kUnits, "units")
-  STACKSYM_RECORDS(function_segments_, SegmentRecord, kFunctionSegments, "function segments")
+  STACKSYM_RECORDS(function_segments_, FunctionSegmentRecord, kFunctionSegments,
+                   "function segments")
+  STACKSYM_RECORDS(names_, NameRecord, kNames, "names")
   STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
   STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
   STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
   STACKSYM_RECORDS(paths_, StrRef, kPaths, "paths")
 #undef STACKSYM_RECORDS
+  // The string stream: its size, then block_count + 1 offsets into the compressed bytes.
+  std::span<const uint8_t> blocks = section(SectionKind::kStringBlocks);
+  if (blocks.size() % 8 != 0) return Corrupt("string blocks section mis-sized");
+  if (blocks.size() >= 8) {
+    std::memcpy(&string_bytes_, blocks.data(), 8);
+    string_blocks_ = blocks.subspan(8);
+    string_block_count_ = string_blocks_.size() / 8 - (string_blocks_.empty() ? 0 : 1);
+  }
+  if (string_bytes_ > (uint64_t{string_block_count_}) * kStringBlockSize ||
+      (string_block_count_ > 0 &&
+       string_bytes_ <= uint64_t{string_block_count_ - 1} * kStringBlockSize)) {
+    return Corrupt("string blocks do not match the string stream's size");
+  }
+  string_cache_ = std::make_unique<StringCache>();
+  string_cache_->context = ZSTD_createDCtx();
+  if (string_cache_->context == nullptr) return Error(ErrorCode::kIo, "out of memory (zstd)");
   return {};
 }
 
-uint32_t SymbolIndex::Checksum(std::span<const uint8_t> bytes) const {
-  if (mapping_ == nullptr) return Crc32c(bytes);
-  // In chunks, each dropped from this process's memory once summed (the pages stay in the
-  // page cache): verifying a big index does not make the process big, and lookups then map
-  // back only the pages they read.
-  constexpr size_t kChunk = size_t{4} << 20;
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  uint32_t crc = 0;
-  for (size_t done = 0; done < bytes.size(); done += kChunk) {
-    std::span<const uint8_t> chunk = bytes.subspan(done, std::min(kChunk, bytes.size() - done));
-    crc = Crc32c(chunk, crc);
-    uintptr_t begin = (reinterpret_cast<uintptr_t>(chunk.data()) + page - 1) & ~(page - 1);
-    uintptr_t end = (reinterpret_cast<uintptr_t>(chunk.data()) + chunk.size()) & ~(page - 1);
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+void SymbolIndex::ReleasePages() const {
+  if (mapping_ != nullptr) ::madvise(mapping_, mapping_size_, MADV_DONTNEED);
+}
+
+bool SymbolIndex::Verified(std::span<const uint8_t> bytes) const {
+  if (!verify_ || bytes.empty()) return true;
+  size_t begin = static_cast<size_t>(bytes.data() - bytes_.data());
+  size_t end = begin + bytes.size();
+  // Outside the chunks: the header, the section table or the chunk checksums, checked on open.
+  begin = std::max(begin, chunks_begin_);
+  end = std::min(end, chunks_end_);
+  if (begin >= end) return true;
+  for (size_t chunk = begin / kChunkSize; chunk <= (end - 1) / kChunkSize; ++chunk) {
+    std::atomic<uint8_t>& state = chunk_state_[chunk];
+    uint8_t known = state.load(std::memory_order_acquire);
+    if (known == 1) continue;
+    if (known == 0) {
+      // Two threads may both sum a chunk; they agree.
+      size_t from = std::max(chunk * kChunkSize, chunks_begin_);
+      size_t to = std::min((chunk + 1) * kChunkSize, chunks_end_);
+      uint32_t want;
+      std::memcpy(&want, chunk_crcs_.data() + chunk * sizeof(uint32_t), sizeof(want));
+      known = Crc32c(bytes_.subspan(from, to - from)) == want ? 1 : 2;
+      state.store(known, std::memory_order_release);
+    }
+    if (known == 2) {
+      damaged_chunk_.store(chunk, std::memory_order_relaxed);
+      damaged_.store(true, std::memory_order_release);
+      return false;
+    }
   }
-  return crc;
+  return true;
+}
+
+std::string SymbolIndex::damage() const {
+  if (!damaged()) return {};
+  size_t chunk = damaged_chunk_.load(std::memory_order_relaxed);
+  return "checksum mismatch in chunk " + std::to_string(chunk) + " (bytes " +
+         std::to_string(chunk * kChunkSize) + "+" + std::to_string(kChunkSize) + ")";
+}
+
+std::vector<uint64_t> SymbolIndex::function_segment_starts(size_t limit) const {
+  std::vector<uint64_t> out;
+  for (const UnitRecord& unit : units_) {
+    std::span<const FunctionSegmentRecord> segments;
+    if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments)) continue;
+    for (const FunctionSegmentRecord& s : segments) {
+      if (out.size() >= limit) return out;
+      out.push_back(unit.segment_base + s.start);
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() const {
+  static constexpr std::string_view kNames[kSectionKindCount + 1] = {
+      "?",           "identity",          "strings",
+      "symbols",     "symbol-segments",   "unit-segments",
+      "units",       "function-segments", "nodes",
+      "line-tables", "row-blocks",        "paths",
+      "row-bytes",   "chunk-crcs",        "string-blocks",
+      "names"};
+  std::vector<std::pair<std::string_view, uint64_t>> out;
+  out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
+  auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
+  for (uint32_t i = 0; i < header_->section_count; ++i) {
+    uint32_t kind = entries[i].kind;
+    out.emplace_back(kind <= kSectionKindCount ? kNames[kind] : kNames[0], entries[i].size);
+  }
+  return out;
 }
 
 namespace {
@@ -195,6 +324,7 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   }
   std::span<const RowBlockRecord> blocks =
       row_blocks_.subspan(table.block_begin, table.block_count);
+  if (!Verified(blocks)) return false;
   auto it =
       std::upper_bound(blocks.begin(), blocks.end(), vaddr,
                        [](uint64_t a, const RowBlockRecord& b) { return a < b.first_address; });
@@ -203,6 +333,13 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   size_t block = static_cast<size_t>(it - blocks.begin());
   size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
   size_t pos = it->offset;
+  // The longest block the builder writes: 32 rows of at most 10 + 10 + 3 + 3 bytes. Decoding
+  // an intact block stays inside it; a damaged one still stops at the end of the row bytes.
+  constexpr size_t kMaxBlockBytes = kRowsPerBlock * 26;
+  if (pos > row_bytes_.size() ||
+      !Verified(row_bytes_.subspan(pos, std::min(kMaxBlockBytes, row_bytes_.size() - pos)))) {
+    return false;
+  }
   Row current, best;
   current.address = it->first_address;
   for (size_t i = 0; i < count; ++i) {
@@ -231,26 +368,61 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   return true;
 }
 
-bool SymbolIndex::String(StrRef ref, std::string_view* out) const {
-  if (ref.offset > strings_.size() || ref.size > strings_.size() - ref.offset) return false;
-  *out = std::string_view(reinterpret_cast<const char*>(strings_.data()) + ref.offset, ref.size);
+bool SymbolIndex::String(StrRef ref, std::string* out) const {
+  out->clear();
+  if (ref.size == 0) return true;
+  uint64_t end = uint64_t{ref.offset} + ref.size;
+  if (end > string_bytes_) return false;
+  StringCache& cache = *string_cache_;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  for (uint64_t at = ref.offset; at < end;) {
+    size_t block = static_cast<size_t>(at / kStringBlockSize);
+    StringCache::Slot* slot = nullptr;
+    for (StringCache::Slot& s : cache.slots) {
+      if (s.block == block) slot = &s;
+    }
+    if (slot == nullptr) {
+      slot = &cache.slots[0];
+      for (StringCache::Slot& s : cache.slots) {
+        if (s.used < slot->used) slot = &s;
+      }
+      uint64_t from, to;
+      std::memcpy(&from, string_blocks_.data() + block * 8, 8);
+      std::memcpy(&to, string_blocks_.data() + block * 8 + 8, 8);
+      if (from > to || to > strings_.size()) return false;
+      std::span<const uint8_t> frame = strings_.subspan(from, to - from);
+      if (!Verified(frame)) return false;  // before zstd reads a byte of it
+      size_t want = static_cast<size_t>(
+          std::min<uint64_t>(kStringBlockSize, string_bytes_ - uint64_t{block} * kStringBlockSize));
+      slot->block = SIZE_MAX;
+      slot->bytes.resize(want);
+      size_t got =
+          ZSTD_decompressDCtx(cache.context, slot->bytes.data(), want, frame.data(), frame.size());
+      if (ZSTD_isError(got) || got != want) return false;
+      slot->block = block;
+    }
+    slot->used = ++cache.clock;
+    uint64_t block_start = uint64_t{block} * kStringBlockSize;
+    size_t from = static_cast<size_t>(at - block_start);
+    size_t to = static_cast<size_t>(std::min<uint64_t>(end - block_start, slot->bytes.size()));
+    out->append(slot->bytes, from, to - from);
+    at = block_start + to;
+  }
   return true;
 }
 
-namespace {
-
-// A sub-range [begin, begin + count) of `all`, or false when it does not fit.
-template <class T>
-bool Slice(std::span<const T> all, uint64_t begin, uint64_t count, std::span<const T>* out) {
-  if (begin > all.size() || count > all.size() - begin) return false;
-  *out = all.subspan(begin, count);
-  return true;
+bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function,
+                       std::string* raw) const {
+  uint32_t id = name & ~kNodeInlined;
+  if (id >= names_.size() || !Verified(names_[id])) return false;
+  const NameRecord& record = names_[id];
+  if (!String(record.raw, raw)) return false;
+  if (!demangle || raw->empty()) return String(record.raw, function);
+  return String(record.pretty, function);
 }
-
-}  // namespace
 
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
-bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, bool* corrupt) const {
   frames->clear();
   int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
@@ -258,12 +430,12 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
   const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
   if (unit.ok == 0) return false;
-  std::span<const SegmentRecord> segments;
+  std::span<const FunctionSegmentRecord> segments;
   std::span<const NodeRecord> nodes;
   std::span<const StrRef> paths;
   if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
       !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
-      !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
+      !Slice(paths_, unit.path_begin, unit.path_count, &paths) || !Verified(segments)) {
     return !(*corrupt = true);
   }
   const LineTableRecord* table = nullptr;
@@ -271,7 +443,14 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
     if (unit.line_table >= line_tables_.size()) return !(*corrupt = true);
     table = &line_tables_[unit.line_table];
   }
-  int32_t node = FindSegmentRecord(segments, vaddr);
+  int32_t node = -1;
+  if (vaddr >= unit.segment_base) {
+    uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
+    auto it =
+        std::upper_bound(segments.begin(), segments.end(), offset,
+                         [](uint64_t a, const FunctionSegmentRecord& s) { return a < s.start; });
+    if (it != segments.begin()) node = (it - 1)->node;
+  }
   if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
     return !(*corrupt = true);
   }
@@ -281,33 +460,42 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   const Row* row = has_row ? &found_row : nullptr;
   if (node < 0 && row == nullptr) return false;
 
+  // Nodes and paths are checked one record at a time: a big unit has thousands.
+  auto valid_node = [&](int32_t n) {
+    return n >= -1 && (n < 0 || (static_cast<size_t>(n) < nodes.size() &&
+                                 Verified(nodes[static_cast<size_t>(n)])));
+  };
+  if (!valid_node(node)) return !(*corrupt = true);
+  auto inlined = [&](int32_t n) {
+    return (nodes[static_cast<size_t>(n)].name & kNodeInlined) != 0;
+  };
+  // The outermost frame is named from the symbol table when a symbol covers the address
+  // (Answer): its DWARF name is then not even read. `n` has been checked.
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
-    const NodeRecord& record = nodes[static_cast<size_t>(n)];
-    std::string_view raw, pretty;
-    if (!String(record.raw, &raw) || !String(record.pretty, &pretty)) return false;
-    frame.raw_function.assign(raw);
-    frame.function.assign(options.demangle && !raw.empty() ? pretty : raw);
-    return true;
+    if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
+    return Name(nodes[static_cast<size_t>(n)].name, options.demangle, &frame.function,
+                &frame.raw_function);
   };
   auto path = [&](uint64_t file, std::string* out) {
-    std::string_view text;
-    if (file < paths.size() && !String(paths[file], &text)) return false;
-    out->assign(text);
-    return true;
+    out->clear();
+    return file >= paths.size() || (Verified(paths[file]) && String(paths[file], out));
   };
-  auto valid_parent = [&](int32_t parent) {
-    return parent >= -1 && (parent < 0 || static_cast<size_t>(parent) < nodes.size());
-  };
+  auto valid_parent = valid_node;
   if (!options.inlines) {
     int32_t outer = node;
     size_t guard = 0;
-    while (outer >= 0 && nodes[static_cast<size_t>(outer)].inlined) {
+    while (outer >= 0 && inlined(outer)) {
       outer = nodes[static_cast<size_t>(outer)].parent;
       if (!valid_parent(outer) || ++guard > nodes.size()) return !(*corrupt = true);
     }
     SourceFrame& frame = frames->emplace_back();
-    if (!name_frame(frame, outer >= 0 ? outer : node)) return !(*corrupt = true);
+    int32_t named = outer >= 0 ? outer : node;
+    if (name_outermost && named >= 0 &&
+        !Name(nodes[static_cast<size_t>(named)].name, options.demangle, &frame.function,
+              &frame.raw_function)) {
+      return !(*corrupt = true);
+    }
     if (row != nullptr) {
       if (!path(row->file, &frame.file)) return !(*corrupt = true);
       frame.line = row->line;
@@ -326,42 +514,46 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
   }
   int32_t current = node;
   size_t guard = 0;
-  while (current >= 0 && nodes[static_cast<size_t>(current)].inlined && ++guard < 4096) {
-    const NodeRecord& inlined = nodes[static_cast<size_t>(current)];
-    if (!valid_parent(inlined.parent)) return !(*corrupt = true);
+  while (current >= 0 && inlined(current) && ++guard < 4096) {
+    const NodeRecord& callee = nodes[static_cast<size_t>(current)];
+    if (!valid_parent(callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
     SourceFrame& caller = frames->emplace_back();
-    if (!name_frame(caller, inlined.parent) || !path(inlined.call_file, &caller.file)) {
+    if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file)) {
       return !(*corrupt = true);
     }
-    caller.line = inlined.call_line;
-    caller.column = inlined.call_column;
-    current = inlined.parent;
+    caller.line = callee.call_line;
+    caller.column = callee.call_column;
+    current = callee.parent;
   }
   return true;
 }
 
 bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
                          SymbolizedAddress& out) const {
-  bool corrupt = false;
-  std::vector<SourceFrame> frames;
-  if (!LookupFrames(vaddr, options, &frames, &corrupt)) frames.clear();
-  if (corrupt) return false;
+  if (damaged()) return false;
   // Mirrors ElfSymbolizer::FillFromSymbolTable.
   int32_t symbol_id = FindSegmentRecord(symbol_segments_, vaddr);
   const SymbolRecord* symbol = nullptr;
-  std::string_view raw, pretty;
   if (symbol_id >= 0) {
     if (static_cast<size_t>(symbol_id) >= symbols_.size()) return false;
     symbol = &symbols_[static_cast<size_t>(symbol_id)];
-    if (!String(symbol->raw, &raw) || !String(symbol->pretty, &pretty)) return false;
   } else if (symbol_id < -1) {
+    return false;
+  }
+  bool corrupt = false;
+  std::vector<SourceFrame> frames;
+  if (!LookupFrames(vaddr, options, symbol == nullptr, &frames, &corrupt)) frames.clear();
+  if (corrupt) return false;
+  std::string raw, name;
+  if (symbol != nullptr && (!String(symbol->raw, &raw) ||
+                            !String(options.demangle ? symbol->pretty : symbol->raw, &name))) {
     return false;
   }
   out.frames = std::move(frames);
   if (symbol != nullptr) {
-    out.raw_symbol.assign(raw);
-    out.symbol.assign(options.demangle ? pretty : raw);
+    out.raw_symbol = std::move(raw);
+    out.symbol = std::move(name);
     out.symbol_address = symbol->address;
     out.symbol_size = symbol->size;
     out.offset = vaddr - symbol->address;

@@ -1,9 +1,12 @@
 // SymbolIndex — a persisted symbol index (docs/index-format.md) read in place from its mapping.
 //
-// Open() checks the header, the section table and (by default) every section's CRC32C; a
-// lookup then reads only the records one address needs (binary searches over sorted address
-// tables), and checks every index it follows, so that an index whose checksums were forged
-// or skipped (fuzzing) still cannot make a lookup read out of bounds.
+// Open() checks the header, the section table, the chunk checksums and the small sections
+// every lookup uses; a lookup then reads only the records one address needs (binary searches
+// over sorted address tables), verifies each 4 KiB chunk it reads the first time it reads it
+// (so a warm run reads, and sums, only the pages its addresses need), and checks every index
+// it follows, so that an index whose checksums were forged or skipped (fuzzing) still cannot
+// make a lookup read out of bounds. A chunk whose checksum fails makes the index `damaged()`:
+// no answer comes from it any more (Answer() returns false), and the cache rebuilds it.
 //
 //   auto index = SymbolIndex::Open(path);
 //   SymbolizedAddress a;  a.vaddr = vaddr;           // already checked against the segments
@@ -12,11 +15,13 @@
 // Thread-safety: const after Open(); any number of threads may call Answer().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "index/index_format.h"
@@ -29,6 +34,7 @@ class SymbolIndex {
  public:
   struct OpenOptions {
     bool verify_checksums = true;  // false: fuzzing reaches the lookups with any bytes
+    bool verify_all = false;       // every chunk on open (`cache list`), not on first use
   };
   static Result<std::unique_ptr<SymbolIndex>> Open(const std::string& path,
                                                    const OpenOptions& options);
@@ -44,8 +50,19 @@ class SymbolIndex {
 
   // Fills out.frames and the symbol fields (and out.reason when neither knows the address)
   // exactly as ElfSymbolizer's direct path does for out.vaddr. false when a record the
-  // lookup needs is inconsistent: `out` is then left as it was, for the direct path.
+  // lookup needs is inconsistent or fails its checksum: `out` is then left as it was, for the
+  // direct path.
   bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
+
+  // Unmaps from this process the pages lookups have read so far (they stay in the page cache
+  // and come back on the next read): a batch calls it now and then, so that its resident size
+  // follows what it reads now, not the whole index (the kernel maps big page-cache folios
+  // whole). Safe beside concurrent lookups, which just fault the pages in again.
+  void ReleasePages() const;
+
+  // A chunk failed its checksum (then every later Answer() is false): why, or "" when intact.
+  bool damaged() const { return damaged_.load(std::memory_order_acquire); }
+  std::string damage() const;
 
   std::span<const uint8_t> build_id() const;
   std::string_view identity() const { return identity_; }  // "key value" lines
@@ -55,17 +72,34 @@ class SymbolIndex {
   size_t unit_count() const { return units_.size(); }
   size_t node_count() const { return nodes_.size(); }
   size_t line_block_count() const { return row_blocks_.size(); }
+  // Each section's name and size in bytes, in file order (`stacksym cache list --sections`).
+  std::vector<std::pair<std::string_view, uint64_t>> section_sizes() const;
   // The address tables' starts (fuzzing and tests ask addresses where answers change).
   std::span<const SegmentRecord> symbol_segments() const { return symbol_segments_; }
-  std::span<const SegmentRecord> function_segments() const { return function_segments_; }
+  // The absolute starts of the function segments (at most `limit`), unit by unit.
+  std::vector<uint64_t> function_segment_starts(size_t limit) const;
 
  private:
-  SymbolIndex() = default;
+  SymbolIndex();
   Result<void> Parse(const OpenOptions& options);
-  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options,
+  // name_outermost false: the outermost frame's names are left empty (a symbol names it).
+  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                     std::vector<SourceFrame>* frames, bool* corrupt) const;
-  bool String(StrRef ref, std::string_view* out) const;
-  uint32_t Checksum(std::span<const uint8_t> bytes) const;
+  // The string `ref` points at, decompressed: false when out of bounds or damaged.
+  bool String(StrRef ref, std::string* out) const;
+  bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw) const;
+  // Whether the chunks holding `bytes` (a part of bytes_) are intact, summing those not yet
+  // summed; false (and damaged()) when one is not. Always true without checksum checking.
+  bool Verified(std::span<const uint8_t> bytes) const;
+  template <class T>
+  bool Verified(std::span<const T> records) const {
+    return Verified(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(records.data()),
+                                             records.size_bytes()));
+  }
+  template <class T>
+  bool Verified(const T& record) const {
+    return Verified(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&record), sizeof(T)));
+  }
   struct Row {
     uint64_t address = 0;
     uint32_t line = 0;
@@ -82,17 +116,33 @@ class SymbolIndex {
   std::span<const uint8_t> bytes_;
   const FileHeader* header_ = nullptr;
   std::string_view identity_;
-  std::span<const uint8_t> strings_;
+  std::span<const uint8_t> strings_;        // compressed
+  uint64_t string_bytes_ = 0;               // the stream's size, decompressed
+  std::span<const uint8_t> string_blocks_;  // kStringBlocks after its first word
+  size_t string_block_count_ = 0;
+  std::span<const NameRecord> names_;
+  // The last blocks decompressed, and the zstd context, behind one lock.
+  struct StringCache;
+  std::unique_ptr<StringCache> string_cache_;
   std::span<const SymbolRecord> symbols_;
   std::span<const SegmentRecord> symbol_segments_;
   std::span<const SegmentRecord> unit_segments_;
   std::span<const UnitRecord> units_;
-  std::span<const SegmentRecord> function_segments_;
+  std::span<const FunctionSegmentRecord> function_segments_;
   std::span<const NodeRecord> nodes_;
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;
   std::span<const uint8_t> row_bytes_;
   std::span<const StrRef> paths_;
+  // Chunk checksums: chunk k is bytes_ [k * kChunkSize, (k + 1) * kChunkSize) clipped to
+  // [chunks_begin_, chunks_end_). State per chunk: 0 not summed yet, 1 intact, 2 damaged.
+  bool verify_ = false;
+  size_t chunks_begin_ = 0;
+  size_t chunks_end_ = 0;
+  std::span<const uint8_t> chunk_crcs_;
+  std::unique_ptr<std::atomic<uint8_t>[]> chunk_state_;
+  mutable std::atomic<bool> damaged_{false};
+  mutable std::atomic<size_t> damaged_chunk_{0};
 };
 
 // The last segment starting at or before `address`: its id, or -1 (before the first one).

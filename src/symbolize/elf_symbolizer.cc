@@ -1,5 +1,6 @@
 #include <elf.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "base/demangle_cache.h"
@@ -72,6 +73,14 @@ bool ElfSymbolizer::UseIndex() {
   return index_ != nullptr;
 }
 
+bool ElfSymbolizer::ReplaceDamagedIndex() {
+  if (!index_ || !index_->damaged()) return false;
+  // Once: an index damaged again right after its rebuild (failing storage) is dropped.
+  index_ = index_rebuilt_ ? nullptr : symindex::RebuildDamagedIndex(elf_, options_, *index_);
+  index_rebuilt_ = true;
+  return index_ != nullptr;
+}
+
 void ElfSymbolizer::LoadDebugInfo() {
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
@@ -105,6 +114,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
   if (UseIndex() && index_->Answer(out.vaddr, options_, out)) return out;
+  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(out);
@@ -149,15 +159,38 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     positions.push_back(static_cast<uint32_t>(i));
   }
   if (UseIndex()) {
-    // Answered from the index; what it cannot answer (an inconsistent record) goes on below.
+    // Answered from the index in address order (neighbouring addresses share records and
+    // compressed string blocks, which the index keeps a few of); what it cannot answer (an
+    // inconsistent record) goes on below.
+    std::vector<uint32_t> order(positions.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<uint32_t>(k);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return vaddrs[a] < vaddrs[b]; });
+    std::vector<uint8_t> answered(positions.size(), 0);
+    constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
+    for (size_t i = 0; i < order.size(); ++i) {
+      uint32_t k = order[i];
+      answered[k] = index_->Answer(vaddrs[k], options_, out[positions[k]]);
+      if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
+    }
     size_t kept = 0;
     for (size_t k = 0; k < positions.size(); ++k) {
-      if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+      if (answered[k]) continue;
       vaddrs[kept] = vaddrs[k];
       positions[kept++] = positions[k];
     }
     vaddrs.resize(kept);
     positions.resize(kept);
+    if (kept > 0 && ReplaceDamagedIndex()) {
+      kept = 0;
+      for (size_t k = 0; k < positions.size(); ++k) {
+        if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+        vaddrs[kept] = vaddrs[k];
+        positions[kept++] = positions[k];
+      }
+      vaddrs.resize(kept);
+      positions.resize(kept);
+    }
     if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.

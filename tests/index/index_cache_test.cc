@@ -195,6 +195,54 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
               inconsistent);
 }
 
+// Chunks are checked when a lookup first reads them: a flipped byte anywhere a lookup reads
+// makes that lookup (and every later one) return false before any answer comes from the
+// damaged chunk, and the index says where; answers given before are the intact ones.
+TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
+  ExpectDirectAnswers("first build");
+  const std::vector<uint8_t> good = ReadBytes(index_path_);
+  auto intact = symindex::SymbolIndex::FromBytes(good, {});
+  ASSERT_TRUE(intact);
+  SymbolizeOptions options;
+  std::vector<std::string> expected;
+  for (uint64_t a : addresses_) {
+    SymbolizedAddress out;
+    out.vaddr = a;
+    ASSERT_TRUE((*intact)->Answer(a, options, out));
+    expected.push_back(testing::Describe(out));
+  }
+  size_t flips = 0, at_open = 0, in_lookup = 0;
+  for (size_t o = 512; o < good.size(); o += good.size() / 97 + 1) {
+    std::vector<uint8_t> bad = good;
+    bad[o] ^= 0x21;
+    ++flips;
+    auto index = symindex::SymbolIndex::FromBytes(bad, {});
+    if (!index) {
+      ++at_open;
+      continue;
+    }
+    bool refused = false;
+    for (size_t i = 0; i < addresses_.size(); ++i) {
+      SymbolizedAddress out;
+      out.vaddr = addresses_[i];
+      if (!(*index)->Answer(addresses_[i], options, out)) {
+        refused = true;
+        EXPECT_TRUE((*index)->damaged()) << "byte " << o;
+        continue;
+      }
+      ASSERT_FALSE(refused) << "answered after damage was found, byte " << o;
+      ASSERT_EQ(testing::Describe(out), expected[i]) << "byte " << o;
+    }
+    if (refused) {
+      ++in_lookup;
+      EXPECT_NE((*index)->damage().find("checksum mismatch in chunk"), std::string::npos);
+    }
+  }
+  std::printf("%zu flips: %zu found on open, %zu by a lookup\n", flips, at_open, in_lookup);
+  EXPECT_GT(in_lookup, 0u);
+  EXPECT_GT(at_open + in_lookup, flips * 9 / 10);
+}
+
 // One build ID at two places, its .gnu_debuglink file next to only one of them: one index
 // file, and each place still gets its own direct answers.
 TEST(IndexStalenessTest, SameBuildIdElsewhereIsAnsweredForItsOwnPlace) {
