@@ -109,7 +109,9 @@ std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options) {
                       std::to_string(f.size) + ' ' + std::to_string(f.mtime_ns);
     id = "noid-" + Hex32(HashText(who)) + Hex32(HashText(who, 0x5bd1e995));
   }
-  return id + "-" + Hex32(HashText(key)) + kIndexSuffix;
+  // The format version is in the name: binaries of two versions sharing a cache directory
+  // each keep their own index instead of rebuilding each other's.
+  return id + "-" + Hex32(HashText(key)) + "-v" + std::to_string(kVersion) + kIndexSuffix;
 }
 
 Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, const ElfFile& elf,
