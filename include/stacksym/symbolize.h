@@ -86,6 +86,16 @@ struct SymbolizedAddress {
   std::string module;  // path of the binary
 };
 
+// Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and
+// DW_AT_decl_line, found as llvm-symbolizer 15+ finds them for DATA requests).
+struct DataDeclaration {
+  std::string file;  // absolute as llvm-symbolizer prints it; empty when DWARF names none
+  uint32_t line = 0;
+  // DW_AT_decl_file was written as DW_FORM_implicit_const (gcc's DWARF 5), which
+  // llvm-symbolizer 15 and 16 cannot resolve: they print an unknown file ("??:?") there.
+  bool file_form_implicit_const = false;
+};
+
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;    // src/base; opaque here
 namespace symindex {
@@ -106,6 +116,11 @@ class ElfSymbolizer {
   // resolved and demangled once each. The preferred call for many addresses.
   std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
                                                 AddressKind kind);
+
+  // The declaration of the global or static variable whose storage holds virtual address
+  // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the
+  // variables of the whole binary's DWARF into a table (once; CODE lookups never do).
+  std::optional<DataDeclaration> FindDataDeclaration(uint64_t vaddr);
 
   const ElfFile& elf() const { return *elf_; }
   // Path of the file DWARF was read from (the binary itself or a separate debug file);

@@ -760,6 +760,39 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   return LookupInUnit(*state, vaddr, frames);
 }
 
+bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
+  EnsureLoaded();
+  if (!main_) return false;
+  if (!variables_) {
+    // Location lists matter only here (a variable that sits at a fixed address for part of
+    // its life): their sections are read now, not when the file is opened.
+    if (debug_file_) {
+      auto section = [&](const char* name) {
+        Result<std::span<const uint8_t>> data = debug_file_->SectionData(name);
+        return data ? *data : std::span<const uint8_t>();
+      };
+      main_->set_location_lists(section(".debug_loc"), section(".debug_loclists"));
+    }
+    variables_ = std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main_));
+  }
+  const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
+  dwarf::DeclAttrs decl;
+  if (variable == nullptr || !dwarf::FindDecl(*main_, variable->die_offset, &decl)) return false;
+  if (decl.line == 0 || decl.line > UINT32_MAX) return false;
+  *out = DataDeclaration();
+  out->line = static_cast<uint32_t>(decl.line);
+  out->file_form_implicit_const = decl.file_implicit_const;
+  const UnitInfo* unit = decl.file_unit;
+  if (decl.has_file && unit != nullptr && unit->has_stmt_list) {
+    const LineTable* line = LineTableAt(unit->stmt_list, unit->ctx.address_size);
+    // As llvm-symbolizer 16 writes it (DATA answers are LLVM 15+'s: no comp_dir twice).
+    if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file, false)) {
+      out->file.clear();
+    }
+  }
+  return true;
+}
+
 bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
                                    std::vector<SourceFrame>* frames) {
   // Frames of the previous call are reused (not cleared) so that their strings keep their
@@ -902,6 +935,7 @@ size_t DebugInfoSource::memory_bytes() const {
     if (table) total += sizeof(LineTable) + table->memory_bytes();
   }
   total += demangled_.memory_bytes();
+  if (variables_) total += sizeof(dwarf::VariableTable) + variables_->memory_bytes();
   return total;
 }
 
