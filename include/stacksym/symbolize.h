@@ -96,6 +96,17 @@ struct DataDeclaration {
   bool file_form_implicit_const = false;
 };
 
+// One local variable of a function, as llvm-symbolizer 16 answers FRAME requests.
+struct FrameLocal {
+  std::string function;   // DWARF's short name of the (possibly inlined) function; "" unknown
+  std::string name;       // "" unknown
+  std::string decl_file;  // "" unknown
+  uint64_t decl_line = 0;
+  std::optional<int64_t> frame_offset;  // from DW_OP_fbreg
+  std::optional<uint64_t> size;         // of its type
+  std::optional<uint64_t> tag_offset;   // DW_AT_LLVM_tag_offset (HWASan)
+};
+
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;    // src/base; opaque here
 namespace symindex {
@@ -121,6 +132,10 @@ class ElfSymbolizer {
   // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the
   // variables of the whole binary's DWARF into a table (once; CODE lookups never do).
   std::optional<DataDeclaration> FindDataDeclaration(uint64_t vaddr);
+
+  // The locals of the innermost function DWARF places at `vaddr` (with those of the
+  // functions inlined into it), in DIE order; empty when there is none.
+  std::vector<FrameLocal> FindFrameLocals(uint64_t vaddr);
 
   const ElfFile& elf() const { return *elf_; }
   // Path of the file DWARF was read from (the binary itself or a separate debug file);

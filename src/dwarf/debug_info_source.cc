@@ -13,6 +13,7 @@
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
 #include "dwarf/dwp_index.h"
+#include "dwarf/frame_locals.h"
 
 namespace stacksym {
 
@@ -760,19 +761,23 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   return LookupInUnit(*state, vaddr, frames);
 }
 
+void DebugInfoSource::LoadLocationLists() {
+  // Only DATA and FRAME answers read location lists: their sections are read on the first
+  // such request, not when the file is opened.
+  if (!debug_file_ || locations_loaded_) return;
+  locations_loaded_ = true;
+  auto section = [&](const char* name) {
+    Result<std::span<const uint8_t>> data = debug_file_->SectionData(name);
+    return data ? *data : std::span<const uint8_t>();
+  };
+  main_->set_location_lists(section(".debug_loc"), section(".debug_loclists"));
+}
+
 bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
   EnsureLoaded();
   if (!main_) return false;
   if (!variables_) {
-    // Location lists matter only here (a variable that sits at a fixed address for part of
-    // its life): their sections are read now, not when the file is opened.
-    if (debug_file_) {
-      auto section = [&](const char* name) {
-        Result<std::span<const uint8_t>> data = debug_file_->SectionData(name);
-        return data ? *data : std::span<const uint8_t>();
-      };
-      main_->set_location_lists(section(".debug_loc"), section(".debug_loclists"));
-    }
+    LoadLocationLists();
     variables_ = std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main_));
   }
   const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
@@ -791,6 +796,22 @@ bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
     }
   }
   return true;
+}
+
+void DebugInfoSource::LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out) {
+  EnsureLoaded();
+  int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, unit_index_, vaddr) : -1;
+  UnitState* state = unit_index < 0 ? nullptr : EnsureUnit(static_cast<size_t>(unit_index));
+  if (state == nullptr || state->function_file == nullptr) return;
+  int32_t node = state->functions.Find(vaddr);
+  if (state->functions.MayBeIncomplete(node) && CompleteUnit(*state)) {
+    node = state->functions.Find(vaddr);
+  }
+  if (node < 0) return;
+  LoadLocationLists();
+  dwarf::ReadFrameLocals(*state->function_file,
+                         state->functions.nodes()[static_cast<size_t>(node)].die_offset,
+                         state->line, state->comp_dir, out);
 }
 
 bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,

@@ -86,6 +86,10 @@ class DebugInfoSource {
   // the whole file is built on the first call.
   bool LookupVariable(uint64_t vaddr, DataDeclaration* out);
 
+  // The locals of the innermost subroutine covering `vaddr` (see ReadFrameLocals); nothing
+  // when DWARF has no function there.
+  void LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out);
+
   const std::string& path() const { return path_; }
 
   // For persisting the whole binary (src/index). The tables of unit `index` (of
@@ -167,6 +171,7 @@ class DebugInfoSource {
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
   void AddUnitError(Error error);
+  void LoadLocationLists();  // .debug_loc/.debug_loclists into main_, once
 
   SymbolizeOptions options_;
   std::string path_;
@@ -192,6 +197,7 @@ class DebugInfoSource {
   dwarf::AddressIndex unit_index_;                          // over unit_map_
   std::vector<std::unique_ptr<UnitState>> units_;
   std::unique_ptr<dwarf::VariableTable> variables_;  // built on the first LookupVariable()
+  bool locations_loaded_ = false;  // location-list sections handed to main_ (DATA, FRAME)
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
   DemangleCache demangled_;
   std::vector<Error> unit_errors_;

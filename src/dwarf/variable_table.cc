@@ -1,6 +1,7 @@
 #include "dwarf/variable_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -52,35 +53,6 @@ bool IsTypeTag(uint16_t tag) {
   }
 }
 
-// A DIE opened for reading: the cursor stands at its first attribute value.
-struct OpenedDie {
-  UnitInfo* unit = nullptr;
-  const AbbrevTable* abbrevs = nullptr;
-  const Abbrev* abbrev = nullptr;
-  ByteCursor cursor;
-};
-
-bool OpenDie(DwarfFile& file, uint64_t offset, OpenedDie* out) {
-  int index = file.FindUnit(offset);
-  if (index < 0) return false;
-  UnitInfo& unit = file.units()[static_cast<size_t>(index)];
-  Result<const AbbrevTable*> abbrevs = file.Abbrevs(unit);
-  if (!abbrevs) return false;
-  out->unit = &unit;
-  out->abbrevs = *abbrevs;
-  out->cursor = ByteCursor(file.sections().info.data(), static_cast<size_t>(unit.end));
-  out->cursor.Seek(static_cast<size_t>(offset));
-  out->abbrev = (*abbrevs)->Find(out->cursor.Uleb128());
-  return out->cursor.ok() && out->abbrev != nullptr;
-}
-
-// LLVM's DWARFFormValue::getAsUnsignedConstant: constants and flags, but not sdata.
-std::optional<uint64_t> AsUnsigned(const AttrValue& v) {
-  if (v.form == DW_FORM_sdata) return std::nullopt;
-  if (v.kind != ValueKind::kUnsigned && v.kind != ValueKind::kSigned) return std::nullopt;
-  return v.value;
-}
-
 // LLVM's getAsSignedConstant: the fixed-size data forms are sign-extended from their size
 // (an upper bound of 200 in DW_FORM_data1 reads as -56, as in LLVM).
 std::optional<int64_t> AsSigned(const AttrValue& v) {
@@ -98,9 +70,218 @@ std::optional<int64_t> AsSigned(const AttrValue& v) {
   }
 }
 
+// The expressions of the location list at `offset` (.debug_loclists when `v5`, else
+// .debug_loc), in order, until `use` takes one. Ranges do not matter to the callers.
+template <class Use>
+bool ForEachListExpression(DwarfFile& file, const UnitInfo& unit, uint64_t offset, bool v5,
+                           const Use& use) {
+  std::span<const uint8_t> section = v5 ? file.sections().loclists : file.sections().loc;
+  if (offset >= section.size()) return false;
+  ByteCursor c(section);
+  c.Seek(static_cast<size_t>(offset));
+  uint8_t as = unit.ctx.address_size;
+  uint64_t max_address = as >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * as)) - 1;
+  for (int entries = 0; entries < 100000 && c.ok(); ++entries) {
+    size_t length = 0;
+    if (!v5) {
+      uint64_t start = c.UN(as), end = c.UN(as);
+      if (!c.ok() || (start == 0 && end == 0)) return false;
+      if (start == max_address) continue;  // base address selection
+      length = c.U16();
+    } else {
+      switch (c.U8()) {
+        case DW_LLE_end_of_list:
+          return false;
+        case DW_LLE_base_addressx:
+          c.Uleb128();
+          continue;
+        case DW_LLE_base_address:
+          c.UN(as);
+          continue;
+        case DW_LLE_startx_endx:
+        case DW_LLE_startx_length:
+        case DW_LLE_offset_pair:
+          c.Uleb128();
+          c.Uleb128();
+          break;
+        case DW_LLE_default_location:
+          break;
+        case DW_LLE_start_end:
+          c.UN(as);
+          c.UN(as);
+          break;
+        case DW_LLE_start_length:
+          c.UN(as);
+          c.Uleb128();
+          break;
+        default:
+          return false;
+      }
+      length = static_cast<size_t>(c.Uleb128());
+    }
+    std::span<const uint8_t> expr = c.Bytes(length);
+    if (!c.ok()) return false;
+    if (use(expr)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ForEachLocationExpression(DwarfFile& file, const UnitInfo& unit, const AttrValue& location,
+                               const std::function<bool(std::span<const uint8_t>)>& use) {
+  if (location.kind == ValueKind::kBlock) {
+    if (location.data == nullptr) return false;
+    return use({location.data, static_cast<size_t>(location.value)});
+  }
+  const DwarfSections& s = file.sections();
+  if (location.kind == ValueKind::kLoclistIndex) {
+    // An offset, relative to the unit's table, at loclists_base + index * offset size.
+    uint64_t size = unit.ctx.offset_size;
+    uint64_t pos = unit.loclists_base + location.value * size;
+    if (location.value > s.loclists.size() || pos + size > s.loclists.size()) return false;
+    ByteCursor c(s.loclists);
+    c.Seek(static_cast<size_t>(pos));
+    uint64_t rel = c.UN(size);
+    return c.ok() && ForEachListExpression(file, unit, unit.loclists_base + rel, true, use);
+  }
+  bool section_offset = location.kind == ValueKind::kSecOffset ||
+                        (unit.ctx.version <= 3 && location.kind == ValueKind::kUnsigned &&
+                         (location.form == DW_FORM_data4 || location.form == DW_FORM_data8));
+  if (!section_offset) return false;
+  return ForEachListExpression(file, unit, location.value, unit.ctx.version >= 5, use);
+}
+
+bool OpenDie(DwarfFile& file, uint64_t offset, OpenedDie* out) {
+  int index = file.FindUnit(offset);
+  if (index < 0) return false;
+  UnitInfo& unit = file.units()[static_cast<size_t>(index)];
+  Result<const AbbrevTable*> abbrevs = file.Abbrevs(unit);
+  if (!abbrevs) return false;
+  out->unit = &unit;
+  out->abbrevs = *abbrevs;
+  out->cursor = ByteCursor(file.sections().info.data(), static_cast<size_t>(unit.end));
+  out->cursor.Seek(static_cast<size_t>(offset));
+  out->abbrev = (*abbrevs)->Find(out->cursor.Uleb128());
+  return out->cursor.ok() && out->abbrev != nullptr;
+}
+
+std::optional<uint64_t> AsUnsignedConstant(const AttrValue& v) {
+  if (v.form == DW_FORM_sdata) return std::nullopt;
+  if (v.kind != ValueKind::kUnsigned && v.kind != ValueKind::kSigned) return std::nullopt;
+  return v.value;
+}
+
+std::optional<uint64_t> TypeSizer::Size(uint64_t offset, uint8_t pointer_size) {
+  return TypeSize(offset, pointer_size, 0);
+}
+
+std::optional<uint64_t> TypeSizer::TypeSize(uint64_t offset, uint8_t pointer_size, int depth) {
+  if (depth > kMaxTypeDepth) return std::nullopt;
+  uint64_t key = offset << 8 | pointer_size;
+  if (auto it = sizes_.find(key); it != sizes_.end()) return it->second;
+  // A cycle back to this DIE while it is being sized gives "unknown", as LLVM's visited set.
+  sizes_[key] = std::nullopt;
+  std::optional<uint64_t> size = ComputeTypeSize(offset, pointer_size, depth);
+  sizes_[key] = size;
+  return size;
+}
+
+std::optional<uint64_t> TypeSizer::ComputeTypeSize(uint64_t offset, uint8_t pointer_size,
+                                                   int depth) {
+  OpenedDie die;
+  if (!OpenDie(file_, offset, &die)) return std::nullopt;
+  AttrValue byte_size, type;
+  bool has_byte_size = false, has_type = false;
+  bool ok = ReadDieAttrs(die.cursor, *die.abbrevs, *die.abbrev, die.unit->ctx,
+                         [&](uint16_t at, const AttrValue& v) {
+                           if (at == DW_AT_byte_size) byte_size = v, has_byte_size = true;
+                           if (at == DW_AT_type) type = v, has_type = true;
+                         });
+  if (!ok) return std::nullopt;
+  if (has_byte_size) {
+    if (std::optional<uint64_t> s = AsUnsignedConstant(byte_size)) return s;
+  }
+  DieRef base;
+  bool has_base = has_type && file_.Reference(*die.unit, type, &base) && base.file == &file_;
+  switch (die.abbrev->tag) {
+    case DW_TAG_pointer_type:
+    case DW_TAG_reference_type:
+    case DW_TAG_rvalue_reference_type:
+      return pointer_size;
+    case DW_TAG_ptr_to_member_type: {
+      OpenedDie target;
+      if (has_base && OpenDie(file_, base.offset, &target) &&
+          target.abbrev->tag == DW_TAG_subroutine_type) {
+        return 2 * uint64_t{pointer_size};
+      }
+      return pointer_size;
+    }
+    case DW_TAG_const_type:
+    case DW_TAG_immutable_type:
+    case DW_TAG_volatile_type:
+    case DW_TAG_restrict_type:
+    case DW_TAG_typedef:
+      if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
+      return std::nullopt;
+    case DW_TAG_array_type: {
+      if (!has_base) return std::nullopt;
+      std::optional<uint64_t> element = TypeSize(base.offset, pointer_size, depth + 1);
+      if (!element) return std::nullopt;
+      uint64_t size = *element;
+      if (die.abbrev->has_children) MultiplyBySubranges(die, &size);
+      return size;
+    }
+    default:
+      if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
+      return std::nullopt;
+  }
+}
+
+// Multiplies `size` by each DW_TAG_subrange_type child's count or (upper - lower + 1), with
+// LLVM's unsigned wrap-around.
+void TypeSizer::MultiplyBySubranges(OpenedDie& array, uint64_t* size) {
+  ByteCursor& c = array.cursor;
+  const UnitInfo& unit = *array.unit;
+  while (true) {
+    uint64_t code = c.Uleb128();
+    if (!c.ok() || code == 0) return;
+    const Abbrev* child = array.abbrevs->Find(code);
+    if (child == nullptr) return;
+    if (child->tag != DW_TAG_subrange_type) {
+      uint64_t sibling = 0;
+      if (!SkipDieAttrsFindSibling(c, *array.abbrevs, *child, unit.ctx, &sibling)) return;
+      if (child->has_children && !SkipChildren(c, *array.abbrevs, unit, sibling)) return;
+      continue;
+    }
+    AttrValue count, upper, lower;
+    bool has_count = false, has_upper = false, has_lower = false;
+    bool ok =
+        ReadDieAttrs(c, *array.abbrevs, *child, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+          if (at == DW_AT_count) count = v, has_count = true;
+          if (at == DW_AT_upper_bound) upper = v, has_upper = true;
+          if (at == DW_AT_lower_bound) lower = v, has_lower = true;
+        });
+    if (!ok) return;
+    if (has_count) {
+      if (std::optional<uint64_t> n = AsUnsignedConstant(count)) *size *= *n;
+    }
+    if (has_upper) {
+      if (std::optional<int64_t> u = AsSigned(upper)) {
+        int64_t low = 0;
+        if (has_lower) low = AsSigned(lower).value_or(0);
+        *size *= static_cast<uint64_t>(*u) - static_cast<uint64_t>(low) + 1;
+      }
+    }
+    if (child->has_children && !SkipChildren(c, *array.abbrevs, unit, 0)) return;
+  }
+}
+
+namespace {
+
 class TableBuilder {
  public:
-  explicit TableBuilder(DwarfFile& file) : file_(file) {}
+  explicit TableBuilder(DwarfFile& file) : file_(file), sizes_(file) {}
 
   // Appends the variables of one unit (children before parents, in DIE order) to `out`.
   void ReadUnit(UnitInfo& unit, std::vector<VariableTable::Entry>* out) {
@@ -162,45 +343,23 @@ class TableBuilder {
                                    });
     if (!ok) return false;
     uint64_t address = 0;
-    if (!has_location || !StaticAddress(unit, location, &address)) return true;
+    bool found = has_location && ForEachLocationExpression(
+                                     file_, unit, location, [&](std::span<const uint8_t> expr) {
+                                       return ExpressionAddress(unit, expr, &address);
+                                     });
+    if (!found) return true;
     // No DW_AT_type on the DIE itself (a definition that names its declaration with
     // DW_AT_specification, an inlined local with DW_AT_abstract_origin), or a type of unknown
     // size: one byte, so that the address itself still answers.
     uint64_t size = 1;
     DieRef ref;
     if (has_type && file_.Reference(unit, type, &ref) && ref.file == &file_) {
-      if (std::optional<uint64_t> s = TypeSize(ref.offset, unit.ctx.address_size, 0)) size = *s;
+      if (std::optional<uint64_t> s = sizes_.Size(ref.offset, unit.ctx.address_size)) size = *s;
     }
     uint64_t high = address + size;
     if (high < address) high = address;  // wraps: LLVM's end is below the start, never found
     *out = VariableTable::Entry{address, high, die_offset};
     return true;
-  }
-
-  // The address of a DW_AT_location: the first of its expressions (one, or each entry of a
-  // location list in order) that is exactly `DW_OP_addr A` or `DW_OP_addrx i`, optionally
-  // followed by `DW_OP_plus_uconst N` — LLVM 16's rule.
-  bool StaticAddress(const UnitInfo& unit, const AttrValue& location, uint64_t* out) {
-    if (location.kind == ValueKind::kBlock) {
-      if (location.data == nullptr) return false;
-      return ExpressionAddress(unit, {location.data, static_cast<size_t>(location.value)}, out);
-    }
-    const DwarfSections& s = file_.sections();
-    if (location.kind == ValueKind::kLoclistIndex) {
-      // An offset, relative to the unit's table, at loclists_base + index * offset size.
-      uint64_t size = unit.ctx.offset_size;
-      uint64_t pos = unit.loclists_base + location.value * size;
-      if (location.value > s.loclists.size() || pos + size > s.loclists.size()) return false;
-      ByteCursor c(s.loclists);
-      c.Seek(static_cast<size_t>(pos));
-      uint64_t rel = c.UN(size);
-      return c.ok() && LocationListAddress(unit, unit.loclists_base + rel, true, out);
-    }
-    bool section_offset = location.kind == ValueKind::kSecOffset ||
-                          (unit.ctx.version <= 3 && location.kind == ValueKind::kUnsigned &&
-                           (location.form == DW_FORM_data4 || location.form == DW_FORM_data8));
-    if (!section_offset) return false;
-    return LocationListAddress(unit, location.value, unit.ctx.version >= 5, out);
   }
 
   bool ExpressionAddress(const UnitInfo& unit, std::span<const uint8_t> expr, uint64_t* out) {
@@ -227,163 +386,8 @@ class TableBuilder {
     return true;
   }
 
-  // The expressions of the location list at `offset` (.debug_loclists when `v5`, else
-  // .debug_loc), in order, until one gives an address. Ranges do not matter here.
-  bool LocationListAddress(const UnitInfo& unit, uint64_t offset, bool v5, uint64_t* out) {
-    std::span<const uint8_t> section = v5 ? file_.sections().loclists : file_.sections().loc;
-    if (offset >= section.size()) return false;
-    ByteCursor c(section);
-    c.Seek(static_cast<size_t>(offset));
-    uint8_t as = unit.ctx.address_size;
-    uint64_t max_address = as >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * as)) - 1;
-    for (int entries = 0; entries < 100000 && c.ok(); ++entries) {
-      size_t length = 0;
-      if (!v5) {
-        uint64_t start = c.UN(as), end = c.UN(as);
-        if (!c.ok() || (start == 0 && end == 0)) return false;
-        if (start == max_address) continue;  // base address selection
-        length = c.U16();
-      } else {
-        switch (c.U8()) {
-          case DW_LLE_end_of_list:
-            return false;
-          case DW_LLE_base_addressx:
-            c.Uleb128();
-            continue;
-          case DW_LLE_base_address:
-            c.UN(as);
-            continue;
-          case DW_LLE_startx_endx:
-          case DW_LLE_startx_length:
-          case DW_LLE_offset_pair:
-            c.Uleb128();
-            c.Uleb128();
-            break;
-          case DW_LLE_default_location:
-            break;
-          case DW_LLE_start_end:
-            c.UN(as);
-            c.UN(as);
-            break;
-          case DW_LLE_start_length:
-            c.UN(as);
-            c.Uleb128();
-            break;
-          default:
-            return false;
-        }
-        length = static_cast<size_t>(c.Uleb128());
-      }
-      std::span<const uint8_t> expr = c.Bytes(length);
-      if (!c.ok()) return false;
-      if (ExpressionAddress(unit, expr, out)) return true;
-    }
-    return false;
-  }
-
-  // LLVM's DWARFDie::getTypeSize of the type DIE at `offset`; nullopt when unknown.
-  std::optional<uint64_t> TypeSize(uint64_t offset, uint8_t pointer_size, int depth) {
-    if (depth > kMaxTypeDepth) return std::nullopt;
-    uint64_t key = offset << 8 | pointer_size;
-    if (auto it = sizes_.find(key); it != sizes_.end()) return it->second;
-    // A cycle back to this DIE while it is being sized gives "unknown", as LLVM's visited set.
-    sizes_[key] = std::nullopt;
-    std::optional<uint64_t> size = ComputeTypeSize(offset, pointer_size, depth);
-    sizes_[key] = size;
-    return size;
-  }
-
-  std::optional<uint64_t> ComputeTypeSize(uint64_t offset, uint8_t pointer_size, int depth) {
-    OpenedDie die;
-    if (!OpenDie(file_, offset, &die)) return std::nullopt;
-    AttrValue byte_size, type;
-    bool has_byte_size = false, has_type = false;
-    bool ok = ReadDieAttrs(die.cursor, *die.abbrevs, *die.abbrev, die.unit->ctx,
-                           [&](uint16_t at, const AttrValue& v) {
-                             if (at == DW_AT_byte_size) byte_size = v, has_byte_size = true;
-                             if (at == DW_AT_type) type = v, has_type = true;
-                           });
-    if (!ok) return std::nullopt;
-    if (has_byte_size) {
-      if (std::optional<uint64_t> s = AsUnsigned(byte_size)) return s;
-    }
-    DieRef base;
-    bool has_base = has_type && file_.Reference(*die.unit, type, &base) && base.file == &file_;
-    switch (die.abbrev->tag) {
-      case DW_TAG_pointer_type:
-      case DW_TAG_reference_type:
-      case DW_TAG_rvalue_reference_type:
-        return pointer_size;
-      case DW_TAG_ptr_to_member_type: {
-        OpenedDie target;
-        if (has_base && OpenDie(file_, base.offset, &target) &&
-            target.abbrev->tag == DW_TAG_subroutine_type) {
-          return 2 * uint64_t{pointer_size};
-        }
-        return pointer_size;
-      }
-      case DW_TAG_const_type:
-      case DW_TAG_immutable_type:
-      case DW_TAG_volatile_type:
-      case DW_TAG_restrict_type:
-      case DW_TAG_typedef:
-        if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
-        return std::nullopt;
-      case DW_TAG_array_type: {
-        if (!has_base) return std::nullopt;
-        std::optional<uint64_t> element = TypeSize(base.offset, pointer_size, depth + 1);
-        if (!element) return std::nullopt;
-        uint64_t size = *element;
-        if (die.abbrev->has_children) MultiplyBySubranges(die, &size);
-        return size;
-      }
-      default:
-        if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
-        return std::nullopt;
-    }
-  }
-
-  // Multiplies `size` by each DW_TAG_subrange_type child's count or (upper - lower + 1), with
-  // LLVM's unsigned wrap-around.
-  void MultiplyBySubranges(OpenedDie& array, uint64_t* size) {
-    ByteCursor& c = array.cursor;
-    const UnitInfo& unit = *array.unit;
-    while (true) {
-      uint64_t code = c.Uleb128();
-      if (!c.ok() || code == 0) return;
-      const Abbrev* child = array.abbrevs->Find(code);
-      if (child == nullptr) return;
-      if (child->tag != DW_TAG_subrange_type) {
-        uint64_t sibling = 0;
-        if (!SkipDieAttrsFindSibling(c, *array.abbrevs, *child, unit.ctx, &sibling)) return;
-        if (child->has_children && !SkipChildren(c, *array.abbrevs, unit, sibling)) return;
-        continue;
-      }
-      AttrValue count, upper, lower;
-      bool has_count = false, has_upper = false, has_lower = false;
-      bool ok =
-          ReadDieAttrs(c, *array.abbrevs, *child, unit.ctx, [&](uint16_t at, const AttrValue& v) {
-            if (at == DW_AT_count) count = v, has_count = true;
-            if (at == DW_AT_upper_bound) upper = v, has_upper = true;
-            if (at == DW_AT_lower_bound) lower = v, has_lower = true;
-          });
-      if (!ok) return;
-      if (has_count) {
-        if (std::optional<uint64_t> n = AsUnsigned(count)) *size *= *n;
-      }
-      if (has_upper) {
-        if (std::optional<int64_t> u = AsSigned(upper)) {
-          int64_t low = 0;
-          if (has_lower) low = AsSigned(lower).value_or(0);
-          *size *= static_cast<uint64_t>(*u) - static_cast<uint64_t>(low) + 1;
-        }
-      }
-      if (child->has_children && !SkipChildren(c, *array.abbrevs, unit, 0)) return;
-    }
-  }
-
   DwarfFile& file_;
-  std::unordered_map<uint64_t, std::optional<uint64_t>> sizes_;  // type DIE → size
+  TypeSizer sizes_;
 };
 
 }  // namespace
@@ -469,14 +473,14 @@ bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out) {
   AttrValue v;
   UnitInfo* unit = nullptr;
   if (find(DW_AT_decl_file, &v, &unit)) {
-    if (std::optional<uint64_t> index = AsUnsigned(v)) {
+    if (std::optional<uint64_t> index = AsUnsignedConstant(v)) {
       out->has_file = true;
       out->file_index = *index;
       out->file_unit = unit;
       out->file_implicit_const = v.form == DW_FORM_implicit_const;
     }
   }
-  if (find(DW_AT_decl_line, &v, &unit)) out->line = AsUnsigned(v).value_or(0);
+  if (find(DW_AT_decl_line, &v, &unit)) out->line = AsUnsignedConstant(v).value_or(0);
   return true;
 }
 

@@ -24,9 +24,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
+#include "base/byte_cursor.h"
+#include "dwarf/abbrev_table.h"
 #include "dwarf/address_index.h"
 #include "dwarf/address_range.h"
 #include "dwarf/dwarf_file.h"
@@ -58,6 +63,45 @@ class VariableTable {
   std::vector<Entry> entries_;  // in unit order, disjoint within each unit
   std::vector<AddressSegment> segments_;
   AddressIndex index_;  // over segments_
+};
+
+// Shared with the frame-locals reader.
+
+// A DIE opened for reading: the cursor stands at its first attribute value.
+struct OpenedDie {
+  UnitInfo* unit = nullptr;
+  const AbbrevTable* abbrevs = nullptr;
+  const Abbrev* abbrev = nullptr;
+  ByteCursor cursor;
+};
+bool OpenDie(DwarfFile& file, uint64_t offset, OpenedDie* out);
+
+// LLVM's DWARFFormValue::getAsUnsignedConstant: constants and flags, but not sdata.
+std::optional<uint64_t> AsUnsignedConstant(const AttrValue& v);
+
+// Calls use(expression) for the expression of a DW_AT_location (a block), or for each entry
+// of its location list in order (.debug_loc, .debug_loclists by offset or loclistx), until it
+// returns true; returns whether one did.
+bool ForEachLocationExpression(DwarfFile& file, const UnitInfo& unit, const AttrValue& location,
+                               const std::function<bool(std::span<const uint8_t>)>& use);
+
+// LLVM's DWARFDie::getTypeSize: DW_AT_byte_size, else pointers and references (the pointer
+// size; pointers to member functions twice that), qualifiers and typedefs (their type),
+// arrays (the element's size times each subrange's count or upper - lower + 1, LLVM's sign
+// extension of DW_FORM_data1/2/4 bounds and unsigned wrap-around included), else DW_AT_type's.
+// Sizes are remembered per type DIE; cycles and long chains give nullopt.
+class TypeSizer {
+ public:
+  explicit TypeSizer(DwarfFile& file) : file_(file) {}
+  std::optional<uint64_t> Size(uint64_t type_die_offset, uint8_t pointer_size);
+
+ private:
+  std::optional<uint64_t> TypeSize(uint64_t offset, uint8_t pointer_size, int depth);
+  std::optional<uint64_t> ComputeTypeSize(uint64_t offset, uint8_t pointer_size, int depth);
+  void MultiplyBySubranges(OpenedDie& array, uint64_t* size);
+
+  DwarfFile& file_;
+  std::unordered_map<uint64_t, std::optional<uint64_t>> sizes_;  // type DIE → size
 };
 
 // Where a variable was declared: DW_AT_decl_file and DW_AT_decl_line, each found on the DIE or

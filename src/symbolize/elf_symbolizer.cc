@@ -118,6 +118,13 @@ std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr
   return decl;
 }
 
+std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
+  LoadDebugInfo();
+  std::vector<FrameLocal> locals;
+  if (debug_info_) debug_info_->LookupLocals(vaddr, &locals);
+  return locals;
+}
+
 void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);
