@@ -283,9 +283,7 @@ class Session {
           AppendData(module, request->address);
           break;
         case LlvmCommand::kFrame:
-          // Locals need DWARF variable locations, which stacksym does not read: the answer
-          // llvm-symbolizer gives for a frame without them.
-          out_ += "??\n";
+          AppendFrameLocals(module, request->address);
           break;
       }
       if (config_.style == Style::kLlvm) out_ += '\n';
@@ -450,6 +448,35 @@ class Session {
     }
   }
 
+  // A FRAME answer as llvm-symbolizer 16 prints it: per local of the function at the
+  // address (inlined ones included), its function, name, declaration file:line, and
+  // "frame-offset size tag-offset" ("??" for each unknown); "??" when there are none.
+  void AppendFrameLocals(Module* module, uint64_t address) {
+    std::vector<FrameLocal> locals;
+    if (module) locals = module->symbolizer->FindFrameLocals(address);
+    if (locals.empty()) {
+      out_ += "??\n";
+      return;
+    }
+    auto known = [&](const std::string& s) { out_ += s.empty() ? "??" : s; };
+    for (const FrameLocal& l : locals) {
+      known(l.function);
+      out_ += '\n';
+      known(l.name);
+      out_ += '\n';
+      known(l.decl_file);
+      out_ += ':';
+      out_ += std::to_string(l.decl_line);
+      out_ += '\n';
+      out_ += l.frame_offset ? std::to_string(*l.frame_offset) : "??";
+      out_ += ' ';
+      out_ += l.size ? std::to_string(*l.size) : "??";
+      out_ += ' ';
+      out_ += l.tag_offset ? std::to_string(*l.tag_offset) : "??";
+      out_ += '\n';
+    }
+  }
+
   // One JSON object as llvm-symbolizer 14 prints it (keys in sorted order, as llvm::json
   // writes objects): Address, then Data/Error/Frame, ModuleName, Symbol.
   void AnswerJson(std::string_view line, const std::optional<LlvmRequest>& request,
@@ -508,12 +535,36 @@ class Session {
         out_ += '}';
         break;
       }
-      case LlvmCommand::kFrame:
-        // No locals (see the text answer): an empty list, as for a frame without them.
-        out_ += ",\"Frame\":[]";
+      case LlvmCommand::kFrame: {
+        out_ += ",\"Frame\":[";
+        std::vector<FrameLocal> locals;
+        if (module) locals = module->symbolizer->FindFrameLocals(request->address);
+        for (size_t i = 0; i < locals.size(); ++i) {
+          const FrameLocal& l = locals[i];
+          if (i) out_ += ',';
+          out_ += "{\"DeclFile\":";
+          AppendJsonString(&out_, l.decl_file);
+          out_ += ",\"DeclLine\":";
+          out_ += std::to_string(l.decl_line);
+          if (l.frame_offset) {
+            out_ += ",\"FrameOffset\":";
+            out_ += std::to_string(*l.frame_offset);
+          }
+          out_ += ",\"FunctionName\":";
+          AppendJsonString(&out_, l.function);
+          out_ += ",\"Name\":";
+          AppendJsonString(&out_, l.name);
+          out_ += ",\"Size\":";
+          AppendJsonString(&out_, l.size ? Hex(*l.size) : std::string());
+          out_ += ",\"TagOffset\":";
+          AppendJsonString(&out_, l.tag_offset ? Hex(*l.tag_offset) : std::string());
+          out_ += '}';
+        }
+        out_ += ']';
         module_name();
         out_ += '}';
         break;
+      }
     }
   }
 

@@ -1,8 +1,11 @@
-// Fixture for the drop-in's DATA answers (install_test.sh dropin_data): variables with fixed
-// addresses of every kind the declaration lookup distinguishes. Compiled by the test itself
-// with g++ (DWARF 5, whose DW_AT_decl_file is often DW_FORM_implicit_const, and DWARF 4) and
-// clang++ (DWARF 5 with DW_OP_addrx), then asked about at and inside each variable.
+// Fixture for the drop-in's DATA and FRAME answers (install_test.sh dropin_llvm16): variables
+// with fixed addresses of every kind the declaration lookup distinguishes, and functions with
+// locals (parameters, arrays, blocks, an inlined function with its own locals). Compiled by
+// the test itself with g++ (DWARF 5, whose DW_AT_decl_file is often DW_FORM_implicit_const,
+// DWARF 4, -O0 and -O2) and clang++ (DWARF 5 with DW_OP_addrx), then asked about at and inside
+// each variable and along the code.
 #include <cstdio>
+#include <cstring>
 
 int g_int = 1;                     // plain global
 static int s_table[20] = {1};      // file-static array (upper bound in DW_FORM_data1)
@@ -38,7 +41,26 @@ __attribute__((noinline)) int Bump(int x) {
   return counter + s_table[x % 20] + g_big[x % 300] + g_mid[x % 200] + g_tls + ns::anon;
 }
 
-int main(int argc, char**) {
+static inline int Inlined(int a) {
+  int scratch[4];
+  std::memset(scratch, a, sizeof scratch);
+  return scratch[1] + a;
+}
+
+__attribute__((noinline)) int Locals(int x, const char* s) {
+  char buf[32];
+  std::strncpy(buf, s, sizeof buf - 1);
+  buf[31] = 0;
+  long y = x * 2;
+  for (int i = 0; i < 2; ++i) {
+    Pair p = {i, 1.0};
+    y += p.a + Inlined(i);
+  }
+  return Inlined(x) + buf[3] + static_cast<int>(y);
+}
+
+int main(int argc, char** argv) {
+  if (argc > 5) return Locals(argc, argv[0]);
   std::printf("%p %p %p %p\n", static_cast<void*>(&ns::nsv), static_cast<void*>(&ns::S::member),
               static_cast<const void*>(g_rodata), static_cast<void*>(&g_empty));
   return Bump(argc) + g_int + *g_ptr + g_pair.a + g_matrix[argc % 3][1] + int(g_counter);

@@ -122,9 +122,10 @@ dropin)
     sed "$blank" "$work/dropin.out" >"$work/dropin.json"
     diff -u "$work/llvm.json" "$work/dropin.json" >"$work/diff" || { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer"; }
   }
-  # CODE and FRAME answers are llvm-symbolizer 14's; DATA answers in the text styles are 16's
-  # (one more line: the declaration), so they are compared with it in step dropin_data, and
-  # here only as JSON (the same in 14 and 16).
+  # CODE answers are llvm-symbolizer 14's; DATA answers in the text styles and FRAME answers
+  # are 16's (DATA has one more line, the declaration), so they are compared with it in step
+  # dropin_llvm16, and DATA here only as JSON (the same in 14 and 16). FRAME at an address
+  # without code is "??" in both.
   addresses_of "$fixture" 400 | sed "s|^|CODE \"$fixture\" |" >"$work/requests"
   printf 'FRAME "%s" 0x10\n%s 0x1\nnot a request\nCODE "/nonexistent" 0x10\n' "$fixture" "$fixture" >>"$work/requests"
   cp "$work/requests" "$work/code_requests"
@@ -162,9 +163,10 @@ dropin)
   compare "libc --functions=short --no-inlines" --functions=short --no-inlines
   ;;
 
-dropin_data)
-  # DATA answers against llvm-symbolizer 16 (LLVM 15+ print the declaration's file:line),
-  # byte for byte in every output style, on fixtures compiled here and on libc (libc6-dbg).
+dropin_llvm16)
+  # DATA and FRAME answers against llvm-symbolizer 16 (LLVM 15+ print the declaration's
+  # file:line for DATA), byte for byte in every output style, on fixtures compiled here and on
+  # libc (libc6-dbg).
   # The drop-in runs with --x-llvm16-decl-file, which drops a DW_AT_decl_file written as
   # DW_FORM_implicit_const as LLVM 16 does; without it, those lines (and only those) name the
   # file instead of "??:?", which is checked too.
@@ -193,14 +195,30 @@ dropin_data)
         for x in $a $((a + s / 2)) $((a + s - 1)) $((a + s)); do printf 'DATA %s 0x%x\n' "$1" $x; done
       done
   }
-  cxx_flags="-g -O1 -fno-pie -no-pie"
+  # FRAME along the code: every 3rd byte of .text.
+  frame_requests() {  # frame_requests BINARY
+    readelf -SW "$1" | sed 's/\[ */[/' | awk '$2 == ".text" { print $4, $6 }' |
+      while read -r a s; do
+        for ((x = 16#$a; x < 16#$a + 16#$s; x += 3)); do printf 'FRAME %s 0x%x\n' "$1" $x; done
+      done
+  }
   src="$SOURCE_DIR/tests/install/data_fixture.cc"
-  builds=("g++ -gdwarf-5" "g++ -gdwarf-4")
-  command -v clang++ >/dev/null && builds+=("clang++ -gdwarf-5")
+  builds=("g++ -gdwarf-5 -O1" "g++ -gdwarf-4 -O1")
+  command -v clang++ >/dev/null && builds+=("clang++ -gdwarf-5 -O1")
   i=0
-  for b in "${builds[@]}"; do
+  for b in "${builds[@]}" "g++ -O0" "g++ -O2"; do
     bin="$work/data_fixture.$i"; i=$((i + 1))
-    $b $cxx_flags -o "$bin" "$src" || fail "cannot build the fixture with $b"
+    $b -g -fno-pie -no-pie -o "$bin" "$src" || fail "cannot build the fixture with $b"
+    frame_requests "$bin" >"$work/requests"
+    compare16 "$b FRAME"
+    locals=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
+    frames=$(grep -c '^-[0-9]* [0-9]* ??$' "$work/dropin.out" || true)
+    compare16 "$b FRAME JSON" --output-style=JSON
+    echo "== $b: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($locals locals, $frames with a frame offset)"
+    (( locals >= 20 )) || fail "$b: only $locals locals"
+    # gcc's locals in memory are DW_OP_fbreg; clang -O1 keeps them in registers or as rsp+N.
+    [[ $b == clang* ]] || (( frames >= 10 )) || fail "$b: only $frames locals with a frame offset"
+    [[ $b == *-O[02] ]] && continue
     { data_requests "$bin"
       for x in 0 $((16#$(nm "$bin" | awk '$3 == "main" { print $1 }'))) 0xffffffffff; do
         printf 'DATA %s 0x%x\n' "$bin" $x
@@ -221,12 +239,13 @@ dropin_data)
     extra=$(wc -l <"$work/improved")
     echo "== $b: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-16; $answered with a declaration line, $extra more by default"
     case "$b" in
-      "g++ -gdwarf-5") (( extra >= 5 )) || fail "$b: expected implicit_const files named by default (got $extra)" ;;
+      "g++ -gdwarf-5 -O1") (( extra >= 5 )) || fail "$b: expected implicit_const files named by default (got $extra)" ;;
       *)
         (( answered >= 10 )) || fail "$b: only $answered declarations answered"
         (( extra == 0 )) || fail "$b: default answers differ from LLVM 16's"
         # Inside a global (not at its start) as at its start.
-        [[ $(grep -A2 -x 'g_big' "$work/quirk.out" | grep -c 'data_fixture.cc:9$') -ge 3 ]] ||
+        big_line=$(grep -n '^char g_big' "$src" | cut -d: -f1)
+        [[ $(grep -A2 -x 'g_big' "$work/quirk.out" | grep -c "data_fixture.cc:$big_line\$") -ge 3 ]] ||
           fail "$b: g_big not answered at, inside and at the end of it"
         ;;
     esac
@@ -246,7 +265,13 @@ dropin_data)
   answered=$(grep -c '^\./.*:[1-9][0-9]*$' "$work/dropin.out" || true)
   (( answered >= 500 )) || fail "libc: only $answered declarations answered"
   compare16 "libc GNU" --output-style=GNU
-  echo "== libc: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-16 ($answered with a declaration line)"
+  echo "== libc: $(wc -l <"$work/requests") DATA requests identical to llvm-symbolizer-16 ($answered with a declaration line)"
+  addresses_of "$libc" 600 | sed "s|^|FRAME $libc |" >"$work/requests"
+  compare16 "libc FRAME"
+  frames=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
+  compare16 "libc FRAME JSON" --output-style=JSON
+  (( frames >= 1000 )) || fail "libc: only $frames locals"
+  echo "== libc: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($frames locals)"
   ;;
 
 asan | ubsan)
