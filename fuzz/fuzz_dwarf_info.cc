@@ -1,9 +1,11 @@
 // libFuzzer target for the DWARF reader: units, abbreviations, forms, range lists, aranges,
-// inline trees, name chains and line tables, fed raw section bytes.
+// inline trees, name chains, line tables and the variable table (locations, location lists,
+// type sizes, declarations), fed raw section bytes.
 //
 // Input: records of [u8 section id][u32 little-endian length][bytes] (ids: 0 .debug_info,
 // 1 .debug_abbrev, 2 .debug_str, 3 .debug_line, 4 .debug_line_str, 5 .debug_str_offsets,
-// 6 .debug_addr, 7 .debug_ranges, 8 .debug_rnglists, 9 .debug_aranges); seeds are sections
+// 6 .debug_addr, 7 .debug_ranges, 8 .debug_rnglists, 9 .debug_aranges, 10 .debug_loc,
+// 11 .debug_loclists); seeds are sections
 // extracted from the test fixtures by fuzz/seeds/fuzz_dwarf_info.sh.
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
 #include "dwarf/line_table.h"
+#include "dwarf/variable_table.h"
 
 namespace {
 
@@ -22,7 +25,7 @@ stacksym::dwarf::DwarfSections Split(const uint8_t* data, size_t size) {
   stacksym::dwarf::DwarfSections s;
   std::span<const uint8_t>* slots[] = {&s.info,     &s.abbrev,      &s.str,  &s.line,
                                        &s.line_str, &s.str_offsets, &s.addr, &s.ranges,
-                                       &s.rnglists, &s.aranges};
+                                       &s.rnglists, &s.aranges,     &s.loc,  &s.loclists};
   size_t pos = 0;
   while (pos + 5 <= size) {
     uint8_t id = data[pos];
@@ -30,7 +33,7 @@ stacksym::dwarf::DwarfSections Split(const uint8_t* data, size_t size) {
     std::memcpy(&len, data + pos + 1, 4);
     pos += 5;
     if (len > size - pos) len = static_cast<uint32_t>(size - pos);
-    if (id < 10) *slots[id] = std::span<const uint8_t>(data + pos, len);
+    if (id < 12) *slots[id] = std::span<const uint8_t>(data + pos, len);
     pos += len;
   }
   return s;
@@ -68,6 +71,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     if (probes.size() > 4096) break;
+  }
+
+  // Variables at fixed addresses and their declarations.
+  dwarf::VariableTable variables = dwarf::VariableTable::Build(file);
+  for (size_t i = 0; i < variables.entries().size() && i < 256; ++i) {
+    const dwarf::VariableTable::Entry& e = variables.entries()[i];
+    if (const dwarf::VariableTable::Entry* v = variables.Find(e.high - 1)) {
+      dwarf::DeclAttrs decl;
+      (void)dwarf::FindDecl(file, v->die_offset, &decl);
+    }
   }
 
   // And the whole pipeline.

@@ -7,7 +7,7 @@ PACKAGES=(
   cmake ninja-build g++ make pkg-config
   zlib1g-dev libzstd-dev libisal-dev libiberty-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang llvm libclang-rt-14-dev clang-format
+  clang llvm llvm-16 libclang-rt-14-dev clang-format
   binutils elfutils dwz libc6-dbg
   dpkg-dev
   libbpf-dev bpftool linux-perf

@@ -86,6 +86,27 @@ struct SymbolizedAddress {
   std::string module;  // path of the binary
 };
 
+// Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and
+// DW_AT_decl_line, found as llvm-symbolizer 15+ finds them for DATA requests).
+struct DataDeclaration {
+  std::string file;  // absolute as llvm-symbolizer prints it; empty when DWARF names none
+  uint32_t line = 0;
+  // DW_AT_decl_file was written as DW_FORM_implicit_const (gcc's DWARF 5), which
+  // llvm-symbolizer 15 and 16 cannot resolve: they print an unknown file ("??:?") there.
+  bool file_form_implicit_const = false;
+};
+
+// One local variable of a function, as llvm-symbolizer 16 answers FRAME requests.
+struct FrameLocal {
+  std::string function;   // DWARF's short name of the (possibly inlined) function; "" unknown
+  std::string name;       // "" unknown
+  std::string decl_file;  // "" unknown
+  uint64_t decl_line = 0;
+  std::optional<int64_t> frame_offset;  // from DW_OP_fbreg
+  std::optional<uint64_t> size;         // of its type
+  std::optional<uint64_t> tag_offset;   // DW_AT_LLVM_tag_offset (HWASan)
+};
+
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;    // src/base; opaque here
 namespace symindex {
@@ -106,6 +127,15 @@ class ElfSymbolizer {
   // resolved and demangled once each. The preferred call for many addresses.
   std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
                                                 AddressKind kind);
+
+  // The declaration of the global or static variable whose storage holds virtual address
+  // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the
+  // variables of the whole binary's DWARF into a table (once; CODE lookups never do).
+  std::optional<DataDeclaration> FindDataDeclaration(uint64_t vaddr);
+
+  // The locals of the innermost function DWARF places at `vaddr` (with those of the
+  // functions inlined into it), in DIE order; empty when there is none.
+  std::vector<FrameLocal> FindFrameLocals(uint64_t vaddr);
 
   const ElfFile& elf() const { return *elf_; }
   // Path of the file DWARF was read from (the binary itself or a separate debug file);

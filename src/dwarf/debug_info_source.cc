@@ -13,6 +13,7 @@
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
 #include "dwarf/dwp_index.h"
+#include "dwarf/frame_locals.h"
 
 namespace stacksym {
 
@@ -760,6 +761,59 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   return LookupInUnit(*state, vaddr, frames);
 }
 
+void DebugInfoSource::LoadLocationLists() {
+  // Only DATA and FRAME answers read location lists: their sections are read on the first
+  // such request, not when the file is opened.
+  if (!debug_file_ || locations_loaded_) return;
+  locations_loaded_ = true;
+  auto section = [&](const char* name) {
+    Result<std::span<const uint8_t>> data = debug_file_->SectionData(name);
+    return data ? *data : std::span<const uint8_t>();
+  };
+  main_->set_location_lists(section(".debug_loc"), section(".debug_loclists"));
+}
+
+bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
+  EnsureLoaded();
+  if (!main_) return false;
+  if (!variables_) {
+    LoadLocationLists();
+    variables_ = std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main_));
+  }
+  const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
+  dwarf::DeclAttrs decl;
+  if (variable == nullptr || !dwarf::FindDecl(*main_, variable->die_offset, &decl)) return false;
+  if (decl.line == 0 || decl.line > UINT32_MAX) return false;
+  *out = DataDeclaration();
+  out->line = static_cast<uint32_t>(decl.line);
+  out->file_form_implicit_const = decl.file_implicit_const;
+  const UnitInfo* unit = decl.file_unit;
+  if (decl.has_file && unit != nullptr && unit->has_stmt_list) {
+    const LineTable* line = LineTableAt(unit->stmt_list, unit->ctx.address_size);
+    // As llvm-symbolizer 16 writes it (DATA answers are LLVM 15+'s: no comp_dir twice).
+    if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file, false)) {
+      out->file.clear();
+    }
+  }
+  return true;
+}
+
+void DebugInfoSource::LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out) {
+  EnsureLoaded();
+  int32_t unit_index = main_ ? dwarf::FindSegment(unit_map_, unit_index_, vaddr) : -1;
+  UnitState* state = unit_index < 0 ? nullptr : EnsureUnit(static_cast<size_t>(unit_index));
+  if (state == nullptr || state->function_file == nullptr) return;
+  int32_t node = state->functions.Find(vaddr);
+  if (state->functions.MayBeIncomplete(node) && CompleteUnit(*state)) {
+    node = state->functions.Find(vaddr);
+  }
+  if (node < 0) return;
+  LoadLocationLists();
+  dwarf::ReadFrameLocals(*state->function_file,
+                         state->functions.nodes()[static_cast<size_t>(node)].die_offset,
+                         state->line, state->comp_dir, out);
+}
+
 bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
                                    std::vector<SourceFrame>* frames) {
   // Frames of the previous call are reused (not cleared) so that their strings keep their
@@ -902,6 +956,7 @@ size_t DebugInfoSource::memory_bytes() const {
     if (table) total += sizeof(LineTable) + table->memory_bytes();
   }
   total += demangled_.memory_bytes();
+  if (variables_) total += sizeof(dwarf::VariableTable) + variables_->memory_bytes();
   return total;
 }
 

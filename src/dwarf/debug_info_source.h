@@ -32,6 +32,7 @@
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
 #include "dwarf/line_table.h"
+#include "dwarf/variable_table.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 #include "stacksym/symbolize.h"
@@ -79,6 +80,15 @@ class DebugInfoSource {
   void LookupBatch(std::span<const uint64_t> vaddrs,
                    const std::function<std::vector<SourceFrame>*(size_t)>& frames_of,
                    unsigned threads = 0);
+
+  // The declaration of the variable stored at `vaddr` (see VariableTable for which count);
+  // false when none covers it or its DW_AT_decl_line is 0 or absent. The variable table of
+  // the whole file is built on the first call.
+  bool LookupVariable(uint64_t vaddr, DataDeclaration* out);
+
+  // The locals of the innermost subroutine covering `vaddr` (see ReadFrameLocals); nothing
+  // when DWARF has no function there.
+  void LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out);
 
   const std::string& path() const { return path_; }
 
@@ -161,6 +171,7 @@ class DebugInfoSource {
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
   void AddUnitError(Error error);
+  void LoadLocationLists();  // .debug_loc/.debug_loclists into main_, once
 
   SymbolizeOptions options_;
   std::string path_;
@@ -185,6 +196,8 @@ class DebugInfoSource {
   std::vector<dwarf::AddressSegment> unit_map_;             // address → index into main_->units()
   dwarf::AddressIndex unit_index_;                          // over unit_map_
   std::vector<std::unique_ptr<UnitState>> units_;
+  std::unique_ptr<dwarf::VariableTable> variables_;  // built on the first LookupVariable()
+  bool locations_loaded_ = false;  // location-list sections handed to main_ (DATA, FRAME)
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
   DemangleCache demangled_;
   std::vector<Error> unit_errors_;

@@ -4,6 +4,7 @@
 
 #include "base/byte_cursor.h"
 #include "dwarf/abbrev_table.h"
+#include "dwarf/dwarf_file.h"
 #include "dwarf/dwarf_form.h"
 
 namespace stacksym::dwarf {
@@ -74,6 +75,45 @@ inline bool SkipDieAttrsFindSibling(ByteCursor& c, const AbbrevTable& table, con
     }
   }
   return true;
+}
+
+// Deeper DIE nesting than this is not real compiler output; readers stop rather than grow
+// without end.
+inline constexpr size_t kMaxDieDepth = 4096;
+
+// Moves the cursor past the children of a DIE whose attributes were just read. Uses
+// DW_AT_sibling (unit-relative) when given and sane, otherwise reads through the subtree
+// (itself jumping over inner subtrees that have siblings).
+inline bool SkipChildren(ByteCursor& c, const AbbrevTable& abbrevs, const UnitInfo& unit,
+                         uint64_t sibling) {
+  if (sibling != 0) {
+    uint64_t target = unit.offset + sibling;
+    if (target > c.offset() && target <= unit.end) {
+      c.Seek(static_cast<size_t>(target));
+      return true;
+    }
+  }
+  size_t depth = 1;
+  while (depth > 0) {
+    uint64_t code = c.Uleb128();
+    if (!c.ok()) return false;
+    if (code == 0) {
+      --depth;
+      continue;
+    }
+    const Abbrev* abbrev = abbrevs.Find(code);
+    if (abbrev == nullptr) return false;
+    uint64_t inner_sibling = 0;
+    if (!SkipDieAttrsFindSibling(c, abbrevs, *abbrev, unit.ctx, &inner_sibling)) return false;
+    if (!abbrev->has_children) continue;
+    uint64_t target = unit.offset + inner_sibling;
+    if (inner_sibling != 0 && target > c.offset() && target <= unit.end) {
+      c.Seek(static_cast<size_t>(target));
+    } else if (++depth > kMaxDieDepth) {
+      return false;
+    }
+  }
+  return c.ok();
 }
 
 }  // namespace stacksym::dwarf

@@ -33,6 +33,31 @@ inline constexpr uint16_t DW_TAG_skeleton_unit = 0x4a;
 inline constexpr uint16_t DW_TAG_module = 0x1e;
 inline constexpr uint16_t DW_TAG_formal_parameter = 0x05;
 inline constexpr uint16_t DW_TAG_variable = 0x34;
+// Type tags (the ones LLVM's dwarf::isType() names), for the variable table.
+inline constexpr uint16_t DW_TAG_array_type = 0x01;
+inline constexpr uint16_t DW_TAG_pointer_type = 0x0f;
+inline constexpr uint16_t DW_TAG_reference_type = 0x10;
+inline constexpr uint16_t DW_TAG_string_type = 0x12;
+inline constexpr uint16_t DW_TAG_subroutine_type = 0x15;
+inline constexpr uint16_t DW_TAG_typedef = 0x16;
+inline constexpr uint16_t DW_TAG_ptr_to_member_type = 0x1f;
+inline constexpr uint16_t DW_TAG_set_type = 0x20;
+inline constexpr uint16_t DW_TAG_subrange_type = 0x21;
+inline constexpr uint16_t DW_TAG_base_type = 0x24;
+inline constexpr uint16_t DW_TAG_const_type = 0x26;
+inline constexpr uint16_t DW_TAG_file_type = 0x29;
+inline constexpr uint16_t DW_TAG_packed_type = 0x2d;
+inline constexpr uint16_t DW_TAG_thrown_type = 0x31;
+inline constexpr uint16_t DW_TAG_volatile_type = 0x35;
+inline constexpr uint16_t DW_TAG_restrict_type = 0x37;
+inline constexpr uint16_t DW_TAG_interface_type = 0x38;
+inline constexpr uint16_t DW_TAG_unspecified_type = 0x3b;
+inline constexpr uint16_t DW_TAG_shared_type = 0x40;
+inline constexpr uint16_t DW_TAG_rvalue_reference_type = 0x42;
+inline constexpr uint16_t DW_TAG_coarray_type = 0x44;
+inline constexpr uint16_t DW_TAG_dynamic_type = 0x46;
+inline constexpr uint16_t DW_TAG_atomic_type = 0x47;
+inline constexpr uint16_t DW_TAG_immutable_type = 0x4b;
 
 // Attributes.
 inline constexpr uint16_t DW_AT_sibling = 0x01;
@@ -41,7 +66,15 @@ inline constexpr uint16_t DW_AT_stmt_list = 0x10;
 inline constexpr uint16_t DW_AT_low_pc = 0x11;
 inline constexpr uint16_t DW_AT_high_pc = 0x12;
 inline constexpr uint16_t DW_AT_comp_dir = 0x1b;
+inline constexpr uint16_t DW_AT_location = 0x02;
+inline constexpr uint16_t DW_AT_byte_size = 0x0b;
+inline constexpr uint16_t DW_AT_lower_bound = 0x22;
+inline constexpr uint16_t DW_AT_upper_bound = 0x2f;
 inline constexpr uint16_t DW_AT_abstract_origin = 0x31;
+inline constexpr uint16_t DW_AT_count = 0x37;
+inline constexpr uint16_t DW_AT_decl_file = 0x3a;
+inline constexpr uint16_t DW_AT_decl_line = 0x3b;
+inline constexpr uint16_t DW_AT_type = 0x49;
 inline constexpr uint16_t DW_AT_specification = 0x47;
 inline constexpr uint16_t DW_AT_entry_pc = 0x52;
 inline constexpr uint16_t DW_AT_ranges = 0x55;
@@ -51,6 +84,7 @@ inline constexpr uint16_t DW_AT_call_line = 0x59;
 inline constexpr uint16_t DW_AT_linkage_name = 0x6e;
 inline constexpr uint16_t DW_AT_str_offsets_base = 0x72;
 inline constexpr uint16_t DW_AT_addr_base = 0x73;
+inline constexpr uint16_t DW_AT_loclists_base = 0x8c;
 inline constexpr uint16_t DW_AT_rnglists_base = 0x74;
 inline constexpr uint16_t DW_AT_dwo_name = 0x76;
 inline constexpr uint16_t DW_AT_MIPS_linkage_name = 0x2007;
@@ -108,6 +142,10 @@ inline constexpr uint16_t DW_FORM_GNU_str_index = 0x1f02;
 inline constexpr uint16_t DW_FORM_GNU_ref_alt = 0x1f20;
 inline constexpr uint16_t DW_FORM_GNU_strp_alt = 0x1f21;
 
+// Location expression operations (the ones a global's address is written with).
+inline constexpr uint8_t DW_OP_addr = 0x03;
+inline constexpr uint8_t DW_OP_plus_uconst = 0x23;
+inline constexpr uint8_t DW_OP_addrx = 0xa1;
 // Line-number program.
 inline constexpr uint8_t DW_LNS_copy = 0x01;
 inline constexpr uint8_t DW_LNS_advance_pc = 0x02;
@@ -140,5 +178,15 @@ inline constexpr uint8_t DW_RLE_offset_pair = 0x04;
 inline constexpr uint8_t DW_RLE_base_address = 0x05;
 inline constexpr uint8_t DW_RLE_start_end = 0x06;
 inline constexpr uint8_t DW_RLE_start_length = 0x07;
+// Location lists (.debug_loclists).
+inline constexpr uint8_t DW_LLE_end_of_list = 0x00;
+inline constexpr uint8_t DW_LLE_base_addressx = 0x01;
+inline constexpr uint8_t DW_LLE_startx_endx = 0x02;
+inline constexpr uint8_t DW_LLE_startx_length = 0x03;
+inline constexpr uint8_t DW_LLE_offset_pair = 0x04;
+inline constexpr uint8_t DW_LLE_default_location = 0x05;
+inline constexpr uint8_t DW_LLE_base_address = 0x06;
+inline constexpr uint8_t DW_LLE_start_end = 0x07;
+inline constexpr uint8_t DW_LLE_start_length = 0x08;
 
 }  // namespace stacksym::dwarf

@@ -209,6 +209,9 @@ Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit, bool strings) {
       case DW_AT_GNU_ranges_base:
         unit.gnu_ranges_base = v.value;
         break;
+      case DW_AT_loclists_base:
+        unit.loclists_base = v.value;
+        break;
       case DW_AT_GNU_dwo_id:
         unit.dwo_id = v.value;
         unit.has_dwo_id = true;

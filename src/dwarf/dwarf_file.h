@@ -38,6 +38,8 @@ struct DwarfSections {
   std::span<const uint8_t> ranges;
   std::span<const uint8_t> rnglists;
   std::span<const uint8_t> aranges;
+  std::span<const uint8_t> loc;       // DWARF 2-4 location lists (variable table only)
+  std::span<const uint8_t> loclists;  // DWARF 5 location lists (variable table only)
 };
 
 struct UnitInfo {
@@ -61,6 +63,7 @@ struct UnitInfo {
   bool has_rnglists_base = false;
   uint64_t rnglists_base = 0;
   uint64_t gnu_ranges_base = 0;
+  uint64_t loclists_base = 0;  // DW_AT_loclists_base
   bool has_stmt_list = false;
   uint64_t stmt_list = 0;
   std::string_view comp_dir;
@@ -109,6 +112,11 @@ class DwarfFile {
   std::vector<UnitInfo>& units() { return units_; }
   bool is_dwo() const { return is_dwo_; }
   void set_supplementary(DwarfFile* alt) { alt_ = alt; }
+  // Location-list sections are read only by the variable table, so loaded only for it.
+  void set_location_lists(std::span<const uint8_t> loc, std::span<const uint8_t> loclists) {
+    sections_.loc = loc;
+    sections_.loclists = loclists;
+  }
   DwarfFile* supplementary() const { return alt_; }
 
   // Index of the unit containing .debug_info offset `offset`, or -1.

@@ -12,8 +12,7 @@ namespace stacksym::dwarf {
 namespace {
 
 constexpr const char* kInfo = ".debug_info";
-// Deeper DIE nesting than this is not real compiler output; stop rather than grow without end.
-constexpr size_t kMaxDepth = 4096;
+constexpr size_t kMaxDepth = kMaxDieDepth;
 
 bool IsSubroutine(uint16_t tag) {
   return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
@@ -78,41 +77,6 @@ bool ReadSubroutineAttrs(ByteCursor& c, const AbbrevTable& abbrevs, const Abbrev
             break;
         }
       });
-}
-
-// Moves the cursor past the children of a DIE whose attributes were just read. Uses
-// DW_AT_sibling (unit-relative) when given and sane, otherwise reads through the subtree
-// (itself jumping over inner subtrees that have siblings).
-bool SkipChildren(ByteCursor& c, const AbbrevTable& abbrevs, const UnitInfo& unit,
-                  uint64_t sibling) {
-  if (sibling != 0) {
-    uint64_t target = unit.offset + sibling;
-    if (target > c.offset() && target <= unit.end) {
-      c.Seek(static_cast<size_t>(target));
-      return true;
-    }
-  }
-  size_t depth = 1;
-  while (depth > 0) {
-    uint64_t code = c.Uleb128();
-    if (!c.ok()) return false;
-    if (code == 0) {
-      --depth;
-      continue;
-    }
-    const Abbrev* abbrev = abbrevs.Find(code);
-    if (abbrev == nullptr) return false;
-    uint64_t inner_sibling = 0;
-    if (!SkipDieAttrsFindSibling(c, abbrevs, *abbrev, unit.ctx, &inner_sibling)) return false;
-    if (!abbrev->has_children) continue;
-    uint64_t target = unit.offset + inner_sibling;
-    if (inner_sibling != 0 && target > c.offset() && target <= unit.end) {
-      c.Seek(static_cast<size_t>(target));
-    } else if (++depth > kMaxDepth) {
-      return false;
-    }
-  }
-  return c.ok();
 }
 
 bool HoldsWanted(std::span<const AddressRange> ranges, std::span<const uint64_t> wanted) {

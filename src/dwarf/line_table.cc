@@ -321,7 +321,8 @@ const LineRow* LineTable::Find(uint64_t address) const {
   return &*it;
 }
 
-bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out) const {
+bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
+                         bool comp_dir_before_dir0) const {
   const FileEntry* entry = nullptr;
   if (version_ >= 5) {
     if (index < files_.size()) entry = &files_[index];
@@ -343,8 +344,10 @@ bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string*
   // llvm-symbolizer 14 prepends the compilation directory whenever the include directory is
   // relative — also for DWARF 5's directory 0 (which is itself the compilation directory, so
   // a relative comp_dir such as Debian's "./stdlib" appears twice). We print what it prints.
+  // LLVM 15+ no longer does that for directory 0 (comp_dir_before_dir0 false).
   bool dir_absolute = !dir.empty() && dir.front() == '/';
-  if (!comp_dir.empty() && !dir_absolute) {
+  bool dir0 = version_ >= 5 && entry->dir_index == 0;
+  if (!comp_dir.empty() && !dir_absolute && (comp_dir_before_dir0 || !dir0)) {
     AppendPath(out, comp_dir);
   }
   AppendPath(out, dir);

@@ -55,7 +55,10 @@ class LineTable {
 
   // Path of file `index` the way llvm-symbolizer prints it (absolute-path mode): absolute names
   // as they are, otherwise comp_dir / include directory / name joined with '/'.
-  bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out) const;
+  // `comp_dir_before_dir0`: also before DWARF 5's directory 0 (which already is the
+  // compilation directory), as llvm-symbolizer 14 does; LLVM 15+ (false) does not.
+  bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
+                bool comp_dir_before_dir0 = true) const;
 
   uint16_t version() const { return version_; }
   std::span<const LineRow> rows() const { return rows_; }

@@ -121,6 +121,20 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   return out;
 }
 
+std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr) {
+  LoadDebugInfo();
+  DataDeclaration decl;
+  if (!debug_info_ || !debug_info_->LookupVariable(vaddr, &decl)) return std::nullopt;
+  return decl;
+}
+
+std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
+  LoadDebugInfo();
+  std::vector<FrameLocal> locals;
+  if (debug_info_) debug_info_->LookupLocals(vaddr, &locals);
+  return locals;
+}
+
 void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);

@@ -122,10 +122,16 @@ dropin)
     sed "$blank" "$work/dropin.out" >"$work/dropin.json"
     diff -u "$work/llvm.json" "$work/dropin.json" >"$work/diff" || { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer"; }
   }
+  # CODE answers are llvm-symbolizer 14's; DATA answers in the text styles and FRAME answers
+  # are 16's (DATA has one more line, the declaration), so they are compared with it in step
+  # dropin_llvm16, and DATA here only as JSON (the same in 14 and 16). FRAME at an address
+  # without code is "??" in both.
   addresses_of "$fixture" 400 | sed "s|^|CODE \"$fixture\" |" >"$work/requests"
+  printf 'FRAME "%s" 0x10\n%s 0x1\nnot a request\nCODE "/nonexistent" 0x10\n' "$fixture" "$fixture" >>"$work/requests"
+  cp "$work/requests" "$work/code_requests"
   nm --defined-only "$fixture" | awk '$2 ~ /^[dDbBrR]$/ { print $1 }' | sed -n 1,50p |
-    while read -r a; do printf 'DATA "%s" 0x%x\nDATA %s:x86_64 0x%x\n' "$fixture" $((16#$a)) "$fixture" $((16#$a + 3)); done >>"$work/requests"
-  printf 'FRAME "%s" 0x10\n%s 0x1\nnot a request\nCODE "/nonexistent" 0x10\nDATA "/nonexistent" 0x10\n' "$fixture" "$fixture" >>"$work/requests"
+    while read -r a; do printf 'DATA "%s" 0x%x\nDATA %s:x86_64 0x%x\n' "$fixture" $((16#$a)) "$fixture" $((16#$a + 3)); done >"$work/data_requests"
+  printf 'DATA "/nonexistent" 0x10\n' >>"$work/data_requests"
   compare "default"
   compare "--no-inlines" --no-inlines
   compare "--inlining=false --demangle=false" --inlining=false -demangle=false
@@ -134,6 +140,7 @@ dropin)
   grep -qx 'ReadAt' "$work/dropin.out" || fail "--functions=short: no short name ReadAt"
   compare "--print-address --basenames" --print-address --basenames --default-arch=x86_64
   LLVM_SYMBOLIZER_OPTS="--no-demangle --no-inlines" compare "LLVM_SYMBOLIZER_OPTS"
+  cat "$work/code_requests" "$work/data_requests" >"$work/requests"
   compare_json "JSON"
   grep -q '"Symbol":\[{"Column":[1-9][0-9]*,"Discriminator":_,"FileName":"/' "$work/dropin.json" ||
     fail "JSON: no frame with a file and column"
@@ -154,6 +161,117 @@ dropin)
   compare "libc"
   compare_json "libc JSON"
   compare "libc --functions=short --no-inlines" --functions=short --no-inlines
+  ;;
+
+dropin_llvm16)
+  # DATA and FRAME answers against llvm-symbolizer 16 (LLVM 15+ print the declaration's
+  # file:line for DATA), byte for byte in every output style, on fixtures compiled here and on
+  # libc (libc6-dbg).
+  # The drop-in runs with --x-llvm16-decl-file, which drops a DW_AT_decl_file written as
+  # DW_FORM_implicit_const as LLVM 16 does; without it, those lines (and only those) name the
+  # file instead of "??:?", which is checked too.
+  dropin="$PREFIX/libexec/stacksym/llvm-symbolizer"
+  llvm16=$(command -v llvm-symbolizer-16) ||
+    skip "llvm-symbolizer-16 is not installed (Debian package llvm-16; scripts/setup.sh installs it)"
+  compare16() {  # compare16 NAME ARGS... (requests in $work/requests)
+    local name=$1; shift
+    "$llvm16" "$@" <"$work/requests" >"$work/llvm.out" 2>/dev/null || true
+    [[ -s "$work/llvm.out" ]] || fail "$name: llvm-symbolizer-16 printed nothing"
+    "$dropin" --x-llvm16-decl-file "$@" <"$work/requests" >"$work/dropin.out" 2>/dev/null ||
+      fail "$name: drop-in exited with $?"
+    diff -u "$work/llvm.out" "$work/dropin.out" >"$work/diff" ||
+      { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer-16"; }
+  }
+  # Lines where the default answer differs from LLVM 16's: printed as "quirk|default".
+  improved() {
+    "$dropin" <"$work/requests" >"$work/default.out" 2>/dev/null || fail "drop-in exited with $?"
+    paste -d'|' "$work/quirk.out" "$work/default.out" | awk -F'|' '$1 != $2'
+  }
+  # At, inside and just past every data symbol, plus addresses no variable holds.
+  data_requests() {  # data_requests BINARY [SYMBOL-FILE]
+    nm -S --defined-only "${2:-$1}" | awk 'NF == 4 && $3 ~ /^[dDbBrRvV]$/ { print $1, $2 }' |
+      while read -r a s; do
+        a=$((16#$a)); s=$((16#$s))
+        for x in $a $((a + s / 2)) $((a + s - 1)) $((a + s)); do printf 'DATA %s 0x%x\n' "$1" $x; done
+      done
+  }
+  # FRAME along the code: every 3rd byte of .text.
+  frame_requests() {  # frame_requests BINARY
+    readelf -SW "$1" | sed 's/\[ */[/' | awk '$2 == ".text" { print $4, $6 }' |
+      while read -r a s; do
+        for ((x = 16#$a; x < 16#$a + 16#$s; x += 3)); do printf 'FRAME %s 0x%x\n' "$1" $x; done
+      done
+  }
+  src="$SOURCE_DIR/tests/install/data_fixture.cc"
+  builds=("g++ -gdwarf-5 -O1" "g++ -gdwarf-4 -O1")
+  command -v clang++ >/dev/null && builds+=("clang++ -gdwarf-5 -O1")
+  i=0
+  for b in "${builds[@]}" "g++ -O0" "g++ -O2"; do
+    bin="$work/data_fixture.$i"; i=$((i + 1))
+    $b -g -fno-pie -no-pie -o "$bin" "$src" || fail "cannot build the fixture with $b"
+    frame_requests "$bin" >"$work/requests"
+    compare16 "$b FRAME"
+    locals=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
+    frames=$(grep -c '^-[0-9]* [0-9]* ??$' "$work/dropin.out" || true)
+    compare16 "$b FRAME JSON" --output-style=JSON
+    echo "== $b: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($locals locals, $frames with a frame offset)"
+    (( locals >= 20 )) || fail "$b: only $locals locals"
+    # gcc's locals in memory are DW_OP_fbreg; clang -O1 keeps them in registers or as rsp+N.
+    [[ $b == clang* ]] || (( frames >= 10 )) || fail "$b: only $frames locals with a frame offset"
+    [[ $b == *-O[02] ]] && continue
+    { data_requests "$bin"
+      for x in 0 $((16#$(nm "$bin" | awk '$3 == "main" { print $1 }'))) 0xffffffffff; do
+        printf 'DATA %s 0x%x\n' "$bin" $x
+      done
+      printf 'DATA "%s" 0x%x\n' "$bin" $((16#$(nm "$bin" | awk '$3 == "g_int" { print $1 }') + 1))
+      printf 'DATA "/nonexistent" 0x10\n'; } >"$work/requests"
+    compare16 "$b"
+    cp "$work/dropin.out" "$work/quirk.out"
+    answered=$(grep -c 'data_fixture.cc:[1-9]' "$work/dropin.out" || true)
+    compare16 "$b GNU" --output-style=GNU
+    compare16 "$b JSON" --output-style=JSON
+    compare16 "$b --print-address --basenames --no-demangle" --print-address --basenames --no-demangle
+    improved >"$work/improved"
+    # Every difference: LLVM 16's "??:?" against the declaration's file:line.
+    if awk -F'|' '$1 != "??:?" || $2 !~ /data_fixture\.cc:[1-9][0-9]*$/' "$work/improved" | grep -q .; then
+      head -n 20 "$work/improved" >&2; fail "$b: default answers differ from LLVM 16's beyond implicit_const files"
+    fi
+    extra=$(wc -l <"$work/improved")
+    echo "== $b: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-16; $answered with a declaration line, $extra more by default"
+    case "$b" in
+      "g++ -gdwarf-5 -O1") (( extra >= 5 )) || fail "$b: expected implicit_const files named by default (got $extra)" ;;
+      *)
+        (( answered >= 10 )) || fail "$b: only $answered declarations answered"
+        (( extra == 0 )) || fail "$b: default answers differ from LLVM 16's"
+        # Inside a global (not at its start) as at its start.
+        big_line=$(grep -n '^char g_big' "$src" | cut -d: -f1)
+        [[ $(grep -A2 -x 'g_big' "$work/quirk.out" | grep -c "data_fixture.cc:$big_line\$") -ge 3 ]] ||
+          fail "$b: g_big not answered at, inside and at the end of it"
+        ;;
+    esac
+  done
+  # libc: the data symbols of its debug file (start and middle), and every 8th byte of .data,
+  # .bss and .data.rel.ro.
+  build_id=$(readelf -n "$libc" | awk '/Build ID/ { print $3 }')
+  debug="/usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug"
+  [[ -f "$debug" ]] || skip "libc6-dbg is not installed ($debug)"
+  data_requests "$libc" "$debug" >"$work/requests"
+  readelf -SW "$libc" | sed 's/\[ */[/' |
+    awk '$2 == ".data" || $2 == ".bss" || $2 == ".data.rel.ro" { print $4, $6 }' |
+    while read -r a s; do
+      for ((x = 16#$a; x < 16#$a + 16#$s; x += 8)); do printf 'DATA %s 0x%x\n' "$libc" $x; done
+    done >>"$work/requests"
+  compare16 "libc"
+  answered=$(grep -c '^\./.*:[1-9][0-9]*$' "$work/dropin.out" || true)
+  (( answered >= 500 )) || fail "libc: only $answered declarations answered"
+  compare16 "libc GNU" --output-style=GNU
+  echo "== libc: $(wc -l <"$work/requests") DATA requests identical to llvm-symbolizer-16 ($answered with a declaration line)"
+  addresses_of "$libc" 600 | sed "s|^|FRAME $libc |" >"$work/requests"
+  compare16 "libc FRAME"
+  frames=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
+  compare16 "libc FRAME JSON" --output-style=JSON
+  (( frames >= 1000 )) || fail "libc: only $frames locals"
+  echo "== libc: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($frames locals)"
   ;;
 
 asan | ubsan)
