@@ -139,7 +139,10 @@ void ExpectCompleteChains(const std::map<std::string, ThreadFigures>& figures,
         << who << ": " << name << ": " << f.reached_root << " of " << f.samples << " stacks reach "
         << exp.root << "; some that did not:" << bad;
     EXPECT_GT(f.leaf_samples, 0u) << who << ": " << name << ": no sample in " << exp.chain[0];
-    EXPECT_GE(f.leaf_with_chain * 100, f.leaf_samples * exp.min_reach_percent)
+    // One sample of slack: a leaf with a handful of samples (the signal handler's share of its
+    // thread varies) may hold one taken where the chain really is shorter, such as a signal
+    // that arrived in the thread's loop between two calls of uw_sig_work.
+    EXPECT_GE((f.leaf_with_chain + 1) * 100, f.leaf_samples * exp.min_reach_percent)
         << who << ": " << name << ": " << f.leaf_with_chain << " of " << f.leaf_samples
         << " samples in " << exp.chain.front()
         << " have the whole chain; some that did not:" << bad;
