@@ -207,6 +207,13 @@ void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint3
 // Verify mode: the chain the BPF program unwound against the one the stack copy gives here.
 // A walk of the copy that ran out of copied stack agrees when the BPF chain starts with it.
 void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
+  // The reference could not place even the sampled pc (the process had exited, or exec'd,
+  // before a late reader got to it, and was never looked up while it lived): there is
+  // nothing to compare the BPF chain with.
+  if (end == UnwindEnd::kUnmappedPc && unwound_.size() <= 1) {
+    ++counters_.verify_no_reference;
+    return;
+  }
   ++counters_.verify_samples;
   std::span<const uint64_t> bpf = s.verify_bpf_ips;
   bool copy_short = end == UnwindEnd::kStackCopyTooShort || end == UnwindEnd::kPageNotReadable;

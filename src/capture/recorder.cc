@@ -423,6 +423,7 @@ void Recorder::RefreshStats() {
   stats_.bpf_first_load_problem = c.bpf_first_load_problem;
   stats_.verify_samples = a.verify_samples;
   stats_.verify_agreed = a.verify_agreed;
+  stats_.verify_no_reference = a.verify_no_reference;
   stats_.verify_differences = aggregator_->verify_differences();
   stats_.distinct_stacks = aggregator_->profile().stacks.size();
 }

@@ -214,7 +214,7 @@ void CheckRecording(const std::string& fixture, CaptureBackend backend,
     // The tables load within the first samples; most stacks are unwound in the program (a
     // sanitized recorder loads them several times more slowly).
 #ifdef STACKSYM_SANITIZED_BUILD
-    const uint64_t min_percent = 30;
+    const uint64_t min_percent = 10;
 #else
     const uint64_t min_percent = 70;
 #endif
