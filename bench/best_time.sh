@@ -15,5 +15,15 @@ best_time() {
   echo "$best"
 }
 
+# best_stacksym_figures: "SAMPLES | LOST | CPU" from the summary of the best stacksym run.
+best_stacksym_figures() {
+  local summary samples lost cpu
+  summary=$(cat "$TMP/best_stderr")
+  samples=$(sed -n 's/^stacksym record: \([0-9]*\) samples.*/\1/p' <<<"$summary")
+  lost=$(sed -n 's/.*), \([0-9]*\) lost,.*/\1/p' <<<"$summary")
+  cpu=$(sed -n 's/.*(\([0-9.]*\) ms per 1000 samples).*/\1 ms/p' <<<"$summary")
+  echo "$samples | $lost | $cpu"
+}
+
 # slowdown TIME: TIME against $BASE, as "+12.3%".
 slowdown() { awk -v t="$1" -v b="$BASE" 'BEGIN{printf "%+.1f%%", (t-b)/b*100}'; }

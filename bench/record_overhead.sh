@@ -32,11 +32,7 @@ echo "| none (baseline) | - | $BASE | - | - | - | - |"
 for hz in 99 999; do
   for backend in bpf perf; do
     t=$(best_time "$STACKSYM" record --backend "$backend" -F "$hz" -o "$TMP/out.pb.gz" -- "${WORKLOAD[@]}")
-    summary=$(cat "$TMP/best_stderr")
-    samples=$(sed -n 's/^stacksym record: \([0-9]*\) samples.*/\1/p' <<<"$summary")
-    lost=$(sed -n 's/.*), \([0-9]*\) lost,.*/\1/p' <<<"$summary")
-    cpu=$(sed -n 's/.*(\([0-9.]*\) ms per 1000 samples).*/\1 ms/p' <<<"$summary")
-    echo "| stacksym record ($backend) | $hz | $t | $(slowdown "$t") | $samples | $lost | $cpu |"
+    echo "| stacksym record ($backend) | $hz | $t | $(slowdown "$t") | $(best_stacksym_figures) |"
   done
   if command -v perf >/dev/null; then
     t=$(best_time perf record -q -g -F "$hz" -o "$TMP/perf.data" -- "${WORKLOAD[@]}")

@@ -58,11 +58,7 @@ for name in cpu_burn python3; do
   echo "| $name | none | $BASE | - | - | - | - |"
   for cg in bpf dwarf; do
     t=$(best_time "$STACKSYM" record --call-graph "$cg" -F "$HZ" -o "$TMP/out.pb.gz" -- "${WORKLOAD[@]}")
-    summary=$(cat "$TMP/best_stderr")
-    samples=$(sed -n 's/^stacksym record: \([0-9]*\) samples.*/\1/p' <<<"$summary")
-    lost=$(sed -n 's/.*), \([0-9]*\) lost,.*/\1/p' <<<"$summary")
-    cpu=$(sed -n 's/.*(\([0-9.]*\) ms per 1000 samples).*/\1 ms/p' <<<"$summary")
-    echo "| $name | stacksym record --call-graph $cg | $t | $(slowdown "$t") | $samples | $lost | $cpu |"
+    echo "| $name | stacksym record --call-graph $cg | $t | $(slowdown "$t") | $(best_stacksym_figures) |"
   done
   if command -v perf >/dev/null; then
     for mode in "-g" "--call-graph dwarf"; do

@@ -80,6 +80,15 @@ std::string ThreadKey(const std::string& comm, bool main_thread) {
 
 void Account(std::map<std::string, ThreadFigures>* figures, const std::string& key,
              const std::vector<std::string>& user, uint64_t count, const std::string& shown) {
+  // The main thread's start-up, sampled when the recorder starts the fixture: the exec itself
+  // (the user registers still those of the old image), ld.so before main (its outermost
+  // frame, ld.so's _start, has no symbol), and clone3's syscall, which glibc leaves outside
+  // any FDE on purpose ("in the child the unwind info will be wrong").
+  if (key == "main" && (shown.find("bprm_execve") != std::string::npos ||
+                        shown.find("ld-linux") != std::string::npos ||
+                        (!user.empty() && user.front() == "clone3"))) {
+    return;
+  }
   ThreadFigures& f = (*figures)[key];
   f.samples += count;
   f.frames += user.size() * count;
@@ -94,16 +103,6 @@ void Account(std::map<std::string, ThreadFigures>* figures, const std::string& k
   }
   auto it = Expectations().find(key);
   if (it == Expectations().end()) return;
-  // The main thread's start-up, sampled when the recorder starts the fixture: the exec itself
-  // (the user registers still those of the old image), ld.so before main (its outermost
-  // frame, ld.so's _start, has no symbol), and clone3's syscall, which glibc leaves outside
-  // any FDE on purpose ("in the child the unwind info will be wrong").
-  if (key == "main" && (shown.find("bprm_execve") != std::string::npos ||
-                        shown.find("ld-linux") != std::string::npos ||
-                        (!user.empty() && user.front() == "clone3"))) {
-    f.samples -= count;
-    return;
-  }
   bool root = !user.empty() && user.back() == it->second.root;
   if (root) f.reached_root += count;
   bool leaf = std::find(user.begin(), user.end(), it->second.chain.front()) != user.end();
