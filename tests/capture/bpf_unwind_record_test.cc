@@ -22,7 +22,8 @@ const std::string kFixtureDir = STACKSYM_FIXTURE_DIR;
 // not yet symbolized) for further checks; nullptr when the kernel refused the backend.
 std::unique_ptr<Recorder> RecordVerified(const std::vector<std::string>& command,
                                          const std::string& who, uint64_t min_verified = 200,
-                                         uint32_t bpf_unwind_rows = 0) {
+                                         uint32_t bpf_unwind_rows = 0,
+                                         bool judge_late_reads = true) {
   RecordOptions o;
   if (bpf_unwind_rows != 0) o.bpf_unwind_rows = bpf_unwind_rows;
   o.backend = CaptureBackend::kBpf;
@@ -74,8 +75,10 @@ std::unique_ptr<Recorder> RecordVerified(const std::vector<std::string>& command
   // Every BPF-unwound sample was compared, unless the reader came too late to place its
   // sampled pc at all (no reference: the process had exited or exec'd); those are few.
   EXPECT_EQ(st.verify_samples + st.verify_no_reference, st.bpf_unwound - st.lost);
-  EXPECT_LE(st.verify_no_reference * 2, st.verify_samples)
-      << who << ": " << st.verify_no_reference << " samples had no reference";
+  if (judge_late_reads) {
+    EXPECT_LE(st.verify_no_reference * 2, st.verify_samples)
+        << who << ": " << st.verify_no_reference << " samples had no reference";
+  }
   EXPECT_GE(st.verify_agreed * 1000, st.verify_samples * 999)
       << who << ": " << st.verify_samples - st.verify_agreed << " of " << st.verify_samples
       << " chains differ (printed above)";
@@ -185,15 +188,19 @@ TEST(BpfUnwindRecordTest, ProcessThatExecs) {
 TEST(BpfUnwindRecordTest, ManyShortLivedProcesses) {
 #ifdef STACKSYM_SANITIZED_BUILD
   // The sanitized recorder drains samples about a second late, when most of these processes
-  // have exited: their samples stay stack copies (right, but not unwound in BPF).
+  // have exited: their samples stay stack copies (right, but not unwound in BPF), and those
+  // unwound in BPF may be read after their process exited (no reference to compare with).
   const uint64_t min_verified = 50, min_loaded = 2;
+  const bool judge_late_reads = false;
 #else
   const uint64_t min_verified = 200, min_loaded = 6;
+  const bool judge_late_reads = true;
 #endif
   std::string app = kFixtureDir + "/unwind_app_gcc";
   std::vector<std::string> command = {
       "/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do " + app + " 0.25; done"};
-  RECORD_VERIFIED_OR_SKIP(rec, command, "12 x unwind_app_gcc 0.25 s", min_verified);
+  RECORD_VERIFIED_OR_SKIP(rec, command, "12 x unwind_app_gcc 0.25 s", min_verified, 0,
+                          judge_late_reads);
   EXPECT_GE(rec->stats().bpf_processes_loaded, min_loaded);
 }
 
@@ -231,6 +238,8 @@ TEST(BpfUnwindRecordTest, TablesEvictedUnderASmallBound) {
   // The sanitized loader builds each table in about a second and falls far behind: the
   // processes run longer so that both are loaded and evict each other, and only eviction and
   // the agreement of whatever was unwound in BPF (1 to 560 samples in runs here) are judged.
+  // Not how late the reader was: on a loaded CI machine it read 1258 of 2120 samples after
+  // their process had exited (no reference to compare with).
   const bool sanitized = true;
   const std::string both = "4.0", after = "2.0";
 #else
@@ -250,7 +259,7 @@ TEST(BpfUnwindRecordTest, TablesEvictedUnderASmallBound) {
                                       python + " & " + kFixtureDir + "/unwind_app_gcc " + both +
                                           "; wait; " + kFixtureDir + "/unwind_app_clang " + after};
   RECORD_VERIFIED_OR_SKIP(rec, command, "python3 + gcc fixture, then clang fixture, 120k rows",
-                          sanitized ? 0 : 200, 120000);
+                          sanitized ? 0 : 200, 120000, /*judge_late_reads=*/!sanitized);
   const RecordStats& st = rec->stats();
   std::printf("evicted: %llu tables, %llu processes; %llu tables and %llu rows loaded\n",
               static_cast<unsigned long long>(st.bpf_tables_evicted),
