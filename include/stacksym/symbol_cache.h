@@ -1,4 +1,5 @@
-// stacksym/symbol_cache.h — the directory of persisted symbol indexes (one file per build ID).
+// stacksym/symbol_cache.h — the directory of persisted symbol indexes (one file per build ID)
+// and of persisted unwind tables (one per build ID, see UnwindTableCacheOptions::dir).
 //
 // With SymbolizeOptions::cache_dir set, an ElfSymbolizer answers from the binary's index in
 // that directory, building it on first use (the whole binary, on all cores) and keeping it
@@ -11,7 +12,8 @@
 //
 // Indexes are written to a temporary file, synced and renamed into place, so concurrent
 // builders and readers never see a partial file; an index that is corrupt, of another format
-// version or built from other files is rebuilt (see docs/index-format.md).
+// version or built from other files is rebuilt (see docs/index-format.md). Unwind tables are
+// kept the same way (docs/unwind-table-format.md).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,8 @@ namespace stacksym {
 std::string DefaultSymbolCacheDir();
 
 struct SymbolCacheEntry {
-  std::string path;  // the index file
+  std::string kind = "index";  // "index" (.symidx) or "unwind" (.unwtab, see unwind.h)
+  std::string path;            // the index file
   uint64_t bytes = 0;
   int64_t used_ns = 0;   // last use (the file's mtime)
   std::string build_id;  // hex; empty for a binary without one
@@ -39,6 +42,7 @@ struct SymbolCacheEntry {
   std::vector<std::pair<std::string, uint64_t>> sections;
 };
 
+// The symbol indexes (kind "index"); ListUnwindTableCache (below) gives the unwind tables.
 Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir);
 
 // Makes sure options.cache_dir holds a valid index of the ELF file at `path` (building it if
@@ -50,8 +54,18 @@ struct PruneResult {
   uint64_t removed_bytes = 0;
   uint64_t kept_bytes = 0;
 };
-// Removes the least recently used indexes until the rest fit in `max_bytes`, and leftover
-// temporary files older than an hour.
+// Removes the least recently used files (indexes and persisted unwind tables alike) until the
+// rest fit in `max_bytes`, and leftover temporary files older than an hour.
 Result<PruneResult> PruneSymbolCache(const std::string& dir, uint64_t max_bytes);
+
+// The persisted unwind tables of `dir` (kind "unwind"; build_id, binary and problem set,
+// debug_file empty), each read back and checked. Implemented in src/unwind/.
+Result<std::vector<SymbolCacheEntry>> ListUnwindTableCache(const std::string& dir);
+
+// Makes sure `dir` holds a valid unwind table file of the ELF file at `path` (the table
+// `record` uses: the binary's own .eh_frame and .debug_frame), building it if needed, then
+// prunes to `max_bytes`; describes it.
+Result<SymbolCacheEntry> BuildUnwindTableFile(const std::string& path, const std::string& dir,
+                                              uint64_t max_bytes = uint64_t{1} << 30);
 
 }  // namespace stacksym

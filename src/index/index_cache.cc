@@ -63,6 +63,8 @@ Result<void> WriteAll(int fd, std::span<const uint8_t> bytes, const std::string&
   return {};
 }
 
+}  // namespace
+
 // Writes `bytes` to `path` so that no reader ever sees a partial file: a private temporary
 // file, fsync, rename over the old one, fsync of the directory.
 Result<void> StoreAtomically(const std::string& dir, const std::string& path,
@@ -94,8 +96,6 @@ Result<void> CheckWritable(const std::string& dir) {
   if (::access(dir.c_str(), W_OK) != 0) return ErrnoError(errno, "cannot write to " + dir);
   return {};
 }
-
-}  // namespace
 
 std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options) {
   std::string key;
@@ -206,14 +206,22 @@ struct DirFile {
   bool temporary;
 };
 
-Result<std::vector<DirFile>> IndexFiles(const std::string& dir) {
+// The cache's files: symbol indexes, and with `all_kinds` the persisted unwind tables too
+// (pruning treats both alike).
+Result<std::vector<DirFile>> IndexFiles(const std::string& dir, bool all_kinds = false) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
   std::vector<DirFile> files;
   while (struct dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
-    bool temporary = name.find(std::string(symindex::kIndexSuffix) + ".tmp.") != name.npos;
-    if (!temporary && !name.ends_with(symindex::kIndexSuffix)) continue;
+    bool temporary = false;
+    bool ours = false;
+    for (const char* suffix : {symindex::kIndexSuffix, symindex::kUnwindTableSuffix}) {
+      if (!all_kinds && suffix != symindex::kIndexSuffix) continue;
+      temporary = temporary || name.find(std::string(suffix) + ".tmp.") != name.npos;
+      ours = ours || name.ends_with(suffix);
+    }
+    if (!temporary && !ours) continue;
     std::string path = dir + "/" + std::string(name);
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
@@ -286,7 +294,7 @@ Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path,
 }
 
 Result<PruneResult> PruneSymbolCache(const std::string& dir, uint64_t max_bytes) {
-  auto files = IndexFiles(dir);
+  auto files = IndexFiles(dir, /*all_kinds=*/true);
   if (!files) return std::move(files).error();
   PruneResult result;
   int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -7,7 +7,9 @@
 //   std::unique_ptr<SymbolIndex> index = OpenCachedIndex(elf, options);   // null: no index
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "index/symbol_index.h"
@@ -17,6 +19,16 @@
 namespace stacksym::symindex {
 
 inline constexpr const char* kIndexSuffix = ".symidx";
+// Persisted unwind tables (src/unwind/unwind_table_file.h) share the directory, its size bound
+// and its pruning.
+inline constexpr const char* kUnwindTableSuffix = ".unwtab";
+
+// Can files be created in `dir` (created if missing)?
+Result<void> CheckWritable(const std::string& dir);
+// Writes `bytes` to `path` in `dir` so that no reader ever sees a partial file: a private
+// temporary file `path.tmp.<pid>.<random>`, fsync, rename over the old one, fsync of `dir`.
+Result<void> StoreAtomically(const std::string& dir, const std::string& path,
+                             std::span<const uint8_t> bytes);
 
 // "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
 // the debug dirs decide which DWARF is found. Where finding it also depends on the binary's
