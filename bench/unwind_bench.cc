@@ -1,9 +1,12 @@
 // Unwind-table speed and size: building the compact table from .eh_frame (+ .debug_frame)
 // for libc, libpython3.11 and libceph-common (the ELF is opened once, outside the timing),
-// and Find() per lookup at random pcs. Missing files are reported as skipped.
+// and loading it back from the persisted table file of a cache directory (BM_Load*), and
+// Find() per lookup at random pcs. Missing files are reported as skipped.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 
@@ -49,6 +52,41 @@ BENCHMARK(BM_BuildLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildLibPython)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildPython)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_BuildLibCephCommon)->Unit(benchmark::kMillisecond);
+
+// Loading the table of a binary from the persisted unwind table in a cache directory (what
+// `record` does from its second recording on): a fresh UnwindTableCache per iteration, so each
+// Get reads the file, checks its CRCs and rows, and copies the rows. Compare with BM_Build*.
+void LoadTable(benchmark::State& state, const char* path) {
+  if (access(path, R_OK) != 0) return state.SkipWithError((std::string("missing ") + path).c_str());
+  auto elf = ElfFile::Open(path);
+  if (!elf) return state.SkipWithError(elf.error().ToString().c_str());
+  char dir[] = "/tmp/stacksym-unwind-bench-XXXXXX";
+  if (mkdtemp(dir) == nullptr) return state.SkipWithError("mkdtemp");
+  stacksym::UnwindTableCacheOptions options;
+  options.dir = dir;
+  stacksym::UnwindTableCache(options).Get(**elf);  // stores the file
+  std::shared_ptr<const UnwindTable> table;
+  uint64_t loads = 0;
+  for (auto _ : state) {
+    stacksym::UnwindTableCache cache(options);
+    table = cache.Get(**elf);
+    loads += cache.dir_loads();
+    benchmark::DoNotOptimize(table.get());
+  }
+  if (loads != static_cast<uint64_t>(state.iterations()))
+    state.SkipWithError("not loaded from the cache");
+  state.counters["rows"] = static_cast<double>(table->rows().size());
+  std::filesystem::remove_all(dir);
+}
+
+void BM_LoadLibc(benchmark::State& s) { LoadTable(s, kLibc); }
+void BM_LoadLibPython(benchmark::State& s) { LoadTable(s, kLibPython); }
+void BM_LoadPython(benchmark::State& s) { LoadTable(s, kPython); }
+void BM_LoadLibCephCommon(benchmark::State& s) { LoadTable(s, kCeph); }
+BENCHMARK(BM_LoadLibc)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadLibPython)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadPython)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LoadLibCephCommon)->Unit(benchmark::kMillisecond);
 
 void FindRandom(benchmark::State& state, const char* path) {
   if (access(path, R_OK) != 0) return state.SkipWithError((std::string("missing ") + path).c_str());

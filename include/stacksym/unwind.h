@@ -8,6 +8,7 @@
 //
 //   UnwindTableCache cache({.max_bytes = 64 << 20});   // shared per build ID, bounded in bytes
 //   std::shared_ptr<const UnwindTable> t = cache.Get(**elf);
+//   UnwindTableCache persisted({.dir = DefaultSymbolCacheDir()});  // also kept on disk
 //
 // A table covers one ELF file, by virtual address (as in the file's program headers); a
 // process's pc maps to it through the module's load bias. Rows are sorted by pc; a row holds
@@ -44,30 +45,30 @@ enum class CfaRule : uint8_t {
 
 // Where the caller's value of a register (the return address, or RBP) is.
 enum class RegRule : uint8_t {
-  kSame = 0,      // unchanged by this frame (RBP before it is saved)
-  kUndefined,     // the register has no value: for the return address, the outermost frame
-  kAtCfa,         // saved in memory at CFA + offset            (DW_CFA_offset & co.)
-  kAtRsp,         // saved in memory at RSP + offset            (DW_CFA_expression: breg7 n)
-  kValCfa,        // the value is CFA + offset                  (DW_CFA_val_offset)
-  kUnsupported,   // some other rule (register, other expression): the unwinder stops here
+  kSame = 0,     // unchanged by this frame (RBP before it is saved)
+  kUndefined,    // the register has no value: for the return address, the outermost frame
+  kAtCfa,        // saved in memory at CFA + offset            (DW_CFA_offset & co.)
+  kAtRsp,        // saved in memory at RSP + offset            (DW_CFA_expression: breg7 n)
+  kValCfa,       // the value is CFA + offset                  (DW_CFA_val_offset)
+  kUnsupported,  // some other rule (register, other expression): the unwinder stops here
 };
 
 enum UnwindRowFlags : uint8_t {
-  kUnwindRowSignalFrame = 1,  // FDE of a signal trampoline (augmentation 'S'): the caller's pc
-                              // is the interrupted instruction, not a return address
+  kUnwindRowSignalFrame = 1,     // FDE of a signal trampoline (augmentation 'S'): the caller's pc
+                                 // is the interrupted instruction, not a return address
   kUnwindRowUnsupportedCfa = 2,  // kUndefined because the CFA rule could not be expressed
 };
 
 // One row of a table: 16 bytes, the layout the BPF unwinder will read from a map.
 struct UnwindRow {
-  uint32_t pc;          // start of the row, relative to UnwindTable::base_pc()
+  uint32_t pc;  // start of the row, relative to UnwindTable::base_pc()
   CfaRule cfa_rule;
-  RegRule ra_rule;      // the return address (DWARF column 16)
-  RegRule rbp_rule;     // RBP (DWARF register 6)
-  uint8_t flags;        // UnwindRowFlags
-  int32_t cfa_offset;   // kPlt: the offset before the PLT adjustment
+  RegRule ra_rule;     // the return address (DWARF column 16)
+  RegRule rbp_rule;    // RBP (DWARF register 6)
+  uint8_t flags;       // UnwindRowFlags
+  int32_t cfa_offset;  // kPlt: the offset before the PLT adjustment
   int16_t ra_offset;
-  int16_t rbp_offset;   // kPlt: plt_threshold lives here (the rule has no RBP offset)
+  int16_t rbp_offset;  // kPlt: plt_threshold lives here (the rule has no RBP offset)
   friend bool operator==(const UnwindRow&, const UnwindRow&) = default;
 };
 static_assert(sizeof(UnwindRow) == 16);
@@ -75,15 +76,15 @@ static_assert(sizeof(UnwindRow) == 16);
 struct UnwindTableStats {
   uint64_t cies = 0;
   uint64_t fdes = 0;
-  uint64_t fdes_skipped = 0;        // malformed, or outside the 4 GiB window of the table
-  uint64_t unsupported_rows = 0;    // rows whose CFA or RA/RBP rule could not be expressed
-  std::string first_problem;        // what the first skipped FDE / bad rule was, for messages
-  uint64_t fdes_overlapping = 0;    // left out: an FDE of .eh_frame (or one met earlier) covers
-                                    // their pcs already (.debug_frame twins, discarded code)
-  uint64_t fdes_outside_code = 0;   // left out: not inside an executable PT_LOAD segment
-                                    // (.debug_frame FDEs of code the linker discarded)
-  uint64_t eh_frame_hdr_fdes = 0;   // entries of .eh_frame_hdr's search table
-  std::string eh_frame_hdr_problem; // empty when .eh_frame_hdr agrees with .eh_frame or is absent
+  uint64_t fdes_skipped = 0;         // malformed, or outside the 4 GiB window of the table
+  uint64_t unsupported_rows = 0;     // rows whose CFA or RA/RBP rule could not be expressed
+  std::string first_problem;         // what the first skipped FDE / bad rule was, for messages
+  uint64_t fdes_overlapping = 0;     // left out: an FDE of .eh_frame (or one met earlier) covers
+                                     // their pcs already (.debug_frame twins, discarded code)
+  uint64_t fdes_outside_code = 0;    // left out: not inside an executable PT_LOAD segment
+                                     // (.debug_frame FDEs of code the linker discarded)
+  uint64_t eh_frame_hdr_fdes = 0;    // entries of .eh_frame_hdr's search table
+  std::string eh_frame_hdr_problem;  // empty when .eh_frame_hdr agrees with .eh_frame or is absent
 };
 
 class UnwindTable {
@@ -123,9 +124,18 @@ class UnwindTable {
 
 struct UnwindTableCacheOptions {
   size_t max_bytes = 256u << 20;  // least recently used tables are dropped past this
+  // The directory of persisted tables (the symbol cache directory, see symbol_cache.h and
+  // docs/unwind-table-format.md); empty: tables live in memory only. A table of a binary alone
+  // (no debug_file) is loaded from `<dir>/<build ID>-v<N>.unwtab` when that file is intact
+  // and of this binary, else built and stored there; the directory is then pruned to
+  // dir_max_bytes (indexes and tables together, least recently used first).
+  std::string dir;
+  uint64_t dir_max_bytes = uint64_t{1} << 30;
 };
 
 // Tables shared by build ID (files without one: by file identity dev/inode/size/mtime).
+// With a directory, a damaged file is reported once on stderr and rebuilt; a directory that
+// cannot be written is reported once and the tables are kept in memory only.
 class UnwindTableCache {
  public:
   explicit UnwindTableCache(UnwindTableCacheOptions options = {});
@@ -136,6 +146,8 @@ class UnwindTableCache {
   size_t bytes() const;
   size_t size() const;
   uint64_t evictions() const;
+  uint64_t dir_loads() const;   // tables read from the directory
+  uint64_t dir_stores() const;  // tables built and written to it
 
  private:
   struct Impl;

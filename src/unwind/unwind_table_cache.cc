@@ -1,9 +1,17 @@
-// UnwindTableCache — tables shared by build ID, least recently used dropped past a byte bound.
+// UnwindTableCache — tables shared by build ID, least recently used dropped past a byte bound;
+// with a directory, also loaded from and stored to persisted table files.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <list>
 #include <string>
 #include <unordered_map>
 
+#include "index/index_cache.h"
+#include "stacksym/symbol_cache.h"
 #include "stacksym/unwind.h"
+#include "unwind/unwind_table_file.h"
 
 namespace stacksym {
 namespace {
@@ -25,6 +33,20 @@ std::string CacheKey(const ElfFile& elf, const ElfFile* debug_file) {
   return key;
 }
 
+void Warn(const std::string& message) {
+  std::fprintf(stderr, "stacksym: warning: %s\n", message.c_str());
+}
+
+std::shared_ptr<const UnwindTable> BuildOrEmpty(const ElfFile& elf, const ElfFile* debug_file) {
+  Result<std::shared_ptr<const UnwindTable>> built = UnwindTable::Build(elf, debug_file);
+  if (built) return std::move(*built);
+  UnwindTableStats stats;
+  stats.first_problem = built.error().ToString();
+  std::span<const uint8_t> id = elf.build_id();
+  return std::make_shared<const UnwindTable>(0, 0, std::vector<UnwindRow>(), std::move(stats),
+                                             std::vector<uint8_t>(id.begin(), id.end()));
+}
+
 }  // namespace
 
 struct UnwindTableCache::Impl {
@@ -39,6 +61,11 @@ struct UnwindTableCache::Impl {
   std::unordered_map<std::string, std::list<Entry>::iterator> by_key;
   size_t bytes = 0;
   uint64_t evictions = 0;
+  uint64_t dir_loads = 0;
+  uint64_t dir_stores = 0;
+  bool dir_unusable = false;  // said once; from then on tables are built in memory only
+
+  std::shared_ptr<const UnwindTable> FromDir(const ElfFile& elf);
 
   void EvictLocked() {
     // The entry just used (front) is kept even when it alone exceeds the bound.
@@ -71,17 +98,13 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
     }
   }
   // Built outside the lock: two threads may build the same table at once; the first to
-  // insert wins and both return the same one.
-  Result<std::shared_ptr<const UnwindTable>> built = UnwindTable::Build(elf, debug_file);
+  // insert wins and both return the same one. (Two processes storing the same file at once
+  // both succeed: each renames its own complete temporary file into place.)
   std::shared_ptr<const UnwindTable> table;
-  if (built) {
-    table = std::move(*built);
+  if (!impl_->options.dir.empty() && debug_file == nullptr) {
+    table = impl_->FromDir(elf);
   } else {
-    UnwindTableStats stats;
-    stats.first_problem = built.error().ToString();
-    std::span<const uint8_t> id = elf.build_id();
-    table = std::make_shared<const UnwindTable>(0, 0, std::vector<UnwindRow>(), std::move(stats),
-                                                std::vector<uint8_t>(id.begin(), id.end()));
+    table = BuildOrEmpty(elf, debug_file);
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->by_key.find(key);
@@ -94,6 +117,45 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
   impl_->by_key.emplace(key, impl_->lru.begin());
   impl_->bytes += bytes;
   impl_->EvictLocked();
+  return table;
+}
+
+// The file when it is intact and of this binary; otherwise the table is built (a damaged or
+// foreign file said once: the table is remembered in memory after this) and stored.
+std::shared_ptr<const UnwindTable> UnwindTableCache::Impl::FromDir(const ElfFile& elf) {
+  const std::string& dir = options.dir;
+  const std::string path = dir + "/" + unwfile::FileName(elf);
+  auto loaded = unwfile::Load(path, elf);
+  if (loaded) {
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for LRU pruning
+    std::lock_guard<std::mutex> lock(mu);
+    ++dir_loads;
+    return std::move(*loaded);
+  }
+  if (loaded.error().code != ErrorCode::kNotFound) {
+    Warn(loaded.error().ToString() + "; rebuilding it");
+  }
+  std::shared_ptr<const UnwindTable> table = BuildOrEmpty(elf, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (dir_unusable) return table;
+  }
+  Result<void> stored = symindex::CheckWritable(dir);
+  if (stored) {
+    stored =
+        symindex::StoreAtomically(dir, path, unwfile::Serialize(*table, unwfile::IdentityOf(elf)));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (!stored) {
+    if (!dir_unusable) {
+      Warn("unwind table cache unusable (" + stored.error().ToString() +
+           "); keeping unwind tables in memory only");
+    }
+    dir_unusable = true;
+    return table;
+  }
+  ++dir_stores;
+  (void)PruneSymbolCache(dir, options.dir_max_bytes);
   return table;
 }
 
@@ -110,6 +172,16 @@ size_t UnwindTableCache::size() const {
 uint64_t UnwindTableCache::evictions() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->evictions;
+}
+
+uint64_t UnwindTableCache::dir_loads() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->dir_loads;
+}
+
+uint64_t UnwindTableCache::dir_stores() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->dir_stores;
 }
 
 }  // namespace stacksym
