@@ -10,10 +10,12 @@ std::string CacheCliOptions::Resolve() const {
 }
 
 void AddCacheOptions(CLI::App& app, CacheCliOptions* options) {
-  app.add_option("--cache-dir", options->dir,
-                 "Directory of persisted symbol indexes, one per build ID (default "
-                 "$XDG_CACHE_HOME/stacksym or ~/.cache/stacksym)");
-  app.add_flag("--no-cache", options->none, "Parse debug info directly; no symbol index");
+  app.add_option(
+      "--cache-dir", options->dir,
+      "Directory of persisted symbol indexes and unwind tables, one per build ID (default "
+      "$XDG_CACHE_HOME/stacksym or ~/.cache/stacksym)");
+  app.add_flag("--no-cache", options->none,
+               "Parse debug info (and CFI) directly; no persisted index or unwind table");
 }
 
 }  // namespace stacksym::cli

@@ -1,5 +1,6 @@
 // `stacksym cache list|build FILE...|prune` — look at and manage the directory of persisted
-// symbol indexes (one per build ID) that the symbolizing commands use.
+// symbol indexes (one per build ID) that the symbolizing commands use, and of the persisted
+// unwind tables `record` uses (one per build ID too).
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -27,12 +28,16 @@ std::string When(int64_t ns) {
   return buf;
 }
 
+// path, bytes, last use, build ID, binary, debug file (indexes; "-" for unwind tables) or
+// BROKEN: why, kind ("index" or "unwind").
 void PrintEntry(const SymbolCacheEntry& e) {
-  std::printf("%s\t%" PRIu64 "\t%s\t%s\t%s\t%s\n", e.path.c_str(), e.bytes, When(e.used_ns).c_str(),
-              e.build_id.empty() ? "-" : e.build_id.c_str(),
-              e.binary.empty() ? "-" : e.binary.c_str(),
-              e.problem.empty() ? (e.debug_file.empty() ? "no-debug-info" : e.debug_file.c_str())
-                                : ("BROKEN: " + e.problem).c_str());
+  std::string debug = e.kind != "index"      ? "-"
+                      : e.debug_file.empty() ? "no-debug-info"
+                                             : e.debug_file;
+  if (!e.problem.empty()) debug = "BROKEN: " + e.problem;
+  std::printf("%s\t%" PRIu64 "\t%s\t%s\t%s\t%s\t%s\n", e.path.c_str(), e.bytes,
+              When(e.used_ns).c_str(), e.build_id.empty() ? "-" : e.build_id.c_str(),
+              e.binary.empty() ? "-" : e.binary.c_str(), debug.c_str(), e.kind.c_str());
 }
 
 struct ListArgs {
@@ -56,14 +61,21 @@ int RunList(const ListArgs& a) {
     std::fprintf(stderr, "stacksym cache list: %s\n", entries.error().ToString().c_str());
     return kExitBadInput;
   }
-  uint64_t total = 0;
-  for (const SymbolCacheEntry& e : *entries) {
-    PrintEntry(e);
-    if (a.sections) PrintSections(e);
-    total += e.bytes;
+  auto tables = ListUnwindTableCache(dir);
+  if (!tables) {
+    std::fprintf(stderr, "stacksym cache list: %s\n", tables.error().ToString().c_str());
+    return kExitBadInput;
   }
-  std::fprintf(stderr, "%zu indexes, %" PRIu64 " bytes in %s\n", entries->size(), total,
-               dir.c_str());
+  uint64_t total = 0;
+  for (const auto* list : {&*entries, &*tables}) {
+    for (const SymbolCacheEntry& e : *list) {
+      PrintEntry(e);
+      if (a.sections) PrintSections(e);
+      total += e.bytes;
+    }
+  }
+  std::fprintf(stderr, "%zu indexes, %zu unwind tables, %" PRIu64 " bytes in %s\n", entries->size(),
+               tables->size(), total, dir.c_str());
   return kExitOk;
 }
 
@@ -78,6 +90,7 @@ int RunBuild(const BuildArgs& a) {
   options.cache_dir = CacheDir(a.dir);
   int status = kExitOk;
   for (const std::string& file : a.files) {
+    // The symbol index, then the unwind table `record` loads.
     auto entry = BuildSymbolIndex(file, options);
     if (!entry) {
       std::fprintf(stderr, "stacksym cache build: %s\n", entry.error().ToString().c_str());
@@ -85,6 +98,13 @@ int RunBuild(const BuildArgs& a) {
       continue;
     }
     PrintEntry(*entry);
+    auto table = BuildUnwindTableFile(file, options.cache_dir, options.cache_max_bytes);
+    if (!table) {
+      std::fprintf(stderr, "stacksym cache build: %s\n", table.error().ToString().c_str());
+      status = kExitBadInput;
+      continue;
+    }
+    PrintEntry(*table);
   }
   return status;
 }
@@ -109,7 +129,9 @@ int RunPrune(const PruneArgs& a) {
 const char* kDirHelp = "Cache directory (default $XDG_CACHE_HOME/stacksym or ~/.cache/stacksym)";
 
 CommandRegistrar list_registrar(
-    "cache list", "List the persisted symbol indexes: file, bytes, last use, build ID, binary",
+    "cache list",
+    "List the persisted symbol indexes and unwind tables: file, bytes, last use, build ID, "
+    "binary, debug file, kind",
     [](CLI::App& app) -> CommandRun {
       auto a = std::make_shared<ListArgs>();
       app.add_option("--cache-dir", a->dir, kDirHelp);
@@ -119,7 +141,9 @@ CommandRegistrar list_registrar(
     });
 
 CommandRegistrar build_registrar(
-    "cache build", "Index ELF files now (whole binary) so that later symbolization is warm",
+    "cache build",
+    "Index ELF files now (whole binary) and store their unwind tables, so that later "
+    "symbolization and recording are warm",
     [](CLI::App& app) -> CommandRun {
       auto a = std::make_shared<BuildArgs>();
       app.add_option("FILE", a->files, "ELF files")->required();
@@ -131,7 +155,9 @@ CommandRegistrar build_registrar(
       return [a] { return RunBuild(*a); };
     });
 
-CommandRegistrar prune_registrar("cache prune", "Remove least recently used indexes beyond a size",
+CommandRegistrar prune_registrar("cache prune",
+                                 "Remove least recently used indexes and unwind tables beyond a "
+                                 "size",
                                  [](CLI::App& app) -> CommandRun {
                                    auto a = std::make_shared<PruneArgs>();
                                    app.add_option("--cache-dir", a->dir, kDirHelp);

@@ -158,6 +158,10 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     if (!ends.empty()) {
       std::fprintf(stderr, "  stacks cut short:%s\n", ends.c_str());
     }
+    if (!o.record.unwind_cache_dir.empty()) {
+      std::fprintf(stderr, "  unwind tables: %llu from the cache, %llu built from CFI and cached\n",
+                   u(s.unwind_tables_loaded), u(s.unwind_tables_stored));
+    }
   }
   if (o.record.kernel_build_ids) {
     std::fprintf(stderr, "  kernel build IDs: %llu frames, %llu fallbacks to raw IPs\n",
@@ -226,6 +230,7 @@ int RunRecord(Options& o) {
     }
     o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
   }
+  o.record.unwind_cache_dir = o.cache.Resolve();
   if (o.all && (!o.record.pids.empty() || !o.record.tids.empty() || !o.record.command.empty())) {
     std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
     return kExitUsage;

@@ -106,6 +106,10 @@ struct RecordOptions {
   // it, tables no loaded process uses are evicted first, then least recently sampled processes.
   uint32_t bpf_unwind_rows = 1u << 20;
   bool bpf_unwind_verify = false;
+  // kDwarf and kBpf: where unwind tables are persisted between recordings (the symbol cache
+  // directory; see UnwindTableCacheOptions::dir), and its size bound. Empty: built each time.
+  std::string unwind_cache_dir;
+  uint64_t unwind_cache_max_bytes = uint64_t{1} << 30;
 
   // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
   // 0: 8 MiB with frame pointers, else 32 MiB (dwarf copies the stack into every sample, bpf
@@ -142,8 +146,10 @@ struct RecordStats {
   uint64_t unwind_cache_hits = 0;
   uint64_t unwind_ends[kUnwindEndCount] = {};  // indexed by UnwindEnd
   uint64_t unwind_fp_frames = 0;               // frames found by the frame-pointer fallback
-  uint64_t stack_copy_bytes = 0;               // user stack bytes the kernel side copied
-  uint64_t stack_copy_cut = 0;                 // copies cut at an unreadable page
+  uint64_t unwind_tables_loaded = 0;  // unwind tables read from RecordOptions::unwind_cache_dir
+  uint64_t unwind_tables_stored = 0;  // built from CFI and written there
+  uint64_t stack_copy_bytes = 0;      // user stack bytes the kernel side copied
+  uint64_t stack_copy_cut = 0;        // copies cut at an unreadable page
   // --call-graph bpf: samples unwound in the program and the frames they gave; samples sent
   // as stack copies because their process's tables were not loaded (yet, or not at all);
   // what was loaded into the maps and what could not be.
@@ -176,6 +182,7 @@ using RecordStatusCallback = std::function<void(const RecordStats&)>;
 
 class SampleSource;  // backend (src/capture); opaque here
 class SampleAggregator;
+class UnwindTableCache;
 
 class Recorder {
  public:
@@ -211,6 +218,7 @@ class Recorder {
   RecordOptions options_;
   std::unique_ptr<SampleSource> source_;
   std::unique_ptr<SampleAggregator> aggregator_;
+  std::shared_ptr<UnwindTableCache> unwind_tables_;
   RecordStats stats_;
   std::vector<std::string> notes_;
   std::atomic<bool> stop_requested_{false};

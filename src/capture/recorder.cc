@@ -286,7 +286,10 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   rec->options_ = options;
   SourceConfig config;
   config.options = options;
-  config.unwind_tables = std::make_shared<UnwindTableCache>();
+  UnwindTableCacheOptions table_options;
+  table_options.dir = options.unwind_cache_dir;
+  table_options.dir_max_bytes = options.unwind_cache_max_bytes;
+  config.unwind_tables = std::make_shared<UnwindTableCache>(table_options);
   config.tgids = options.pids;
   config.tids = options.tids;
   int cgroup_fd = -1;
@@ -374,6 +377,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   }
   rec->source_ = std::move(*source);
   rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
+  rec->unwind_tables_ = config.unwind_tables;
   rec->stats_.backend = rec->source_->backend();
   rec->stats_.event = rec->source_->event();
   rec->stats_.call_graph = config.options.call_graph;
@@ -406,6 +410,10 @@ void Recorder::RefreshStats() {
   std::copy(std::begin(a.bpf_unwind_ends), std::end(a.bpf_unwind_ends),
             std::begin(stats_.bpf_unwind_ends));
   stats_.unwind_fp_frames = aggregator_->unwind_fp_frames();
+  if (unwind_tables_) {
+    stats_.unwind_tables_loaded = unwind_tables_->dir_loads();
+    stats_.unwind_tables_stored = unwind_tables_->dir_stores();
+  }
   stats_.stack_copy_bytes = c.stack_copy_bytes;
   stats_.stack_copy_cut = c.stack_copy_cut;
   stats_.ringbuf_bytes = c.ringbuf_bytes;

@@ -189,12 +189,16 @@ TEST_F(IndexCliTest, CacheBuildListPrune) {
   auto elf = ElfFile::Open(kFixture);
   ASSERT_TRUE(elf);
   EXPECT_NE(listed.find((*elf)->build_id_hex()), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\tindex\n"), std::string::npos) << listed;
+  EXPECT_NE(listed.find(".unwtab\t"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\tunwind\n"), std::string::npos) << listed;
   RunCli(kStacksym + " cache build --cache-dir " + cache + " /nonexistent", &status, "");
   EXPECT_EQ(status, 1);
   std::string pruned =
       RunCli(kStacksym + " cache prune --max-bytes 0 --cache-dir " + cache, &status, "");
   EXPECT_EQ(status, 0);
-  EXPECT_NE(pruned.find("removed 1 files"), std::string::npos) << pruned;
+  // The index and the unwind table `cache build` stores next to it.
+  EXPECT_NE(pruned.find("removed 2 files"), std::string::npos) << pruned;
   EXPECT_TRUE(FilesIn(cache).empty());
 }
 
