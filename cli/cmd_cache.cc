@@ -147,8 +147,7 @@ CommandRegistrar build_registrar(
     [](CLI::App& app) -> CommandRun {
       auto a = std::make_shared<BuildArgs>();
       app.add_option("FILE", a->files, "ELF files")->required();
-      app.add_option("--debug-dir", a->symbolize.debug_dirs,
-                     "Root of separate debug files (repeatable; default /usr/lib/debug)");
+      AddDebugDirOptions(app, &a->symbolize.debug_dirs);
       app.add_option("--threads", a->symbolize.threads, "Threads (default: one per CPU)")
           ->check(CLI::Range(0u, 1024u));
       app.add_option("--cache-dir", a->dir, kDirHelp);

@@ -13,6 +13,7 @@
 
 #include "cache_options.h"
 #include "command.h"
+#include "debug_dir_options.h"
 #include "stacksym/capture.h"
 #include "stacksym/output.h"
 #include "stacksym/remote.h"
@@ -34,7 +35,7 @@ struct Options {
   bool no_symbolize = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
-  std::vector<std::string> debug_dirs;
+  DebugDirCliOptions debug_dirs;
   std::string server;  // symbolize user frames remotely
   bool no_debuginfod = false;
   std::string vmlinux;
@@ -306,7 +307,7 @@ int RunRecord(Options& o) {
     }
     SymbolizeProfileOptions so;
     so.module_files = (*rec)->module_files();
-    if (!o.debug_dirs.empty()) so.symbolize.debug_dirs = o.debug_dirs;
+    so.symbolize.debug_dirs = o.debug_dirs.Resolve(so.symbolize.debug_dirs);
     if (!o.no_debuginfod) so.symbolize.fetcher = MakeDebuginfodFetcher({});
     so.vmlinux_path = o.vmlinux;
     so.symbolize.cache_dir = o.cache.Resolve();
@@ -370,7 +371,7 @@ CommandRegistrar registrar(
       app.add_option("--format", o->format, "pprof, folded, html, svg (overrides extension)");
       app.add_flag("-q,--quiet", o->quiet, "No status line or summary");
       app.add_flag("--no-symbolize", o->no_symbolize, "Keep addresses only");
-      app.add_option("--debug-dir", o->debug_dirs, "Debug-file root (default /usr/lib/debug)");
+      AddDebugDirOptions(app, &o->debug_dirs);
       app.add_option("--server", o->server,
                      "Symbolize user frames on this `stacksym serve` (http://host:port)");
       app.add_flag("--no-debuginfod", o->no_debuginfod,

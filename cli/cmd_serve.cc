@@ -13,6 +13,7 @@
 
 #include "cache_options.h"
 #include "command.h"
+#include "debug_dir_options.h"
 #include "stacksym/remote.h"
 
 namespace stacksym::cli {
@@ -20,8 +21,7 @@ namespace {
 
 struct ServeArgs {
   std::string listen;
-  std::vector<std::string> debug_dirs;
-  bool no_default_debug_dir = false;
+  DebugDirCliOptions debug_dirs;
   CacheCliOptions index_cache;
   std::string debuginfod_cache;
   bool no_debuginfod = false;
@@ -65,9 +65,7 @@ int RunServe(const ServeArgs& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   SymbolServerOptions options;
-  if (args.no_default_debug_dir) options.debug_dirs.clear();
-  options.debug_dirs.insert(options.debug_dirs.begin(), args.debug_dirs.begin(),
-                            args.debug_dirs.end());
+  options.debug_dirs = args.debug_dirs.Resolve(options.debug_dirs);
   auto counters = std::make_unique<DebuginfodCounters>();
   if (!args.no_debuginfod) {
     DebuginfodOptions d;
@@ -127,11 +125,7 @@ CommandRegistrar registrar(
       auto args = std::make_shared<ServeArgs>();
       app.add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)")
           ->required();
-      app.add_option("--debug-dir", args->debug_dirs,
-                     "directory with .build-id/xx/rest[.debug] files (repeatable; searched "
-                     "before /usr/lib/debug)");
-      app.add_flag("--no-default-debug-dir", args->no_default_debug_dir,
-                   "do not search /usr/lib/debug");
+      AddDebugDirOptions(app, &args->debug_dirs);
       AddCacheOptions(app, &args->index_cache);
       app.add_option("--debuginfod-cache", args->debuginfod_cache,
                      "debuginfod download cache (default $DEBUGINFOD_CACHE_PATH, else "

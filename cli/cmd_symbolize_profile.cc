@@ -8,6 +8,7 @@
 
 #include "cache_options.h"
 #include "command.h"
+#include "debug_dir_options.h"
 #include "stacksym/output.h"
 #include "stacksym/remote.h"
 
@@ -17,8 +18,7 @@ namespace {
 struct SymbolizeProfileArgs {
   std::string input;
   std::string output;
-  std::vector<std::string> debug_dirs;
-  bool no_default_debug_dir = false;
+  DebugDirCliOptions debug_dirs;
   bool no_demangle = false;
   bool no_inlines = false;
   bool resymbolize = false;
@@ -76,9 +76,7 @@ int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
   }
   if (!args.server.empty()) return RunRemote(args, *profile);
   OfflineSymbolizeOptions options;
-  if (args.no_default_debug_dir) options.debug_dirs.clear();
-  options.debug_dirs.insert(options.debug_dirs.begin(), args.debug_dirs.begin(),
-                            args.debug_dirs.end());
+  options.debug_dirs = args.debug_dirs.Resolve(options.debug_dirs);
   options.demangle = !args.no_demangle;
   options.inlines = !args.no_inlines;
   options.resymbolize = args.resymbolize;
@@ -111,11 +109,7 @@ CommandRegistrar registrar(
                      "output file; format from the extension (.pb.gz, .folded, .html, .svg), "
                      "pprof otherwise")
           ->required();
-      app.add_option("--debug-dir", args->debug_dirs,
-                     "directory with .build-id/xx/rest[.debug] files (repeatable; searched "
-                     "before /usr/lib/debug)");
-      app.add_flag("--no-default-debug-dir", args->no_default_debug_dir,
-                   "do not search /usr/lib/debug");
+      AddDebugDirOptions(app, &args->debug_dirs);
       app.add_flag("--no-demangle", args->no_demangle, "keep linkage names");
       app.add_flag("--no-inlines", args->no_inlines, "no inlined frames");
       app.add_flag("--resymbolize", args->resymbolize, "redo frames that already have symbols");

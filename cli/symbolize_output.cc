@@ -141,7 +141,7 @@ SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
   options.demangle = !output.no_demangle;
   options.use_debug_info = !no_debug_info;
   options.inlines = !no_inlines;
-  if (!debug_dirs.empty()) options.debug_dirs = debug_dirs;
+  options.debug_dirs = debug_dirs.Resolve(options.debug_dirs);
   options.threads = threads;
   options.cache_dir = cache.Resolve();
   if (!no_debuginfod) options.fetcher = MakeDebuginfodFetcher({});
@@ -151,9 +151,7 @@ SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
 void AddSymbolizeOptions(CLI::App& app, SymbolizeCliOptions* options) {
   app.add_flag("--no-debug-info", options->no_debug_info, "Use only the symbol tables, not DWARF");
   app.add_flag("--no-inlines", options->no_inlines, "Report only the out-of-line function");
-  app.add_option("--debug-dir", options->debug_dirs,
-                 "Root of separate debug files, with a .build-id tree (repeatable; default "
-                 "/usr/lib/debug)");
+  AddDebugDirOptions(app, &options->debug_dirs);
   app.add_option("--threads", options->threads,
                  "Threads for parsing debug info and resolving names (default: one per CPU)")
       ->check(CLI::Range(0u, 1024u));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cache_options.h"
+#include "debug_dir_options.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -28,12 +29,12 @@ struct OutputOptions {
 // Adds --json, --output-style=text|json|llvm and --no-demangle.
 void AddOutputOptions(CLI::App& app, OutputOptions* options);
 
-// What every `symbolize` subcommand shares: --debug-dir, --no-debug-info, --no-inlines and the
-// output options.
+// What every `symbolize` subcommand shares: --debug-dir, --no-default-debug-dir,
+// --no-debug-info, --no-inlines and the output options.
 struct SymbolizeCliOptions {
   bool no_debug_info = false;
   bool no_inlines = false;
-  std::vector<std::string> debug_dirs;
+  DebugDirCliOptions debug_dirs;
   unsigned threads = 0;
   CacheCliOptions cache;
   bool no_debuginfod = false;

@@ -54,8 +54,9 @@ TEST(Cli, HelpOnEverySubcommand) {
 }
 
 TEST(Cli, BuildIdMatchesReadelf) {
-  for (std::string path : {std::string("/usr/bin/bash"), std::string("/usr/lib/x86_64-linux-gnu/libc.so.6"),
-                           FixturePath("symtab_cpp_pie")}) {
+  for (std::string path :
+       {std::string("/usr/bin/bash"), std::string("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+        FixturePath("symtab_cpp_pie")}) {
     std::string expected = ReadelfBuildId(path);
     ASSERT_FALSE(expected.empty()) << "readelf shows no build ID for " << path;
     int code = -1;
@@ -98,7 +99,8 @@ TEST(Cli, LlvmStyleMatchesLlvmSymbolizerOnSymbolTables) {
     bool legacy_rust = s.name.rfind("_ZN", 0) == 0 && s.name.find("17h") != std::string::npos;
     if ((s.type == 'T' || s.type == 'W') && s.size > 0 && !legacy_rust) {
       char buf[64];
-      snprintf(buf, sizeof buf, "0x%llx\n", static_cast<unsigned long long>(s.address + rng() % s.size));
+      snprintf(buf, sizeof buf, "0x%llx\n",
+               static_cast<unsigned long long>(s.address + rng() % s.size));
       addresses += buf;
       ++n;
     }
@@ -109,7 +111,8 @@ TEST(Cli, LlvmStyleMatchesLlvmSymbolizerOnSymbolTables) {
   fputs(addresses.c_str(), f);
   fclose(f);
   int code = -1;
-  std::string ours = RunCommand(Cli() + " symbolize elf --output-style=llvm --file '" + path + "' < " + list, &code);
+  std::string ours = RunCommand(
+      Cli() + " symbolize elf --output-style=llvm --file '" + path + "' < " + list, &code);
   EXPECT_EQ(code, 0);
   std::string theirs = RunCommand("llvm-symbolizer --inlines --obj='" + path + "' < " + list);
   EXPECT_EQ(ours, theirs);
@@ -141,6 +144,45 @@ TEST(Cli, JsonLinesParse) {
                  "assert rows[2][\"reason\"] == \"not_in_segment\", rows[2]\n'",
              &code);
   EXPECT_EQ(code, 0);
+}
+
+// --debug-dir means the same on every subcommand: searched before the default
+// /usr/lib/debug, which --no-default-debug-dir drops.
+TEST(Cli, DebugDirPrependsToTheDefaultEverywhere) {
+  int code = 0;
+  for (const char* sub :
+       {"symbolize elf", "symbolize process", "symbolize kernel", "symbolize build-id",
+        "cache build", "record", "serve", "symbolize-profile"}) {
+    std::string out = RunCli(std::string(sub) + " --help", &code);
+    EXPECT_EQ(code, 0) << sub;
+    EXPECT_NE(out.find("--no-default-debug-dir"), std::string::npos) << sub << ":\n" << out;
+    EXPECT_NE(out.find("before /usr/lib/debug"), std::string::npos) << sub << ":\n" << out;
+  }
+  const std::string libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  std::string id = ReadelfBuildId(libc);
+  std::string debug = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  if (id.empty() || access(debug.c_str(), R_OK) != 0) GTEST_SKIP() << "libc6-dbg not installed";
+  std::string malloc_at =
+      RunCommand("nm -D " + libc + " | awk '$3 == \"malloc@@GLIBC_2.2.5\" {print $1; exit}'");
+  ASSERT_FALSE(malloc_at.empty());
+  malloc_at = malloc_at.substr(0, malloc_at.find('\n'));
+  const std::string elf = "symbolize elf --no-cache --no-debuginfod --file " + libc + " ";
+  std::string with_default = RunCli(elf + "--debug-dir /nonexistent 0x" + malloc_at, &code);
+  EXPECT_EQ(code, 0) << with_default;
+  EXPECT_NE(with_default.find("malloc.c:"), std::string::npos) << with_default;
+  std::string without =
+      RunCli(elf + "--debug-dir /nonexistent --no-default-debug-dir 0x" + malloc_at, &code);
+  EXPECT_EQ(code, 0) << without;
+  EXPECT_EQ(without.find("malloc.c:"), std::string::npos) << without;
+
+  // cache build used to replace the default with --debug-dir.
+  char dir[] = "/tmp/stacksym-cli-debugdir-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string built = RunCli(
+      "cache build --cache-dir " + std::string(dir) + " --debug-dir /nonexistent " + libc, &code);
+  EXPECT_EQ(code, 0) << built;
+  EXPECT_NE(built.find(debug), std::string::npos) << built;
+  RunCommand("rm -rf " + std::string(dir));
 }
 
 }  // namespace
