@@ -156,7 +156,8 @@ void ExpectCompleteChains(const std::map<std::string, ThreadFigures>& figures,
 std::map<std::string, ThreadFigures> RecordFixture(const std::string& fixture,
                                                    CaptureBackend backend, RecordStats* stats,
                                                    std::string* skipped,
-                                                   CallGraph call_graph = CallGraph::kDwarf) {
+                                                   CallGraph call_graph = CallGraph::kDwarf,
+                                                   const std::string& unwind_cache_dir = "") {
   skipped->clear();
   // Loading the --call-graph bpf program takes the verifier a few hundred ms of CPU, seconds
   // of wall time while the fixture's eight spinning threads share two busy cores: in that
@@ -176,6 +177,7 @@ std::map<std::string, ThreadFigures> RecordFixture(const std::string& fixture,
     o.duration_s = 2.5;
   }
   o.call_graph = call_graph;
+  o.unwind_cache_dir = unwind_cache_dir;
   auto rec = Recorder::Create(o);
   if (!rec) {
     // As root on these machines BPF and perf events work: a refusal there is a bug (a
@@ -203,10 +205,12 @@ std::map<std::string, ThreadFigures> RecordFixture(const std::string& fixture,
 }
 
 void CheckRecording(const std::string& fixture, CaptureBackend backend,
-                    CallGraph call_graph = CallGraph::kDwarf) {
+                    CallGraph call_graph = CallGraph::kDwarf,
+                    const std::string& unwind_cache_dir = "", RecordStats* stats = nullptr) {
   RecordStats st;
   std::string skipped;
-  auto figures = RecordFixture(fixture, backend, &st, &skipped, call_graph);
+  auto figures = RecordFixture(fixture, backend, &st, &skipped, call_graph, unwind_cache_dir);
+  if (stats != nullptr) *stats = st;
   if (!skipped.empty()) GTEST_SKIP() << "kernel refused the capture backend: " << skipped;
   ASSERT_GT(st.samples, 100u) << "too few samples to judge (a starved fixture?)";
   if (st.call_graph == CallGraph::kBpf) {
@@ -246,6 +250,23 @@ TEST(UnwindRecordTest, GccNoFramePointersBpfUnwind) {
 }
 TEST(UnwindRecordTest, ClangNoFramePointersBpfUnwind) {
   CheckRecording("unwind_app_clang", CaptureBackend::kBpf, CallGraph::kBpf);
+}
+// With a cache directory: the first recording builds the tables and stores them, the second
+// loads them from it, and both unwind complete chains.
+TEST(UnwindRecordTest, BpfUnwindFromPersistedTables) {
+  char dir[] = "/tmp/stacksym-unwind-cache-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  RecordStats first, second;
+  CheckRecording("unwind_app_gcc", CaptureBackend::kBpf, CallGraph::kBpf, dir, &first);
+  if (!HasFailure() && !IsSkipped()) {
+    EXPECT_GT(first.unwind_tables_stored, 0u);
+    CheckRecording("unwind_app_gcc", CaptureBackend::kBpf, CallGraph::kBpf, dir, &second);
+    // (A binary only the second recording sampled, such as the recorder's own image before
+    // the command's exec, may still be built there.)
+    EXPECT_GT(second.unwind_tables_loaded, 0u);
+    EXPECT_LT(second.unwind_tables_stored, second.unwind_tables_loaded);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // `perf script` output: a header line per sample ("comm tid ..."), then one "ip sym (dso)"
