@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../dwarf/real_test_util.h"
@@ -307,6 +308,32 @@ TEST(UnwindTableFile, BinaryWithoutBuildIdIsKeyedByIdentity) {
   auto loaded = unwfile::Load(mine, *elf);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().message.find("another file"), std::string::npos);
+}
+
+// Several recorders storing the same table at once (each its own cache, as separate
+// processes): all succeed, all get the built table, one intact file and no temporary left.
+TEST(UnwindTableFile, ConcurrentStoresOfOneTableAllSucceed) {
+  RealTempDir dir;
+  std::shared_ptr<ElfFile> elf = Open(Fixture("unwind_gxx_o2"));
+  ASSERT_TRUE(elf);
+  auto built = UnwindTable::Build(*elf);
+  ASSERT_TRUE(built);
+  std::vector<std::shared_ptr<const UnwindTable>> got(6);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i) {
+    threads.emplace_back([&, i] { got[i] = UnwindTableCache({.dir = dir.path()}).Get(*elf); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& t : got) ExpectSameTable(**built, *t, "concurrent");
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_TRUE(e.path().string().ends_with(".unwtab")) << e.path();
+  }
+  EXPECT_EQ(files, 1u);
+  auto loaded = unwfile::Load(dir.path() + "/" + unwfile::FileName(*elf), *elf);
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  ExpectSameTable(**built, **loaded, "after concurrent stores");
 }
 
 TEST(UnwindTableFile, BuildUnwindTableFileDescribesIt) {
