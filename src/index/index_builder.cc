@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -21,33 +22,101 @@ namespace {
 // Demangled names compress ~10x in 8 KiB blocks at level 3; higher levels gain little more.
 constexpr int kStringZstdLevel = 3;
 
+// Open addressing with linear probing, power-of-two capacity, at most half full: one
+// allocation (millions of names are added, and freeing a node-based map's nodes one by one
+// cost as much as filling it).
+template <class Slot>
+class FlatTable {
+ public:
+  explicit FlatTable(size_t expected = 0) { Grow(std::max<size_t>(64, expected * 2)); }
+  // The slot for `hash` that `same` accepts, or the empty slot where it would go (filled by
+  // the caller, which then calls Filled()).
+  template <class Same>
+  Slot& Find(uint64_t hash, const Same& same) {
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.empty() || (slot.hash == hash && same(slot))) return slot;
+    }
+  }
+  void Filled() {
+    if (++used_ * 2 > slots_.size()) Grow(slots_.size() * 2);
+  }
+
+ private:
+  void Grow(size_t capacity) {
+    size_t size = 64;
+    while (size < capacity) size *= 2;
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(size, Slot{});
+    size_t mask = size - 1;
+    for (const Slot& slot : old) {
+      if (slot.empty()) continue;
+      size_t i = slot.hash & mask;
+      while (!slots_[i].empty()) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+};
+
+uint64_t MixHash(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x | 1;  // never 0: 0 marks an empty slot
+}
+
 class StringTable {
  public:
+  explicit StringTable(size_t expected) : by_address_(expected), by_bytes_(expected) {}
+
   StrRef Add(std::string_view s) {
     // Most names come again and again from the same storage (a demangle cache entry, the
     // DWARF string section): known by their address first, without hashing their bytes.
-    auto [known, fresh] = by_address_.try_emplace(s.data(), StrRef{});
-    if (!fresh && known->second.size == s.size()) return known->second;
+    uint64_t address_hash = MixHash(reinterpret_cast<uintptr_t>(s.data()) * 31 + s.size());
+    AddressSlot& known = by_address_.Find(address_hash, [&](const AddressSlot& slot) {
+      return slot.data == s.data() && slot.ref.size == s.size();
+    });
+    if (!known.empty()) return known.ref;
     StrRef ref = AddBytes(s);
-    known->second = ref;
+    known = {address_hash, s.data(), ref};
+    by_address_.Filled();
     return ref;
   }
-  const std::vector<uint8_t>& bytes() const { return bytes_; }
-  size_t size() const { return bytes_.size(); }
+  std::vector<uint8_t>& bytes() { return bytes_; }
 
  private:
+  struct AddressSlot {
+    uint64_t hash = 0;
+    const char* data = nullptr;
+    StrRef ref;
+    bool empty() const { return hash == 0; }
+  };
+  struct BytesSlot {
+    uint64_t hash = 0;
+    StrRef ref;
+    bool empty() const { return hash == 0; }
+  };
+
   StrRef AddBytes(std::string_view s) {
-    auto [it, inserted] = refs_.try_emplace(s);
-    if (inserted) {
-      it->second = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
-      bytes_.insert(bytes_.end(), s.begin(), s.end());
-    }
-    return it->second;
+    uint64_t hash = MixHash(std::hash<std::string_view>()(s));
+    BytesSlot& slot = by_bytes_.Find(hash, [&](const BytesSlot& b) {
+      return b.ref.size == s.size() &&
+             std::memcmp(bytes_.data() + b.ref.offset, s.data(), s.size()) == 0;
+    });
+    if (!slot.empty()) return slot.ref;
+    StrRef ref = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
+    slot = {hash, ref};
+    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    by_bytes_.Filled();  // may move the slots
+    return ref;
   }
 
   std::vector<uint8_t> bytes_;
-  std::unordered_map<std::string_view, StrRef> refs_;  // views into the sources, alive here
-  std::unordered_map<const char*, StrRef> by_address_;
+  FlatTable<AddressSlot> by_address_;
+  FlatTable<BytesSlot> by_bytes_;
 };
 
 void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
@@ -63,29 +132,93 @@ std::span<const uint8_t> AsBytes(const std::vector<T>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
 }
 
+// A unit's records before the merge: function segments relative to the unit's first, nodes
+// with only the inlined bit in their name, and (for the first unit with its line table) the
+// encoded rows with block offsets relative to `rows`.
+struct UnitPart {
+  DebugInfoSource::UnitTables tables;
+  uint64_t segment_base = 0;
+  bool too_big = false;
+  std::vector<FunctionSegmentRecord> segments;
+  std::vector<NodeRecord> nodes;
+  std::vector<RowBlockRecord> blocks;
+  std::vector<uint8_t> rows;
+};
+
+void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
+  part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
+  part->segments.reserve(t.segments.size());
+  for (const dwarf::AddressSegment& s : t.segments) {
+    part->too_big |= s.start < part->segment_base || s.start - part->segment_base > 0xffffffffu;
+    part->segments.push_back({static_cast<uint32_t>(s.start - part->segment_base), s.id});
+  }
+  part->nodes.reserve(t.nodes.size());
+  for (const dwarf::FunctionNode& f : t.nodes) {
+    NodeRecord r;
+    r.parent = f.parent;
+    part->too_big |= f.call_file > 0xffff;
+    r.call_file = static_cast<uint16_t>(f.call_file);
+    r.call_line = f.call_line;
+    r.call_column = f.call_column;
+    r.name = f.inlined ? kNodeInlined : 0;
+    part->nodes.push_back(r);
+  }
+}
+
+// Rows in blocks of kRowsPerBlock (index_format.h).
+void EncodeRows(std::span<const dwarf::LineRow> rows, UnitPart* part) {
+  part->blocks.reserve((rows.size() + kRowsPerBlock - 1) / kRowsPerBlock);
+  part->rows.reserve(rows.size() * 4);
+  std::vector<uint8_t>& out = part->rows;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    const dwarf::LineRow& row = rows[k];
+    if (k % kRowsPerBlock == 0) {
+      part->blocks.push_back({row.address, static_cast<uint32_t>(out.size()), 0});
+      AppendUleb(row.line, &out);
+    } else {
+      const dwarf::LineRow& previous = rows[k - 1];
+      AppendUleb(row.address - previous.address, &out);
+      int64_t delta = int64_t{row.line} - int64_t{previous.line};
+      AppendUleb((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63), &out);
+    }
+    AppendUleb(row.column, &out);
+    AppendUleb(row.file, &out);
+  }
+  part->too_big |= out.size() > 0xffffffffu;
+}
+
 }  // namespace
 
 Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
                                                  const SymbolizeOptions& options) {
-  StringTable strings;
+  StringTable strings(elf->symbols().symbols().size() * 4);
   std::vector<SymbolRecord> symbols;
   std::vector<SegmentRecord> symbol_segments, unit_segments;
   std::vector<FunctionSegmentRecord> function_segments;
   std::vector<UnitRecord> units;
   std::vector<NodeRecord> nodes;
   std::vector<NameRecord> names;
-  struct PairHash {
-    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
-      return std::hash<uint64_t>()(p.first * 0x9e3779b97f4a7c15 ^ p.second);
-    }
+  struct NameSlot {
+    uint64_t hash = 0;
+    NameRecord name;
+    uint32_t id = 0;
+    bool empty() const { return hash == 0; }
   };
-  std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> name_ids;
+  FlatTable<NameSlot> name_ids;
   auto name_id = [&](StrRef raw, StrRef pretty) {
-    auto key = std::make_pair(uint64_t{raw.offset} << 32 | raw.size,
-                              uint64_t{pretty.offset} << 32 | pretty.size);
-    auto [it, inserted] = name_ids.try_emplace(key, static_cast<uint32_t>(names.size()));
-    if (inserted) names.push_back({raw, pretty});
-    return it->second;
+    uint64_t key_hash = MixHash((uint64_t{raw.offset} << 32 | raw.size) * 0x9e3779b97f4a7c15 ^
+                                (uint64_t{pretty.offset} << 32 | pretty.size));
+    auto same = [&](const NameSlot& n) {
+      return n.name.raw.offset == raw.offset && n.name.raw.size == raw.size &&
+             n.name.pretty.offset == pretty.offset && n.name.pretty.size == pretty.size;
+    };
+    NameSlot& slot = name_ids.Find(key_hash, same);
+    if (!slot.empty()) return slot.id;
+    uint32_t id = static_cast<uint32_t>(names.size());
+    slot = {key_hash, {raw, pretty}, id};
+    names.push_back({raw, pretty});
+    name_ids.Filled();
+    return id;
   };
   bool too_big = false;
   std::vector<LineTableRecord> line_tables;
@@ -150,77 +283,85 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
   if (unit_total > 0) {
     DebugInfoSource& src = *source;
+    // Each unit is exported and encoded on the thread that takes it; the merge after only
+    // appends the parts in unit order and adds the names (the one shared table).
+    std::vector<UnitPart> parts(unit_total);
+    std::mutex encoded_mutex;
+    std::unordered_map<const dwarf::LineTable*, size_t> encoded_by;  // line table → part
+    auto export_unit = [&](size_t i) {
+      UnitPart& part = parts[i];
+      part.tables = src.ExportUnit(i);
+      if (!part.tables.ok) return;
+      EncodeFunctions(part.tables, &part);
+      if (part.tables.line == nullptr) return;
+      {
+        std::lock_guard<std::mutex> lock(encoded_mutex);
+        if (!encoded_by.try_emplace(part.tables.line, i).second) return;  // another unit's
+      }
+      EncodeRows(part.tables.line->rows(), &part);
+    };
     std::vector<size_t> parallel, serial;
     for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
-    std::vector<DebugInfoSource::UnitTables> tables(unit_total);
     std::atomic<size_t> next{0};
     RunOnThreads(ThreadCount(options.threads, parallel.size()), [&](unsigned) {
       for (size_t k = next.fetch_add(1); k < parallel.size(); k = next.fetch_add(1)) {
-        tables[parallel[k]] = src.ExportUnit(parallel[k]);
+        export_unit(parallel[k]);
       }
     });
-    for (size_t i : serial) tables[i] = src.ExportUnit(i);
+    for (size_t i : serial) export_unit(i);
 
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
+    size_t node_total = 0, segment_total = 0, block_total = 0, row_byte_total = 0;
+    for (const UnitPart& part : parts) {
+      node_total += part.nodes.size();
+      segment_total += part.segments.size();
+      block_total += part.blocks.size();
+      row_byte_total += part.rows.size();
+    }
+    nodes.reserve(node_total);
+    function_segments.reserve(segment_total);
+    row_blocks.reserve(block_total);
+    row_bytes.reserve(row_byte_total);
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
-    for (const DebugInfoSource::UnitTables& t : tables) {
+    for (UnitPart& part : parts) {
+      const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
       if (!t.ok) {
         units.push_back(unit);
         continue;
       }
       unit.ok = 1;
+      too_big |= part.too_big;
       unit.segment_begin = static_cast<uint32_t>(function_segments.size());
-      unit.segment_base = t.segments.empty() ? 0 : t.segments.front().start;
-      for (const dwarf::AddressSegment& s : t.segments) {
-        too_big |= s.start < unit.segment_base || s.start - unit.segment_base > 0xffffffffu;
-        function_segments.push_back({static_cast<uint32_t>(s.start - unit.segment_base), s.id});
-      }
-      unit.segment_count = static_cast<uint32_t>(function_segments.size() - unit.segment_begin);
+      unit.segment_base = part.segment_base;
+      function_segments.insert(function_segments.end(), part.segments.begin(), part.segments.end());
+      unit.segment_count = static_cast<uint32_t>(part.segments.size());
       unit.node_begin = static_cast<uint32_t>(nodes.size());
-      for (size_t n = 0; n < t.nodes.size(); ++n) {
-        const dwarf::FunctionNode& f = t.nodes[n];
-        NodeRecord r;
-        r.parent = f.parent;
-        too_big |= f.call_file > 0xffff;
-        r.call_file = static_cast<uint16_t>(f.call_file);
-        r.call_line = f.call_line;
-        r.call_column = f.call_column;
+      for (size_t n = 0; n < part.nodes.size(); ++n) {
+        NodeRecord r = part.nodes[n];
         // Raw and demangled name side by side in the stream: one block holds both.
         StrRef raw = strings.Add(t.raw_names[n]);
-        r.name = name_id(raw, strings.Add(t.pretty_names[n]));
-        if (f.inlined) r.name |= kNodeInlined;
+        r.name |= name_id(raw, strings.Add(t.pretty_names[n]));
         nodes.push_back(r);
       }
-      unit.node_count = static_cast<uint32_t>(nodes.size() - unit.node_begin);
+      unit.node_count = static_cast<uint32_t>(part.nodes.size());
       if (t.line != nullptr) {
         auto [it, inserted] =
             table_ids.try_emplace(t.line, static_cast<uint32_t>(line_tables.size()));
         if (inserted) {
+          UnitPart& encoded = parts[encoded_by.at(t.line)];
           LineTableRecord record;
-          std::span<const dwarf::LineRow> table_rows = t.line->rows();
           record.block_begin = static_cast<uint32_t>(row_blocks.size());
-          record.row_count = static_cast<uint32_t>(table_rows.size());
-          for (size_t k = 0; k < table_rows.size(); ++k) {
-            const dwarf::LineRow& row = table_rows[k];
-            if (k % kRowsPerBlock == 0) {
-              row_blocks.push_back({row.address, static_cast<uint32_t>(row_bytes.size()), 0});
-            } else {
-              const dwarf::LineRow& previous = table_rows[k - 1];
-              AppendUleb(row.address - previous.address, &row_bytes);
-            }
-            if (k % kRowsPerBlock == 0) {
-              AppendUleb(row.line, &row_bytes);
-            } else {
-              int64_t delta = int64_t{row.line} - int64_t{table_rows[k - 1].line};
-              AppendUleb((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63),
-                         &row_bytes);
-            }
-            AppendUleb(row.column, &row_bytes);
-            AppendUleb(row.file, &row_bytes);
+          record.block_count = static_cast<uint32_t>(encoded.blocks.size());
+          record.row_count = static_cast<uint32_t>(t.line->rows().size());
+          const uint64_t base = row_bytes.size();
+          too_big |= base + encoded.rows.size() > 0xffffffffu;
+          for (RowBlockRecord block : encoded.blocks) {
+            block.offset = static_cast<uint32_t>(base + block.offset);
+            row_blocks.push_back(block);
           }
-          record.block_count = static_cast<uint32_t>(row_blocks.size() - record.block_begin);
+          row_bytes.insert(row_bytes.end(), encoded.rows.begin(), encoded.rows.end());
           line_tables.push_back(record);
         }
         unit.line_table = it->second;
@@ -263,6 +404,9 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   });
   if (compress_failed) return Error(ErrorCode::kIo, "zstd could not compress the strings");
   std::vector<uint8_t> compressed;
+  size_t compressed_size = 0;
+  for (const std::vector<uint8_t>& f : frames) compressed_size += f.size();
+  compressed.reserve(compressed_size);
   std::vector<uint64_t> string_blocks = {stream.size()};
   for (const std::vector<uint8_t>& f : frames) {
     string_blocks.push_back(compressed.size());
@@ -308,12 +452,15 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   }
   const size_t chunks_end = (offset + 7) & ~size_t{7};
   const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
-  std::vector<uint8_t> out(chunks_end + chunk_count * sizeof(uint32_t), 0);
+  // Appended piece by piece (zeroing it all first and copying over cost as much again).
+  std::vector<uint8_t> out;
+  out.reserve(chunks_end + chunk_count * sizeof(uint32_t));
+  out.resize(table_end);
   for (size_t i = 0; i < kPieces; ++i) {
-    if (!pieces[i].bytes.empty()) {
-      std::memcpy(out.data() + entries[i].offset, pieces[i].bytes.data(), pieces[i].bytes.size());
-    }
+    out.resize(entries[i].offset);
+    out.insert(out.end(), pieces[i].bytes.begin(), pieces[i].bytes.end());
   }
+  out.resize(chunks_end + chunk_count * sizeof(uint32_t));
   // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads.
   std::vector<uint32_t> chunk_crcs(chunk_count);
   unsigned crc_threads = ThreadCount(options.threads, chunk_count / 4096);
