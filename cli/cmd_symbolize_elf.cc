@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "command.h"
@@ -19,6 +20,46 @@ struct Options {
   bool file_offsets = false;
   std::vector<std::string> addresses;
   SymbolizeCliOptions symbolize;
+};
+
+// Answers rendered as they come, in pieces of at most kPieceBytes (an answer longer than
+// that gets a piece of its own): growing one string would copy it again and again.
+class RenderedAnswers {
+ public:
+  explicit RenderedAnswers(size_t count) : spans_(count) {}
+  void Add(size_t i, const SymbolizedAddress& answer, const OutputOptions& options) {
+    if (pieces_.empty() || pieces_.back().size() > kPieceBytes - kSlack) {
+      pieces_.emplace_back().reserve(kPieceBytes);
+    }
+    std::string& piece = pieces_.back();
+    size_t from = piece.size();
+    AppendSymbolized(answer, options, &piece);
+    spans_[i] = {static_cast<uint32_t>(pieces_.size() - 1), from, piece.size() - from};
+  }
+  // Writes the answers in the order of their positions, 64 KiB at a time.
+  void Write() const {
+    std::string out;
+    out.reserve(1 << 17);
+    for (const Span& span : spans_) {
+      out.append(pieces_[span.piece], span.from, span.size);
+      if (out.size() > (1 << 16)) {
+        std::fwrite(out.data(), 1, out.size(), stdout);
+        out.clear();
+      }
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+
+ private:
+  static constexpr size_t kPieceBytes = 1 << 20;
+  static constexpr size_t kSlack = 16 << 10;  // most answers fit in what is left
+  struct Span {
+    uint32_t piece = 0;
+    size_t from = 0;
+    size_t size = 0;
+  };
+  std::vector<std::string> pieces_;
+  std::vector<Span> spans_;
 };
 
 int Run(const Options& o) {
@@ -40,25 +81,29 @@ int Run(const Options& o) {
   for (size_t begin = 0; begin < addresses.size(); begin += kBatch) {
     std::span<const uint64_t> batch(addresses.data() + begin,
                                     std::min(kBatch, addresses.size() - begin));
-    std::vector<SymbolizedAddress> answers = (*symbolizer)->SymbolizeBatch(batch, kind);
-    WriteAnswers(answers.size(), o.symbolize.output,
-                 [&](size_t i) -> const SymbolizedAddress& { return answers[i]; });
+    // Each answer is rendered as it comes (in address order, from reused storage), then the
+    // texts are written in input order.
+    RenderedAnswers rendered(batch.size());
+    (*symbolizer)->SymbolizeEach(batch, kind, [&](size_t i, const SymbolizedAddress& answer) {
+      rendered.Add(i, answer, o.symbolize.output);
+    });
+    rendered.Write();
   }
   KeepUntilExit(std::move(*symbolizer));
   return kExitOk;
 }
 
-CommandRegistrar registrar(
-    "symbolize elf", "Symbolize addresses (or file offsets) of an ELF file",
-    [](CLI::App& app) -> CommandRun {
-      auto o = std::make_shared<Options>();
-      app.add_option("--file,-e,--obj", o->file, "ELF file")->required();
-      app.add_flag("--file-offsets", o->file_offsets,
-                   "Addresses are file offsets, not virtual addresses");
-      AddSymbolizeOptions(app, &o->symbolize);
-      app.add_option("ADDR", o->addresses, "Hex addresses; read from stdin when none are given");
-      return [o] { return Run(*o); };
-    });
+CommandRegistrar registrar("symbolize elf", "Symbolize addresses (or file offsets) of an ELF file",
+                           [](CLI::App& app) -> CommandRun {
+                             auto o = std::make_shared<Options>();
+                             app.add_option("--file,-e,--obj", o->file, "ELF file")->required();
+                             app.add_flag("--file-offsets", o->file_offsets,
+                                          "Addresses are file offsets, not virtual addresses");
+                             AddSymbolizeOptions(app, &o->symbolize);
+                             app.add_option("ADDR", o->addresses,
+                                            "Hex addresses; read from stdin when none are given");
+                             return [o] { return Run(*o); };
+                           });
 
 }  // namespace
 }  // namespace stacksym::cli

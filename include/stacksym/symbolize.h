@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -127,6 +128,12 @@ class ElfSymbolizer {
   // resolved and demangled once each. The preferred call for many addresses.
   std::vector<SymbolizedAddress> SymbolizeBatch(std::span<const uint64_t> addresses,
                                                 AddressKind kind);
+  // The answers SymbolizeBatch() gives, handed to `sink(i, answer)` one at a time in no
+  // particular order (i: the address's position in `addresses`). `answer` lives only during
+  // the call: its storage is reused for the next one, so that a batch answered from a
+  // persisted index allocates next to nothing. For callers that render each answer at once.
+  void SymbolizeEach(std::span<const uint64_t> addresses, AddressKind kind,
+                     const std::function<void(size_t, const SymbolizedAddress&)>& sink);
 
   // The declaration of the global or static variable whose storage holds virtual address
   // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the
@@ -151,6 +158,8 @@ class ElfSymbolizer {
   // Sets input, module and vaddr; false (with the reason set) when the address is outside
   // the file's segments.
   bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
+  // The virtual address `address` stands for, or the reason it has none.
+  std::optional<uint64_t> ToVaddr(uint64_t address, AddressKind kind, Reason* reason) const;
   void FillFromSymbolTable(SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);

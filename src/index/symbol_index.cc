@@ -421,10 +421,36 @@ bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function,
   return String(record.pretty, function);
 }
 
+namespace {
+
+// A cleared frame at the end of `frames`, taken from `spare` (storage and all) when it has one.
+SourceFrame& NewFrame(std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare) {
+  if (spare == nullptr || spare->empty()) return frames->emplace_back();
+  SourceFrame& frame = frames->emplace_back(std::move(spare->back()));
+  spare->pop_back();
+  frame.function.clear();
+  frame.raw_function.clear();
+  frame.file.clear();
+  frame.line = 0;
+  frame.column = 0;
+  frame.inlined = false;
+  return frame;
+}
+
+// Empties `frames`, keeping them in `spare` (when given) for NewFrame.
+void RecycleFrames(std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare) {
+  if (spare != nullptr) {
+    for (SourceFrame& frame : *frames) spare->push_back(std::move(frame));
+  }
+  frames->clear();
+}
+
+}  // namespace
+
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
 bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
-                               std::vector<SourceFrame>* frames, bool* corrupt) const {
-  frames->clear();
+                               std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
+                               bool* corrupt) const {
   int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
   if (unit_id < 0) return false;
   if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
@@ -489,7 +515,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
       outer = nodes[static_cast<size_t>(outer)].parent;
       if (!valid_parent(outer) || ++guard > nodes.size()) return !(*corrupt = true);
     }
-    SourceFrame& frame = frames->emplace_back();
+    SourceFrame& frame = NewFrame(frames, spare);
     int32_t named = outer >= 0 ? outer : node;
     if (name_outermost && named >= 0 &&
         !Name(nodes[static_cast<size_t>(named)].name, options.demangle, &frame.function,
@@ -504,7 +530,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     return true;
   }
   {
-    SourceFrame& first = frames->emplace_back();
+    SourceFrame& first = NewFrame(frames, spare);
     if (!name_frame(first, node)) return !(*corrupt = true);
     if (row != nullptr) {
       if (!path(row->file, &first.file)) return !(*corrupt = true);
@@ -518,7 +544,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     const NodeRecord& callee = nodes[static_cast<size_t>(current)];
     if (!valid_parent(callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
-    SourceFrame& caller = frames->emplace_back();
+    SourceFrame& caller = NewFrame(frames, spare);
     if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file)) {
       return !(*corrupt = true);
     }
@@ -531,6 +557,27 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
 
 bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
                          SymbolizedAddress& out) const {
+  SymbolizedAddress answer;
+  if (!AnswerReusing(vaddr, options, answer, nullptr)) return false;
+  out.reason = answer.reason;
+  out.symbol = std::move(answer.symbol);
+  out.raw_symbol = std::move(answer.raw_symbol);
+  out.symbol_address = answer.symbol_address;
+  out.symbol_size = answer.symbol_size;
+  out.offset = answer.offset;
+  out.frames = std::move(answer.frames);
+  return true;
+}
+
+bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
+                                SymbolizedAddress& out, std::vector<SourceFrame>* spare) const {
+  RecycleFrames(&out.frames, spare);
+  out.reason.reset();
+  out.symbol.clear();
+  out.raw_symbol.clear();
+  out.symbol_address = 0;
+  out.symbol_size = 0;
+  out.offset = 0;
   if (damaged()) return false;
   // Mirrors ElfSymbolizer::FillFromSymbolTable.
   int32_t symbol_id = FindSegmentRecord(symbol_segments_, vaddr);
@@ -542,26 +589,31 @@ bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
     return false;
   }
   bool corrupt = false;
-  std::vector<SourceFrame> frames;
-  if (!LookupFrames(vaddr, options, symbol == nullptr, &frames, &corrupt)) frames.clear();
-  if (corrupt) return false;
-  std::string raw, name;
-  if (symbol != nullptr && (!String(symbol->raw, &raw) ||
-                            !String(options.demangle ? symbol->pretty : symbol->raw, &name))) {
-    return false;
+  if (!LookupFrames(vaddr, options, symbol == nullptr, &out.frames, spare, &corrupt)) {
+    RecycleFrames(&out.frames, spare);
   }
-  out.frames = std::move(frames);
+  if (corrupt) return false;
   if (symbol != nullptr) {
-    out.raw_symbol = std::move(raw);
-    out.symbol = std::move(name);
+    bool named = String(symbol->raw, &out.raw_symbol);
+    if (named && options.demangle) {
+      named = String(symbol->pretty, &out.symbol);
+    } else if (named) {
+      out.symbol = out.raw_symbol;
+    }
+    if (!named) {
+      RecycleFrames(&out.frames, spare);
+      out.raw_symbol.clear();
+      out.symbol.clear();
+      return false;
+    }
     out.symbol_address = symbol->address;
     out.symbol_size = symbol->size;
     out.offset = vaddr - symbol->address;
-  }
-  if (symbol != nullptr && !out.frames.empty()) {
-    SourceFrame& outermost = out.frames.back();
-    outermost.function = out.symbol;
-    outermost.raw_function = out.raw_symbol;
+    if (!out.frames.empty()) {
+      SourceFrame& outermost = out.frames.back();
+      outermost.function = out.symbol;
+      outermost.raw_function = out.raw_symbol;
+    }
   }
   if (symbol == nullptr && out.frames.empty()) {
     out.reason = (header_->flags & kSymbolTableEmpty) != 0 ? Reason::kNoSymbols : Reason::kNoSymbol;

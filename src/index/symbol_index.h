@@ -54,6 +54,14 @@ class SymbolIndex {
   // direct path.
   bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
 
+  // Answer() for a caller that reuses one `out` from address to address (a streamed batch):
+  // every answer field of `out` is overwritten (cleared first), names are copied into the
+  // storage its strings already have, and its old frames go to `spare` (frames kept for
+  // reuse, strings and all) and come back from there, so that answer after answer allocates
+  // next to nothing. On false the answer fields are cleared (for the direct path).
+  bool AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out,
+                     std::vector<SourceFrame>* spare) const;
+
   // Unmaps from this process the pages lookups have read so far (they stay in the page cache
   // and come back on the next read): a batch calls it now and then, so that its resident size
   // follows what it reads now, not the whole index (the kernel maps big page-cache folios
@@ -83,8 +91,10 @@ class SymbolIndex {
   SymbolIndex();
   Result<void> Parse(const OpenOptions& options);
   // name_outermost false: the outermost frame's names are left empty (a symbol names it).
+  // `frames` is empty; new frames come from `spare` when it has some (nullable).
   bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
-                    std::vector<SourceFrame>* frames, bool* corrupt) const;
+                    std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
+                    bool* corrupt) const;
   // The string `ref` points at, decompressed: false when out of bounds or damaged.
   bool String(StrRef ref, std::string* out) const;
   bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw) const;

@@ -89,24 +89,32 @@ void ElfSymbolizer::LoadDebugInfo() {
   if (source) debug_info_ = std::move(*source);
 }
 
+std::optional<uint64_t> ElfSymbolizer::ToVaddr(uint64_t address, AddressKind kind,
+                                               Reason* reason) const {
+  if (kind == AddressKind::kFileOffset) {
+    std::optional<uint64_t> vaddr = elf_->FileOffsetToVaddr(address);
+    if (!vaddr) *reason = Reason::kNotInSegment;
+    return vaddr;
+  }
+  // Relocatable objects and some debug-only files have no PT_LOAD: no segment check there.
+  if (HasLoadSegments(*elf_) && !InLoadSegment(*elf_, address)) {
+    *reason = Reason::kNotInSegment;
+    return std::nullopt;
+  }
+  return address;
+}
+
 bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const {
   out.input = address;
   out.module = elf_->path();
-  if (kind == AddressKind::kFileOffset) {
-    std::optional<uint64_t> vaddr = elf_->FileOffsetToVaddr(address);
-    if (!vaddr) {
-      out.reason = Reason::kNotInSegment;
-      return false;
-    }
-    out.vaddr = *vaddr;
-  } else {
-    out.vaddr = address;
-    // Relocatable objects and some debug-only files have no PT_LOAD: no segment check there.
-    if (HasLoadSegments(*elf_) && !InLoadSegment(*elf_, address)) {
-      out.reason = Reason::kNotInSegment;
-      return false;
-    }
+  Reason reason{};
+  std::optional<uint64_t> vaddr = ToVaddr(address, kind, &reason);
+  if (!vaddr) {
+    if (kind == AddressKind::kVirtual) out.vaddr = address;
+    out.reason = reason;
+    return false;
   }
+  out.vaddr = *vaddr;
   return true;
 }
 
@@ -221,6 +229,51 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     for (size_t k = t; k < positions.size(); k += threads) FillFromSymbolTable(out[positions[k]]);
   });
   return out;
+}
+
+void ElfSymbolizer::SymbolizeEach(
+    std::span<const uint64_t> addresses, AddressKind kind,
+    const std::function<void(size_t, const SymbolizedAddress&)>& sink) {
+  if (!UseIndex()) {
+    std::vector<SymbolizedAddress> answers = SymbolizeBatch(addresses, kind);
+    for (size_t i = 0; i < answers.size(); ++i) sink(i, answers[i]);
+    return;
+  }
+  // In address order, as SymbolizeBatch asks the index, into one reused answer.
+  std::vector<std::pair<uint64_t, uint32_t>> order;  // vaddr, position
+  order.reserve(addresses.size());
+  std::vector<uint32_t> rest;  // positions the index did not answer
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    Reason reason{};
+    if (std::optional<uint64_t> vaddr = ToVaddr(addresses[i], kind, &reason)) {
+      order.emplace_back(*vaddr, static_cast<uint32_t>(i));
+    } else {
+      rest.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  std::sort(order.begin(), order.end());
+  SymbolizedAddress answer;
+  answer.module = elf_->path();
+  std::vector<SourceFrame> spare;  // frames (and their strings' storage) for the next answers
+  constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
+  for (size_t i = 0; i < order.size(); ++i) {
+    auto [vaddr, position] = order[i];
+    answer.input = addresses[position];
+    answer.vaddr = vaddr;
+    if (index_->AnswerReusing(vaddr, options_, answer, &spare)) {
+      sink(position, answer);
+    } else {
+      rest.push_back(position);
+    }
+    if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
+  }
+  if (rest.empty()) return;
+  // Outside the segments, or not answered by the index (a damaged index is rebuilt there,
+  // an inconsistent record goes to the direct path): as SymbolizeBatch answers them.
+  std::vector<uint64_t> rest_addresses(rest.size());
+  for (size_t k = 0; k < rest.size(); ++k) rest_addresses[k] = addresses[rest[k]];
+  std::vector<SymbolizedAddress> answers = SymbolizeBatch(rest_addresses, kind);
+  for (size_t k = 0; k < rest.size(); ++k) sink(rest[k], answers[k]);
 }
 
 }  // namespace stacksym
