@@ -74,17 +74,42 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<UnitRecord> units;
   std::vector<NodeRecord> nodes;
   std::vector<NameRecord> names;
+  std::vector<CallDiscriminatorRecord> call_discriminators;
+  std::vector<StrRef> start_files;
   struct PairHash {
     size_t operator()(const std::pair<uint64_t, uint64_t>& p) const {
       return std::hash<uint64_t>()(p.first * 0x9e3779b97f4a7c15 ^ p.second);
     }
   };
+  std::unordered_map<uint64_t, uint32_t> start_file_ids;  // StrRef → index into start_files
+  auto start_file_id = [&](std::string_view file) {
+    if (file.empty()) return kNoStartFile;
+    StrRef ref = strings.Add(file);
+    auto [it, inserted] = start_file_ids.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
+                                                     static_cast<uint32_t>(start_files.size()));
+    if (inserted) start_files.push_back(ref);
+    return it->second;
+  };
+  // A name is its (raw, demangled) pair and where the function starts (file and line).
   std::unordered_map<std::pair<uint64_t, uint64_t>, uint32_t, PairHash> name_ids;
-  auto name_id = [&](StrRef raw, StrRef pretty) {
+  auto name_id = [&](StrRef raw, StrRef pretty, uint32_t start_file, uint32_t start_line) {
     auto key = std::make_pair(uint64_t{raw.offset} << 32 | raw.size,
                               uint64_t{pretty.offset} << 32 | pretty.size);
+    key.first ^= uint64_t{start_file} * 0x9e3779b97f4a7c15;
+    key.second ^= uint64_t{start_line} * 0xc2b2ae3d27d4eb4f;
     auto [it, inserted] = name_ids.try_emplace(key, static_cast<uint32_t>(names.size()));
-    if (inserted) names.push_back({raw, pretty});
+    if (inserted) {
+      names.push_back({raw, pretty, start_file, start_line});
+    } else {
+      // The key mixes the start in by hashing: confirm (a collision is a different name).
+      const NameRecord& n = names[it->second];
+      if (n.raw.offset != raw.offset || n.raw.size != raw.size ||
+          n.pretty.offset != pretty.offset || n.pretty.size != pretty.size ||
+          n.start_file != start_file || n.start_line != start_line) {
+        names.push_back({raw, pretty, start_file, start_line});
+        return static_cast<uint32_t>(names.size() - 1);
+      }
+    }
     return it->second;
   };
   bool too_big = false;
@@ -189,8 +214,14 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         r.call_column = f.call_column;
         // Raw and demangled name side by side in the stream: one block holds both.
         StrRef raw = strings.Add(t.raw_names[n]);
-        r.name = name_id(raw, strings.Add(t.pretty_names[n]));
+        const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+        r.name =
+            name_id(raw, strings.Add(t.pretty_names[n]), start_file_id(start.file), start.line);
         if (f.inlined) r.name |= kNodeInlined;
+        if (start.call_discriminator != 0) {
+          call_discriminators.push_back(
+              {static_cast<uint32_t>(nodes.size()), start.call_discriminator});
+        }
         nodes.push_back(r);
       }
       unit.node_count = static_cast<uint32_t>(nodes.size() - unit.node_begin);
@@ -202,10 +233,21 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
           std::span<const dwarf::LineRow> table_rows = t.line->rows();
           record.block_begin = static_cast<uint32_t>(row_blocks.size());
           record.row_count = static_cast<uint32_t>(table_rows.size());
+          std::span<const dwarf::RowDiscriminator> discriminators = t.line->discriminators();
+          size_t next_discriminator = 0;  // into discriminators
           for (size_t k = 0; k < table_rows.size(); ++k) {
             const dwarf::LineRow& row = table_rows[k];
             if (k % kRowsPerBlock == 0) {
-              row_blocks.push_back({row.address, static_cast<uint32_t>(row_bytes.size()), 0});
+              // Flagged, with a mask of its rows that have one, when a row of the block has a
+              // discriminator.
+              uint64_t mask = 0;
+              for (size_t d = next_discriminator;
+                   d < discriminators.size() && discriminators[d].row < k + kRowsPerBlock; ++d) {
+                mask |= uint64_t{1} << (discriminators[d].row - k);
+              }
+              row_blocks.push_back({row.address, static_cast<uint32_t>(row_bytes.size()),
+                                    mask != 0 ? kRowBlockDiscriminators : 0});
+              if (mask != 0) AppendUleb(mask, &row_bytes);
             } else {
               const dwarf::LineRow& previous = table_rows[k - 1];
               AppendUleb(row.address - previous.address, &row_bytes);
@@ -219,6 +261,10 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
             }
             AppendUleb(row.column, &row_bytes);
             AppendUleb(row.file, &row_bytes);
+            if (next_discriminator < discriminators.size() &&
+                discriminators[next_discriminator].row == k) {
+              AppendUleb(discriminators[next_discriminator++].value, &row_bytes);
+            }
           }
           record.block_count = static_cast<uint32_t>(row_blocks.size() - record.block_begin);
           line_tables.push_back(record);
@@ -294,6 +340,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kRowBlocks, AsBytes(row_blocks)},
       {SectionKind::kPaths, AsBytes(paths)},
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
+      {SectionKind::kStartFiles, AsBytes(start_files)},
+      {SectionKind::kCallDiscrims, AsBytes(call_discriminators)},
   };
   constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
   constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last
