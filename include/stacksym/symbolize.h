@@ -78,7 +78,9 @@ struct SourceFrame {
   // (searched through abstract origins and specifications), and the DIE's own DW_AT_low_pc.
   // start_file is empty when unknown, also when DW_AT_decl_file is DW_FORM_implicit_const
   // (gcc's DWARF 5), which llvm-symbolizer 14 and 16 do not resolve there either.
-  std::string start_file;
+  // (Initialized, like every member after `inlined`, so that the six-value aggregate
+  // initializations written before these fields existed stay warning-free.)
+  std::string start_file{};
   uint32_t start_line = 0;  // 0: unknown
   // Only with SymbolizeOptions::start_addresses (else false).
   bool has_start_address = false;
