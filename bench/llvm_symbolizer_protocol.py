@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """llvm-symbolizer protocol throughput: stacksym's drop-in against llvm-symbolizer.
 
-  bench/llvm_symbolizer_protocol.py BUILD_DIR [--requests N]
+  bench/llvm_symbolizer_protocol.py BUILD_DIR [--requests N] [--json]
 
 For each library (libc, and libceph-common when librados2-dbg is installed) it sends N
 `CODE "lib" 0xADDR` requests over a pipe one at a time, as the sanitizers do (write one,
 read the answer up to its empty line, then the next), and reports requests per second after
 the first answer (the first one, which loads the file and its debug info, is reported
 separately); and, streamed, all N requests written at once (a batch client such as pprof).
-Also the start-up time: spawn, answer one request for /bin/true, exit.
+Also the start-up time: spawn, answer one request for /bin/true, exit. --json: the same with
+--output-style=JSON (one line per answer, frames with their discriminators and starts).
 """
 import os
 import random
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+STYLE = ["--output-style=JSON"] if "--json" in sys.argv else []
 
 LIBS = [
     ("libc", "/lib/x86_64-linux-gnu/libc.so.6"),
@@ -34,7 +37,7 @@ def function_addresses(path, count):
 
 
 def ping_pong(tool, module, addrs):
-    p = subprocess.Popen([tool, "--inlines", "--demangle", "--default-arch=x86_64"],
+    p = subprocess.Popen([tool, "--inlines", "--demangle", "--default-arch=x86_64"] + STYLE,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     rin, rout = p.stdin, p.stdout
     reader = os.fdopen(rout.fileno(), "rb", buffering=1 << 16, closefd=False)
@@ -42,11 +45,11 @@ def ping_pong(tool, module, addrs):
     for a in addrs:
         t = time.perf_counter()
         rin.write(b'CODE "%s" 0x%x\n' % (module.encode(), a))
-        while True:  # an answer ends with an empty line
+        while True:  # an answer ends with an empty line (JSON: is one line)
             line = reader.readline()
             if not line:
                 raise RuntimeError(f"{tool} closed its output")
-            if line == b"\n":
+            if line == b"\n" or STYLE:
                 break
         times.append(time.perf_counter() - t)
     rin.close()
@@ -57,7 +60,7 @@ def ping_pong(tool, module, addrs):
 def streamed(tool, module, addrs):
     requests = b"".join(b'CODE "%s" 0x%x\n' % (module.encode(), a) for a in addrs)
     t = time.perf_counter()
-    subprocess.run([tool, "--inlines"], input=requests, capture_output=True, check=True)
+    subprocess.run([tool, "--inlines"] + STYLE, input=requests, capture_output=True, check=True)
     return len(addrs) / (time.perf_counter() - t)
 
 
@@ -73,7 +76,8 @@ def startup(tool, runs=20):
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    n = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--requests" else 5000
+    args = [a for a in sys.argv if a != "--json"]
+    n = int(args[3]) if len(args) > 3 and args[2] == "--requests" else 5000
     llvm = shutil.which("llvm-symbolizer")
     tmp = tempfile.mkdtemp()
     dropin = os.path.join(tmp, "llvm-symbolizer")

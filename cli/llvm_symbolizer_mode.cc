@@ -246,6 +246,7 @@ class Session {
     options_.inlines = true;  // --no-inlines still needs the innermost location
     options_.threads = 0;
     options_.short_function_names = config.functions == FunctionNames::kShort;
+    options_.start_addresses = true;  // JSON StartAddress
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),
                                  config.debug_dirs.end());
@@ -297,7 +298,8 @@ class Session {
   struct CodeLine {
     std::string function;                   // empty: unknown
     const SourceFrame* location = nullptr;  // null or empty file: unknown
-    std::optional<uint64_t> start;          // JSON StartAddress, when known
+    const SourceFrame* start = nullptr;     // the DWARF function's start_* (null: unknown)
+    std::optional<uint64_t> start_address;  // JSON StartAddress, when known
   };
 
   // The module for `path`, or nullptr. The first time a path fails, *error gets why (in
@@ -325,8 +327,12 @@ class Session {
   }
 
   std::string FileName(const SourceFrame* location) const {
-    if (!location || location->file.empty()) return std::string();
-    const std::string& file = location->file;
+    if (!location) return std::string();
+    return BaseName(location->file);
+  }
+
+  std::string BaseName(const std::string& file) const {
+    if (file.empty()) return std::string();
     size_t slash = config_.basenames ? file.rfind('/') : std::string::npos;
     return slash == std::string::npos ? file : file.substr(slash + 1);
   }
@@ -347,24 +353,33 @@ class Session {
     out_ += '\n';
   }
 
-  // llvm-symbolizer 14's JSON frame. Discriminator, StartFileName and StartLine are not
-  // known to stacksym (line-table discriminators and DW_AT_decl_file/line are not read) and
-  // are printed as llvm-symbolizer prints them when unknown; StartAddress is the symbol's
-  // address for the outermost frame (as llvm-symbolizer takes it from the symbol table),
-  // unknown ("") otherwise.
+  // llvm-symbolizer's JSON frame (14 and 16 agree): the location's discriminator, the
+  // function's declaration file and line (StartFileName, StartLine: --basenames applies), and
+  // StartAddress: the symbol's address for the outermost frame when the symbol table names it,
+  // else the DWARF function's DW_AT_low_pc ("" when it has none).
   void AppendJsonFrame(const CodeLine& frame) {
     std::string file = FileName(frame.location);
     out_ += "{\"Column\":";
     out_ += std::to_string(file.empty() ? 0 : frame.location->column);
-    out_ += ",\"Discriminator\":0,\"FileName\":";
+    out_ += ",\"Discriminator\":";
+    out_ += std::to_string(frame.location ? frame.location->discriminator : 0);
+    out_ += ",\"FileName\":";
     AppendJsonString(&out_, file);
     out_ += ",\"FunctionName\":";
     AppendJsonString(&out_, config_.functions == FunctionNames::kNone ? "" : frame.function);
     out_ += ",\"Line\":";
     out_ += std::to_string(file.empty() ? 0 : frame.location->line);
+    std::optional<uint64_t> start_address = frame.start_address;
+    if (!start_address && frame.start && frame.start->has_start_address) {
+      start_address = frame.start->start_address;
+    }
     out_ += ",\"StartAddress\":";
-    AppendJsonString(&out_, frame.start ? Hex(*frame.start) : std::string());
-    out_ += ",\"StartFileName\":\"\",\"StartLine\":0}";
+    AppendJsonString(&out_, start_address ? Hex(*start_address) : std::string());
+    out_ += ",\"StartFileName\":";
+    AppendJsonString(&out_, frame.start ? BaseName(frame.start->start_file) : std::string());
+    out_ += ",\"StartLine\":";
+    out_ += std::to_string(frame.start ? frame.start->start_line : 0);
+    out_ += '}';
   }
 
   // The lines of a CODE answer, innermost first, as llvm-symbolizer prints them.
@@ -390,20 +405,23 @@ class Session {
       // Usually the same symbol the symbolizer found, already demangled.
       outer.function =
           symbol->name == a.raw_symbol && !a.symbol.empty() ? a.symbol : Name(symbol->name);
-      outer.start = symbol->address;
+      outer.start_address = symbol->address;
       symbol_file_.file = std::string(symbol->file);
     }
     frames_ = std::move(a.frames);
     outer.location = frames_.empty() ? nullptr : &frames_.back();
+    outer.start = outer.location;
     if (!outer.location || outer.location->file.empty()) outer.location = &symbol_file_;
     if (frames_.size() > 1 && !config_.inlines) {
       // The innermost location, named (as llvm-symbolizer does) by the symbol table where
       // it is asked (the out-of-line function), else by the innermost DWARF function.
+      // (Its start is the innermost function's too, as llvm-symbolizer's.)
       outer.location = &frames_.front();
+      outer.start = &frames_.front();
       if (!symbol) outer.function = frames_.front().function;
     } else if (config_.inlines) {
       for (size_t i = 0; i + 1 < frames_.size(); ++i)
-        lines.push_back({frames_[i].function, &frames_[i], std::nullopt});
+        lines.push_back({frames_[i].function, &frames_[i], &frames_[i], std::nullopt});
     }
     lines.push_back(std::move(outer));
     return lines;

@@ -154,6 +154,31 @@ typedef struct stacksym_symbolized_list {
 
 STACKSYM_API void stacksym_symbolized_list_free(stacksym_symbolized_list* list);
 
+/* More about a frame of `list` (`frame` points into it; stacksym_frame keeps its layout):
+ * where its function starts, as llvm-symbolizer's StartFileName and StartLine (DWARF's
+ * DW_AT_decl_file and DW_AT_decl_line; NULL and 0 when unknown), and its DWARF
+ * discriminator (the line row's for the innermost frame, the inlined call site's for the
+ * others; 0 when none). NULL / 0 for a frame that is not in `list`. They live as long as
+ * `list`. */
+STACKSYM_API const char* stacksym_frame_start_file(const stacksym_symbolized_list* list,
+                                                   const stacksym_frame* frame);
+STACKSYM_API uint32_t stacksym_frame_start_line(const stacksym_symbolized_list* list,
+                                                const stacksym_frame* frame);
+STACKSYM_API uint32_t stacksym_frame_discriminator(const stacksym_symbolized_list* list,
+                                                   const stacksym_frame* frame);
+
+/* How frames name their functions (stacksym_frame::function and raw_function):
+ * LINKAGE (the default): the linkage name, from the symbol table for the out-of-line
+ * function, demangled when asked ("ns::f(int)"); SHORT: DWARF's DW_AT_name, searched
+ * through abstract origins and specifications ("f", "g<int>": no scope, no parameters), as
+ * llvm-symbolizer --functions=short prints it; frames without DWARF then have "" (the
+ * symbol fields keep the symbol table's name). Set on a handle by the *_set_function_names
+ * calls below, before or between symbolize calls (the handle's caches are dropped). */
+typedef enum stacksym_function_names {
+  STACKSYM_FUNCTION_NAMES_LINKAGE = 0,
+  STACKSYM_FUNCTION_NAMES_SHORT = 1,
+} stacksym_function_names;
+
 /* ------------------------------------------------------------------------------------------
  * One ELF file */
 
@@ -173,6 +198,10 @@ STACKSYM_API const char* stacksym_elf_build_id(const stacksym_elf* elf);
 STACKSYM_API stacksym_status stacksym_elf_symbolize(stacksym_elf* elf, const uint64_t* addresses,
                                                     size_t count, stacksym_address_kind kind,
                                                     stacksym_symbolized_list** out);
+/* STACKSYM_ERROR_INVALID_ARGUMENT for an unknown value; on any failure the handle keeps its
+ * previous setting. */
+STACKSYM_API stacksym_status stacksym_elf_set_function_names(stacksym_elf* elf,
+                                                             stacksym_function_names names);
 
 /* ------------------------------------------------------------------------------------------
  * A live process: addresses as the process sees them (the binaries are opened through
@@ -188,6 +217,8 @@ STACKSYM_API void stacksym_process_free(stacksym_process* process);
 STACKSYM_API stacksym_status stacksym_process_symbolize(stacksym_process* process, pid_t pid,
                                                         const uint64_t* addresses, size_t count,
                                                         stacksym_symbolized_list** out);
+STACKSYM_API stacksym_status stacksym_process_set_function_names(stacksym_process* process,
+                                                                 stacksym_function_names names);
 
 /* ------------------------------------------------------------------------------------------
  * (build ID, file offset) pairs, as stored by a profiler: the binary is found by build ID
@@ -209,6 +240,8 @@ STACKSYM_API stacksym_status stacksym_build_ids_symbolize(stacksym_build_ids* sy
                                                           const stacksym_build_id_offset* pairs,
                                                           size_t count,
                                                           stacksym_symbolized_list** out);
+STACKSYM_API stacksym_status stacksym_build_ids_set_function_names(stacksym_build_ids* symbolizer,
+                                                                   stacksym_function_names names);
 
 /* ------------------------------------------------------------------------------------------
  * Normalization: addresses of a live process -> (module, build ID, file offset), answers

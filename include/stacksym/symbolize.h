@@ -37,6 +37,9 @@ struct SymbolizeOptions {
   // the linkage name, and not from the symbol table (llvm-symbolizer --functions=short).
   // Frames without DWARF then have no function name. Persisted indexes are not used.
   bool short_function_names = false;
+  // Fill SourceFrame::start_address (each frame's DWARF DW_AT_low_pc, llvm-symbolizer's JSON
+  // StartAddress). Persisted indexes do not keep it and are not used with it.
+  bool start_addresses = false;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
@@ -68,6 +71,21 @@ struct SourceFrame {
   uint32_t line = 0;
   uint32_t column = 0;
   bool inlined = false;  // true for every frame but the last (the out-of-line function)
+  // DWARF line-table discriminator of the location: the address's line row for the
+  // innermost frame, the inlined call site's DW_AT_GNU_discriminator for the others (0: none).
+  uint32_t discriminator = 0;
+  // Where the function starts, as llvm-symbolizer's StartFileName/StartLine/StartAddress:
+  // DW_AT_decl_file and DW_AT_decl_line of the frame's subprogram or inlined subroutine
+  // (searched through abstract origins and specifications), and the DIE's own DW_AT_low_pc.
+  // start_file is empty when unknown, also when DW_AT_decl_file is DW_FORM_implicit_const
+  // (gcc's DWARF 5), which llvm-symbolizer 14 and 16 do not resolve there either.
+  // (Initialized, like every member after `inlined`, so that the six-value aggregate
+  // initializations written before these fields existed stay warning-free.)
+  std::string start_file{};
+  uint32_t start_line = 0;  // 0: unknown
+  // Only with SymbolizeOptions::start_addresses (else false).
+  bool has_start_address = false;
+  uint64_t start_address = 0;  // meaningful when has_start_address
 };
 
 struct SymbolizedAddress {

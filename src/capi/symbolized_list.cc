@@ -1,5 +1,6 @@
 // The C view of symbolized answers: one allocation that owns the C++ answers and the C
 // structs pointing into them.
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -13,6 +14,7 @@ struct Owned {
   std::vector<SymbolizedAddress> answers;
   std::vector<stacksym_symbolized> items;
   std::vector<stacksym_frame> frames;
+  std::vector<const SourceFrame*> sources;  // per frame: the C++ frame it shows
 };
 
 // Standard layout with `list` first, so the pointer handed out converts back to the storage.
@@ -22,6 +24,18 @@ struct ListStorage {
   ~ListStorage() { delete owned; }
 };
 static_assert(std::is_standard_layout_v<ListStorage>);
+
+// The C++ frame behind `frame` of `list`, or null.
+const SourceFrame* SourceOf(const stacksym_symbolized_list* list, const stacksym_frame* frame) {
+  if (list == nullptr || frame == nullptr) return nullptr;
+  const Owned* owned = reinterpret_cast<const ListStorage*>(list)->owned;
+  // Compared as addresses: a pointer into another array is not "before" this one.
+  auto at = reinterpret_cast<uintptr_t>(frame);
+  auto begin = reinterpret_cast<uintptr_t>(owned->frames.data());
+  if (at < begin || (at - begin) % sizeof(stacksym_frame) != 0) return nullptr;
+  size_t index = (at - begin) / sizeof(stacksym_frame);
+  return index < owned->sources.size() ? owned->sources[index] : nullptr;
+}
 
 }  // namespace
 
@@ -49,6 +63,7 @@ stacksym_symbolized_list* MakeList(std::vector<SymbolizedAddress> answers) {
   size_t frame_count = 0;
   for (const SymbolizedAddress& a : owned->answers) frame_count += a.frames.size();
   owned->frames.reserve(frame_count);  // no reallocation: items point into it
+  owned->sources.reserve(frame_count);
   owned->items.reserve(owned->answers.size());
   for (const SymbolizedAddress& a : owned->answers) {
     stacksym_symbolized item{};
@@ -71,6 +86,7 @@ stacksym_symbolized_list* MakeList(std::vector<SymbolizedAddress> answers) {
       frame.column = f.column;
       frame.inlined = f.inlined ? 1 : 0;
       owned->frames.push_back(frame);
+      owned->sources.push_back(&f);
     }
     if (item.frame_count == 0) item.frames = nullptr;
     item.module = a.module.c_str();
@@ -83,6 +99,28 @@ stacksym_symbolized_list* MakeList(std::vector<SymbolizedAddress> answers) {
 
 }  // namespace stacksym::capi
 
-extern "C" void stacksym_symbolized_list_free(stacksym_symbolized_list* list) {
+extern "C" {
+
+void stacksym_symbolized_list_free(stacksym_symbolized_list* list) {
   delete reinterpret_cast<stacksym::capi::ListStorage*>(list);
 }
+
+const char* stacksym_frame_start_file(const stacksym_symbolized_list* list,
+                                      const stacksym_frame* frame) {
+  const stacksym::SourceFrame* f = stacksym::capi::SourceOf(list, frame);
+  return f == nullptr || f->start_file.empty() ? nullptr : f->start_file.c_str();
+}
+
+uint32_t stacksym_frame_start_line(const stacksym_symbolized_list* list,
+                                   const stacksym_frame* frame) {
+  const stacksym::SourceFrame* f = stacksym::capi::SourceOf(list, frame);
+  return f == nullptr ? 0 : f->start_line;
+}
+
+uint32_t stacksym_frame_discriminator(const stacksym_symbolized_list* list,
+                                      const stacksym_frame* frame) {
+  const stacksym::SourceFrame* f = stacksym::capi::SourceOf(list, frame);
+  return f == nullptr ? 0 : f->discriminator;
+}
+
+}  // extern "C"

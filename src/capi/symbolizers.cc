@@ -10,17 +10,23 @@
 #include "stacksym/process.h"
 #include "stacksym/symbolize.h"
 
+// Each handle keeps the options it was made with: setting the function names makes its
+// symbolizer anew with them.
 struct stacksym_elf {
   std::unique_ptr<stacksym::ElfSymbolizer> symbolizer;
   std::string build_id_hex;
+  std::string path;
+  stacksym::SymbolizeOptions options;
 };
 
 struct stacksym_process {
   std::unique_ptr<stacksym::ProcessSymbolizer> symbolizer;
+  stacksym::ProcessSymbolizerOptions options;
 };
 
 struct stacksym_build_ids {
   std::unique_ptr<stacksym::BuildIdSymbolizer> symbolizer;
+  stacksym::SymbolizeOptions options;
 };
 
 namespace {
@@ -30,6 +36,16 @@ using stacksym::capi::FromC;
 using stacksym::capi::Guard;
 using stacksym::capi::MakeList;
 using stacksym::capi::MissingArgument;
+
+// Checks `names` and applies it to `options`; false (with the error set) for unknown values.
+bool SetFunctionNames(stacksym_function_names names, stacksym::SymbolizeOptions* options) {
+  if (names != STACKSYM_FUNCTION_NAMES_LINKAGE && names != STACKSYM_FUNCTION_NAMES_SHORT) {
+    Fail(STACKSYM_ERROR_INVALID_ARGUMENT, "unknown function names value");
+    return false;
+  }
+  options->short_function_names = names == STACKSYM_FUNCTION_NAMES_SHORT;
+  return true;
+}
 
 }  // namespace
 
@@ -52,6 +68,8 @@ stacksym_status stacksym_elf_open(const char* path, const stacksym_options* opti
     auto symbolizer = stacksym::ElfSymbolizer::Open(path, FromC(options));
     if (!symbolizer) return Fail(symbolizer.error());
     auto elf = std::make_unique<stacksym_elf>();
+    elf->path = path;
+    elf->options = FromC(options);
     elf->build_id_hex = (*symbolizer)->elf().build_id_hex();
     elf->symbolizer = std::move(*symbolizer);
     *out = elf.release();
@@ -60,6 +78,19 @@ stacksym_status stacksym_elf_open(const char* path, const stacksym_options* opti
 }
 
 void stacksym_elf_close(stacksym_elf* elf) { delete elf; }
+
+stacksym_status stacksym_elf_set_function_names(stacksym_elf* elf, stacksym_function_names names) {
+  return Guard([&] {
+    if (!elf) return MissingArgument("elf");
+    stacksym::SymbolizeOptions options = elf->options;
+    if (!SetFunctionNames(names, &options)) return STACKSYM_ERROR_INVALID_ARGUMENT;
+    auto symbolizer = stacksym::ElfSymbolizer::Open(elf->path, options);
+    if (!symbolizer) return Fail(symbolizer.error());
+    elf->symbolizer = std::move(*symbolizer);
+    elf->options = std::move(options);
+    return STACKSYM_OK;
+  });
+}
 
 const char* stacksym_elf_build_id(const stacksym_elf* elf) {
   return elf ? elf->build_id_hex.c_str() : "";
@@ -91,12 +122,25 @@ stacksym_status stacksym_process_new(const stacksym_options* options, stacksym_p
     process_options.symbolize = FromC(options);
     auto process = std::make_unique<stacksym_process>();
     process->symbolizer = std::make_unique<stacksym::ProcessSymbolizer>(process_options);
+    process->options = std::move(process_options);
     *out = process.release();
     return STACKSYM_OK;
   });
 }
 
 void stacksym_process_free(stacksym_process* process) { delete process; }
+
+stacksym_status stacksym_process_set_function_names(stacksym_process* process,
+                                                    stacksym_function_names names) {
+  return Guard([&] {
+    if (!process) return MissingArgument("process");
+    stacksym::ProcessSymbolizerOptions options = process->options;
+    if (!SetFunctionNames(names, &options.symbolize)) return STACKSYM_ERROR_INVALID_ARGUMENT;
+    process->symbolizer = std::make_unique<stacksym::ProcessSymbolizer>(options);
+    process->options = std::move(options);
+    return STACKSYM_OK;
+  });
+}
 
 stacksym_status stacksym_process_symbolize(stacksym_process* process, pid_t pid,
                                            const uint64_t* addresses, size_t count,
@@ -118,13 +162,26 @@ stacksym_status stacksym_build_ids_new(const stacksym_options* options, stacksym
     if (!out) return MissingArgument("out");
     *out = nullptr;
     auto symbolizer = std::make_unique<stacksym_build_ids>();
-    symbolizer->symbolizer = std::make_unique<stacksym::BuildIdSymbolizer>(FromC(options));
+    symbolizer->options = FromC(options);
+    symbolizer->symbolizer = std::make_unique<stacksym::BuildIdSymbolizer>(symbolizer->options);
     *out = symbolizer.release();
     return STACKSYM_OK;
   });
 }
 
 void stacksym_build_ids_free(stacksym_build_ids* symbolizer) { delete symbolizer; }
+
+stacksym_status stacksym_build_ids_set_function_names(stacksym_build_ids* symbolizer,
+                                                      stacksym_function_names names) {
+  return Guard([&] {
+    if (!symbolizer) return MissingArgument("symbolizer");
+    stacksym::SymbolizeOptions options = symbolizer->options;
+    if (!SetFunctionNames(names, &options)) return STACKSYM_ERROR_INVALID_ARGUMENT;
+    symbolizer->symbolizer = std::make_unique<stacksym::BuildIdSymbolizer>(options);
+    symbolizer->options = std::move(options);
+    return STACKSYM_OK;
+  });
+}
 
 stacksym_status stacksym_build_ids_symbolize(stacksym_build_ids* symbolizer,
                                              const stacksym_build_id_offset* pairs, size_t count,

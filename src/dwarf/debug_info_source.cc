@@ -635,9 +635,24 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   ResolvedName& name = state.names[i];
   if (!name.done) {
     name.done = true;
-    name.raw = state.function_file->SubroutineName(state.functions.nodes()[i].die_offset,
-                                                   options_.short_function_names);
+    uint64_t die = state.functions.nodes()[i].die_offset;
+    name.raw = state.function_file->SubroutineName(die, options_.short_function_names);
     if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
+    dwarf::DwarfFile::SubroutineStart start;
+    if (state.function_file->ReadSubroutineStart(die, &start)) {
+      name.has_low_pc = start.has_low_pc && options_.start_addresses;
+      name.low_pc = start.low_pc;
+      name.call_discriminator = start.call_discriminator;
+    }
+    // The declaration as llvm-symbolizer reads it: a file index into the line table of the
+    // unit holding the function (a DW_FORM_implicit_const one it cannot resolve).
+    dwarf::DeclAttrs decl;
+    if (dwarf::FindDecl(*state.function_file, die, &decl)) {
+      name.start_line = static_cast<uint32_t>(std::min<uint64_t>(decl.line, 0xffffffff));
+      name.has_start_file = decl.has_file && !decl.file_implicit_const &&
+                            decl.file_unit == state.function_unit && decl.file_index <= 0xffffffff;
+      name.start_file = static_cast<uint32_t>(decl.file_index);
+    }
   }
   return name;
 }
@@ -828,6 +843,11 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     f.line = 0;
     f.column = 0;
     f.inlined = false;
+    f.discriminator = 0;
+    f.start_file.clear();
+    f.start_line = 0;
+    f.has_start_address = false;
+    f.start_address = 0;
     return f;
   };
   auto finish = [&](bool found) {
@@ -847,6 +867,10 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     const ResolvedName& name = NodeName(state, n);
     frame.raw_function.assign(name.raw);
     frame.function.assign(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
+    if (name.has_start_file) frame.start_file.assign(FilePath(state, name.start_file));
+    frame.start_line = name.start_line;
+    frame.has_start_address = name.has_low_pc;
+    frame.start_address = name.low_pc;
   };
   auto nodes = state.functions.nodes();
   if (!options_.inlines) {
@@ -861,6 +885,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
       frame.file.assign(FilePath(state, row->file));
       frame.line = row->line;
       frame.column = row->column;
+      frame.discriminator = state.line->Discriminator(row);
     }
     return finish(true);
   }
@@ -872,6 +897,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     first.file.assign(FilePath(state, row->file));
     first.line = row->line;
     first.column = row->column;
+    first.discriminator = state.line->Discriminator(row);
   }
   int32_t current = node;
   size_t guard = 0;
@@ -883,6 +909,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     caller.file.assign(FilePath(state, inlined.call_file));
     caller.line = inlined.call_line;
     caller.column = inlined.call_column;
+    caller.discriminator = NodeName(state, current).call_discriminator;
     current = inlined.parent;
   }
   return finish(true);
@@ -910,6 +937,7 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
     out.raw_names.push_back(name.raw);
     out.pretty_names.push_back(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
   }
+  out.starts.resize(out.nodes.size());
   out.line = state->line;
   if (state->line != nullptr) {
     // FilePath answers file indexes up to files().size() + 1 (past that: unknown).
@@ -920,6 +948,15 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
                               ? std::string_view(state->paths[f])
                               : std::string_view());
     }
+  }
+  for (size_t n = 0; n < out.nodes.size(); ++n) {
+    const ResolvedName& name = NodeName(*state, static_cast<int32_t>(n));
+    UnitTables::NodeStart& start = out.starts[n];
+    if (name.has_start_file && name.start_file < out.paths.size()) {
+      start.file = out.paths[name.start_file];
+    }
+    start.line = name.start_line;
+    start.call_discriminator = name.call_discriminator;
   }
   return out;
 }

@@ -101,8 +101,16 @@ class DebugInfoSource {
     std::span<const dwarf::AddressSegment> segments;  // address → node
     std::span<const dwarf::FunctionNode> nodes;
     std::vector<std::string_view> raw_names, pretty_names;  // per node (pretty: demangled)
-    const dwarf::LineTable* line = nullptr;                 // may be shared by units
-    std::vector<std::string_view> paths;  // per file index of the line table; empty: unknown
+    // Per node: SourceFrame's start_file and start_line, and (inlined nodes) the call site's
+    // discriminator. (Not start_address: persisted indexes are not used with it.)
+    struct NodeStart {
+      std::string_view file;  // a path of `paths` below, or empty
+      uint32_t line = 0;
+      uint32_t call_discriminator = 0;
+    };
+    std::vector<NodeStart> starts;
+    const dwarf::LineTable* line = nullptr;  // may be shared by units
+    std::vector<std::string_view> paths;     // per file index of the line table; empty: unknown
   };
   bool IsSplitUnit(size_t index);
   UnitTables ExportUnit(size_t index);
@@ -166,6 +174,13 @@ class DebugInfoSource {
     std::string_view raw;
     const std::string* pretty = nullptr;  // null: not demangling
     bool done = false;
+    // Where the function starts (SourceFrame::start_*), read with the name.
+    bool has_start_file = false;  // start_file indexes the unit's line table
+    bool has_low_pc = false;
+    uint32_t start_file = 0;
+    uint32_t start_line = 0;
+    uint32_t call_discriminator = 0;  // inlined nodes: the call site's
+    uint64_t low_pc = 0;
   };
   const ResolvedName& NodeName(UnitState& state, int32_t node);
   const std::string& FilePath(UnitState& state, uint32_t file);

@@ -92,6 +92,7 @@ inline constexpr uint16_t DW_AT_GNU_dwo_name = 0x2130;
 inline constexpr uint16_t DW_AT_GNU_dwo_id = 0x2131;
 inline constexpr uint16_t DW_AT_GNU_ranges_base = 0x2132;
 inline constexpr uint16_t DW_AT_GNU_addr_base = 0x2133;
+inline constexpr uint16_t DW_AT_GNU_discriminator = 0x2136;
 
 // Forms.
 inline constexpr uint16_t DW_FORM_addr = 0x01;

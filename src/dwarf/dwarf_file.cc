@@ -477,6 +477,27 @@ bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
   });
 }
 
+bool DwarfFile::ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out) {
+  *out = SubroutineStart();
+  int index = FindUnit(die_offset);
+  if (index < 0) return false;
+  UnitInfo& unit = units_[static_cast<size_t>(index)];
+  if (!ReadUnitDie(unit)) return false;
+  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
+  if (!abbrevs) return false;
+  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
+  c.Seek(static_cast<size_t>(die_offset));
+  const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
+  if (!c.ok() || abbrev == nullptr) return false;
+  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+    if (at == DW_AT_low_pc && !out->has_low_pc) {
+      out->has_low_pc = Address(unit, v, &out->low_pc);
+    } else if (at == DW_AT_GNU_discriminator) {
+      out->call_discriminator = static_cast<uint32_t>(std::min<uint64_t>(v.value, 0xffffffff));
+    }
+  });
+}
+
 std::string_view DwarfFile::SubroutineName(uint64_t die_offset, bool short_name) {
   // Same search order as LLVM's DWARFDie::findRecursively: a LIFO worklist, abstract origin
   // pushed before specification, each DIE visited once.

@@ -148,6 +148,14 @@ class DwarfFile {
   // file), else DW_AT_name the same way. Bounded: cycles and long chains stop the search.
   // `short_name`: DW_AT_name only, found the same way (llvm-symbolizer --functions=short).
   std::string_view SubroutineName(uint64_t die_offset, bool short_name = false);
+  // The subroutine DIE's own DW_AT_low_pc (as LLVM's DWARFDie::find, no abstract origin) and
+  // DW_AT_GNU_discriminator (an inlined call site's); false when the DIE cannot be read.
+  struct SubroutineStart {
+    bool has_low_pc = false;
+    uint64_t low_pc = 0;
+    uint32_t call_discriminator = 0;
+  };
+  bool ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out);
 
   size_t memory_bytes() const;
 

@@ -192,12 +192,16 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   uint64_t file = 1;
   uint64_t line = 1;
   uint64_t column = 0;
+  uint64_t discriminator = 0;
   size_t seq_first = 0;
+  // scratch_discriminators[i]: the discriminator of scratch[i] (most are 0).
+  std::vector<uint32_t> scratch_discriminators;
   auto reset = [&] {
     address = 0;
     file = 1;
     line = 1;
     column = 0;
+    discriminator = 0;
   };
   auto emit = [&](bool end) {
     LineRow row;
@@ -206,14 +210,17 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
     row.column = static_cast<uint16_t>(std::min<uint64_t>(column, 0xffff));
     row.file =
         end ? LineRow::kEndSequence : static_cast<uint16_t>(std::min<uint64_t>(file, 0xfffe));
+    uint32_t row_discriminator =
+        end ? 0 : static_cast<uint32_t>(std::min<uint64_t>(discriminator, 0xffffffff));
+    discriminator = 0;  // reset after every row (DWARF 5 6.2.5.1)
     // Within a sequence keep only the last row per address (the one lookups return).
-    if (scratch.size() > seq_first && scratch.back().address == address && !end) {
+    // A row at the very end address covers nothing; the end marker replaces it.
+    if (scratch.size() > seq_first && scratch.back().address == address) {
       scratch.back() = row;
-    } else if (scratch.size() > seq_first && scratch.back().address == address && end) {
-      // A row at the very end address covers nothing; the end marker replaces it.
-      scratch.back() = row;
+      scratch_discriminators.back() = row_discriminator;
     } else {
       scratch.push_back(row);
+      scratch_discriminators.push_back(row_discriminator);
     }
   };
 
@@ -242,6 +249,7 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
               sequences.push_back({seq_first, scratch.size(), low, address});
             } else {
               scratch.resize(seq_first);  // empty sequence: covers nothing
+              scratch_discriminators.resize(seq_first);
             }
             seq_first = scratch.size();
             reset();
@@ -251,7 +259,10 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
             address = ext.UN(len - 1);
             if (!ext.ok()) return Malformed(kSection, offset + c.offset(), "bad set_address");
             break;
-          default:  // define_file, set_discriminator, vendor opcodes: nothing we keep
+          case DW_LNE_set_discriminator:
+            discriminator = ext.Uleb128();
+            break;
+          default:  // define_file, vendor opcodes: nothing we keep
             break;
         }
         break;
@@ -290,6 +301,7 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   }
   // Rows after the last end_sequence belong to no sequence and are dropped (as LLVM does).
   scratch.resize(seq_first);
+  scratch_discriminators.resize(seq_first);
 
   std::stable_sort(sequences.begin(), sequences.end(),
                    [](const Sequence& a, const Sequence& b) { return a.low < b.low; });
@@ -302,11 +314,25 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
     if (any && seq.low < covered_until) continue;
     any = true;
     covered_until = seq.high;
-    if (!table.rows_.empty() && table.rows_.back().address == seq.low) table.rows_.pop_back();
+    if (!table.rows_.empty() && table.rows_.back().address == seq.low) {
+      table.rows_.pop_back();
+      if (!table.discriminators_.empty() &&
+          table.discriminators_.back().row == table.rows_.size()) {
+        table.discriminators_.pop_back();
+      }
+    }
+    for (size_t i = seq.first; i < seq.end; ++i) {
+      if (scratch_discriminators[i] != 0) {
+        table.discriminators_.push_back(
+            {static_cast<uint32_t>(table.rows_.size() + (i - seq.first)),
+             scratch_discriminators[i]});
+      }
+    }
     table.rows_.insert(table.rows_.end(), scratch.begin() + static_cast<ptrdiff_t>(seq.first),
                        scratch.begin() + static_cast<ptrdiff_t>(seq.end));
   }
   table.rows_.shrink_to_fit();
+  table.discriminators_.shrink_to_fit();
   table.index_.Build(table.rows_.size(), [&](size_t i) { return table.rows_[i].address; });
   return table;
 }
@@ -319,6 +345,14 @@ const LineRow* LineTable::Find(uint64_t address) const {
   --it;
   if (it->is_end()) return nullptr;
   return &*it;
+}
+
+uint32_t LineTable::Discriminator(const LineRow* row) const {
+  if (row == nullptr || discriminators_.empty()) return 0;
+  uint32_t index = static_cast<uint32_t>(row - rows_.data());
+  auto it = std::lower_bound(discriminators_.begin(), discriminators_.end(), index,
+                             [](const RowDiscriminator& d, uint32_t i) { return d.row < i; });
+  return it != discriminators_.end() && it->row == index ? it->value : 0;
 }
 
 bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out,

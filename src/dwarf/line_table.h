@@ -39,6 +39,12 @@ struct LineRow {
   bool is_end() const { return file == kEndSequence; }
 };
 
+// The discriminator of row `row` of a LineTable (only nonzero ones are kept).
+struct RowDiscriminator {
+  uint32_t row = 0;
+  uint32_t value = 0;
+};
+
 class LineTable {
  public:
   struct FileEntry {
@@ -52,6 +58,8 @@ class LineTable {
 
   // The row covering `address`, or nullptr.
   const LineRow* Find(uint64_t address) const;
+  // The discriminator of a row of this table (DW_LNE_set_discriminator; 0 when none).
+  uint32_t Discriminator(const LineRow* row) const;
 
   // Path of file `index` the way llvm-symbolizer prints it (absolute-path mode): absolute names
   // as they are, otherwise comp_dir / include directory / name joined with '/'.
@@ -62,10 +70,13 @@ class LineTable {
 
   uint16_t version() const { return version_; }
   std::span<const LineRow> rows() const { return rows_; }
+  // The rows with a nonzero discriminator, by row index (sorted).
+  std::span<const RowDiscriminator> discriminators() const { return discriminators_; }
   std::span<const FileEntry> files() const { return files_; }
   std::span<const std::string_view> directories() const { return dirs_; }
   size_t memory_bytes() const {
     return rows_.capacity() * sizeof(LineRow) + index_.memory_bytes() +
+           discriminators_.capacity() * sizeof(RowDiscriminator) +
            files_.capacity() * sizeof(FileEntry) + dirs_.capacity() * sizeof(std::string_view);
   }
 
@@ -74,7 +85,8 @@ class LineTable {
   std::vector<std::string_view> dirs_;
   std::vector<FileEntry> files_;
   std::vector<LineRow> rows_;
-  AddressIndex index_;  // over rows_
+  std::vector<RowDiscriminator> discriminators_;  // sorted by row
+  AddressIndex index_;                            // over rows_
 };
 
 // Joins path components the way LLVM's sys::path::append does: a '/' between parts unless

@@ -165,15 +165,25 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
   }
 }
 
-// Rows in blocks of kRowsPerBlock (index_format.h).
-void EncodeRows(std::span<const dwarf::LineRow> rows, UnitPart* part) {
+// Rows in blocks of kRowsPerBlock (index_format.h); a block with discriminators is flagged and
+// starts with the mask of its rows that have one.
+void EncodeRows(std::span<const dwarf::LineRow> rows,
+                std::span<const dwarf::RowDiscriminator> discriminators, UnitPart* part) {
+  size_t next_discriminator = 0;  // into discriminators
   part->blocks.reserve((rows.size() + kRowsPerBlock - 1) / kRowsPerBlock);
   part->rows.reserve(rows.size() * 4);
   std::vector<uint8_t>& out = part->rows;
   for (size_t k = 0; k < rows.size(); ++k) {
     const dwarf::LineRow& row = rows[k];
     if (k % kRowsPerBlock == 0) {
-      part->blocks.push_back({row.address, static_cast<uint32_t>(out.size()), 0});
+      uint64_t mask = 0;
+      for (size_t d = next_discriminator;
+           d < discriminators.size() && discriminators[d].row < k + kRowsPerBlock; ++d) {
+        mask |= uint64_t{1} << (discriminators[d].row - k);
+      }
+      part->blocks.push_back({row.address, static_cast<uint32_t>(out.size()),
+                              mask != 0 ? kRowBlockDiscriminators : 0});
+      if (mask != 0) AppendUleb(mask, &out);
       AppendUleb(row.line, &out);
     } else {
       const dwarf::LineRow& previous = rows[k - 1];
@@ -183,6 +193,9 @@ void EncodeRows(std::span<const dwarf::LineRow> rows, UnitPart* part) {
     }
     AppendUleb(row.column, &out);
     AppendUleb(row.file, &out);
+    if (next_discriminator < discriminators.size() && discriminators[next_discriminator].row == k) {
+      AppendUleb(discriminators[next_discriminator++].value, &out);
+    }
   }
   part->too_big |= out.size() > 0xffffffffu;
 }
@@ -198,6 +211,18 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<UnitRecord> units;
   std::vector<NodeRecord> nodes;
   std::vector<NameRecord> names;
+  std::vector<CallDiscriminatorRecord> call_discriminators;
+  std::vector<StrRef> start_files;
+  std::unordered_map<uint64_t, uint32_t> start_file_ids;  // StrRef → index into start_files
+  auto start_file_id = [&](std::string_view file) {
+    if (file.empty()) return kNoStartFile;
+    StrRef ref = strings.Add(file);
+    auto [it, inserted] = start_file_ids.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
+                                                     static_cast<uint32_t>(start_files.size()));
+    if (inserted) start_files.push_back(ref);
+    return it->second;
+  };
+  // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
     uint64_t hash = 0;
     NameRecord name;
@@ -205,18 +230,20 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     bool empty() const { return hash == 0; }
   };
   FlatTable<NameSlot> name_ids;
-  auto name_id = [&](StrRef raw, StrRef pretty) {
+  auto name_id = [&](StrRef raw, StrRef pretty, uint32_t start_file, uint32_t start_line) {
     uint64_t key_hash = MixHash((uint64_t{raw.offset} << 32 | raw.size) * 0x9e3779b97f4a7c15 ^
-                                (uint64_t{pretty.offset} << 32 | pretty.size));
+                                (uint64_t{pretty.offset} << 32 | pretty.size) ^
+                                (uint64_t{start_file} << 32 | start_line) * 0xc2b2ae3d27d4eb4f);
     auto same = [&](const NameSlot& n) {
       return n.name.raw.offset == raw.offset && n.name.raw.size == raw.size &&
-             n.name.pretty.offset == pretty.offset && n.name.pretty.size == pretty.size;
+             n.name.pretty.offset == pretty.offset && n.name.pretty.size == pretty.size &&
+             n.name.start_file == start_file && n.name.start_line == start_line;
     };
     NameSlot& slot = name_ids.Find(key_hash, same);
     if (!slot.empty()) return slot.id;
     uint32_t id = static_cast<uint32_t>(names.size());
-    slot = {key_hash, {raw, pretty}, id};
-    names.push_back({raw, pretty});
+    slot = {key_hash, {raw, pretty, start_file, start_line}, id};
+    names.push_back({raw, pretty, start_file, start_line});
     name_ids.Filled();
     return id;
   };
@@ -298,7 +325,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         std::lock_guard<std::mutex> lock(encoded_mutex);
         if (!encoded_by.try_emplace(part.tables.line, i).second) return;  // another unit's
       }
-      EncodeRows(part.tables.line->rows(), &part);
+      EncodeRows(part.tables.line->rows(), part.tables.line->discriminators(), &part);
     };
     std::vector<size_t> parallel, serial;
     for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
@@ -342,7 +369,13 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         NodeRecord r = part.nodes[n];
         // Raw and demangled name side by side in the stream: one block holds both.
         StrRef raw = strings.Add(t.raw_names[n]);
-        r.name |= name_id(raw, strings.Add(t.pretty_names[n]));
+        const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+        r.name |=
+            name_id(raw, strings.Add(t.pretty_names[n]), start_file_id(start.file), start.line);
+        if (start.call_discriminator != 0) {
+          call_discriminators.push_back(
+              {static_cast<uint32_t>(nodes.size()), start.call_discriminator});
+        }
         nodes.push_back(r);
       }
       unit.node_count = static_cast<uint32_t>(part.nodes.size());
@@ -438,6 +471,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kRowBlocks, AsBytes(row_blocks)},
       {SectionKind::kPaths, AsBytes(paths)},
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
+      {SectionKind::kStartFiles, AsBytes(start_files)},
+      {SectionKind::kCallDiscrims, AsBytes(call_discriminators)},
   };
   constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
   constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last

@@ -14,8 +14,10 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // version is rebuilt, never read.
 // 2: line rows delta-encoded in blocks; 3: checksums per 4 KiB chunk, verified on first use;
 // 4: strings zstd-compressed in blocks, names shared by nodes through a name table, 16-byte
-// nodes, 8-byte function segments relative to their unit.
-inline constexpr uint32_t kVersion = 4;
+// nodes, 8-byte function segments relative to their unit; 5: where functions start (names
+// carry the declaration's file and line) and discriminators (of rows, in blocks flagged for
+// them; of inlined call sites, for the nodes that have one).
+inline constexpr uint32_t kVersion = 5;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
@@ -50,9 +52,11 @@ enum class SectionKind : uint32_t {
   kRowBytes,          // bytes: the encoded rows of every block
   kChunkCrcs,         // uint32_t[]: CRC32C of each kChunkSize chunk of the file (below); last
   kStringBlocks,      // uint64_t[]: the string stream's size, then each frame's offset, end
-  kNames,             // NameRecord[]: the distinct (raw, demangled) name pairs of nodes
+  kNames,             // NameRecord[]: the distinct (raw, demangled, start) names of nodes
+  kStartFiles,        // StrRef[]: the distinct declaration files names refer to
+  kCallDiscrims,      // CallDiscriminatorRecord[]: the nodes with one, by node
 };
-inline constexpr uint32_t kSectionKindCount = 15;
+inline constexpr uint32_t kSectionKindCount = 17;
 
 // Strings (names, paths) form one stream that StrRef points into; it is cut into blocks of
 // kStringBlockSize bytes, each compressed as one zstd frame (demangled C++ names compress
@@ -117,11 +121,21 @@ struct FunctionSegmentRecord {
 };
 static_assert(sizeof(FunctionSegmentRecord) == 8);
 
+inline constexpr uint32_t kNoStartFile = 0xffffffff;
 struct NameRecord {
-  StrRef raw;     // linkage name as in the DWARF (empty: unnamed)
-  StrRef pretty;  // demangled
+  StrRef raw;                          // linkage name as in the DWARF (empty: unnamed)
+  StrRef pretty;                       // demangled
+  uint32_t start_file = kNoStartFile;  // index into the start files (SourceFrame::start_file)
+  uint32_t start_line = 0;             // DW_AT_decl_line (SourceFrame::start_line)
 };
-static_assert(sizeof(NameRecord) == 16);
+static_assert(sizeof(NameRecord) == 24);
+
+// An inlined node's call-site discriminator (DW_AT_GNU_discriminator), for nonzero ones only.
+struct CallDiscriminatorRecord {
+  uint32_t node = 0;  // global node index; sorted
+  uint32_t discriminator = 0;
+};
+static_assert(sizeof(CallDiscriminatorRecord) == 8);
 
 inline constexpr uint32_t kNodeInlined = 0x80000000;  // in NodeRecord::name
 struct NodeRecord {
@@ -146,11 +160,15 @@ static_assert(sizeof(LineTableRecord) == 16);
 // ULEB128 line, column, file (its address is first_address); each next one as ULEB128
 // address delta, zigzag-SLEB line delta, ULEB128 column, file. A lookup binary-searches the
 // blocks and decodes one.
+// A block flagged kRowBlockDiscriminators (one of its rows has a nonzero discriminator)
+// starts with a ULEB128 mask of its rows that have one (bit k: row k), and each of those rows
+// ends with its ULEB128 discriminator.
 inline constexpr uint32_t kRowsPerBlock = 32;
+inline constexpr uint32_t kRowBlockDiscriminators = 1;
 struct RowBlockRecord {
   uint64_t first_address = 0;
   uint32_t offset = 0;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kRowBlockDiscriminators
 };
 static_assert(sizeof(RowBlockRecord) == 16);
 inline constexpr uint16_t kEndSequenceFile = 0xffff;  // a row's file: end of a sequence

@@ -202,6 +202,9 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
   STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
   STACKSYM_RECORDS(paths_, StrRef, kPaths, "paths")
+  STACKSYM_RECORDS(start_files_, StrRef, kStartFiles, "start files")
+  STACKSYM_RECORDS(call_discriminators_, CallDiscriminatorRecord, kCallDiscrims,
+                   "call discriminators")
 #undef STACKSYM_RECORDS
   // The string stream: its size, then block_count + 1 offsets into the compressed bytes.
   std::span<const uint8_t> blocks = section(SectionKind::kStringBlocks);
@@ -283,7 +286,7 @@ std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() 
       "units",       "function-segments", "nodes",
       "line-tables", "row-blocks",        "paths",
       "row-bytes",   "chunk-crcs",        "string-blocks",
-      "names"};
+      "names",       "start-files",       "call-discriminators"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -333,11 +336,17 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   size_t block = static_cast<size_t>(it - blocks.begin());
   size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
   size_t pos = it->offset;
-  // The longest block the builder writes: 32 rows of at most 10 + 10 + 3 + 3 bytes. Decoding
-  // an intact block stays inside it; a damaged one still stops at the end of the row bytes.
-  constexpr size_t kMaxBlockBytes = kRowsPerBlock * 26;
+  // The longest block the builder writes: a 5-byte discriminator mask and 32 rows of at most
+  // 10 + 10 + 3 + 3 (+ 5) bytes. Decoding an intact block stays inside it; a damaged one still
+  // stops at the end of the row bytes.
+  constexpr size_t kMaxBlockBytes = 5 + kRowsPerBlock * 31;
   if (pos > row_bytes_.size() ||
       !Verified(row_bytes_.subspan(pos, std::min(kMaxBlockBytes, row_bytes_.size() - pos)))) {
+    return false;
+  }
+  uint64_t discriminator_mask = 0;  // the rows of the block with a discriminator
+  if ((it->flags & kRowBlockDiscriminators) != 0 &&
+      (!ReadUleb(row_bytes_, &pos, &discriminator_mask) || discriminator_mask > 0xffffffff)) {
     return false;
   }
   Row current, best;
@@ -345,8 +354,11 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   for (size_t i = 0; i < count; ++i) {
     uint64_t delta = 0, line = 0, column = 0, file = 0;
     if (i > 0 && !ReadUleb(row_bytes_, &pos, &delta)) return false;
+    uint64_t discriminator = 0;
     if (!ReadUleb(row_bytes_, &pos, &line) || !ReadUleb(row_bytes_, &pos, &column) ||
-        !ReadUleb(row_bytes_, &pos, &file) || column > 0xffff || file > 0xffff) {
+        !ReadUleb(row_bytes_, &pos, &file) || column > 0xffff || file > 0xffff ||
+        ((discriminator_mask >> i & 1) != 0 &&
+         (!ReadUleb(row_bytes_, &pos, &discriminator) || discriminator > 0xffffffff))) {
       return false;
     }
     current.address += delta;
@@ -358,6 +370,7 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
     }
     current.column = static_cast<uint16_t>(column);
     current.file = static_cast<uint16_t>(file);
+    current.discriminator = static_cast<uint32_t>(discriminator);
     if (current.address > vaddr) break;
     best = current;
   }
@@ -434,6 +447,11 @@ SourceFrame& NewFrame(std::vector<SourceFrame>* frames, std::vector<SourceFrame>
   frame.line = 0;
   frame.column = 0;
   frame.inlined = false;
+  frame.discriminator = 0;
+  frame.start_file.clear();
+  frame.start_line = 0;
+  frame.has_start_address = false;
+  frame.start_address = 0;
   return frame;
 }
 
@@ -446,6 +464,42 @@ void RecycleFrames(std::vector<SourceFrame>* frames, std::vector<SourceFrame>* s
 }
 
 }  // namespace
+
+bool SymbolIndex::Start(uint32_t node, SourceFrame* frame) const {
+  if (node >= nodes_.size()) return false;
+  uint32_t id = nodes_[node].name & ~kNodeInlined;
+  if (id >= names_.size() || !Verified(names_[id])) return false;
+  const NameRecord& record = names_[id];
+  frame->start_line = record.start_line;
+  frame->start_file.clear();
+  if (record.start_file != kNoStartFile) {
+    if (record.start_file >= start_files_.size() || !Verified(start_files_[record.start_file]) ||
+        !String(start_files_[record.start_file], &frame->start_file)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SymbolIndex::CallDiscriminator(uint32_t node, uint32_t* out) const {
+  *out = 0;
+  size_t lo = 0, hi = call_discriminators_.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (!Verified(call_discriminators_[mid])) return false;
+    uint32_t at = call_discriminators_[mid].node;
+    if (at == node) {
+      *out = call_discriminators_[mid].discriminator;
+      return true;
+    }
+    if (at < node) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return true;
+}
 
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
 bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
@@ -507,6 +561,9 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     out->clear();
     return file >= paths.size() || (Verified(paths[file]) && String(paths[file], out));
   };
+  auto start = [&](SourceFrame& frame, int32_t n) {
+    return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame);
+  };
   auto valid_parent = valid_node;
   if (!options.inlines) {
     int32_t outer = node;
@@ -522,20 +579,23 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
               &frame.raw_function)) {
       return !(*corrupt = true);
     }
+    if (!start(frame, named)) return !(*corrupt = true);
     if (row != nullptr) {
       if (!path(row->file, &frame.file)) return !(*corrupt = true);
       frame.line = row->line;
       frame.column = row->column;
+      frame.discriminator = row->discriminator;
     }
     return true;
   }
   {
     SourceFrame& first = NewFrame(frames, spare);
-    if (!name_frame(first, node)) return !(*corrupt = true);
+    if (!name_frame(first, node) || !start(first, node)) return !(*corrupt = true);
     if (row != nullptr) {
       if (!path(row->file, &first.file)) return !(*corrupt = true);
       first.line = row->line;
       first.column = row->column;
+      first.discriminator = row->discriminator;
     }
   }
   int32_t current = node;
@@ -545,7 +605,10 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     if (!valid_parent(callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
     SourceFrame& caller = NewFrame(frames, spare);
-    if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file)) {
+    if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file) ||
+        !start(caller, callee.parent) ||
+        !CallDiscriminator(unit.node_begin + static_cast<uint32_t>(current),
+                           &caller.discriminator)) {
       return !(*corrupt = true);
     }
     caller.line = callee.call_line;

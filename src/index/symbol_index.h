@@ -98,6 +98,11 @@ class SymbolIndex {
   // The string `ref` points at, decompressed: false when out of bounds or damaged.
   bool String(StrRef ref, std::string* out) const;
   bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw) const;
+  // SourceFrame's start_file and start_line of node `node` (global index); false when a
+  // record is inconsistent or damaged.
+  bool Start(uint32_t node, SourceFrame* frame) const;
+  // The call-site discriminator of inlined node `node` (global index; 0 when it has none).
+  bool CallDiscriminator(uint32_t node, uint32_t* out) const;
   // Whether the chunks holding `bytes` (a part of bytes_) are intact, summing those not yet
   // summed; false (and damaged()) when one is not. Always true without checksum checking.
   bool Verified(std::span<const uint8_t> bytes) const;
@@ -115,6 +120,7 @@ class SymbolIndex {
     uint32_t line = 0;
     uint16_t column = 0;
     uint16_t file = 0;
+    uint32_t discriminator = 0;
   };
   // The row of line table `table` covering `vaddr`: true with *found set or cleared (no row);
   // false when the table's records or bytes are inconsistent.
@@ -131,6 +137,8 @@ class SymbolIndex {
   std::span<const uint8_t> string_blocks_;  // kStringBlocks after its first word
   size_t string_block_count_ = 0;
   std::span<const NameRecord> names_;
+  std::span<const StrRef> start_files_;
+  std::span<const CallDiscriminatorRecord> call_discriminators_;
   // The last blocks decompressed, and the zstd context, behind one lock.
   struct StringCache;
   std::unique_ptr<StringCache> string_cache_;

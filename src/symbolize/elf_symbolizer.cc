@@ -66,7 +66,8 @@ bool ElfSymbolizer::UseIndex() {
   if (!index_tried_) {
     index_tried_ = true;
     // (An index keeps linkage names: short names are read from the DWARF itself.)
-    if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names) {
+    if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names &&
+        !options_.start_addresses) {
       index_ = symindex::OpenCachedIndex(elf_, options_);
     }
   }

@@ -302,5 +302,98 @@ TEST(CApi, ShortFunctionNamesAreDwarfNames) {
   }
 }
 
+// stacksym_frame_start_file/start_line/discriminator: the C++ frames' start_file,
+// start_line and discriminator; NULL / 0 for a frame of another list.
+TEST(CApi, FrameStartsAndDiscriminatorsEqualTheCppFrames) {
+  std::vector<uint64_t> addrs = FixtureAddresses();
+  auto cpp = ElfSymbolizer::Open(Fixture());
+  ASSERT_TRUE(cpp) << cpp.error().ToString();
+  std::vector<SymbolizedAddress> expected = (*cpp)->SymbolizeBatch(addrs, AddressKind::kVirtual);
+  stacksym_elf* elf = nullptr;
+  ASSERT_EQ(stacksym_elf_open(Fixture().c_str(), nullptr, &elf), STACKSYM_OK);
+  stacksym_symbolized_list* list = nullptr;
+  stacksym_symbolized_list* other = nullptr;
+  ASSERT_EQ(
+      stacksym_elf_symbolize(elf, addrs.data(), addrs.size(), STACKSYM_VIRTUAL_ADDRESS, &list),
+      STACKSYM_OK);
+  ASSERT_EQ(stacksym_elf_symbolize(elf, addrs.data(), 1, STACKSYM_VIRTUAL_ADDRESS, &other),
+            STACKSYM_OK);
+  ASSERT_EQ(list->count, expected.size());
+  size_t with_start = 0;
+  for (size_t i = 0; i < list->count; ++i) {
+    const stacksym_symbolized& c = list->items[i];
+    ASSERT_EQ(c.frame_count, expected[i].frames.size());
+    for (size_t k = 0; k < c.frame_count; ++k) {
+      const SourceFrame& f = expected[i].frames[k];
+      const char* file = stacksym_frame_start_file(list, &c.frames[k]);
+      EXPECT_EQ(f.start_file, file ? file : "");
+      EXPECT_EQ(f.start_line, stacksym_frame_start_line(list, &c.frames[k]));
+      EXPECT_EQ(f.discriminator, stacksym_frame_discriminator(list, &c.frames[k]));
+      with_start += f.start_line != 0 && !f.start_file.empty();
+      if (other->items[0].frame_count == 0) continue;
+      // A frame of another list is not one of this list's.
+      EXPECT_EQ(stacksym_frame_start_line(list, &other->items[0].frames[0]), 0u);
+      EXPECT_EQ(stacksym_frame_start_file(list, &other->items[0].frames[0]), nullptr);
+    }
+  }
+  EXPECT_GE(with_start, 10u);
+  EXPECT_EQ(stacksym_frame_start_line(nullptr, nullptr), 0u);
+  EXPECT_EQ(stacksym_frame_discriminator(list, nullptr), 0u);
+  stacksym_symbolized_list_free(other);
+  stacksym_symbolized_list_free(list);
+  stacksym_elf_close(elf);
+}
+
+// stacksym_*_set_function_names(SHORT): the answers of SymbolizeOptions::short_function_names.
+TEST(CApi, ShortFunctionNamesThroughTheCApi) {
+  std::vector<uint64_t> addrs = FixtureAddresses();
+  SymbolizeOptions options;
+  options.short_function_names = true;
+  auto cpp = ElfSymbolizer::Open(Fixture(), options);
+  ASSERT_TRUE(cpp) << cpp.error().ToString();
+  stacksym_elf* elf = nullptr;
+  ASSERT_EQ(stacksym_elf_open(Fixture().c_str(), nullptr, &elf), STACKSYM_OK);
+  EXPECT_EQ(stacksym_elf_set_function_names(elf, static_cast<stacksym_function_names>(7)),
+            STACKSYM_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(stacksym_elf_set_function_names(elf, STACKSYM_FUNCTION_NAMES_SHORT), STACKSYM_OK)
+      << stacksym_last_error();
+  stacksym_symbolized_list* list = nullptr;
+  ASSERT_EQ(
+      stacksym_elf_symbolize(elf, addrs.data(), addrs.size(), STACKSYM_VIRTUAL_ADDRESS, &list),
+      STACKSYM_OK);
+  std::vector<SymbolizedAddress> expected = (*cpp)->SymbolizeBatch(addrs, AddressKind::kVirtual);
+  bool read_at = false;
+  for (size_t i = 0; i < list->count; ++i) {
+    ExpectSame(expected[i], list->items[i]);
+    for (size_t k = 0; k < list->items[i].frame_count; ++k)
+      read_at |= std::string(list->items[i].frames[k].function) == "ReadAt";
+  }
+  EXPECT_TRUE(read_at);
+  stacksym_symbolized_list_free(list);
+  // And back to linkage names.
+  ASSERT_EQ(stacksym_elf_set_function_names(elf, STACKSYM_FUNCTION_NAMES_LINKAGE), STACKSYM_OK);
+  ASSERT_EQ(
+      stacksym_elf_symbolize(elf, addrs.data(), addrs.size(), STACKSYM_VIRTUAL_ADDRESS, &list),
+      STACKSYM_OK);
+  auto linkage = ElfSymbolizer::Open(Fixture());
+  ASSERT_TRUE(linkage);
+  expected = (*linkage)->SymbolizeBatch(addrs, AddressKind::kVirtual);
+  for (size_t i = 0; i < list->count; ++i) ExpectSame(expected[i], list->items[i]);
+  stacksym_symbolized_list_free(list);
+  stacksym_elf_close(elf);
+  // The other handles take the setting too.
+  stacksym_process* process = nullptr;
+  ASSERT_EQ(stacksym_process_new(nullptr, &process), STACKSYM_OK);
+  EXPECT_EQ(stacksym_process_set_function_names(process, STACKSYM_FUNCTION_NAMES_SHORT),
+            STACKSYM_OK);
+  EXPECT_EQ(stacksym_process_set_function_names(nullptr, STACKSYM_FUNCTION_NAMES_SHORT),
+            STACKSYM_ERROR_INVALID_ARGUMENT);
+  stacksym_process_free(process);
+  stacksym_build_ids* ids = nullptr;
+  ASSERT_EQ(stacksym_build_ids_new(nullptr, &ids), STACKSYM_OK);
+  EXPECT_EQ(stacksym_build_ids_set_function_names(ids, STACKSYM_FUNCTION_NAMES_SHORT), STACKSYM_OK);
+  stacksym_build_ids_free(ids);
+}
+
 }  // namespace
 }  // namespace stacksym

@@ -89,6 +89,52 @@ TEST(LineTableTest, SequencesAreSortedAndLastRowAtAnAddressWins) {
   }
 }
 
+void SetDiscriminator(ByteWriter& w, uint64_t d) {
+  ByteWriter operand;
+  operand.Uleb(d);
+  w.U8(0).Uleb(1 + operand.size()).U8(DW_LNE_set_discriminator).Uleb(d);
+}
+
+// DW_LNE_set_discriminator applies to the next row only; of rows at one address the last
+// one's counts; sequences sorted by address keep their rows' discriminators.
+TEST(LineTableTest, DiscriminatorsBelongToTheirRows) {
+  ByteWriter w;
+  w.U32(0).U16(3);
+  size_t hl = w.size();
+  w.U32(0);
+  size_t hs = w.size();
+  StandardFields(w, 3);
+  w.U8(0).Str("a.c").Uleb(0).Uleb(0).Uleb(0).U8(0);
+  w.Patch32(hl, static_cast<uint32_t>(w.size() - hs));
+  SetAddress(w, 0x5000);
+  SetDiscriminator(w, 3);
+  w.U8(DW_LNS_copy);  // 0x5000 d3
+  w.U8(47);           // 0x5002 d0 (reset after each row)
+  SetDiscriminator(w, 300000);
+  w.U8(47);           // 0x5004 d300000
+  w.U8(DW_LNS_copy);  // 0x5004 again, d0: the last row at an address wins
+  w.U8(DW_LNS_advance_pc).Uleb(4);
+  EndSequence(w);  // end 0x5008
+  SetAddress(w, 0x1000);
+  SetDiscriminator(w, 7);
+  w.U8(DW_LNS_copy);  // 0x1000 d7
+  w.U8(DW_LNS_const_add_pc);
+  EndSequence(w);  // end 0x1011
+  w.Patch32(0, static_cast<uint32_t>(w.size() - 4));
+  LineSections s;
+  s.line = w.bytes();
+  auto table = LineTable::Parse(s, 0, 8);
+  ASSERT_TRUE(table) << table.error().ToString();
+  EXPECT_EQ(table->Discriminator(table->Find(0x1000)), 7u);
+  EXPECT_EQ(table->Discriminator(table->Find(0x5000)), 3u);
+  EXPECT_EQ(table->Discriminator(table->Find(0x5001)), 3u);
+  EXPECT_EQ(table->Discriminator(table->Find(0x5002)), 0u);
+  EXPECT_EQ(table->Discriminator(table->Find(0x5004)), 0u);
+  EXPECT_EQ(table->Discriminator(nullptr), 0u);
+  ASSERT_EQ(table->discriminators().size(), 2u);
+  EXPECT_LT(table->discriminators()[0].row, table->discriminators()[1].row);
+}
+
 TEST(LineTableTest, Version5EntryFormatsAndPaths) {
   std::vector<uint8_t> line_str;
   auto add = [&](std::string_view s) {

@@ -20,7 +20,9 @@ std::string Describe(const SymbolizedAddress& a) {
   for (const SourceFrame& f : a.frames) {
     out += "  " + f.function + " [" + f.raw_function + "] " + f.file + ":" +
            std::to_string(f.line) + ":" + std::to_string(f.column) + (f.inlined ? " inlined" : "") +
-           "\n";
+           " d" + std::to_string(f.discriminator) + " start " + f.start_file + ":" +
+           std::to_string(f.start_line) +
+           (f.has_start_address ? " @" + std::to_string(f.start_address) : std::string()) + "\n";
   }
   return out;
 }
