@@ -177,6 +177,9 @@ STACKSYM_API uint32_t stacksym_frame_discriminator(const stacksym_symbolized_lis
 typedef enum stacksym_function_names {
   STACKSYM_FUNCTION_NAMES_LINKAGE = 0,
   STACKSYM_FUNCTION_NAMES_SHORT = 1,
+  /* Not a value: makes any int a value of the type, so that an unknown one passed in is
+   * rejected (STACKSYM_ERROR_INVALID_ARGUMENT) instead of being undefined behaviour in C++. */
+  STACKSYM_FUNCTION_NAMES_MAX_ENUM_ = 0x7fffffff
 } stacksym_function_names;
 
 /* ------------------------------------------------------------------------------------------
@@ -185,8 +188,9 @@ typedef enum stacksym_function_names {
 typedef struct stacksym_elf stacksym_elf;
 
 typedef enum stacksym_address_kind {
-  STACKSYM_VIRTUAL_ADDRESS = 0, /* addresses in the file's virtual address space */
-  STACKSYM_FILE_OFFSET = 1,     /* offsets into the file */
+  STACKSYM_VIRTUAL_ADDRESS = 0,                /* addresses in the file's virtual address space */
+  STACKSYM_FILE_OFFSET = 1,                    /* offsets into the file */
+  STACKSYM_ADDRESS_KIND_MAX_ENUM_ = 0x7fffffff /* not a value (as above) */
 } stacksym_address_kind;
 
 /* Opens an ELF file (its debug files are found on first need). */
