@@ -30,7 +30,8 @@ std::vector<std::string> SplitWords(const std::string& path) {
 }
 
 const char* GroupDescription(const std::string& name) {
-  if (name == "symbolize") return "Symbolize addresses (of an ELF file, a process, the kernel, a build ID)";
+  if (name == "symbolize")
+    return "Symbolize addresses (of an ELF file, a process, the kernel, a build ID)";
   return "";
 }
 

@@ -31,8 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<char> chunked(data + 1, data + 1 + split);
   std::vector<Entry> b;
   ParseStats sb;
-  size_t pos = ParseLines(std::span<char>(chunked.data(), chunked.size()), 0, false, options, &b,
-                          &sb);
+  size_t pos =
+      ParseLines(std::span<char>(chunked.data(), chunked.size()), 0, false, options, &b, &sb);
   if (pos > chunked.size()) abort();
   chunked.insert(chunked.end(), data + 1 + split, data + size);
   ParseLines(std::span<char>(chunked.data(), chunked.size()), pos, true, options, &b, &sb);

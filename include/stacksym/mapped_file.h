@@ -56,8 +56,8 @@ class MappedFile {
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  bool mapped_ = false;             // true: munmap on destruction
-  std::vector<uint8_t> owned_;      // fallback storage when not mapped
+  bool mapped_ = false;         // true: munmap on destruction
+  std::vector<uint8_t> owned_;  // fallback storage when not mapped
   std::string path_;
   FileIdentity identity_;
 };

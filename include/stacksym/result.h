@@ -56,14 +56,16 @@ struct Error {
   std::string ToString() const;
 };
 
-inline Error MakeError(ErrorCode code, std::string message) { return Error(code, std::move(message)); }
+inline Error MakeError(ErrorCode code, std::string message) {
+  return Error(code, std::move(message));
+}
 // An Error from errno after a failed system call; `what` names the call and object.
 Error ErrnoError(int err, std::string what);
 
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT implicit
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}      // NOLINT implicit
   Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT implicit
 
   bool ok() const { return v_.index() == 0; }

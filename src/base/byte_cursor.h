@@ -23,8 +23,7 @@ class ByteCursor {
  public:
   ByteCursor() = default;
   ByteCursor(const uint8_t* data, size_t size) : begin_(data), pos_(data), end_(data + size) {}
-  explicit ByteCursor(std::span<const uint8_t> bytes)
-      : ByteCursor(bytes.data(), bytes.size()) {}
+  explicit ByteCursor(std::span<const uint8_t> bytes) : ByteCursor(bytes.data(), bytes.size()) {}
 
   bool ok() const { return ok_; }
   bool failed() const { return !ok_; }
@@ -65,11 +64,16 @@ class ByteCursor {
   // An unsigned little-endian integer of 1..8 bytes (DWARF's address and offset sizes).
   uint64_t UN(size_t n) {
     switch (n) {
-      case 1: return U8();
-      case 2: return U16();
-      case 3: return U24();
-      case 4: return U32();
-      case 8: return U64();
+      case 1:
+        return U8();
+      case 2:
+        return U16();
+      case 3:
+        return U24();
+      case 4:
+        return U32();
+      case 8:
+        return U64();
       default:
         if (n == 0 || n > 8 || n > remaining()) return Fail(), 0;
         uint64_t v = 0;

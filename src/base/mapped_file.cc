@@ -30,7 +30,8 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 Result<MappedFile> MappedFile::FromFd(int fd, const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoError(errno, "cannot stat").WithFile(path);
-  if (S_ISDIR(st.st_mode)) return Error(ErrorCode::kInvalidArgument, "is a directory").WithFile(path);
+  if (S_ISDIR(st.st_mode))
+    return Error(ErrorCode::kInvalidArgument, "is a directory").WithFile(path);
   MappedFile file;
   file.path_ = path;
   file.identity_ = FileIdentityOf(st);
@@ -43,7 +44,8 @@ Result<MappedFile> MappedFile::FromFd(int fd, const std::string& path) {
       return file;
     }
   }
-  // Not mappable, or procfs (size 0 but has content), or empty: read it, bounded to keep a hostile source finite.
+  // Not mappable, or procfs (size 0 but has content), or empty: read it, bounded to keep a hostile
+  // source finite.
   constexpr size_t kMaxRead = size_t{1} << 32;
   uint8_t buf[65536];
   while (file.owned_.size() < kMaxRead) {

@@ -1,20 +1,27 @@
 #include "stacksym/result.h"
 
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace stacksym {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kIo: return "I/O error";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kPermission: return "permission denied";
-    case ErrorCode::kMalformed: return "malformed data";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kIo:
+      return "I/O error";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kPermission:
+      return "permission denied";
+    case ErrorCode::kMalformed:
+      return "malformed data";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kInternal:
+      return "internal error";
   }
   return "error";
 }

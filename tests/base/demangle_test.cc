@@ -39,8 +39,8 @@ TEST(Demangle, RustV0) {
 // c++filt's default style treats them as Itanium and keeps the hash; rustfilt and libiberty's
 // Rust style (ours) drop it.
 TEST(Demangle, AgreesWithCxxfilt) {
-  const char* names[] = {"_ZNSt6vectorIiSaIiEE9push_backERKi", "_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv",
-                         "_ZZ4mainENKUlvE_clEv"};
+  const char* names[] = {"_ZNSt6vectorIiSaIiEE9push_backERKi",
+                         "_ZN9__gnu_cxx13new_allocatorIcE8allocateEmPKv", "_ZZ4mainENKUlvE_clEv"};
   for (const char* name : names) {
     std::string cmd = std::string("c++filt '") + name + "'";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);

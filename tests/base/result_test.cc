@@ -1,10 +1,11 @@
-#include "stacksym/reason.h"
 #include "stacksym/result.h"
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <string>
+
+#include "stacksym/reason.h"
 
 namespace stacksym {
 namespace {

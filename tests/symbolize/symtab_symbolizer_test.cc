@@ -3,8 +3,8 @@
 // /usr/bin/bash and libc.so.6, our (name, offset) must name a symbol nm says covers the
 // address. Also demangling against `nm -C`, file-offset input, and the Reasons.
 #include <elf.h>
-#include <unistd.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <map>
 #include <random>
@@ -114,7 +114,8 @@ TEST(SymtabSymbolizer, DemanglesLikeNm) {
   ASSERT_EQ(raw.size(), demangled.size());
   int checked = 0;
   for (size_t i = 0; i < raw.size(); ++i) {
-    if (!IsFunctionType(raw[i].type) || raw[i].size == 0 || raw[i].name.rfind("_Z", 0) != 0) continue;
+    if (!IsFunctionType(raw[i].type) || raw[i].size == 0 || raw[i].name.rfind("_Z", 0) != 0)
+      continue;
     SymbolizedAddress got = sym->Symbolize(raw[i].address, AddressKind::kVirtual);
     if (got.raw_symbol != raw[i].name) continue;  // an alias won; checked elsewhere
     EXPECT_EQ(got.symbol, demangled[i].name) << raw[i].name;
