@@ -4,6 +4,7 @@
 // symbol table — and says why; nothing crashes or hangs, whichever point the batch reached.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -41,7 +42,8 @@ std::string MutatedCopy(const std::string& name, Mutate mutate) {
   return path;
 }
 
-void ExpectNoAnswersAndAReason(const std::string& path, const char* why) {
+// `why`: one of the texts the reason may contain ('|' between them).
+void ExpectNoAnswersAndAReason(const std::string& path, const std::string& why) {
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
   DebugInfoSource::OpenTuning tuning;
@@ -58,14 +60,23 @@ void ExpectNoAnswersAndAReason(const std::string& path, const char* why) {
   EXPECT_FALSE((*source)->Lookup(addresses[0], &one));
   const std::vector<Error>& errors = (*source)->unit_errors();
   ASSERT_FALSE(errors.empty());
-  EXPECT_NE(errors.front().ToString().find(why), std::string::npos) << errors.front().ToString();
+  std::string reason = errors.front().ToString();
+  bool named = false;
+  for (size_t from = 0; from <= why.size();) {
+    size_t bar = std::min(why.find('|', from), why.size());
+    named |= reason.find(why.substr(from, bar - from)) != std::string::npos;
+    from = bar + 1;
+  }
+  EXPECT_TRUE(named) << reason << " (expected: " << why << ")";
 }
 
 TEST(StreamedDebugInfo, CorruptHalfWayAnswersNothingAndSaysWhy) {
   std::string path = MutatedCopy("corrupt", [](std::vector<char>& b, size_t at, size_t size) {
     for (size_t i = at + size / 2; i < at + size / 2 + 64 && i < at + size; ++i) b[i] ^= 0x5a;
   });
-  ExpectNoAnswersAndAReason(path, "zlib stream is corrupt");
+  // Garbled deflate data fails its checks, or (depending on the bytes, which hold the build
+  // directory's path) decodes into more or less than the header declares.
+  ExpectNoAnswersAndAReason(path, "zlib stream is corrupt|not the declared|more than the declared");
   std::filesystem::remove(path);
 }
 
