@@ -837,17 +837,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
   auto next_frame = [&]() -> SourceFrame& {
     if (used == frames->size()) frames->emplace_back();
     SourceFrame& f = (*frames)[used++];
-    f.function.clear();
-    f.raw_function.clear();
-    f.file.clear();
-    f.line = 0;
-    f.column = 0;
-    f.inlined = false;
-    f.discriminator = 0;
-    f.start_file.clear();
-    f.start_line = 0;
-    f.has_start_address = false;
-    f.start_address = 0;
+    ClearKeepingStorage(f);
     return f;
   };
   auto finish = [&](bool found) {

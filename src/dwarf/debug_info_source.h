@@ -41,6 +41,22 @@ namespace stacksym {
 
 class DebugFileFinder;
 
+// Resets every field of `frame` to its default but keeps its strings' storage, so that frames
+// reused answer after answer do not allocate (the direct path and the index's reader both).
+inline void ClearKeepingStorage(SourceFrame& frame) {
+  frame.function.clear();
+  frame.raw_function.clear();
+  frame.file.clear();
+  frame.line = 0;
+  frame.column = 0;
+  frame.inlined = false;
+  frame.discriminator = 0;
+  frame.start_file.clear();
+  frame.start_line = 0;
+  frame.has_start_address = false;
+  frame.start_address = 0;
+}
+
 class DebugInfoSource {
  public:
   struct OpenTuning {

@@ -445,7 +445,8 @@ Result<void> DwarfFile::UnitRanges(UnitInfo& unit, std::vector<AddressRange>* ou
                    has_ranges ? &ranges : nullptr, out);
 }
 
-bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
+template <class Visit>
+bool DwarfFile::VisitDieAttrs(uint64_t die_offset, const Visit& visit) {
   int index = FindUnit(die_offset);
   if (index < 0) return false;
   UnitInfo& unit = units_[static_cast<size_t>(index)];
@@ -456,7 +457,12 @@ bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
   c.Seek(static_cast<size_t>(die_offset));
   const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
   if (!c.ok() || abbrev == nullptr) return false;
-  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx,
+                      [&](uint16_t at, const AttrValue& v) { visit(unit, at, v); });
+}
+
+bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
+  return VisitDieAttrs(die_offset, [&](UnitInfo& unit, uint16_t at, const AttrValue& v) {
     switch (at) {
       case DW_AT_linkage_name:
       case DW_AT_MIPS_linkage_name:
@@ -479,17 +485,7 @@ bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
 
 bool DwarfFile::ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out) {
   *out = SubroutineStart();
-  int index = FindUnit(die_offset);
-  if (index < 0) return false;
-  UnitInfo& unit = units_[static_cast<size_t>(index)];
-  if (!ReadUnitDie(unit)) return false;
-  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
-  if (!abbrevs) return false;
-  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
-  c.Seek(static_cast<size_t>(die_offset));
-  const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
-  if (!c.ok() || abbrev == nullptr) return false;
-  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {
+  return VisitDieAttrs(die_offset, [&](UnitInfo& unit, uint16_t at, const AttrValue& v) {
     if (at == DW_AT_low_pc && !out->has_low_pc) {
       out->has_low_pc = Address(unit, v, &out->low_pc);
     } else if (at == DW_AT_GNU_discriminator) {

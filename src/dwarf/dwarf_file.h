@@ -167,6 +167,10 @@ class DwarfFile {
     DieRef specification;
   };
   bool ReadNameAttrs(uint64_t die_offset, NameAttrs* out);
+  // Reads the attributes of the DIE at `die_offset`, calling visit(unit, attribute, value) for
+  // each; false when the DIE cannot be found or read. Defined in dwarf_file.cc, its only user.
+  template <class Visit>
+  bool VisitDieAttrs(uint64_t die_offset, const Visit& visit);
   Result<void> ReadUnitDieOnce(UnitInfo& unit, bool strings);
   Result<void> ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
                              std::vector<AddressRange>* out) const;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "dwarf/debug_info_source.h"
 #include "index/checksum.h"
 
 namespace stacksym::symindex {
@@ -441,17 +442,7 @@ SourceFrame& NewFrame(std::vector<SourceFrame>* frames, std::vector<SourceFrame>
   if (spare == nullptr || spare->empty()) return frames->emplace_back();
   SourceFrame& frame = frames->emplace_back(std::move(spare->back()));
   spare->pop_back();
-  frame.function.clear();
-  frame.raw_function.clear();
-  frame.file.clear();
-  frame.line = 0;
-  frame.column = 0;
-  frame.inlined = false;
-  frame.discriminator = 0;
-  frame.start_file.clear();
-  frame.start_line = 0;
-  frame.has_start_address = false;
-  frame.start_address = 0;
+  ClearKeepingStorage(frame);
   return frame;
 }
 
