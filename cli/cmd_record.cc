@@ -159,6 +159,12 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     if (!ends.empty()) {
       std::fprintf(stderr, "  stacks cut short:%s\n", ends.c_str());
     }
+    if (s.user_context_missing != 0) {
+      std::fprintf(stderr,
+                   "  %llu samples without user registers (taken in kernel entry code or while "
+                   "exiting): kernel frames only\n",
+                   u(s.user_context_missing));
+    }
     if (!o.record.unwind_cache_dir.empty()) {
       std::fprintf(stderr, "  unwind tables: %llu from the cache, %llu built from CFI and cached\n",
                    u(s.unwind_tables_loaded), u(s.unwind_tables_stored));

@@ -143,6 +143,9 @@ struct RecordStats {
   // --call-graph dwarf: user stacks unwound from stack copies, how each walk ended, and how
   // many were answered by an earlier walk over the same registers and stack words.
   uint64_t user_stacks_unwound = 0;
+  // Samples of user tasks for which the kernel had no user registers to copy a stack from
+  // (sampled in kernel entry code, or while exiting): kernel frames only.
+  uint64_t user_context_missing = 0;
   uint64_t unwind_cache_hits = 0;
   uint64_t unwind_ends[kUnwindEndCount] = {};  // indexed by UnwindEnd
   uint64_t unwind_fp_frames = 0;               // frames found by the frame-pointer fallback

@@ -281,6 +281,7 @@ void SampleAggregator::Add(const RawSample& s) {
     user_ips = unwound_;
     if (s.verify) Verify(s, end);
   }
+  if (s.user_context_missing) counters_.user_context_missing += s.count;
   size_t user_frames = user_ips.size() + s.user_build_id_frames.size();
   if (!s.kernel_thread && !s.user_stack_dropped && s.pid != 0) {
     if (user_frames == 0) counters_.user_stacks_empty += s.count;

@@ -29,7 +29,8 @@ struct AggregatorCounters {
   uint64_t build_id_frames = 0;
   uint64_t build_id_fallbacks = 0;
   uint64_t frames_not_normalized = 0;
-  uint64_t user_stacks_unwound = 0;  // stack copies walked (or answered by a remembered walk)
+  uint64_t user_stacks_unwound = 0;   // stack copies walked (or answered by a remembered walk)
+  uint64_t user_context_missing = 0;  // stack copies the kernel could not take (no user registers)
   uint64_t unwind_cache_hits = 0;
   uint64_t unwind_ends[kUnwindEndCount] = {};
   uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // walks in the BPF program, by end

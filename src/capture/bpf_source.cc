@@ -303,6 +303,7 @@ class BpfSource : public SampleSource {
           s.user_stack = &self->user_stack_;
         }
       }
+      s.user_context_missing = s.user_stack == nullptr && !s.kernel_thread;
     } else if (h->flags & STACKSYM_SAMPLE_USER_BUILD_ID) {
       s.user_build_id_frames = {reinterpret_cast<const BuildIdFrame*>(u),
                                 ubytes / sizeof(BuildIdFrame)};

@@ -248,10 +248,16 @@ class PerfSource : public SampleSource {
         s.comm = Comm(pid, tid);
         s.kernel_ips = kips_;
         s.user_ips = uips_;
-        if (stack_copy_ && ParseUserStack(after_chain, end)) s.user_stack = &user_stack_;
+        UserStackParse copy = UserStackParse::kMalformed;
+        if (stack_copy_) copy = ParseUserStack(after_chain, end);
+        if (copy == UserStackParse::kCopied) s.user_stack = &user_stack_;
+        // Seen in user mode: not a kernel thread, even if it has exited when it is asked.
+        if (!uips_.empty() || s.user_stack != nullptr) kthreads_.try_emplace(pid, false);
         // Kernel threads have no user stack; PERF has no flag for them, so /proc tells.
         s.kernel_thread =
             pid == 0 || (uips_.empty() && s.user_stack == nullptr && IsKernelThread(pid));
+        s.user_context_missing =
+            copy == UserStackParse::kNoUserRegisters && !s.kernel_thread && uips_.empty();
         callback(s);
         return;
       }
@@ -282,27 +288,30 @@ class PerfSource : public SampleSource {
 
   // PERF_SAMPLE_REGS_USER (abi, then the registers when abi != NONE) and
   // PERF_SAMPLE_STACK_USER (size, bytes, then the dynamic size actually copied).
-  bool ParseUserStack(const uint8_t* p, const uint8_t* end) {
+  enum class UserStackParse { kCopied, kNoUserRegisters, kMalformed };
+  UserStackParse ParseUserStack(const uint8_t* p, const uint8_t* end) {
     auto u64_at = [](const uint8_t* q) {
       uint64_t v;
       std::memcpy(&v, q, 8);
       return v;
     };
-    if (end - p < 8) return false;
+    if (end - p < 8) return UserStackParse::kMalformed;
     uint64_t abi = u64_at(p);
     p += 8;
-    if (abi == PERF_SAMPLE_REGS_ABI_NONE) return false;  // no user context (kernel thread)
-    if (end - p < 3 * 8 + 8) return false;
+    // No user context: a kernel thread, a sample in entry code before the user registers were
+    // saved, or a task past exit_mm.
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE) return UserStackParse::kNoUserRegisters;
+    if (end - p < 3 * 8 + 8) return UserStackParse::kMalformed;
     user_stack_.bp = u64_at(p);
     user_stack_.sp = u64_at(p + 8);
     user_stack_.ip = u64_at(p + 16);
     p += 24;
     uint64_t size = u64_at(p);
     p += 8;
-    if (size > static_cast<uint64_t>(end - p)) return false;
+    if (size > static_cast<uint64_t>(end - p)) return UserStackParse::kMalformed;
     uint64_t dyn_size = 0;
     if (size != 0) {
-      if (static_cast<uint64_t>(end - p) - size < 8) return false;
+      if (static_cast<uint64_t>(end - p) - size < 8) return UserStackParse::kMalformed;
       dyn_size = std::min(u64_at(p + size), size);
     }
     user_stack_.bytes = {p, static_cast<size_t>(dyn_size)};
@@ -310,16 +319,29 @@ class PerfSource : public SampleSource {
     user_stack_.cut_at_unreadable_page = dyn_size < requested_stack_;
     stack_copy_bytes_ += dyn_size;
     if (dyn_size < requested_stack_) ++stack_copy_cut_;
-    return true;
+    return UserStackParse::kCopied;
   }
 
+  // PF_KTHREAD in /proc/PID/stat's flags. (A missing exe link is not enough: an exiting user
+  // process loses it at exit_mm, and its last samples would pass for a kernel thread's.)
   bool IsKernelThread(uint32_t pid) {
     auto it = kthreads_.find(pid);
     if (it != kthreads_.end()) return it->second;
-    // Kernel threads have an empty /proc/PID/cmdline... and no exe link.
-    char buf[8];
-    std::string path = "/proc/" + std::to_string(pid) + "/exe";
-    bool kthread = readlink(path.c_str(), buf, sizeof(buf)) < 0 && errno == ENOENT;
+    bool kthread = true;  // gone before it was looked at, never seen in user mode
+    std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    if (FILE* f = fopen(path.c_str(), "re")) {
+      char buf[512];
+      size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+      fclose(f);
+      buf[n] = 0;
+      // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may hold ')'.
+      const char* p = strrchr(buf, ')');
+      unsigned long long flags = 0;
+      if (p != nullptr && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %llu", &flags) == 1) {
+        constexpr unsigned long long kPfKthread = 0x00200000;
+        kthread = (flags & kPfKthread) != 0;
+      }
+    }
     kthreads_[pid] = kthread;
     return kthread;
   }

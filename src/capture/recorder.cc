@@ -405,6 +405,7 @@ void Recorder::RefreshStats() {
   stats_.build_id_fallbacks = a.build_id_fallbacks;
   stats_.frames_not_normalized = a.frames_not_normalized;
   stats_.user_stacks_unwound = a.user_stacks_unwound;
+  stats_.user_context_missing = a.user_context_missing;
   stats_.unwind_cache_hits = a.unwind_cache_hits;
   std::copy(std::begin(a.unwind_ends), std::end(a.unwind_ends), std::begin(stats_.unwind_ends));
   std::copy(std::begin(a.bpf_unwind_ends), std::end(a.bpf_unwind_ends),

@@ -48,10 +48,13 @@ struct RawSample {
   // before they answer for its next samples.
   bool exec = false;
   std::string_view comm;
-  bool kernel_thread = false;            // no user stack expected
-  bool user_stack_dropped = false;       // stackmap backend: the stack was lost to a collision
-  std::span<const uint64_t> kernel_ips;  // innermost first
-  std::span<const uint64_t> user_ips;    // innermost first (raw virtual addresses)
+  bool kernel_thread = false;       // no user stack expected
+  bool user_stack_dropped = false;  // stackmap backend: the stack was lost to a collision
+  // A stack copy was asked for, but the kernel had no user registers for this user task: the
+  // sample hit kernel entry code before the registers were saved, or a task past exit_mm.
+  bool user_context_missing = false;
+  std::span<const uint64_t> kernel_ips;                // innermost first
+  std::span<const uint64_t> user_ips;                  // innermost first (raw virtual addresses)
   std::span<const BuildIdFrame> user_build_id_frames;  // instead of user_ips (BPF build IDs)
   const RawUserStack* user_stack = nullptr;            // instead of user_ips (stack copies)
   bool bpf_unwound = false;                            // user_ips were unwound in the BPF program
