@@ -13,9 +13,9 @@
 #include <unordered_map>
 
 #include "command.h"
+#include "llvm_demangle.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
-#include "stacksym/demangle.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -323,7 +323,17 @@ class Session {
   }
 
   std::string Name(std::string_view raw) const {
-    return config_.demangle ? Demangle(raw) : std::string(raw);
+    return config_.demangle ? DemangleLikeLlvm(raw) : std::string(raw);
+  }
+
+  // A DWARF or symbol-table frame's name, with a GCC clone suffix as LLVM prints it (the
+  // symbolizer demangles with libiberty: "[clone .isra.0]").
+  std::string FrameName(const SourceFrame& frame) const {
+    if (config_.demangle && frame.raw_function.starts_with("_Z") &&
+        frame.raw_function.find('.') != std::string::npos) {
+      return Name(frame.raw_function);
+    }
+    return frame.function;
   }
 
   std::string FileName(const SourceFrame* location) const {
@@ -399,12 +409,14 @@ class Session {
     const LlvmSymbolNames::Entry* symbol =
         config_.functions == FunctionNames::kLinkage ? module->names->Find(address) : nullptr;
     CodeLine outer;
-    if (!a.frames.empty()) outer.function = a.frames.back().function;
+    if (!a.frames.empty()) outer.function = FrameName(a.frames.back());
     symbol_file_ = SourceFrame();
     if (symbol) {
       // Usually the same symbol the symbolizer found, already demangled.
-      outer.function =
-          symbol->name == a.raw_symbol && !a.symbol.empty() ? a.symbol : Name(symbol->name);
+      outer.function = symbol->name == a.raw_symbol && !a.symbol.empty() &&
+                               symbol->name.find('.') == std::string_view::npos
+                           ? a.symbol
+                           : Name(symbol->name);
       outer.start_address = symbol->address;
       symbol_file_.file = std::string(symbol->file);
     }
@@ -418,10 +430,10 @@ class Session {
       // (Its start is the innermost function's too, as llvm-symbolizer's.)
       outer.location = &frames_.front();
       outer.start = &frames_.front();
-      if (!symbol) outer.function = frames_.front().function;
+      if (!symbol) outer.function = FrameName(frames_.front());
     } else if (config_.inlines) {
       for (size_t i = 0; i + 1 < frames_.size(); ++i)
-        lines.push_back({frames_[i].function, &frames_[i], &frames_[i], std::nullopt});
+        lines.push_back({FrameName(frames_[i]), &frames_[i], &frames_[i], std::nullopt});
     }
     lines.push_back(std::move(outer));
     return lines;
