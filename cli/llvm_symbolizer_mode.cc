@@ -359,6 +359,11 @@ class Session {
     if (config_.style == Style::kLlvm) {
       out_ += ':';
       out_ += std::to_string(file.empty() ? 0 : frame.location->column);
+    } else if (!file.empty() && frame.location->discriminator != 0) {
+      // GNU style: as addr2line (LLVM's GNUPrinter).
+      out_ += " (discriminator ";
+      out_ += std::to_string(frame.location->discriminator);
+      out_ += ')';
     }
     out_ += '\n';
   }
@@ -424,7 +429,14 @@ class Session {
     outer.location = frames_.empty() ? nullptr : &frames_.back();
     outer.start = outer.location;
     if (!outer.location || outer.location->file.empty()) outer.location = &symbol_file_;
-    if (frames_.size() > 1 && !config_.inlines) {
+    if (frames_.size() > 1 && !config_.inlines && config_.style == Style::kGnu) {
+      // GNU style: the innermost frame of the inline chain, as addr2line (llvm-symbolizer
+      // answers it with symbolizeInlinedCode's first frame: the symbol table names only the
+      // outermost one).
+      lines.push_back(
+          {FrameName(frames_.front()), &frames_.front(), &frames_.front(), std::nullopt});
+      return lines;
+    } else if (frames_.size() > 1 && !config_.inlines) {
       // The innermost location, named (as llvm-symbolizer does) by the symbol table where
       // it is asked (the out-of-line function), else by the innermost DWARF function.
       // (Its start is the innermost function's too, as llvm-symbolizer's.)
