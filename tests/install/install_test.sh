@@ -25,6 +25,33 @@ addresses_of() {
     done
 }
 
+# CODE at every instruction of BINARY.
+code_requests() {  # code_requests BINARY
+  objdump -d --no-show-raw-insn "$1" | awk -v b="$1" '/^ +[0-9a-f]+:/ { sub(":", "", $1); print "CODE " b " 0x" $1 }'
+}
+
+# The clone fixture (GCC clone suffixes: .isra.0, .constprop.0, .part.0, .cold), built with
+# g++ at OPT into $work/clone_fixture.OPT; prints its path.
+build_clone_fixture() {  # build_clone_fixture OPT
+  local bin="$work/clone_fixture.$1"
+  g++ -g "-$1" -o "$bin" "$SOURCE_DIR/tests/install/clone_fixture.cc" || fail "cannot build the clone fixture at -$1"
+  for suffix in isra constprop part cold; do
+    nm "$bin" | grep -q "^[0-9a-f]* [tT] _Z.*\.$suffix" || fail "g++ -$1 made no .$suffix clone"
+  done
+  echo "$bin"
+}
+# Requests for it: CODE at every instruction, DATA at every function symbol (named by the
+# symbol table, so with its suffix).
+clone_requests() {  # clone_requests BINARY
+  code_requests "$1"
+  nm --defined-only "$1" | awk '$2 ~ /^[tT]$/ { print $1 }' | while read -r a; do printf 'DATA %s 0x%s\n' "$1" "$a"; done
+}
+# How many answers name a clone as LLVM does ("f(int) (.isra.0)"); none may say "[clone".
+count_llvm_clones() {  # count_llvm_clones FILE
+  ! grep -q '\[clone ' "$1" || fail "libiberty's [clone ...] in the drop-in's answers"
+  grep -c ') (\.\(isra\|constprop\|part\|cold\)' "$1" || true
+}
+
 case "$step" in
 tree)
   rm -rf "$PREFIX"
@@ -160,6 +187,19 @@ dropin)
   grep -q '"StartLine":[1-9]' "$work/dropin.json" || fail "libc JSON: no start line"
   compare_json "libc JSON --no-inlines --basenames" --no-inlines --basenames
   compare "libc --functions=short --no-inlines" --functions=short --no-inlines
+  # GCC clone suffixes as LLVM's demangler prints them, at -O2 and -O3 (14 and 16 agree: step
+  # dropin_llvm16 compares with 16). DATA only as JSON here (above).
+  for opt in O2 O3; do
+    bin=$(build_clone_fixture $opt)
+    code_requests "$bin" >"$work/requests"
+    compare "clones -$opt"
+    clones=$(count_llvm_clones "$work/dropin.out")
+    compare "clones -$opt --no-inlines --output-style=GNU" --no-inlines --output-style=GNU
+    clone_requests "$bin" >"$work/requests"
+    compare_json "clones -$opt JSON"
+    (( clones >= 10 )) || fail "clones -$opt: only $clones answers name a clone"
+    echo "== clones -$opt: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14 ($clones CODE answers name a clone)"
+  done
   ;;
 
 dropin_llvm16)
@@ -207,9 +247,6 @@ dropin_llvm16)
   # compilation directory before DWARF 5's directory 0: "./stdlib/abort.c", where 14 prints
   # "./stdlib/./stdlib/abort.c", in FileName and StartFileName alike); the drop-in's CODE
   # answers are 14's, so libc's JSON CODE answers are compared with 14 in step dropin.
-  code_requests() {  # code_requests BINARY
-    objdump -d --no-show-raw-insn "$1" | awk -v b="$1" '/^ +[0-9a-f]+:/ { sub(":", "", $1); print "CODE " b " 0x" $1 }'
-  }
   inline_src="$SOURCE_DIR/tests/install/inline_fixture.cc"
   inline_builds=("g++ -gdwarf-5 -O2" "g++ -gdwarf-4 -O2")
   command -v clang++ >/dev/null && inline_builds+=("clang++ -gdwarf-5 -O2 -fdebug-info-for-profiling")
@@ -227,6 +264,18 @@ dropin_llvm16)
     inlined=$(grep -c '"FunctionName":"add' "$work/dropin.out" || true)
     echo "== $b: $(wc -l <"$work/requests") JSON CODE requests identical to llvm-symbolizer-16 ($discriminators discriminators, $starts start lines, $inlined in add)"
     (( discriminators >= 10 && starts >= 50 && inlined >= 3 )) || fail "$b: too few discriminators, start lines or inlined frames"
+  done
+
+  # GCC clone suffixes (CODE and DATA, every style): 16 prints them as 14 does.
+  for opt in O2 O3; do
+    bin=$(build_clone_fixture $opt)
+    clone_requests "$bin" >"$work/requests"
+    compare16 "clones -$opt"
+    clones=$(count_llvm_clones "$work/dropin.out")
+    compare16 "clones -$opt GNU --no-inlines" --output-style=GNU --no-inlines
+    compare16 "clones -$opt JSON" --output-style=JSON
+    (( clones >= 15 )) || fail "clones -$opt: only $clones answers name a clone"
+    echo "== clones -$opt: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-16 ($clones name a clone)"
   done
 
   src="$SOURCE_DIR/tests/install/data_fixture.cc"
