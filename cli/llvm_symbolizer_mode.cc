@@ -13,9 +13,9 @@
 #include <unordered_map>
 
 #include "command.h"
+#include "llvm_demangle.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
-#include "stacksym/demangle.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -323,7 +323,17 @@ class Session {
   }
 
   std::string Name(std::string_view raw) const {
-    return config_.demangle ? Demangle(raw) : std::string(raw);
+    return config_.demangle ? DemangleLikeLlvm(raw) : std::string(raw);
+  }
+
+  // A DWARF or symbol-table frame's name, with a GCC clone suffix as LLVM prints it (the
+  // symbolizer demangles with libiberty: "[clone .isra.0]").
+  std::string FrameName(const SourceFrame& frame) const {
+    if (config_.demangle && frame.raw_function.starts_with("_Z") &&
+        frame.raw_function.find('.') != std::string::npos) {
+      return Name(frame.raw_function);
+    }
+    return frame.function;
   }
 
   std::string FileName(const SourceFrame* location) const {
@@ -349,6 +359,11 @@ class Session {
     if (config_.style == Style::kLlvm) {
       out_ += ':';
       out_ += std::to_string(file.empty() ? 0 : frame.location->column);
+    } else if (!file.empty() && frame.location->discriminator != 0) {
+      // GNU style: as addr2line (LLVM's GNUPrinter).
+      out_ += " (discriminator ";
+      out_ += std::to_string(frame.location->discriminator);
+      out_ += ')';
     }
     out_ += '\n';
   }
@@ -399,12 +414,14 @@ class Session {
     const LlvmSymbolNames::Entry* symbol =
         config_.functions == FunctionNames::kLinkage ? module->names->Find(address) : nullptr;
     CodeLine outer;
-    if (!a.frames.empty()) outer.function = a.frames.back().function;
+    if (!a.frames.empty()) outer.function = FrameName(a.frames.back());
     symbol_file_ = SourceFrame();
     if (symbol) {
       // Usually the same symbol the symbolizer found, already demangled.
-      outer.function =
-          symbol->name == a.raw_symbol && !a.symbol.empty() ? a.symbol : Name(symbol->name);
+      outer.function = symbol->name == a.raw_symbol && !a.symbol.empty() &&
+                               symbol->name.find('.') == std::string_view::npos
+                           ? a.symbol
+                           : Name(symbol->name);
       outer.start_address = symbol->address;
       symbol_file_.file = std::string(symbol->file);
     }
@@ -412,16 +429,23 @@ class Session {
     outer.location = frames_.empty() ? nullptr : &frames_.back();
     outer.start = outer.location;
     if (!outer.location || outer.location->file.empty()) outer.location = &symbol_file_;
-    if (frames_.size() > 1 && !config_.inlines) {
+    if (frames_.size() > 1 && !config_.inlines && config_.style == Style::kGnu) {
+      // GNU style: the innermost frame of the inline chain, as addr2line (llvm-symbolizer
+      // answers it with symbolizeInlinedCode's first frame: the symbol table names only the
+      // outermost one).
+      lines.push_back(
+          {FrameName(frames_.front()), &frames_.front(), &frames_.front(), std::nullopt});
+      return lines;
+    } else if (frames_.size() > 1 && !config_.inlines) {
       // The innermost location, named (as llvm-symbolizer does) by the symbol table where
       // it is asked (the out-of-line function), else by the innermost DWARF function.
       // (Its start is the innermost function's too, as llvm-symbolizer's.)
       outer.location = &frames_.front();
       outer.start = &frames_.front();
-      if (!symbol) outer.function = frames_.front().function;
+      if (!symbol) outer.function = FrameName(frames_.front());
     } else if (config_.inlines) {
       for (size_t i = 0; i + 1 < frames_.size(); ++i)
-        lines.push_back({frames_[i].function, &frames_[i], &frames_[i], std::nullopt});
+        lines.push_back({FrameName(frames_[i]), &frames_[i], &frames_[i], std::nullopt});
     }
     lines.push_back(std::move(outer));
     return lines;

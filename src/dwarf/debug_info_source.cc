@@ -130,6 +130,11 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
   if (!parallel) {
     if (Result<void> r = load(first); !r) return std::move(r).error();
     if (Result<void> r = load(second); !r) return std::move(r).error();
+    if (dwo) {
+      // A split object's location lists (DATA and FRAME answers) are small: read with it.
+      const Want lists[] = {{".debug_loc", &s.loc, false}, {".debug_loclists", &s.loclists, false}};
+      if (Result<void> r = load(lists); !r) return std::move(r).error();
+    }
     return s;
   }
   Result<void> second_result;
@@ -290,6 +295,48 @@ Result<void> DebugInfoSource::BuildUnitMap() {
   return {};
 }
 
+const LineTable* DebugInfoSource::DeclLineTable(DwarfFile& file, const UnitInfo& unit) {
+  if (&file == main_.get()) {
+    return unit.has_stmt_list ? LineTableAt(unit.stmt_list, unit.ctx.address_size) : nullptr;
+  }
+  // A split unit's declarations name files of its .debug_line.dwo (a header without rows, at
+  // the start of the unit's contribution: gcc), or where it has none (clang), of its
+  // skeleton's line table; a supplementary file's partial units have their own
+  // DW_AT_stmt_list.
+  uint64_t offset = 0;
+  if (file.is_dwo() && file.sections().line.empty()) {
+    auto skeleton = skeleton_of_.find(&file);
+    if (skeleton == skeleton_of_.end() || !skeleton->second->has_stmt_list) return nullptr;
+    return LineTableAt(skeleton->second->stmt_list, skeleton->second->ctx.address_size);
+  }
+  if (!file.is_dwo()) {
+    if (!unit.has_stmt_list) return nullptr;
+    offset = unit.stmt_list;
+  }
+  std::pair<const DwarfFile*, uint64_t> key{&file, offset};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = other_line_tables_.find(key);
+    if (it != other_line_tables_.end()) return it->second.get();
+  }
+  dwarf::LineSections ls;
+  const DwarfSections& s = file.sections();
+  ls.line = s.line;
+  ls.line_str = s.line_str;
+  ls.str = s.str;
+  ls.str_offsets = s.str_offsets;
+  ls.str_offsets_base = unit.str_offsets_base;
+  Result<LineTable> table = LineTable::Parse(ls, offset, unit.ctx.address_size);
+  std::unique_ptr<LineTable> owned;
+  if (table) {
+    owned = std::make_unique<LineTable>(std::move(*table));
+  } else {
+    AddUnitError(std::move(table).error());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return other_line_tables_.emplace(key, std::move(owned)).first->second.get();
+}
+
 const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_size) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -337,6 +384,9 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
     s.line = slice(s.line, contrib->line);
     s.str_offsets = slice(s.str_offsets, contrib->str_offsets);
     s.rnglists = slice(s.rnglists, contrib->rnglists);
+    // One column for both: .debug_loc.dwo (index version 2), .debug_loclists.dwo (5).
+    s.loc = slice(s.loc, contrib->loclists);
+    s.loclists = slice(s.loclists, contrib->loclists);
     dwo = std::make_unique<DwarfFile>(s, true);
     dwo_elf = package->elf;
   }
@@ -382,6 +432,7 @@ Result<void> DebugInfoSource::OpenSplitUnit(UnitInfo& skeleton, UnitState* state
   state->functions = std::move(*functions);
   state->function_file = dwo.get();
   state->function_unit = split;
+  skeleton_of_[dwo.get()] = &skeleton;
   split_dwarf_.push_back(std::move(dwo));
   // The package is held by dwp_; each .dwo file is held here.
   if (package == nullptr || dwo_elf != package->elf) split_files_.push_back(std::move(dwo_elf));
@@ -793,18 +844,36 @@ bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
   if (!main_) return false;
   if (!variables_) {
     LoadLocationLists();
-    variables_ = std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main_));
+    // A skeleton unit's variables are in its split unit: opened as for CODE answers
+    // (EnsureUnit → OpenSplitUnit: .dwp, then .dwo, with the skeleton's addresses).
+    auto split_unit_of = [this](size_t index) -> std::pair<DwarfFile*, UnitInfo*> {
+      UnitInfo& unit = main_->units()[index];
+      if (!main_->ReadUnitDie(unit) || !IsSplit(unit) || index >= units_.size()) return {};
+      UnitState* state = EnsureUnit(index);
+      if (state == nullptr || state->function_file == nullptr ||
+          state->function_file == main_.get()) {
+        return {};
+      }
+      return {state->function_file, state->function_unit};
+    };
+    variables_ =
+        std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main_, split_unit_of));
   }
   const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
   dwarf::DeclAttrs decl;
-  if (variable == nullptr || !dwarf::FindDecl(*main_, variable->die_offset, &decl)) return false;
+  // Declarations moved by dwz into the supplementary file are followed there.
+  if (variable == nullptr || variable->file == nullptr ||
+      !dwarf::FindDecl(*variable->file, variable->die_offset, &decl,
+                       /*follow_supplementary=*/true)) {
+    return false;
+  }
   if (decl.line == 0 || decl.line > UINT32_MAX) return false;
   *out = DataDeclaration();
   out->line = static_cast<uint32_t>(decl.line);
   out->file_form_implicit_const = decl.file_implicit_const;
   const UnitInfo* unit = decl.file_unit;
-  if (decl.has_file && unit != nullptr && unit->has_stmt_list) {
-    const LineTable* line = LineTableAt(unit->stmt_list, unit->ctx.address_size);
+  if (decl.has_file && unit != nullptr && decl.file_file != nullptr) {
+    const LineTable* line = DeclLineTable(*decl.file_file, *unit);
     // As llvm-symbolizer 16 writes it (DATA answers are LLVM 15+'s: no comp_dir twice).
     if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file, false)) {
       out->file.clear();
@@ -824,9 +893,13 @@ void DebugInfoSource::LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out)
   }
   if (node < 0) return;
   LoadLocationLists();
+  // Declaration files of a split unit are its .debug_line.dwo's, not the skeleton's table.
+  const LineTable* decl_line = state->function_file == main_.get()
+                                   ? state->line
+                                   : DeclLineTable(*state->function_file, *state->function_unit);
   dwarf::ReadFrameLocals(*state->function_file,
-                         state->functions.nodes()[static_cast<size_t>(node)].die_offset,
-                         state->line, state->comp_dir, out);
+                         state->functions.nodes()[static_cast<size_t>(node)].die_offset, decl_line,
+                         state->comp_dir, out);
 }
 
 bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
@@ -980,6 +1053,9 @@ size_t DebugInfoSource::memory_bytes() const {
     for (const std::string& p : u->paths) total += sizeof(std::string) + p.capacity();
   }
   for (const auto& [offset, table] : line_tables_) {
+    if (table) total += sizeof(LineTable) + table->memory_bytes();
+  }
+  for (const auto& [key, table] : other_line_tables_) {
     if (table) total += sizeof(LineTable) + table->memory_bytes();
   }
   total += demangled_.memory_bytes();

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -201,6 +202,9 @@ class DebugInfoSource {
   const ResolvedName& NodeName(UnitState& state, int32_t node);
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
+  // The line table whose file names a unit's DW_AT_decl_file values index, in any file read
+  // (main, split object, supplementary file); null when none.
+  const dwarf::LineTable* DeclLineTable(dwarf::DwarfFile& file, const dwarf::UnitInfo& unit);
   void AddUnitError(Error error);
   void LoadLocationLists();  // .debug_loc/.debug_loclists into main_, once
 
@@ -222,6 +226,8 @@ class DebugInfoSource {
   size_t prebuilt_units_ = 0;
   std::unique_ptr<dwarf::DwarfFile> supplementary_;
   std::vector<std::unique_ptr<dwarf::DwarfFile>> split_dwarf_;
+  // Each split object's skeleton unit (of main_).
+  std::unordered_map<const dwarf::DwarfFile*, const dwarf::UnitInfo*> skeleton_of_;
 
   std::optional<std::vector<dwarf::ArangeEntry>> aranges_;  // until the unit map is built
   std::vector<dwarf::AddressSegment> unit_map_;             // address → index into main_->units()
@@ -230,6 +236,9 @@ class DebugInfoSource {
   std::unique_ptr<dwarf::VariableTable> variables_;  // built on the first LookupVariable()
   bool locations_loaded_ = false;  // location-list sections handed to main_ (DATA, FRAME)
   std::unordered_map<uint64_t, std::unique_ptr<dwarf::LineTable>> line_tables_;
+  // Of split objects and the supplementary file, by (file, offset): declarations only.
+  std::map<std::pair<const dwarf::DwarfFile*, uint64_t>, std::unique_ptr<dwarf::LineTable>>
+      other_line_tables_;
   DemangleCache demangled_;
   std::vector<Error> unit_errors_;
   std::atomic<size_t> parsed_units_{0};

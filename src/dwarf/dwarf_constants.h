@@ -147,6 +147,7 @@ inline constexpr uint16_t DW_FORM_GNU_strp_alt = 0x1f21;
 inline constexpr uint8_t DW_OP_addr = 0x03;
 inline constexpr uint8_t DW_OP_plus_uconst = 0x23;
 inline constexpr uint8_t DW_OP_addrx = 0xa1;
+inline constexpr uint8_t DW_OP_GNU_addr_index = 0xfb;  // DWARF 4 split units' DW_OP_addrx
 // Line-number program.
 inline constexpr uint8_t DW_LNS_copy = 0x01;
 inline constexpr uint8_t DW_LNS_advance_pc = 0x02;
@@ -189,5 +190,10 @@ inline constexpr uint8_t DW_LLE_default_location = 0x05;
 inline constexpr uint8_t DW_LLE_base_address = 0x06;
 inline constexpr uint8_t DW_LLE_start_end = 0x07;
 inline constexpr uint8_t DW_LLE_start_length = 0x08;
+// DWARF 4 split units' .debug_loc.dwo entries (GNU extension, the DWARF 5 draft's codes).
+inline constexpr uint8_t DW_LLE_GNU_end_of_list_entry = 0x00;
+inline constexpr uint8_t DW_LLE_GNU_base_address_selection_entry = 0x01;
+inline constexpr uint8_t DW_LLE_GNU_start_end_entry = 0x02;
+inline constexpr uint8_t DW_LLE_GNU_start_length_entry = 0x03;
 
 }  // namespace stacksym::dwarf

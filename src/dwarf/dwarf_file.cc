@@ -169,6 +169,7 @@ Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit, bool strings) {
   if (unit.ctx.version >= 5) unit.str_offsets_base = header;
   if (unit.ctx.version >= 5) unit.addr_base = header;
   if (is_dwo_ && unit.ctx.version >= 5) unit.rnglists_base = unit.ctx.offset_size == 8 ? 20 : 12;
+  if (is_dwo_ && unit.ctx.version >= 5) unit.loclists_base = unit.ctx.offset_size == 8 ? 20 : 12;
   AttrValue low_pc, name, comp_dir, dwo_name;
   bool has_low = false, has_name = false, has_comp_dir = false, has_dwo_name = false;
   bool ok = ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx, [&](uint16_t at, const AttrValue& v) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -70,12 +71,20 @@ std::optional<int64_t> AsSigned(const AttrValue& v) {
   }
 }
 
-// The expressions of the location list at `offset` (.debug_loclists when `v5`, else
-// .debug_loc), in order, until `use` takes one. Ranges do not matter to the callers.
+// Which kind of location list an offset points at.
+enum class ListKind {
+  kLoc,       // .debug_loc (DWARF 2-4)
+  kLoclists,  // .debug_loclists (DWARF 5, .dwo too)
+  kGnuDwo,    // .debug_loc.dwo of a DWARF 4 split unit: DW_LLE_GNU_* entries
+};
+
+// The expressions of the location list at `offset`, in order, until `use` takes one. Ranges
+// do not matter to the callers.
 template <class Use>
-bool ForEachListExpression(DwarfFile& file, const UnitInfo& unit, uint64_t offset, bool v5,
+bool ForEachListExpression(DwarfFile& file, const UnitInfo& unit, uint64_t offset, ListKind kind,
                            const Use& use) {
-  std::span<const uint8_t> section = v5 ? file.sections().loclists : file.sections().loc;
+  std::span<const uint8_t> section =
+      kind == ListKind::kLoclists ? file.sections().loclists : file.sections().loc;
   if (offset >= section.size()) return false;
   ByteCursor c(section);
   c.Seek(static_cast<size_t>(offset));
@@ -83,7 +92,27 @@ bool ForEachListExpression(DwarfFile& file, const UnitInfo& unit, uint64_t offse
   uint64_t max_address = as >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * as)) - 1;
   for (int entries = 0; entries < 100000 && c.ok(); ++entries) {
     size_t length = 0;
-    if (!v5) {
+    if (kind == ListKind::kGnuDwo) {
+      // Addresses are .debug_addr indexes; the expression length is 2 bytes, as in .debug_loc.
+      switch (c.U8()) {
+        case DW_LLE_GNU_end_of_list_entry:
+          return false;
+        case DW_LLE_GNU_base_address_selection_entry:
+          c.Uleb128();
+          continue;
+        case DW_LLE_GNU_start_end_entry:
+          c.Uleb128();
+          c.Uleb128();
+          break;
+        case DW_LLE_GNU_start_length_entry:
+          c.Uleb128();
+          c.U32();
+          break;
+        default:
+          return false;
+      }
+      length = c.U16();
+    } else if (kind == ListKind::kLoc) {
       uint64_t start = c.UN(as), end = c.UN(as);
       if (!c.ok() || (start == 0 && end == 0)) return false;
       if (start == max_address) continue;  // base address selection
@@ -143,13 +172,17 @@ bool ForEachLocationExpression(DwarfFile& file, const UnitInfo& unit, const Attr
     ByteCursor c(s.loclists);
     c.Seek(static_cast<size_t>(pos));
     uint64_t rel = c.UN(size);
-    return c.ok() && ForEachListExpression(file, unit, unit.loclists_base + rel, true, use);
+    return c.ok() &&
+           ForEachListExpression(file, unit, unit.loclists_base + rel, ListKind::kLoclists, use);
   }
   bool section_offset = location.kind == ValueKind::kSecOffset ||
                         (unit.ctx.version <= 3 && location.kind == ValueKind::kUnsigned &&
                          (location.form == DW_FORM_data4 || location.form == DW_FORM_data8));
   if (!section_offset) return false;
-  return ForEachListExpression(file, unit, location.value, unit.ctx.version >= 5, use);
+  ListKind kind = unit.ctx.version >= 5 ? ListKind::kLoclists
+                  : file.is_dwo()       ? ListKind::kGnuDwo
+                                        : ListKind::kLoc;
+  return ForEachListExpression(file, unit, location.value, kind, use);
 }
 
 bool OpenDie(DwarfFile& file, uint64_t offset, OpenedDie* out) {
@@ -172,25 +205,31 @@ std::optional<uint64_t> AsUnsignedConstant(const AttrValue& v) {
   return v.value;
 }
 
-std::optional<uint64_t> TypeSizer::Size(uint64_t offset, uint8_t pointer_size) {
-  return TypeSize(offset, pointer_size, 0);
+std::optional<uint64_t> TypeSizer::Size(uint64_t type_die_offset, uint8_t pointer_size) {
+  return TypeSize(DieRef{&file_, type_die_offset}, pointer_size, 0);
 }
 
-std::optional<uint64_t> TypeSizer::TypeSize(uint64_t offset, uint8_t pointer_size, int depth) {
+std::optional<uint64_t> TypeSizer::Size(DieRef type, uint8_t pointer_size) {
+  if (type.file == nullptr) return std::nullopt;
+  return TypeSize(type, pointer_size, 0);
+}
+
+std::optional<uint64_t> TypeSizer::TypeSize(DieRef type, uint8_t pointer_size, int depth) {
   if (depth > kMaxTypeDepth) return std::nullopt;
-  uint64_t key = offset << 8 | pointer_size;
-  if (auto it = sizes_.find(key); it != sizes_.end()) return it->second;
+  uint64_t key = type.offset << 8 | pointer_size;
+  auto& sizes = sizes_[type.file];
+  if (auto it = sizes.find(key); it != sizes.end()) return it->second;
   // A cycle back to this DIE while it is being sized gives "unknown", as LLVM's visited set.
-  sizes_[key] = std::nullopt;
-  std::optional<uint64_t> size = ComputeTypeSize(offset, pointer_size, depth);
-  sizes_[key] = size;
+  sizes[key] = std::nullopt;
+  std::optional<uint64_t> size = ComputeTypeSize(type, pointer_size, depth);
+  sizes_[type.file][key] = size;
   return size;
 }
 
-std::optional<uint64_t> TypeSizer::ComputeTypeSize(uint64_t offset, uint8_t pointer_size,
-                                                   int depth) {
+std::optional<uint64_t> TypeSizer::ComputeTypeSize(DieRef ref, uint8_t pointer_size, int depth) {
+  DwarfFile& file = *ref.file;
   OpenedDie die;
-  if (!OpenDie(file_, offset, &die)) return std::nullopt;
+  if (!OpenDie(file, ref.offset, &die)) return std::nullopt;
   AttrValue byte_size, type;
   bool has_byte_size = false, has_type = false;
   bool ok = ReadDieAttrs(die.cursor, *die.abbrevs, *die.abbrev, die.unit->ctx,
@@ -202,8 +241,9 @@ std::optional<uint64_t> TypeSizer::ComputeTypeSize(uint64_t offset, uint8_t poin
   if (has_byte_size) {
     if (std::optional<uint64_t> s = AsUnsignedConstant(byte_size)) return s;
   }
+  // The type may be in another file (a dwz supplementary file's DW_FORM_GNU_ref_alt).
   DieRef base;
-  bool has_base = has_type && file_.Reference(*die.unit, type, &base) && base.file == &file_;
+  bool has_base = has_type && file.Reference(*die.unit, type, &base) && base.file != nullptr;
   switch (die.abbrev->tag) {
     case DW_TAG_pointer_type:
     case DW_TAG_reference_type:
@@ -211,7 +251,7 @@ std::optional<uint64_t> TypeSizer::ComputeTypeSize(uint64_t offset, uint8_t poin
       return pointer_size;
     case DW_TAG_ptr_to_member_type: {
       OpenedDie target;
-      if (has_base && OpenDie(file_, base.offset, &target) &&
+      if (has_base && OpenDie(*base.file, base.offset, &target) &&
           target.abbrev->tag == DW_TAG_subroutine_type) {
         return 2 * uint64_t{pointer_size};
       }
@@ -222,18 +262,18 @@ std::optional<uint64_t> TypeSizer::ComputeTypeSize(uint64_t offset, uint8_t poin
     case DW_TAG_volatile_type:
     case DW_TAG_restrict_type:
     case DW_TAG_typedef:
-      if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
+      if (has_base) return TypeSize(base, pointer_size, depth + 1);
       return std::nullopt;
     case DW_TAG_array_type: {
       if (!has_base) return std::nullopt;
-      std::optional<uint64_t> element = TypeSize(base.offset, pointer_size, depth + 1);
+      std::optional<uint64_t> element = TypeSize(base, pointer_size, depth + 1);
       if (!element) return std::nullopt;
       uint64_t size = *element;
       if (die.abbrev->has_children) MultiplyBySubranges(die, &size);
       return size;
     }
     default:
-      if (has_base) return TypeSize(base.offset, pointer_size, depth + 1);
+      if (has_base) return TypeSize(base, pointer_size, depth + 1);
       return std::nullopt;
   }
 }
@@ -353,12 +393,12 @@ class TableBuilder {
     // size: one byte, so that the address itself still answers.
     uint64_t size = 1;
     DieRef ref;
-    if (has_type && file_.Reference(unit, type, &ref) && ref.file == &file_) {
-      if (std::optional<uint64_t> s = sizes_.Size(ref.offset, unit.ctx.address_size)) size = *s;
+    if (has_type && file_.Reference(unit, type, &ref) && ref.file != nullptr) {
+      if (std::optional<uint64_t> s = sizes_.Size(ref, unit.ctx.address_size)) size = *s;
     }
     uint64_t high = address + size;
     if (high < address) high = address;  // wraps: LLVM's end is below the start, never found
-    *out = VariableTable::Entry{address, high, die_offset};
+    *out = VariableTable::Entry{address, high, die_offset, &file_};
     return true;
   }
 
@@ -368,7 +408,7 @@ class TableBuilder {
     uint64_t address = 0;
     if (op == DW_OP_addr) {
       address = e.UN(unit.ctx.address_size);
-    } else if (op == DW_OP_addrx) {
+    } else if (op == DW_OP_addrx || op == DW_OP_GNU_addr_index) {
       AttrValue index;
       index.kind = ValueKind::kAddrIndex;
       index.value = e.Uleb128();
@@ -392,15 +432,26 @@ class TableBuilder {
 
 }  // namespace
 
-VariableTable VariableTable::Build(DwarfFile& file) {
+VariableTable VariableTable::Build(DwarfFile& file, const SplitUnitOf& split_unit_of) {
   VariableTable table;
   TableBuilder builder(file);
+  std::unordered_map<DwarfFile*, std::unique_ptr<TableBuilder>> split_builders;
   std::vector<Entry> unit_entries;
   std::vector<IdRange> ranges;
-  for (UnitInfo& unit : file.units()) {
+  for (size_t index = 0; index < file.units().size(); ++index) {
+    UnitInfo& unit = file.units()[index];
     if (unit.is_type_unit() || !unit.known_version()) continue;
     unit_entries.clear();
-    builder.ReadUnit(unit, &unit_entries);
+    // A skeleton's variables are in its split unit (.dwo, .dwp), read in the skeleton's place.
+    std::pair<DwarfFile*, UnitInfo*> split{nullptr, nullptr};
+    if (split_unit_of) split = split_unit_of(index);
+    if (split.first != nullptr && split.second != nullptr) {
+      std::unique_ptr<TableBuilder>& b = split_builders[split.first];
+      if (!b) b = std::make_unique<TableBuilder>(*split.first);
+      b->ReadUnit(*split.second, &unit_entries);
+    } else {
+      builder.ReadUnit(unit, &unit_entries);
+    }
     // As a map keyed by start: the last entry with a given start stays; each answers up to
     // the next start of its unit (the lookup takes the greatest start at or below).
     std::stable_sort(unit_entries.begin(), unit_entries.end(),
@@ -429,58 +480,67 @@ const VariableTable::Entry* VariableTable::Find(uint64_t address) const {
   return &entries_[static_cast<size_t>(id)];
 }
 
-bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out) {
+bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out, bool follow_supplementary) {
   *out = DeclAttrs();
   // LLVM's findRecursively, once per attribute: a LIFO worklist, abstract origin pushed
-  // before specification, each DIE visited once; references into other files are not
-  // followed (LLVM 16 does not resolve DW_FORM_GNU_ref_alt either).
+  // before specification, each DIE visited once. References into the supplementary file
+  // (DW_FORM_GNU_ref_alt, DW_FORM_ref_sup4) are followed only when asked: LLVM 16 does not
+  // resolve them.
   constexpr size_t kMaxChain = 16;
-  auto find = [&](uint16_t wanted, AttrValue* value, UnitInfo** unit_out) {
-    uint64_t worklist[kMaxChain * 2];
-    uint64_t seen[kMaxChain];
+  auto find = [&](uint16_t wanted, AttrValue* value, UnitInfo** unit_out, DwarfFile** file_out) {
+    DieRef worklist[kMaxChain * 2];
+    DieRef seen[kMaxChain];
     size_t worklist_size = 0, seen_size = 0;
-    worklist[worklist_size++] = die_offset;
-    seen[seen_size++] = die_offset;
+    worklist[worklist_size++] = DieRef{&file, die_offset};
+    seen[seen_size++] = DieRef{&file, die_offset};
     while (worklist_size > 0) {
+      DieRef at_ref = worklist[--worklist_size];
+      DwarfFile& at_file = *at_ref.file;
       OpenedDie die;
-      if (!OpenDie(file, worklist[--worklist_size], &die)) continue;
-      if (!die.unit->die_read && !file.ReadUnitDie(*die.unit)) continue;
+      if (!OpenDie(at_file, at_ref.offset, &die)) continue;
+      if (!die.unit->die_read && !at_file.ReadUnitDie(*die.unit)) continue;
       bool found = false;
       DieRef origin, specification;
       bool ok = ReadDieAttrs(die.cursor, *die.abbrevs, *die.abbrev, die.unit->ctx,
                              [&](uint16_t at, const AttrValue& v) {
                                if (at == wanted && !found) *value = v, found = true;
                                if (at == DW_AT_abstract_origin)
-                                 file.Reference(*die.unit, v, &origin);
+                                 at_file.Reference(*die.unit, v, &origin);
                                if (at == DW_AT_specification)
-                                 file.Reference(*die.unit, v, &specification);
+                                 at_file.Reference(*die.unit, v, &specification);
                              });
       if (!ok) continue;
       if (found) {
         *unit_out = die.unit;
+        *file_out = &at_file;
         return true;
       }
       for (const DieRef& next : {origin, specification}) {
-        if (next.file != &file) continue;
-        if (std::find(seen, seen + seen_size, next.offset) != seen + seen_size) continue;
+        bool followed = next.file == &file || (follow_supplementary && next.file != nullptr &&
+                                               next.file == file.supplementary());
+        if (!followed) continue;
+        auto same = [&](const DieRef& r) { return r.file == next.file && r.offset == next.offset; };
+        if (std::find_if(seen, seen + seen_size, same) != seen + seen_size) continue;
         if (seen_size == kMaxChain) continue;
-        seen[seen_size++] = next.offset;
-        worklist[worklist_size++] = next.offset;
+        seen[seen_size++] = next;
+        worklist[worklist_size++] = next;
       }
     }
     return false;
   };
   AttrValue v;
   UnitInfo* unit = nullptr;
-  if (find(DW_AT_decl_file, &v, &unit)) {
+  DwarfFile* unit_file = nullptr;
+  if (find(DW_AT_decl_file, &v, &unit, &unit_file)) {
     if (std::optional<uint64_t> index = AsUnsignedConstant(v)) {
       out->has_file = true;
       out->file_index = *index;
       out->file_unit = unit;
+      out->file_file = unit_file;
       out->file_implicit_const = v.form == DW_FORM_implicit_const;
     }
   }
-  if (find(DW_AT_decl_line, &v, &unit)) out->line = AsUnsignedConstant(v).value_or(0);
+  if (find(DW_AT_decl_line, &v, &unit, &unit_file)) out->line = AsUnsignedConstant(v).value_or(0);
   return true;
 }
 

@@ -25,9 +25,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/byte_cursor.h"
@@ -42,13 +44,20 @@ class VariableTable {
  public:
   struct Entry {
     uint64_t low = 0;
-    uint64_t high = 0;        // exclusive
-    uint64_t die_offset = 0;  // of the DIE that has the location, in .debug_info
+    uint64_t high = 0;          // exclusive
+    uint64_t die_offset = 0;    // of the DIE that has the location, in .debug_info
+    DwarfFile* file = nullptr;  // that DIE's: the one built from, or a split unit's .dwo/.dwp
   };
 
-  // Reads every non-type unit of `file` (the units must have been scanned). Location lists are
-  // read from the file's `loc`/`loclists` sections (DwarfFile::set_location_lists).
-  static VariableTable Build(DwarfFile& file);
+  // For unit `index` of the file: the split unit (its file and unit, with the skeleton's
+  // addresses set: DebugInfoSource::OpenSplitUnit) whose DIEs replace the skeleton's, or
+  // {nullptr, nullptr} to read the unit itself.
+  using SplitUnitOf = std::function<std::pair<DwarfFile*, UnitInfo*>(size_t index)>;
+
+  // Reads every non-type unit of `file` (the units must have been scanned), each skeleton's
+  // split unit in its place. Location lists are read from each file's `loc`/`loclists`
+  // sections (DwarfFile::set_location_lists; a .dwo's are loaded with it).
+  static VariableTable Build(DwarfFile& file, const SplitUnitOf& split_unit_of = {});
 
   // The variable whose storage holds `address`, or nullptr.
   const Entry* Find(uint64_t address) const;
@@ -93,15 +102,19 @@ bool ForEachLocationExpression(DwarfFile& file, const UnitInfo& unit, const Attr
 class TypeSizer {
  public:
   explicit TypeSizer(DwarfFile& file) : file_(file) {}
-  std::optional<uint64_t> Size(uint64_t type_die_offset, uint8_t pointer_size);
+  std::optional<uint64_t> Size(uint64_t type_die_offset, uint8_t pointer_size);  // in `file`
+  // A type in any file: `file`, or the supplementary file its references lead to.
+  std::optional<uint64_t> Size(DieRef type, uint8_t pointer_size);
 
  private:
-  std::optional<uint64_t> TypeSize(uint64_t offset, uint8_t pointer_size, int depth);
-  std::optional<uint64_t> ComputeTypeSize(uint64_t offset, uint8_t pointer_size, int depth);
+  std::optional<uint64_t> TypeSize(DieRef type, uint8_t pointer_size, int depth);
+  std::optional<uint64_t> ComputeTypeSize(DieRef ref, uint8_t pointer_size, int depth);
   void MultiplyBySubranges(OpenedDie& array, uint64_t* size);
 
   DwarfFile& file_;
-  std::unordered_map<uint64_t, std::optional<uint64_t>> sizes_;  // type DIE → size
+  // Per file, type DIE → size.
+  std::unordered_map<const DwarfFile*, std::unordered_map<uint64_t, std::optional<uint64_t>>>
+      sizes_;
 };
 
 // Where a variable was declared: DW_AT_decl_file and DW_AT_decl_line, each found on the DIE or
@@ -110,9 +123,13 @@ struct DeclAttrs {
   bool has_file = false;
   uint64_t file_index = 0;              // into the line table of `file_unit`
   const UnitInfo* file_unit = nullptr;  // the unit whose DIE held DW_AT_decl_file
+  DwarfFile* file_file = nullptr;       // and its file (the supplementary file, when followed)
   bool file_implicit_const = false;     // DW_AT_decl_file was DW_FORM_implicit_const
   uint64_t line = 0;                    // 0: none
 };
-bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out);
+// `follow_supplementary`: also follow references into file.supplementary() (a dwz file), as
+// LLVM 16 does not.
+bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out,
+              bool follow_supplementary = false);
 
 }  // namespace stacksym::dwarf

@@ -59,8 +59,21 @@ __attribute__((noinline)) int Locals(int x, const char* s) {
   return Inlined(x) + buf[3] + static_cast<int>(y);
 }
 
+__attribute__((noinline)) void Sink(long* p) { std::printf("%ld\n", *p); }
+
+// At -O1/-O2 gcc keeps `a` in a register, then on the stack: a location list whose second
+// entry is DW_OP_fbreg (FRAME takes its offset; in split DWARF from .debug_loclists.dwo or
+// DWARF 4's .debug_loc.dwo).
+__attribute__((noinline)) long Spill(long a, long b) {
+  long t = a * b;
+  long arr[4] = {a, b, t, a + b};
+  Sink(&arr[1]);
+  t += arr[2];
+  return t;
+}
+
 int main(int argc, char** argv) {
-  if (argc > 5) return Locals(argc, argv[0]);
+  if (argc > 5) return Locals(argc, argv[0]) + static_cast<int>(Spill(argc, 2));
   std::printf("%p %p %p %p\n", static_cast<void*>(&ns::nsv), static_cast<void*>(&ns::S::member),
               static_cast<const void*>(g_rodata), static_cast<void*>(&g_empty));
   return Bump(argc) + g_int + *g_ptr + g_pair.a + g_matrix[argc % 3][1] + int(g_counter);

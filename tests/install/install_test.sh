@@ -25,6 +25,33 @@ addresses_of() {
     done
 }
 
+# CODE at every instruction of BINARY.
+code_requests() {  # code_requests BINARY
+  objdump -d --no-show-raw-insn "$1" | awk -v b="$1" '/^ +[0-9a-f]+:/ { sub(":", "", $1); print "CODE " b " 0x" $1 }'
+}
+
+# The clone fixture (GCC clone suffixes: .isra.0, .constprop.0, .part.0, .cold), built with
+# g++ at OPT into $work/clone_fixture.OPT; prints its path.
+build_clone_fixture() {  # build_clone_fixture OPT
+  local bin="$work/clone_fixture.$1"
+  g++ -g "-$1" -o "$bin" "$SOURCE_DIR/tests/install/clone_fixture.cc" || fail "cannot build the clone fixture at -$1"
+  for suffix in isra constprop part cold; do
+    nm "$bin" | grep -q "^[0-9a-f]* [tT] _Z.*\.$suffix" || fail "g++ -$1 made no .$suffix clone"
+  done
+  echo "$bin"
+}
+# Requests for it: CODE at every instruction, DATA at every function symbol (named by the
+# symbol table, so with its suffix).
+clone_requests() {  # clone_requests BINARY
+  code_requests "$1"
+  nm --defined-only "$1" | awk '$2 ~ /^[tT]$/ { print $1 }' | while read -r a; do printf 'DATA %s 0x%s\n' "$1" "$a"; done
+}
+# How many answers name a clone as LLVM does ("f(int) (.isra.0)"); none may say "[clone".
+count_llvm_clones() {  # count_llvm_clones FILE
+  ! grep -q '\[clone ' "$1" || fail "libiberty's [clone ...] in the drop-in's answers"
+  grep -c ') (\.\(isra\|constprop\|part\|cold\)' "$1" || true
+}
+
 case "$step" in
 tree)
   rm -rf "$PREFIX"
@@ -160,6 +187,19 @@ dropin)
   grep -q '"StartLine":[1-9]' "$work/dropin.json" || fail "libc JSON: no start line"
   compare_json "libc JSON --no-inlines --basenames" --no-inlines --basenames
   compare "libc --functions=short --no-inlines" --functions=short --no-inlines
+  # GCC clone suffixes as LLVM's demangler prints them, at -O2 and -O3 (14 and 16 agree: step
+  # dropin_llvm16 compares with 16). DATA only as JSON here (above).
+  for opt in O2 O3; do
+    bin=$(build_clone_fixture $opt)
+    code_requests "$bin" >"$work/requests"
+    compare "clones -$opt"
+    clones=$(count_llvm_clones "$work/dropin.out")
+    compare "clones -$opt --no-inlines --output-style=GNU" --no-inlines --output-style=GNU
+    clone_requests "$bin" >"$work/requests"
+    compare_json "clones -$opt JSON"
+    (( clones >= 10 )) || fail "clones -$opt: only $clones answers name a clone"
+    echo "== clones -$opt: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14 ($clones CODE answers name a clone)"
+  done
   ;;
 
 dropin_llvm16)
@@ -207,9 +247,6 @@ dropin_llvm16)
   # compilation directory before DWARF 5's directory 0: "./stdlib/abort.c", where 14 prints
   # "./stdlib/./stdlib/abort.c", in FileName and StartFileName alike); the drop-in's CODE
   # answers are 14's, so libc's JSON CODE answers are compared with 14 in step dropin.
-  code_requests() {  # code_requests BINARY
-    objdump -d --no-show-raw-insn "$1" | awk -v b="$1" '/^ +[0-9a-f]+:/ { sub(":", "", $1); print "CODE " b " 0x" $1 }'
-  }
   inline_src="$SOURCE_DIR/tests/install/inline_fixture.cc"
   inline_builds=("g++ -gdwarf-5 -O2" "g++ -gdwarf-4 -O2")
   command -v clang++ >/dev/null && inline_builds+=("clang++ -gdwarf-5 -O2 -fdebug-info-for-profiling")
@@ -227,6 +264,18 @@ dropin_llvm16)
     inlined=$(grep -c '"FunctionName":"add' "$work/dropin.out" || true)
     echo "== $b: $(wc -l <"$work/requests") JSON CODE requests identical to llvm-symbolizer-16 ($discriminators discriminators, $starts start lines, $inlined in add)"
     (( discriminators >= 10 && starts >= 50 && inlined >= 3 )) || fail "$b: too few discriminators, start lines or inlined frames"
+  done
+
+  # GCC clone suffixes (CODE and DATA, every style): 16 prints them as 14 does.
+  for opt in O2 O3; do
+    bin=$(build_clone_fixture $opt)
+    clone_requests "$bin" >"$work/requests"
+    compare16 "clones -$opt"
+    clones=$(count_llvm_clones "$work/dropin.out")
+    compare16 "clones -$opt GNU --no-inlines" --output-style=GNU --no-inlines
+    compare16 "clones -$opt JSON" --output-style=JSON
+    (( clones >= 15 )) || fail "clones -$opt: only $clones answers name a clone"
+    echo "== clones -$opt: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-16 ($clones name a clone)"
   done
 
   src="$SOURCE_DIR/tests/install/data_fixture.cc"
@@ -299,6 +348,164 @@ dropin_llvm16)
   compare16 "libc FRAME JSON" --output-style=JSON
   (( frames >= 1000 )) || fail "libc: only $frames locals"
   echo "== libc: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($frames locals)"
+  ;;
+
+dropin_split)
+  # DATA and FRAME where the DWARF is in split objects (.dwo, .dwp) or moved by dwz into a
+  # supplementary file. llvm-symbolizer 14 and 16 answer FRAME there with "??" and DATA without
+  # the declarations they cannot reach (split units; dwz's DW_FORM_GNU_ref_alt / ref_sup4), so
+  # the drop-in's answers on each such build are compared with llvm-symbolizer-16's on its twin
+  # built without -gsplit-dwarf or before dwz (the same code at the same addresses, checked),
+  # and every global's declaration line with the source.
+  dropin="$PREFIX/libexec/stacksym/llvm-symbolizer"
+  llvm16=$(command -v llvm-symbolizer-16) ||
+    skip "llvm-symbolizer-16 is not installed (Debian package llvm-16; scripts/setup.sh installs it)"
+  src="$SOURCE_DIR/tests/install/data_fixture.cc"
+  same_code() {  # same_code A B: identical .text, .data, .rodata and symbol addresses
+    local sec
+    for sec in .text .data .rodata; do
+      cmp -s <(objcopy -O binary --only-section=$sec "$1" /dev/stdout) \
+             <(objcopy -O binary --only-section=$sec "$2" /dev/stdout) || fail "$1 and $2 differ in $sec"
+    done
+    diff <(nm "$1") <(nm "$2") >/dev/null || fail "$1 and $2 have different symbols"
+  }
+  data_requests() {  # data_requests BINARY: at, inside and at the end of every data symbol
+    nm -S --defined-only "$1" | awk 'NF == 4 && $3 ~ /^[dDbBrRvV]$/ { print $1, $2 }' |
+      while read -r a s; do
+        a=$((16#$a)); s=$((16#$s))
+        for x in $a $((a + s / 2)) $((a + s - 1)) $((a + s)); do printf 'DATA %s 0x%x\n' "$1" $x; done
+      done
+  }
+  frame_requests() {  # frame_requests BINARY: every 3rd byte of .text
+    readelf -SW "$1" | sed 's/\[ */[/' | awk '$2 == ".text" { print $4, $6 }' |
+      while read -r a s; do
+        for ((x = 16#$a; x < 16#$a + 16#$s; x += 3)); do printf 'FRAME %s 0x%x\n' "$1" $x; done
+      done
+  }
+  # compare_twin NAME TWIN BINARY ARGS...: llvm-symbolizer-16 on TWIN's requests against the
+  # drop-in on the same requests to BINARY ($work/requests names TWIN).
+  compare_twin() {
+    local name=$1 twin=$2 bin=$3; shift 3
+    "$llvm16" "$@" <"$work/requests" >"$work/llvm.out" 2>/dev/null || true
+    [[ -s "$work/llvm.out" ]] || fail "$name: llvm-symbolizer-16 printed nothing"
+    sed "s|^\([A-Z]*\) $twin |\1 $bin |" "$work/requests" >"$work/requests.bin"
+    "$dropin" --x-llvm16-decl-file "$@" <"$work/requests.bin" >"$work/dropin.out" 2>/dev/null ||
+      fail "$name: drop-in exited with $?"
+    sed -i "s|\"ModuleName\":\"$bin\"|\"ModuleName\":\"$twin\"|" "$work/dropin.out"
+    diff -u "$work/llvm.out" "$work/dropin.out" >"$work/diff" ||
+      { head -n 60 "$work/diff" >&2; fail "$name differs from llvm-symbolizer-16 on $twin"; }
+  }
+  # Every global of the fixture whose declaration line LLVM 16 can name (its file is not
+  # DW_FORM_implicit_const, which it drops): the drop-in names it on BINARY too.
+  check_source_lines() {  # check_source_lines NAME BINARY
+    local var line n=0
+    for var in g_int s_table g_big g_matrix g_ptr g_pair g_empty g_counter; do
+      line=$(grep -n "^[^/]*[ *]$var\b" "$src" | head -n1 | cut -d: -f1)
+      addr=$(nm "$2" | awk -v v="$var" '$3 ~ ("^(_ZL)?[0-9]*" v "$") || $3 == v { print $1 }' | head -n1)
+      [[ -n "$line" && -n "$addr" ]] || fail "$1: $var not in the source or the symbol table"
+      got=$(printf 'DATA %s 0x%s\n' "$2" "$addr" | "$dropin" | sed -n 3p)
+      [[ "$got" == */data_fixture.cc:$line ]] || fail "$1: $var answered '$got', declared at line $line"
+      n=$((n + 1))
+    done
+    echo "$n"
+  }
+  total=0
+  run_twin() {  # run_twin NAME TWIN BINARY [data]: DATA and FRAME (or DATA only), every style
+    local name=$1 twin=$2 bin=$3 only=${4:-}
+    same_code "$twin" "$bin"
+    data_requests "$twin" >"$work/requests"
+    compare_twin "$name DATA" "$twin" "$bin"
+    answered=$(grep -c 'data_fixture.cc:[1-9]' "$work/dropin.out" || true)
+    # Without --x-llvm16-decl-file (implicit_const files named): as on the twin too.
+    "$dropin" <"$work/requests" >"$work/twin.out" 2>/dev/null || fail "$name: drop-in exited with $?"
+    "$dropin" <"$work/requests.bin" >"$work/dropin.out" 2>/dev/null || fail "$name: drop-in exited with $?"
+    diff -u "$work/twin.out" "$work/dropin.out" >"$work/diff" ||
+      { head -n 60 "$work/diff" >&2; fail "$name: default DATA answers differ from the twin's"; }
+    named=$(grep -c 'data_fixture.cc:[1-9]' "$work/dropin.out" || true)
+    (( named >= 30 )) || fail "$name: only $named default DATA answers name a declaration"
+    compare_twin "$name DATA JSON" "$twin" "$bin" --output-style=JSON
+    n=$(wc -l <"$work/requests")
+    lines=$(check_source_lines "$name" "$bin")
+    if [[ $only == data ]]; then
+      total=$((total + 2 * n))
+      echo "== $name: $n DATA requests as llvm-symbolizer-16 on the twin ($answered declarations; $named by default, as on the twin; $lines globals' lines as in the source)"
+      return
+    fi
+    frame_requests "$twin" >"$work/requests"
+    compare_twin "$name FRAME" "$twin" "$bin"
+    locals=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
+    # Spill's parameter `a`: its frame offset is the second entry of a location list
+    # (.debug_loclists.dwo, or DWARF 4's .debug_loc.dwo with DW_LLE_GNU_* entries).
+    listed=$(grep -A3 -x Spill "$work/dropin.out" | grep -A2 -x a | grep -c '^-[0-9][0-9]* 8 ??$' || true)
+    compare_twin "$name FRAME JSON" "$twin" "$bin" --output-style=JSON
+    (( locals >= 20 )) || fail "$name: only $locals locals"
+    [[ $name != g++*-O[12]* ]] || (( listed >= 1 )) || fail "$name: no frame offset from a location list"
+    total=$((total + 2 * n + 2 * $(wc -l <"$work/requests")))
+    echo "== $name: $n DATA and $(wc -l <"$work/requests") FRAME requests as llvm-symbolizer-16 on the twin ($answered declarations; $named by default, as on the twin; $locals locals, $listed of Spill's a with a frame offset; $lines globals' lines as in the source)"
+  }
+  builds=("g++ -gdwarf-5 -O1" "g++ -gdwarf-4 -O1" "g++ -gdwarf-5 -O2" "g++ -gdwarf-4 -O0")
+  command -v clang++ >/dev/null && builds+=("clang++ -gdwarf-5 -O1")
+  i=0
+  for b in "${builds[@]}"; do
+    i=$((i + 1))
+    d="$work/split/$i"
+    mkdir -p "$d" && cd "$d"
+    $b -g -fno-pie -no-pie -o plain "$src" || fail "cannot build the fixture with $b"
+    # Compiled and linked in one step: the skeleton names the .dwo (relative to this
+    # directory, its DW_AT_comp_dir): split-data_fixture.dwo (gcc), data_fixture.dwo (clang).
+    $b -g -gsplit-dwarf -fno-pie -no-pie -o split "$src" || fail "cannot build the fixture with $b -gsplit-dwarf"
+    ls ./*.dwo >/dev/null 2>&1 || fail "$b -gsplit-dwarf wrote no .dwo"
+    run_twin "$b -gsplit-dwarf (.dwo)" "$d/plain" "$d/split"
+    # A package in place of the .dwo files: binutils dwp reads gcc's DWARF 4, llvm-dwp clang's
+    # DWARF 5 (gcc 12's DWARF 5 .dwo files crash binutils dwp: docs/dwarf-differences.md).
+    packer=""
+    [[ $b == "g++ -gdwarf-4"* ]] && packer="dwp"
+    [[ $b == clang++* ]] && command -v llvm-dwp >/dev/null && packer="llvm-dwp"
+    if [[ -n $packer ]]; then
+      $packer -e split -o split.dwp || fail "$packer"
+      rm -f ./*.dwo
+      run_twin "$b -gsplit-dwarf ($packer .dwp)" "$d/plain" "$d/split"
+    fi
+  done
+  # A missing, truncated or damaged .dwo: answers without its DWARF (or with what of it is
+  # sane), never a crash or a hang.
+  cd "$work/split/1"
+  dwo=$(ls ./*.dwo)
+  mv "$dwo" whole.dwo
+  { data_requests "$PWD/split"; frame_requests "$PWD/split"; } >"$work/requests"
+  "$dropin" <"$work/requests" >"$work/bad.out" 2>/dev/null || fail "missing .dwo: exit $?"
+  ! grep -q 'data_fixture.cc:[1-9]' "$work/bad.out" || fail "missing .dwo: declarations answered from nowhere"
+  grep -qx 'g_int' "$work/bad.out" || fail "missing .dwo: the symbol table no longer names g_int"
+  head -c 300 whole.dwo >"$dwo"
+  "$dropin" <"$work/requests" >"$work/bad.out" 2>/dev/null || fail "truncated .dwo: exit $?"
+  size=$(stat -c %s whole.dwo)
+  RANDOM=14
+  for round in 1 2 3 4 5 6 7 8 9 10; do
+    cp whole.dwo "$dwo"
+    for ((k = 0; k < 40; k++)); do
+      printf '\xff\x7f\x00\x83' | dd of="$dwo" bs=1 seek=$((64 + (RANDOM * 32768 + RANDOM) % (size - 68))) conv=notrunc status=none
+    done
+    timeout 60 "$dropin" <"$work/requests" >"$work/bad.out" 2>/dev/null || fail "damaged .dwo (round $round): exit $?"
+  done
+  echo "== missing, truncated and 10 damaged .dwo files: $(wc -l <"$work/requests") requests each answered"
+
+  # dwz: two programs share a supplementary file (.gnu_debugaltlink, DW_FORM_GNU_ref_alt;
+  # --dwarf-5: .debug_sup, DW_FORM_ref_sup4); types and declarations move there.
+  mkdir -p "$work/split/dwz" && cd "$work/split/dwz"
+  for style in gnu d5; do
+    flag=""; [[ $style == d5 ]] && flag="--dwarf-5"
+    g++ -g -O1 -fno-pie -no-pie -o "dwz_$style.plain" "$src" || fail "cannot build the dwz fixture"
+    cp "dwz_$style.plain" "dwz_$style"
+    g++ -g -O1 -DOTHER_PROGRAM -fno-pie -no-pie -o "dwz_$style.other" "$src" || fail "cannot build the dwz fixture"
+    dwz $flag -m "dwz_$style.common" -M "dwz_$style.common" "dwz_$style" "dwz_$style.other" ||
+      fail "dwz $flag"
+    # Abbreviations with a reference into the supplementary file.
+    refs=$(readelf --debug-dump=abbrev "dwz_$style" 2>/dev/null | grep -c 'DW_FORM_GNU_ref_alt\|DW_FORM_ref_sup4' || true)
+    (( refs >= 5 )) || fail "dwz $flag: only $refs abbreviations refer into the supplementary file"
+    # (DATA only: FRAME does not follow references into the supplementary file.)
+    run_twin "dwz $flag ($refs abbreviations refer into the supplementary file)" "$PWD/dwz_$style.plain" "$PWD/dwz_$style" data
+  done
+  echo "== $total requests in all"
   ;;
 
 asan | ubsan)
