@@ -5,12 +5,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "command.h"
 #include "stacksym/symbolize.h"
 #include "symbolize_output.h"
+#include "text_arena.h"
 
 namespace stacksym::cli {
 namespace {
@@ -22,26 +24,22 @@ struct Options {
   SymbolizeCliOptions symbolize;
 };
 
-// Answers rendered as they come, in pieces of at most kPieceBytes (an answer longer than
-// that gets a piece of its own): growing one string would copy it again and again.
+// Answers rendered as they come (one reused string), kept in an arena until they are written
+// in input order.
 class RenderedAnswers {
  public:
-  explicit RenderedAnswers(size_t count) : spans_(count) {}
+  explicit RenderedAnswers(size_t count) : texts_(count) {}
   void Add(size_t i, const SymbolizedAddress& answer, const OutputOptions& options) {
-    if (pieces_.empty() || pieces_.back().size() > kPieceBytes - kSlack) {
-      pieces_.emplace_back().reserve(kPieceBytes);
-    }
-    std::string& piece = pieces_.back();
-    size_t from = piece.size();
-    AppendSymbolized(answer, options, &piece);
-    spans_[i] = {static_cast<uint32_t>(pieces_.size() - 1), from, piece.size() - from};
+    scratch_.clear();
+    AppendSymbolized(answer, options, &scratch_);
+    texts_[i] = arena_.Add(scratch_);
   }
   // Writes the answers in the order of their positions, 64 KiB at a time.
   void Write() const {
     std::string out;
     out.reserve(1 << 17);
-    for (const Span& span : spans_) {
-      out.append(pieces_[span.piece], span.from, span.size);
+    for (std::string_view text : texts_) {
+      out.append(text);
       if (out.size() > (1 << 16)) {
         std::fwrite(out.data(), 1, out.size(), stdout);
         out.clear();
@@ -51,15 +49,9 @@ class RenderedAnswers {
   }
 
  private:
-  static constexpr size_t kPieceBytes = 1 << 20;
-  static constexpr size_t kSlack = 16 << 10;  // most answers fit in what is left
-  struct Span {
-    uint32_t piece = 0;
-    size_t from = 0;
-    size_t size = 0;
-  };
-  std::vector<std::string> pieces_;
-  std::vector<Span> spans_;
+  std::string scratch_;
+  TextArena arena_;
+  std::vector<std::string_view> texts_;
 };
 
 int Run(const Options& o) {

@@ -3,6 +3,7 @@
 #   bin/stacksym                          the command
 #   libexec/stacksym/llvm-symbolizer      symlink to it: the llvm-symbolizer drop-in
 #   lib/libstacksym.so.N                  the C API (SONAME libstacksym.so.N)
+#   lib/stacksym/libstacksym-http.so      HTTP (cpp-httplib) for serve and --server, dlopen'ed
 #   include/stacksym/stacksym.h           its header
 #   lib/pkgconfig/stacksym.pc             relocatable pkg-config file
 #   lib/cmake/stacksym/                   find_package(stacksym) → stacksym::stacksym
@@ -11,6 +12,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(TARGETS stacksym_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Found relative to the command (src/remote/http_transport_loader.cc).
+install(TARGETS stacksym_http LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/stacksym)
 install(TARGETS stacksym_capi EXPORT stacksymTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

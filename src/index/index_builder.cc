@@ -1,5 +1,7 @@
 #include "index/index_builder.h"
 
+#define ZDICT_STATIC_LINKING_ONLY  // ZDICT_trainFromBuffer_fastCover with fixed parameters
+#include <zdict.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -19,8 +21,46 @@
 namespace stacksym::symindex {
 namespace {
 
-// Demangled names compress ~10x in 8 KiB blocks at level 3; higher levels gain little more.
+// Demangled names compress ~10x at level 3; higher levels gain little more.
 constexpr int kStringZstdLevel = 3;
+
+// A dictionary trained on the string stream itself lets blocks a quarter the size of the
+// undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
+// compress slightly better than those did: on libceph-common 5.6 MB against 5.8 MB.
+// fastCover with fixed parameters (k 500, d 8) on about 2 MB of evenly spaced blocks trains
+// in about 0.3 s, as well as the parameter search that takes seconds; it is deterministic,
+// so an index is still byte-identical from build to build.
+constexpr size_t kStringDictSize = 64 << 10;
+constexpr size_t kStringDictSamples = 2 << 20;
+
+// The dictionary for `stream` (at most an eighth of it), or none (empty) when training fails
+// (too few samples: the blocks are then compressed without one).
+std::vector<uint8_t> TrainStringDictionary(const std::vector<uint8_t>& stream) {
+  size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
+  size_t dict_size = std::min(kStringDictSize, stream.size() / 8);
+  if (dict_size < 1024) return {};
+  size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
+  std::vector<uint8_t> samples;
+  std::vector<size_t> sizes;
+  for (size_t k = 0; k < block_count; k += step) {
+    size_t from = k * kStringBlockSize;
+    size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
+    samples.insert(samples.end(), stream.begin() + from, stream.begin() + from + size);
+    sizes.push_back(size);
+  }
+  ZDICT_fastCover_params_t params{};
+  params.k = 500;
+  params.d = 8;
+  params.f = 20;
+  params.accel = 1;
+  params.zParams.compressionLevel = kStringZstdLevel;
+  std::vector<uint8_t> dict(dict_size);
+  size_t n = ZDICT_trainFromBuffer_fastCover(dict.data(), dict.size(), samples.data(), sizes.data(),
+                                             static_cast<unsigned>(sizes.size()), params);
+  if (ZDICT_isError(n)) return {};
+  dict.resize(n);
+  return dict;
+}
 
 // Open addressing with linear probing, power-of-two capacity, at most half full: one
 // allocation (millions of names are added, and freeing a node-based map's nodes one by one
@@ -415,26 +455,42 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
                  "file index over 65535)")
         .WithFile(elf->path());
   }
-  // The string stream, compressed block by block on all cores.
+  // The string stream, compressed block by block on all cores, with a dictionary trained on it.
   const std::vector<uint8_t>& stream = strings.bytes();
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
+  std::vector<uint8_t> dictionary = TrainStringDictionary(stream);
+  ZSTD_CDict* cdict =
+      dictionary.empty() ? nullptr
+                         : ZSTD_createCDict(dictionary.data(), dictionary.size(), kStringZstdLevel);
+  if (!dictionary.empty() && cdict == nullptr) {
+    return Error(ErrorCode::kIo, "out of memory (zstd dictionary)");
+  }
   std::vector<std::vector<uint8_t>> frames(block_count);
   std::atomic<bool> compress_failed{false};
-  unsigned zstd_threads = ThreadCount(options.threads, block_count / 64);
+  unsigned zstd_threads = ThreadCount(options.threads, block_count / 256);
   RunOnThreads(zstd_threads, [&](unsigned t) {
     ZSTD_CCtx* context = ZSTD_createCCtx();
-    for (size_t k = t; k < block_count && context != nullptr; k += zstd_threads) {
+    // The reader knows its one dictionary: frames need not name it (4 bytes each).
+    if (context != nullptr &&
+        (ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, kStringZstdLevel)) ||
+         ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_dictIDFlag, 0)) ||
+         ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict)))) {
+      compress_failed = true;
+    }
+    for (size_t k = t; k < block_count && context != nullptr && !compress_failed;
+         k += zstd_threads) {
       size_t from = k * kStringBlockSize;
       size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
       frames[k].resize(ZSTD_compressBound(size));
-      size_t n = ZSTD_compressCCtx(context, frames[k].data(), frames[k].size(),
-                                   stream.data() + from, size, kStringZstdLevel);
+      size_t n =
+          ZSTD_compress2(context, frames[k].data(), frames[k].size(), stream.data() + from, size);
       if (ZSTD_isError(n)) compress_failed = true;
       frames[k].resize(ZSTD_isError(n) ? 0 : n);
     }
     if (context == nullptr) compress_failed = true;
     ZSTD_freeCCtx(context);
   });
+  ZSTD_freeCDict(cdict);
   if (compress_failed) return Error(ErrorCode::kIo, "zstd could not compress the strings");
   std::vector<uint8_t> compressed;
   size_t compressed_size = 0;
@@ -460,6 +516,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
        {reinterpret_cast<const uint8_t*>(identity.data()), identity.size()}},
       {SectionKind::kStrings, AsBytes(compressed)},
       {SectionKind::kStringBlocks, AsBytes(string_blocks)},
+      {SectionKind::kStringDict, AsBytes(dictionary)},
       {SectionKind::kNames, AsBytes(names)},
       {SectionKind::kSymbols, AsBytes(symbols)},
       {SectionKind::kSymbolSegments, AsBytes(symbol_segments)},

@@ -16,8 +16,9 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // 4: strings zstd-compressed in blocks, names shared by nodes through a name table, 16-byte
 // nodes, 8-byte function segments relative to their unit; 5: where functions start (names
 // carry the declaration's file and line) and discriminators (of rows, in blocks flagged for
-// them; of inlined call sites, for the nodes that have one).
-inline constexpr uint32_t kVersion = 5;
+// them; of inlined call sites, for the nodes that have one); 6: string blocks of 2 KiB
+// compressed with a zstd dictionary trained on the strings (kStringDict).
+inline constexpr uint32_t kVersion = 6;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
@@ -55,14 +56,16 @@ enum class SectionKind : uint32_t {
   kNames,             // NameRecord[]: the distinct (raw, demangled, start) names of nodes
   kStartFiles,        // StrRef[]: the distinct declaration files names refer to
   kCallDiscrims,      // CallDiscriminatorRecord[]: the nodes with one, by node
+  kStringDict,        // bytes: the zstd dictionary of the string blocks (empty: none)
 };
-inline constexpr uint32_t kSectionKindCount = 17;
+inline constexpr uint32_t kSectionKindCount = 18;
 
 // Strings (names, paths) form one stream that StrRef points into; it is cut into blocks of
-// kStringBlockSize bytes, each compressed as one zstd frame (demangled C++ names compress
-// about 10x even in blocks this small). A lookup decompresses the blocks its names are in;
-// the reader keeps the last few.
-inline constexpr uint32_t kStringBlockSize = 8192;
+// kStringBlockSize bytes, each compressed as one zstd frame with the dictionary of
+// kStringDict (demangled C++ names compress about 10x even in blocks this small, with a
+// dictionary trained on them). A lookup decompresses the blocks its names are in; the reader
+// keeps the last few.
+inline constexpr uint32_t kStringBlockSize = 2048;
 
 // Chunk k covers the file's bytes [k * kChunkSize, (k + 1) * kChunkSize) that lie after the
 // section table and before the chunk CRC section (which must come last): the header and the

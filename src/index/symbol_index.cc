@@ -76,17 +76,21 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
   return index;
 }
 
+// Direct-mapped by block number: a batch asks its addresses in order, so the blocks it needs
+// next are mostly the ones it just used, and finding a block costs one compare.
 struct SymbolIndex::StringCache {
-  static constexpr size_t kSlots = 64;
+  static constexpr size_t kSlots = 256;  // 512 KiB of 2 KiB blocks
   std::mutex mu;
   ZSTD_DCtx* context = nullptr;
-  uint64_t clock = 0;
+  ZSTD_DDict* dictionary = nullptr;  // none: the blocks were compressed without one
   struct Slot {
     size_t block = SIZE_MAX;
-    uint64_t used = 0;
     std::string bytes;
   } slots[kSlots];
-  ~StringCache() { ZSTD_freeDCtx(context); }
+  ~StringCache() {
+    ZSTD_freeDDict(dictionary);
+    ZSTD_freeDCtx(context);
+  }
 };
 
 SymbolIndex::SymbolIndex() = default;
@@ -173,7 +177,7 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     for (SectionKind kind :
          {SectionKind::kIdentity, SectionKind::kSymbols, SectionKind::kSymbolSegments,
           SectionKind::kUnitSegments, SectionKind::kUnits, SectionKind::kLineTables,
-          SectionKind::kStringBlocks}) {
+          SectionKind::kStringBlocks, SectionKind::kStringDict}) {
       if (!Verified(sections[static_cast<uint32_t>(kind)])) return Corrupt(damage());
     }
     if (options.verify_all &&
@@ -223,6 +227,12 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   string_cache_ = std::make_unique<StringCache>();
   string_cache_->context = ZSTD_createDCtx();
   if (string_cache_->context == nullptr) return Error(ErrorCode::kIo, "out of memory (zstd)");
+  // Checked above; copied (64 KiB at most) as zstd digests it.
+  std::span<const uint8_t> dictionary = section(SectionKind::kStringDict);
+  if (!dictionary.empty()) {
+    string_cache_->dictionary = ZSTD_createDDict(dictionary.data(), dictionary.size());
+    if (string_cache_->dictionary == nullptr) return Corrupt("string dictionary unusable");
+  }
   return {};
 }
 
@@ -287,7 +297,8 @@ std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() 
       "units",       "function-segments", "nodes",
       "line-tables", "row-blocks",        "paths",
       "row-bytes",   "chunk-crcs",        "string-blocks",
-      "names",       "start-files",       "call-discriminators"};
+      "names",       "start-files",       "call-discriminators",
+      "string-dict"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -391,15 +402,8 @@ bool SymbolIndex::String(StrRef ref, std::string* out) const {
   std::lock_guard<std::mutex> lock(cache.mu);
   for (uint64_t at = ref.offset; at < end;) {
     size_t block = static_cast<size_t>(at / kStringBlockSize);
-    StringCache::Slot* slot = nullptr;
-    for (StringCache::Slot& s : cache.slots) {
-      if (s.block == block) slot = &s;
-    }
-    if (slot == nullptr) {
-      slot = &cache.slots[0];
-      for (StringCache::Slot& s : cache.slots) {
-        if (s.used < slot->used) slot = &s;
-      }
+    StringCache::Slot* slot = &cache.slots[block % StringCache::kSlots];
+    if (slot->block != block) {
       uint64_t from, to;
       std::memcpy(&from, string_blocks_.data() + block * 8, 8);
       std::memcpy(&to, string_blocks_.data() + block * 8 + 8, 8);
@@ -410,12 +414,14 @@ bool SymbolIndex::String(StrRef ref, std::string* out) const {
           std::min<uint64_t>(kStringBlockSize, string_bytes_ - uint64_t{block} * kStringBlockSize));
       slot->block = SIZE_MAX;
       slot->bytes.resize(want);
-      size_t got =
-          ZSTD_decompressDCtx(cache.context, slot->bytes.data(), want, frame.data(), frame.size());
+      size_t got = cache.dictionary != nullptr
+                       ? ZSTD_decompress_usingDDict(cache.context, slot->bytes.data(), want,
+                                                    frame.data(), frame.size(), cache.dictionary)
+                       : ZSTD_decompressDCtx(cache.context, slot->bytes.data(), want, frame.data(),
+                                             frame.size());
       if (ZSTD_isError(got) || got != want) return false;
       slot->block = block;
     }
-    slot->used = ++cache.clock;
     uint64_t block_start = uint64_t{block} * kStringBlockSize;
     size_t from = static_cast<size_t>(at - block_start);
     size_t to = static_cast<size_t>(std::min<uint64_t>(end - block_start, slot->bytes.size()));

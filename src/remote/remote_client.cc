@@ -1,13 +1,11 @@
 // The client of `symbolize-profile --server` and `record --server`: a profile's distinct
 // (build ID, file offset) pairs go to the server in batches; kernel frames stay local.
-#include <httplib.h>
-
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <utility>
 
 #include "output/kernel_frames.h"
+#include "remote/http_transport.h"
 #include "remote/symbolize_api.h"
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
@@ -24,20 +22,19 @@ bool NeedsSymbols(const Profile& profile, uint32_t i, bool resymbolize) {
 }
 
 // One request: sends it, checks that the answer covers exactly what was asked.
-Result<SymbolizeResponse> Post(httplib::Client& client, const SymbolizeRequest& request,
+Result<SymbolizeResponse> Post(remote::HttpClient& client, const SymbolizeRequest& request,
                                const std::string& url) {
-  httplib::Result res =
+  remote::HttpPostResult res =
       client.Post("/v1/symbolize", remote::WriteSymbolizeRequest(request), "application/json");
-  if (!res) {
-    return MakeError(ErrorCode::kIo,
-                     "symbolization server " + url + ": " + httplib::to_string(res.error()));
+  if (!res.sent) {
+    return MakeError(ErrorCode::kIo, "symbolization server " + url + ": " + res.error);
   }
-  if (res->status != 200) {
+  if (res.status != 200) {
     return MakeError(ErrorCode::kIo, "symbolization server " + url + ": HTTP " +
-                                         std::to_string(res->status) + " " +
-                                         res->body.substr(0, 300));
+                                         std::to_string(res.status) + " " +
+                                         res.body.substr(0, 300));
   }
-  Result<SymbolizeResponse> response = remote::ParseSymbolizeResponse(res->body);
+  Result<SymbolizeResponse> response = remote::ParseSymbolizeResponse(res.body);
   if (!response) {
     return MakeError(ErrorCode::kMalformed, "symbolization server " + url +
                                                 ": unexpected answer: " + response.error().message);
@@ -79,17 +76,16 @@ Result<RemoteSymbolizeStats> SymbolizeProfileRemote(Profile& profile,
   }
 
   if (!pairs.empty()) {
-    httplib::Client client(options.url);
-    if (!client.is_valid()) {
+    Result<const remote::HttpTransport*> http = remote::LoadHttpTransport();
+    if (!http) return http.error();
+    remote::HttpClientConfig config;
+    config.connection_timeout_seconds = 5;
+    config.timeout_seconds = options.timeout_seconds;
+    std::unique_ptr<remote::HttpClient> client_owner = (*http)->new_client(options.url, config);
+    remote::HttpClient& client = *client_owner;
+    if (!client.valid()) {
       return MakeError(ErrorCode::kInvalidArgument, "invalid server URL " + options.url);
     }
-    auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::duration<double>(options.timeout_seconds));
-    client.set_connection_timeout(std::chrono::seconds(5));
-    client.set_read_timeout(timeout);
-    client.set_write_timeout(timeout);
-    client.set_keep_alive(true);
-    client.set_tcp_nodelay(true);  // no Nagle delay between a request's header and body
 
     size_t batch = std::max<size_t>(1, options.batch_offsets);
     SymbolizeRequest request;

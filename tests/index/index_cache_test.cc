@@ -134,6 +134,30 @@ TEST_F(IndexCacheTest, IndexOfAnotherBuildIdIsRebuilt) {
   ExpectDirectAnswers("index of another binary");
 }
 
+// The string blocks' zstd dictionary is read on open: a flipped byte in it is caught there
+// (by its chunk checksum) and the index rebuilt, never used to decompress names.
+TEST_F(IndexCacheTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
+  ExpectDirectAnswers("first build");
+  const std::vector<uint8_t> good = ReadBytes(index_path_);
+  symindex::FileHeader header;
+  std::memcpy(&header, good.data(), sizeof(header));
+  symindex::SectionEntry dict{};
+  for (uint32_t i = 0; i < header.section_count; ++i) {
+    symindex::SectionEntry e;
+    std::memcpy(&e, good.data() + sizeof(header) + i * sizeof(e), sizeof(e));
+    if (e.kind == static_cast<uint32_t>(symindex::SectionKind::kStringDict)) dict = e;
+  }
+  ASSERT_GT(dict.size, 0u) << "the fixture's strings got no dictionary";
+  for (uint64_t o : {dict.offset, dict.offset + dict.size / 2, dict.offset + dict.size - 1}) {
+    std::vector<uint8_t> bad = good;
+    bad[o] ^= 0x5a;
+    WriteBytes(index_path_, bad);
+    EXPECT_FALSE(symindex::SymbolIndex::Open(index_path_)) << o;
+    ExpectDirectAnswers("dictionary byte " + std::to_string(o) + " flipped");
+    EXPECT_EQ(ReadBytes(index_path_), good) << "not rebuilt after byte " << o;
+  }
+}
+
 TEST_F(IndexCacheTest, OtherVersionIsRebuilt) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);

@@ -61,7 +61,7 @@ tree)
 layout)
   for f in bin/stacksym include/stacksym/stacksym.h lib/pkgconfig/stacksym.pc \
            lib/cmake/stacksym/stacksymConfig.cmake lib/cmake/stacksym/stacksymConfigVersion.cmake \
-           share/man/man1/stacksym.1; do
+           share/man/man1/stacksym.1 lib/stacksym/libstacksym-http.so; do
     [[ -f "$PREFIX/$f" ]] || fail "missing $f"
   done
   [[ -L "$PREFIX/libexec/stacksym/llvm-symbolizer" && -x "$PREFIX/libexec/stacksym/llvm-symbolizer" ]] ||

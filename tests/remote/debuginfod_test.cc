@@ -281,6 +281,12 @@ TEST(Debuginfod, LibraryIsLoadedOnlyWhenAFetchIsWanted) {
   ASSERT_NE(out.find("(NEEDED)"), std::string::npos) << out;
   EXPECT_EQ(out.find("libdebuginfod"), std::string::npos) << out;
   EXPECT_EQ(out.find("libcurl"), std::string::npos) << out;
+  // Likewise HTTP (libstacksym-http.so, http_transport.h) and with it OpenSSL, and protobuf
+  // is linked in: no start-up pays for loading them.
+  EXPECT_EQ(out.find("httplib"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libssl"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libcrypto"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libprotobuf"), std::string::npos) << out;
 }
 
 }  // namespace

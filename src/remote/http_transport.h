@@ -1,0 +1,103 @@
+// HTTP for `stacksym serve` and the `--server` client, behind a narrow interface whose one
+// implementation (cpp-httplib, http_transport_httplib.cc) is a module of its own,
+// libstacksym-http.so, opened with dlopen the first time HTTP is wanted: linking cpp-httplib
+// into the command made every start-up load and initialise OpenSSL and brotli (about 13 ms
+// of CPU, half of `stacksym --version`), which only these two commands use.
+//
+// The module calls nothing of stacksym's: everything crosses this interface as standard
+// library types and std::function, so it needs only libstdc++ and cpp-httplib.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stacksym/result.h"
+
+namespace stacksym::remote {
+
+struct HttpRequest {
+  std::string_view body;  // valid during the handler
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;
+  void Set(int s, std::string b, std::string type) {
+    status = s;
+    body = std::move(b);
+    content_type = std::move(type);
+  }
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, HttpResponse&)>;
+
+struct HttpServerConfig {
+  unsigned threads = 8;
+  size_t max_body_bytes = 8 << 20;
+  double read_timeout_seconds = 5;
+  double write_timeout_seconds = 10;
+  unsigned keep_alive_seconds = 5;
+  size_t keep_alive_max_count = 1000;
+  std::function<void(int status)> on_response;  // after every response (metrics)
+  // An error status the transport made itself (404, 413, 400, ...) with an empty body.
+  std::function<void(HttpResponse&)> on_error;
+  std::function<void(HttpResponse&)> on_exception;  // a handler threw
+  struct Route {
+    std::string method;  // "GET" or "POST"
+    std::string path;
+    HttpHandler handler;
+  };
+  std::vector<Route> routes;
+};
+
+class HttpServer {
+ public:
+  virtual ~HttpServer() = default;
+  // Binds host:port (0: any free port) and serves on background threads: the port, or -1.
+  virtual int Start(const std::string& host, int port) = 0;
+  virtual void Stop() = 0;  // any thread, idempotent
+  virtual void Wait() = 0;  // until the serving thread ended
+};
+
+struct HttpClientConfig {
+  double connection_timeout_seconds = 5;
+  double timeout_seconds = 120;  // read and write
+};
+
+struct HttpPostResult {
+  bool sent = false;  // false: no answer; `error` says why
+  std::string error;
+  int status = 0;
+  std::string body;
+};
+
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+  virtual bool valid() const = 0;  // the URL could be used
+  virtual HttpPostResult Post(const std::string& path, const std::string& body,
+                              const std::string& content_type) = 0;
+};
+
+// What the module exports, as `stacksym_http_transport` (extern "C"). kHttpTransportAbi
+// changes with anything above, so that a stale module is refused instead of misread.
+inline constexpr uint32_t kHttpTransportAbi = 1;
+struct HttpTransport {
+  uint32_t abi;
+  std::unique_ptr<HttpServer> (*new_server)(const HttpServerConfig& config);
+  std::unique_ptr<HttpClient> (*new_client)(const std::string& url, const HttpClientConfig& config);
+};
+using HttpTransportEntry = const HttpTransport* (*)();
+
+// The module, opened once (next to the running executable, else where the build put it):
+// an Error when it cannot be found or is of another ABI.
+Result<const HttpTransport*> LoadHttpTransport();
+
+}  // namespace stacksym::remote

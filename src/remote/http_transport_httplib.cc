@@ -1,0 +1,161 @@
+// libstacksym-http.so: the HttpTransport of http_transport.h over cpp-httplib. It uses only
+// the standard library and cpp-httplib (the command's own code reaches it through the
+// interface), so that it can be opened with dlopen by an executable that exports nothing.
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <thread>
+
+#include "remote/http_transport.h"
+
+namespace stacksym::remote {
+namespace {
+
+std::chrono::microseconds Micros(double seconds) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::duration<double>(seconds));
+}
+
+void Copy(const HttpResponse& from, httplib::Response& to) {
+  to.status = from.status;
+  for (const auto& [name, value] : from.headers) to.set_header(name, value);
+  to.set_content(from.body, from.content_type);
+}
+
+class HttplibServer final : public HttpServer {
+ public:
+  explicit HttplibServer(const HttpServerConfig& config) : config_(config) {}
+  ~HttplibServer() override {
+    Stop();
+    Wait();
+  }
+
+  int Start(const std::string& host, int port) override {
+    Configure();
+    int bound = port == 0 ? server_.bind_to_any_port(host) : port;
+    if (port != 0 && !server_.bind_to_port(host, port)) bound = -1;
+    if (bound <= 0) return -1;
+    // cpp-httplib 0.11 listens with a backlog of 5: a burst of more simultaneous connections
+    // overflows the accept queue and clients see their connection reset (found with 16-24
+    // concurrent clients). listen() again on the bound socket raises the backlog.
+    if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    return bound;
+  }
+
+  void Stop() override { server_.stop(); }
+
+  void Wait() override {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Configure() {
+    server_.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd_ = sock;
+    });
+    unsigned threads = config_.threads == 0 ? 1 : config_.threads;
+    server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server_.set_payload_max_length(config_.max_body_bytes);
+    // Headers and body go out in separate writes: without this, Nagle's algorithm and the
+    // peer's delayed ACK add ~40 ms to every answer.
+    server_.set_tcp_nodelay(true);
+    server_.set_read_timeout(Micros(config_.read_timeout_seconds));
+    server_.set_write_timeout(Micros(config_.write_timeout_seconds));
+    server_.set_keep_alive_timeout(config_.keep_alive_seconds);
+    server_.set_keep_alive_max_count(config_.keep_alive_max_count);
+    if (config_.on_response) {
+      server_.set_logger([this](const httplib::Request&, const httplib::Response& res) {
+        config_.on_response(res.status);
+      });
+    }
+    if (config_.on_error) {
+      server_.set_error_handler(httplib::Server::HandlerWithResponse(
+          [this](const httplib::Request&, httplib::Response& res) {
+            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            HttpResponse ours;
+            ours.status = res.status;
+            config_.on_error(ours);
+            Copy(ours, res);
+            return httplib::Server::HandlerResponse::Handled;
+          }));
+    }
+    if (config_.on_exception) {
+      server_.set_exception_handler(
+          [this](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+            HttpResponse ours;
+            config_.on_exception(ours);
+            Copy(ours, res);
+          });
+    }
+    for (const HttpServerConfig::Route& route : config_.routes) {
+      const HttpHandler* handler = &route.handler;
+      auto call = [handler](const httplib::Request& req, httplib::Response& res) {
+        HttpRequest ours{req.body};
+        HttpResponse answer;
+        (*handler)(ours, answer);
+        Copy(answer, res);
+      };
+      if (route.method == "POST") {
+        server_.Post(route.path, call);
+      } else {
+        server_.Get(route.path, call);
+      }
+    }
+  }
+
+  HttpServerConfig config_;
+  httplib::Server server_;
+  std::thread thread_;
+  int listen_fd_ = -1;  // the listening socket, seen when httplib creates it
+};
+
+class HttplibClient final : public HttpClient {
+ public:
+  HttplibClient(const std::string& url, const HttpClientConfig& config) : client_(url) {
+    client_.set_connection_timeout(Micros(config.connection_timeout_seconds));
+    client_.set_read_timeout(Micros(config.timeout_seconds));
+    client_.set_write_timeout(Micros(config.timeout_seconds));
+    client_.set_keep_alive(true);
+    client_.set_tcp_nodelay(true);  // no Nagle delay between a request's header and body
+  }
+
+  bool valid() const override { return client_.is_valid(); }
+
+  HttpPostResult Post(const std::string& path, const std::string& body,
+                      const std::string& content_type) override {
+    HttpPostResult out;
+    httplib::Result res = client_.Post(path, body, content_type);
+    if (!res) {
+      out.error = httplib::to_string(res.error());
+      return out;
+    }
+    out.sent = true;
+    out.status = res->status;
+    out.body = std::move(res->body);
+    return out;
+  }
+
+ private:
+  httplib::Client client_;
+};
+
+std::unique_ptr<HttpServer> NewServer(const HttpServerConfig& config) {
+  return std::make_unique<HttplibServer>(config);
+}
+
+std::unique_ptr<HttpClient> NewClient(const std::string& url, const HttpClientConfig& config) {
+  return std::make_unique<HttplibClient>(url, config);
+}
+
+constexpr HttpTransport kTransport = {kHttpTransportAbi, &NewServer, &NewClient};
+
+}  // namespace
+}  // namespace stacksym::remote
+
+extern "C" __attribute__((visibility("default"))) const stacksym::remote::HttpTransport*
+stacksym_http_transport() {
+  return &stacksym::remote::kTransport;
+}
