@@ -133,7 +133,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     if (s.verify_samples > 0 || s.verify_no_reference > 0) {
       std::fprintf(stderr,
                    "  verify: %llu of %llu BPF chains agree with the stack copy's (%llu copies "
-                   "read too late to place their first pc: not compared)\n",
+                   "read too late to place their pcs: not compared)\n",
                    u(s.verify_agreed), u(s.verify_samples), u(s.verify_no_reference));
       for (size_t i = 0; i < s.verify_differences.size() && i < 20; ++i) {
         std::fprintf(stderr, "    differs: %s\n", s.verify_differences[i].c_str());

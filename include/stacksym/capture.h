@@ -173,8 +173,9 @@ struct RecordStats {
   // bpf_unwind_verify: samples compared, samples whose chains agreed, and the differences.
   uint64_t verify_samples = 0;
   uint64_t verify_agreed = 0;
-  // Samples with no reference: unwinding the copy could not place even the sampled pc (a
-  // reader that fell behind the process's exit or exec). Not compared.
+  // Samples with no full reference: unwinding the copy could not place the sampled pc, or a
+  // return address the BPF walk went on from after the same frames (a reader that fell behind
+  // the process's exit or exec). Not compared.
   uint64_t verify_no_reference = 0;
   std::vector<std::string> verify_differences;  // the first 1000
   double elapsed_s = 0;

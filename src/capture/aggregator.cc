@@ -214,6 +214,16 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
     ++counters_.verify_no_reference;
     return;
   }
+  std::span<const uint64_t> bpf_ips = s.verify_bpf_ips;
+  // Nor past a return address it cannot place while the BPF walk, with the mappings of the
+  // moment of the sample, went on from the same frames: a reader that came after an exec sees
+  // the new image's libraries at other addresses (a non-PIE python3 keeps its own, so the walk
+  // gets that far). The frames both have agree; the rest has no reference.
+  if (end == UnwindEnd::kUnmappedPc && bpf_ips.size() > unwound_.size() &&
+      std::equal(unwound_.begin(), unwound_.end(), bpf_ips.begin())) {
+    ++counters_.verify_no_reference;
+    return;
+  }
   ++counters_.verify_samples;
   std::span<const uint64_t> bpf = s.verify_bpf_ips;
   bool copy_short = end == UnwindEnd::kStackCopyTooShort || end == UnwindEnd::kPageNotReadable;

@@ -36,7 +36,7 @@ struct AggregatorCounters {
   uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // walks in the BPF program, by end
   uint64_t verify_samples = 0;  // BPF-unwound chains compared with the stack copy's
   uint64_t verify_agreed = 0;
-  uint64_t verify_no_reference = 0;  // stack copies whose sampled pc the reader could not place
+  uint64_t verify_no_reference = 0;  // stack copies with a pc the reader (late) could not place
 };
 
 class SampleAggregator {
