@@ -252,7 +252,11 @@ class PerfSource : public SampleSource {
         if (stack_copy_) copy = ParseUserStack(after_chain, end);
         if (copy == UserStackParse::kCopied) s.user_stack = &user_stack_;
         // Seen in user mode: not a kernel thread, even if it has exited when it is asked.
-        if (!uips_.empty() || s.user_stack != nullptr) kthreads_.try_emplace(pid, false);
+        // (Once per run of samples of one process: not a map lookup per sample.)
+        if ((!uips_.empty() || s.user_stack != nullptr) && pid != last_user_pid_) {
+          kthreads_.try_emplace(pid, false);
+          last_user_pid_ = pid;
+        }
         // Kernel threads have no user stack; PERF has no flag for them, so /proc tells.
         s.kernel_thread =
             pid == 0 || (uips_.empty() && s.user_stack == nullptr && IsKernelThread(pid));
@@ -370,6 +374,7 @@ class PerfSource : public SampleSource {
   std::vector<uint64_t> kips_, uips_;
   std::unordered_map<uint32_t, std::string> comms_;
   std::unordered_map<uint32_t, bool> kthreads_;
+  uint32_t last_user_pid_ = 0;  // the last pid recorded in kthreads_ as seen in user mode
 };
 
 }  // namespace

@@ -319,22 +319,28 @@ const LineTable* DebugInfoSource::DeclLineTable(DwarfFile& file, const UnitInfo&
     auto it = other_line_tables_.find(key);
     if (it != other_line_tables_.end()) return it->second.get();
   }
+  std::unique_ptr<LineTable> owned =
+      ParseLineTable(file, offset, unit.ctx.address_size, unit.str_offsets_base);
+  std::lock_guard<std::mutex> lock(mu_);
+  return other_line_tables_.emplace(key, std::move(owned)).first->second.get();
+}
+
+std::unique_ptr<LineTable> DebugInfoSource::ParseLineTable(const DwarfFile& file, uint64_t offset,
+                                                           uint8_t address_size,
+                                                           uint64_t str_offsets_base) {
   dwarf::LineSections ls;
   const DwarfSections& s = file.sections();
   ls.line = s.line;
   ls.line_str = s.line_str;
   ls.str = s.str;
   ls.str_offsets = s.str_offsets;
-  ls.str_offsets_base = unit.str_offsets_base;
-  Result<LineTable> table = LineTable::Parse(ls, offset, unit.ctx.address_size);
-  std::unique_ptr<LineTable> owned;
-  if (table) {
-    owned = std::make_unique<LineTable>(std::move(*table));
-  } else {
+  ls.str_offsets_base = str_offsets_base;
+  Result<LineTable> table = LineTable::Parse(ls, offset, address_size);
+  if (!table) {
     AddUnitError(std::move(table).error());
+    return nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  return other_line_tables_.emplace(key, std::move(owned)).first->second.get();
+  return std::make_unique<LineTable>(std::move(*table));
 }
 
 const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_size) {
@@ -343,19 +349,7 @@ const LineTable* DebugInfoSource::LineTableAt(uint64_t offset, uint8_t address_s
     auto it = line_tables_.find(offset);
     if (it != line_tables_.end()) return it->second.get();
   }
-  dwarf::LineSections ls;
-  const DwarfSections& s = main_->sections();
-  ls.line = s.line;
-  ls.line_str = s.line_str;
-  ls.str = s.str;
-  ls.str_offsets = s.str_offsets;
-  Result<LineTable> table = LineTable::Parse(ls, offset, address_size);
-  std::unique_ptr<LineTable> owned;
-  if (table) {
-    owned = std::make_unique<LineTable>(std::move(*table));
-  } else {
-    AddUnitError(std::move(table).error());
-  }
+  std::unique_ptr<LineTable> owned = ParseLineTable(*main_, offset, address_size, 0);
   std::lock_guard<std::mutex> lock(mu_);
   // Failures are cached as nullptr too; a table another thread parsed meanwhile wins.
   return line_tables_.emplace(offset, std::move(owned)).first->second.get();

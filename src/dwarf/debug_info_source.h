@@ -202,6 +202,9 @@ class DebugInfoSource {
   const ResolvedName& NodeName(UnitState& state, int32_t node);
   const std::string& FilePath(UnitState& state, uint32_t file);
   const dwarf::LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
+  // The line table at `offset` of `file`'s .debug_line; null (the error recorded) if bad.
+  std::unique_ptr<dwarf::LineTable> ParseLineTable(const dwarf::DwarfFile& file, uint64_t offset,
+                                                   uint8_t address_size, uint64_t str_offsets_base);
   // The line table whose file names a unit's DW_AT_decl_file values index, in any file read
   // (main, split object, supplementary file); null when none.
   const dwarf::LineTable* DeclLineTable(dwarf::DwarfFile& file, const dwarf::UnitInfo& unit);
