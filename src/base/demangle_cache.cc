@@ -1,25 +1,37 @@
 #include "base/demangle_cache.h"
 
+#include <cstdint>
+
 #include "stacksym/demangle.h"
 
 namespace stacksym {
 
+DemangleCache::Shard& DemangleCache::ShardOf(const char* key) {
+  uint64_t x = reinterpret_cast<uintptr_t>(key);
+  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL;
+  return shards_[(x >> 32) % kShards];
+}
+
 const std::string& DemangleCache::Get(std::string_view raw) {
+  Shard& shard = ShardOf(raw.data());
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = names_.find(raw.data());
-    if (it != names_.end()) return it->second;
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.names.find(raw.data());
+    if (it != shard.names.end()) return it->second;
   }
   std::string pretty = Demangle(raw);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(shard.mu);
   // Another thread may have demangled the same name meanwhile: the first entry stays.
-  return names_.try_emplace(raw.data(), std::move(pretty)).first->second;
+  return shard.names.try_emplace(raw.data(), std::move(pretty)).first->second;
 }
 
 size_t DemangleCache::memory_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t total = names_.bucket_count() * sizeof(void*);
-  for (const auto& [key, name] : names_) total += sizeof(std::string) + name.capacity() + 32;
+  size_t total = 0;
+  for (const Shard& shard : shards_) {
+    std::lock_guard<std::mutex> lock(shard.mu);
+    total += shard.names.bucket_count() * sizeof(void*);
+    for (const auto& [key, name] : shard.names) total += sizeof(std::string) + name.capacity() + 32;
+  }
   return total;
 }
 

@@ -6,7 +6,8 @@
 // Keys are the names' addresses, not their text: callers pass views into memory that outlives
 // the cache and holds NUL-terminated names (string tables, .debug_str), so one address is one
 // name and a lookup hashes a pointer instead of a long template name.
-// Thread-safety: Get() may be called from several threads; demangling runs outside the lock.
+// Thread-safety: Get() may be called from several threads; demangling runs outside the locks,
+// and the names are spread over shards with a lock each (an index build asks from every core).
 #pragma once
 
 #include <cstddef>
@@ -23,8 +24,13 @@ class DemangleCache {
   size_t memory_bytes() const;
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<const char*, std::string> names_;  // node-based: references stay valid
+  static constexpr size_t kShards = 32;
+  struct Shard {
+    mutable std::mutex mu;
+    std::unordered_map<const char*, std::string> names;  // node-based: references stay valid
+  };
+  Shard& ShardOf(const char* key);
+  Shard shards_[kShards];
 };
 
 }  // namespace stacksym

@@ -37,6 +37,7 @@ struct DebugInfoSource::UnitState {
   std::string_view comp_dir;
   // Lazily resolved per node / per file index.
   std::vector<ResolvedName> names;
+  std::unordered_map<uint64_t, int32_t> names_by_origin;  // abstract origin → first node
   std::vector<std::string> paths;
   std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
 };
@@ -671,6 +672,7 @@ bool DebugInfoSource::CompleteUnit(UnitState& state) {
   }
   state.functions = std::move(*full);
   state.names.clear();  // node numbers changed
+  state.names_by_origin.clear();
   return true;
 }
 
@@ -681,14 +683,30 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   if (!name.done) {
     name.done = true;
     uint64_t die = state.functions.nodes()[i].die_offset;
-    name.raw = state.function_file->SubroutineName(die, options_.short_function_names);
-    if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
     dwarf::DwarfFile::SubroutineStart start;
     if (state.function_file->ReadSubroutineStart(die, &start)) {
       name.has_low_pc = start.has_low_pc && options_.start_addresses;
       name.low_pc = start.low_pc;
       name.call_discriminator = start.call_discriminator;
+      // Instances of one inline function in a unit (often hundreds) share its name and
+      // declaration: resolved once per abstract origin (in this file: FindDecl does not
+      // follow references into another).
+      if (!start.describes_itself && start.abstract_origin.file == state.function_file) {
+        auto [it, first] = state.names_by_origin.try_emplace(start.abstract_origin.offset,
+                                                             static_cast<int32_t>(i));
+        if (!first) {
+          const ResolvedName& same = state.names[static_cast<size_t>(it->second)];
+          name.raw = same.raw;
+          name.pretty = same.pretty;
+          name.has_start_file = same.has_start_file;
+          name.start_file = same.start_file;
+          name.start_line = same.start_line;
+          return name;
+        }
+      }
     }
+    name.raw = state.function_file->SubroutineName(die, options_.short_function_names);
+    if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
     // The declaration as llvm-symbolizer reads it: a file index into the line table of the
     // unit holding the function (a DW_FORM_implicit_const one it cannot resolve).
     dwarf::DeclAttrs decl;
@@ -1043,7 +1061,8 @@ size_t DebugInfoSource::memory_bytes() const {
   for (const auto& u : units_) {
     if (!u) continue;
     total += sizeof(UnitState) + u->functions.memory_bytes() +
-             u->names.capacity() * sizeof(ResolvedName);
+             u->names.capacity() * sizeof(ResolvedName) + u->names_by_origin.size() * 32 +
+             u->names_by_origin.bucket_count() * sizeof(void*);
     for (const std::string& p : u->paths) total += sizeof(std::string) + p.capacity();
   }
   for (const auto& [offset, table] : line_tables_) {

@@ -98,10 +98,14 @@ Result<void> DwarfFile::ScanUnits() {
   uint64_t offset = 0;
   while (offset < sections_.info.size()) {
     Result<UnitInfo> u = ParseUnitHeader(sections_.info, offset);
-    if (!u) return std::move(u).error();
+    if (!u) {
+      unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(units_.size());
+      return std::move(u).error();
+    }
     offset = u->end;
     if (u->known_version()) units_.push_back(*u);
   }
+  unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(units_.size());
   return {};
 }
 
@@ -115,12 +119,23 @@ int DwarfFile::FindUnit(uint64_t offset) const {
 }
 
 Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
+  // A unit of this file finds its table without the lock: every DIE read asks for it, on
+  // several threads at once when an index is built.
+  std::atomic<const AbbrevTable*>* cached = nullptr;
+  if (unit_abbrevs_ != nullptr && !units_.empty() && &unit >= units_.data() &&
+      &unit < units_.data() + units_.size()) {
+    cached = &unit_abbrevs_[static_cast<size_t>(&unit - units_.data())];
+    if (const AbbrevTable* table = cached->load(std::memory_order_acquire)) return table;
+  }
   uint64_t key = (unit.abbrev_offset << 8) | unit.ctx.address_size |
                  (unit.ctx.offset_size == 8 ? 0x80 : 0) | (unit.ctx.version <= 2 ? 0x40 : 0);
   {
     std::lock_guard<std::mutex> lock(abbrevs_mu_);
     auto it = abbrevs_.find(key);
-    if (it != abbrevs_.end()) return it->second.get();
+    if (it != abbrevs_.end()) {
+      if (cached != nullptr) cached->store(it->second.get(), std::memory_order_release);
+      return it->second.get();
+    }
   }
   // Parsed outside the lock; if another thread got there first, its table is kept.
   Result<AbbrevTable> table = AbbrevTable::Parse(sections_.abbrev, unit.abbrev_offset, unit.ctx);
@@ -128,6 +143,7 @@ Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
   auto owned = std::make_unique<AbbrevTable>(std::move(*table));
   std::lock_guard<std::mutex> lock(abbrevs_mu_);
   auto [it, inserted] = abbrevs_.emplace(key, std::move(owned));
+  if (cached != nullptr) cached->store(it->second.get(), std::memory_order_release);
   return it->second.get();
 }
 
@@ -491,6 +507,11 @@ bool DwarfFile::ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out) {
       out->has_low_pc = Address(unit, v, &out->low_pc);
     } else if (at == DW_AT_GNU_discriminator) {
       out->call_discriminator = static_cast<uint32_t>(std::min<uint64_t>(v.value, 0xffffffff));
+    } else if (at == DW_AT_abstract_origin) {
+      Reference(unit, v, &out->abstract_origin);
+    } else if (at == DW_AT_name || at == DW_AT_linkage_name || at == DW_AT_MIPS_linkage_name ||
+               at == DW_AT_specification || at == DW_AT_decl_file || at == DW_AT_decl_line) {
+      out->describes_itself = true;
     }
   });
 }

@@ -11,6 +11,7 @@
 // copies), which must outlive this object.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -154,6 +155,10 @@ class DwarfFile {
     bool has_low_pc = false;
     uint64_t low_pc = 0;
     uint32_t call_discriminator = 0;
+    // An instance that names and declares nothing itself (no name, linkage name,
+    // specification, decl_file or decl_line) is named and declared as its abstract origin.
+    DieRef abstract_origin;
+    bool describes_itself = false;
   };
   bool ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out);
 
@@ -183,6 +188,8 @@ class DwarfFile {
   mutable std::mutex abbrevs_mu_;  // units may be parsed on several threads (Prefetch)
   std::mutex unit_die_mu_;         // first reads of unit DIEs
   std::unordered_map<uint64_t, std::unique_ptr<AbbrevTable>> abbrevs_;
+  // Per unit of units_ (sized by ScanUnits): its table once known, read without abbrevs_mu_.
+  std::unique_ptr<std::atomic<const AbbrevTable*>[]> unit_abbrevs_;
 };
 
 }  // namespace stacksym::dwarf

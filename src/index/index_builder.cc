@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <unordered_map>
 
@@ -24,6 +26,37 @@ namespace {
 // Demangled names compress ~10x at level 3; higher levels gain little more.
 constexpr int kStringZstdLevel = 3;
 
+// The string stream: appended to by the megabyte, grown with realloc, which glibc serves by
+// remapping the pages of a big block instead of copying them (a vector copies its bytes and
+// faults in new pages at every doubling).
+class ByteStream {
+ public:
+  ByteStream() = default;
+  ByteStream(const ByteStream&) = delete;
+  ByteStream& operator=(const ByteStream&) = delete;
+  ~ByteStream() { std::free(data_); }
+  void Append(const void* bytes, size_t size) {
+    if (size > capacity_ - size_) {
+      size_t capacity = std::max<size_t>({size_ + size, capacity_ * 2, 1 << 20});
+      void* grown = std::realloc(data_, capacity);
+      if (grown == nullptr) throw std::bad_alloc();
+      data_ = static_cast<uint8_t*>(grown);
+      capacity_ = capacity;
+    }
+    if (size != 0) std::memcpy(data_ + size_, bytes, size);
+    size_ += size;
+  }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const uint8_t* begin() const { return data_; }
+  const uint8_t* end() const { return data_ + size_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
 // A dictionary trained on the string stream itself lets blocks a quarter the size of the
 // undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
 // compress slightly better than those did: on libceph-common 5.6 MB against 5.8 MB.
@@ -35,7 +68,7 @@ constexpr size_t kStringDictSamples = 2 << 20;
 
 // The dictionary for `stream` (at most an eighth of it), or none (empty) when training fails
 // (too few samples: the blocks are then compressed without one).
-std::vector<uint8_t> TrainStringDictionary(const std::vector<uint8_t>& stream) {
+std::vector<uint8_t> TrainStringDictionary(const ByteStream& stream) {
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   size_t dict_size = std::min(kStringDictSize, stream.size() / 8);
   if (dict_size < 1024) return {};
@@ -125,7 +158,7 @@ class StringTable {
     by_address_.Filled();
     return ref;
   }
-  std::vector<uint8_t>& bytes() { return bytes_; }
+  const ByteStream& bytes() const { return bytes_; }
 
  private:
   struct AddressSlot {
@@ -149,12 +182,12 @@ class StringTable {
     if (!slot.empty()) return slot.ref;
     StrRef ref = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
     slot = {hash, ref};
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    bytes_.Append(s.data(), s.size());
     by_bytes_.Filled();  // may move the slots
     return ref;
   }
 
-  std::vector<uint8_t> bytes_;
+  ByteStream bytes_;
   FlatTable<AddressSlot> by_address_;
   FlatTable<BytesSlot> by_bytes_;
 };
@@ -456,7 +489,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         .WithFile(elf->path());
   }
   // The string stream, compressed block by block on all cores, with a dictionary trained on it.
-  const std::vector<uint8_t>& stream = strings.bytes();
+  const ByteStream& stream = strings.bytes();
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   std::vector<uint8_t> dictionary = TrainStringDictionary(stream);
   ZSTD_CDict* cdict =
