@@ -70,7 +70,7 @@ constexpr size_t kStringDictSamples = 2 << 20;
 // (too few samples: the blocks are then compressed without one).
 std::vector<uint8_t> TrainStringDictionary(const ByteStream& stream) {
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
-  size_t dict_size = std::min(kStringDictSize, stream.size() / 8);
+  size_t dict_size = std::min(kStringDictSize, stream.size() / 32);
   if (dict_size < 1024) return {};
   size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
   std::vector<uint8_t> samples;
@@ -258,14 +258,30 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
                               mask != 0 ? kRowBlockDiscriminators : 0});
       if (mask != 0) AppendUleb(mask, &out);
       AppendUleb(row.line, &out);
+      AppendUleb(row.column, &out);
+      AppendUleb(row.file, &out);
     } else {
       const dwarf::LineRow& previous = rows[k - 1];
-      AppendUleb(row.address - previous.address, &out);
-      int64_t delta = int64_t{row.line} - int64_t{previous.line};
-      AppendUleb((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63), &out);
+      uint64_t address_delta = row.address - previous.address;
+      int64_t line_delta = int64_t{row.line} - int64_t{previous.line};
+      bool file_changed = row.file != previous.file;
+      uint8_t header = address_delta < kRowAddressEscape ? static_cast<uint8_t>(address_delta)
+                                                         : kRowAddressEscape;
+      bool small_line = line_delta >= -int64_t{kRowLineBias} &&
+                        line_delta < int64_t{kRowLineEscape} - int64_t{kRowLineBias};
+      header |= static_cast<uint8_t>(
+          (small_line ? static_cast<uint8_t>(line_delta + kRowLineBias) : kRowLineEscape) << 4);
+      if (file_changed) header |= kRowFileChanged;
+      out.push_back(header);
+      if (address_delta >= kRowAddressEscape) AppendUleb(address_delta, &out);
+      if (!small_line) {
+        AppendUleb(
+            (static_cast<uint64_t>(line_delta) << 1) ^ static_cast<uint64_t>(line_delta >> 63),
+            &out);
+      }
+      if (file_changed) AppendUleb(row.file, &out);
+      AppendUleb(row.column, &out);
     }
-    AppendUleb(row.column, &out);
-    AppendUleb(row.file, &out);
     if (next_discriminator < discriminators.size() && discriminators[next_discriminator].row == k) {
       AppendUleb(discriminators[next_discriminator++].value, &out);
     }
@@ -324,7 +340,16 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<LineTableRecord> line_tables;
   std::vector<RowBlockRecord> row_blocks;
   std::vector<uint8_t> row_bytes;
-  std::vector<StrRef> paths;
+  std::vector<uint32_t> paths;       // per unit, file index → number into path_strings
+  std::vector<StrRef> path_strings;  // the distinct paths (units share most of their headers)
+  std::unordered_map<uint64_t, uint32_t> path_ids;  // StrRef → index into path_strings
+  auto path_id = [&](std::string_view path) {
+    StrRef ref = strings.Add(path);
+    auto [it, inserted] = path_ids.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
+                                               static_cast<uint32_t>(path_strings.size()));
+    if (inserted) path_strings.push_back(ref);
+    return it->second;
+  };
 
   // Symbol table: Find() is constant between consecutive symbol starts and ends (its resume
   // points are among them), so asking it at each of those boundaries flattens it exactly.
@@ -424,6 +449,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     row_blocks.reserve(block_total);
     row_bytes.reserve(row_byte_total);
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
+    std::unordered_map<const dwarf::LineTable*, size_t> files_used;  // 1 + the last row file
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -459,7 +485,6 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
           UnitPart& encoded = parts[encoded_by.at(t.line)];
           LineTableRecord record;
           record.block_begin = static_cast<uint32_t>(row_blocks.size());
-          record.block_count = static_cast<uint32_t>(encoded.blocks.size());
           record.row_count = static_cast<uint32_t>(t.line->rows().size());
           const uint64_t base = row_bytes.size();
           too_big |= base + encoded.rows.size() > 0xffffffffu;
@@ -471,8 +496,22 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
           line_tables.push_back(record);
         }
         unit.line_table = it->second;
+        // Only the paths a row or a call site names are ever read: the file table's tail past
+        // the last of them is left out (a lookup past the end reads an unknown path, which
+        // no lookup asks for).
+        auto [used, first_use] = files_used.try_emplace(t.line, 0);
+        if (first_use) {
+          for (const dwarf::LineRow& row : t.line->rows()) {
+            if (!row.is_end()) used->second = std::max<size_t>(used->second, row.file + size_t{1});
+          }
+        }
+        size_t path_count = used->second;
+        for (const dwarf::FunctionNode& f : t.nodes) {
+          if (f.inlined) path_count = std::max<size_t>(path_count, f.call_file + size_t{1});
+        }
+        path_count = std::min(path_count, t.paths.size());
         unit.path_begin = static_cast<uint32_t>(paths.size());
-        for (std::string_view p : t.paths) paths.push_back(strings.Add(p));
+        for (size_t p = 0; p < path_count; ++p) paths.push_back(path_id(t.paths[p]));
         unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
       }
       units.push_back(unit);
@@ -563,6 +602,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
       {SectionKind::kStartFiles, AsBytes(start_files)},
       {SectionKind::kCallDiscrims, AsBytes(call_discriminators)},
+      {SectionKind::kPathStrings, AsBytes(path_strings)},
   };
   constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
   constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last

@@ -206,7 +206,8 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
   STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
   STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
-  STACKSYM_RECORDS(paths_, StrRef, kPaths, "paths")
+  STACKSYM_RECORDS(paths_, uint32_t, kPaths, "paths")
+  STACKSYM_RECORDS(path_strings_, StrRef, kPathStrings, "path strings")
   STACKSYM_RECORDS(start_files_, StrRef, kStartFiles, "start files")
   STACKSYM_RECORDS(call_discriminators_, CallDiscriminatorRecord, kCallDiscrims,
                    "call discriminators")
@@ -298,7 +299,7 @@ std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() 
       "line-tables", "row-blocks",        "paths",
       "row-bytes",   "chunk-crcs",        "string-blocks",
       "names",       "start-files",       "call-discriminators",
-      "string-dict"};
+      "string-dict", "path-strings"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -330,15 +331,13 @@ bool ReadUleb(std::span<const uint8_t> bytes, size_t* pos, uint64_t* value) {
 bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row,
                           bool* found) const {
   *found = false;
+  const uint64_t block_count = (uint64_t{table.row_count} + kRowsPerBlock - 1) / kRowsPerBlock;
   if (table.block_begin > row_blocks_.size() ||
-      table.block_count > row_blocks_.size() - table.block_begin ||
-      table.row_count > uint64_t{table.block_count} * kRowsPerBlock ||
-      (table.block_count > 0 &&
-       table.row_count <= uint64_t{table.block_count - 1} * kRowsPerBlock)) {
+      block_count > row_blocks_.size() - table.block_begin) {
     return false;
   }
   std::span<const RowBlockRecord> blocks =
-      row_blocks_.subspan(table.block_begin, table.block_count);
+      row_blocks_.subspan(table.block_begin, static_cast<size_t>(block_count));
   if (!Verified(blocks)) return false;
   auto it =
       std::upper_bound(blocks.begin(), blocks.end(), vaddr,
@@ -348,37 +347,53 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   size_t block = static_cast<size_t>(it - blocks.begin());
   size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
   size_t pos = it->offset;
-  // The longest block the builder writes: a 5-byte discriminator mask and 32 rows of at most
-  // 10 + 10 + 3 + 3 (+ 5) bytes. Decoding an intact block stays inside it; a damaged one still
-  // stops at the end of the row bytes.
-  constexpr size_t kMaxBlockBytes = 5 + kRowsPerBlock * 31;
+  // The longest block the builder writes: a 10-byte discriminator mask, a first row of at
+  // most 5 + 3 + 3 (+ 5) bytes and the next ones of at most 1 + 10 + 10 + 3 + 3 (+ 5).
+  // Decoding an intact block stays inside it; a damaged one still stops at the end of the
+  // row bytes.
+  constexpr size_t kMaxBlockBytes = 10 + kRowsPerBlock * 32;
   if (pos > row_bytes_.size() ||
       !Verified(row_bytes_.subspan(pos, std::min(kMaxBlockBytes, row_bytes_.size() - pos)))) {
     return false;
   }
   uint64_t discriminator_mask = 0;  // the rows of the block with a discriminator
   if ((it->flags & kRowBlockDiscriminators) != 0 &&
-      (!ReadUleb(row_bytes_, &pos, &discriminator_mask) || discriminator_mask > 0xffffffff)) {
+      !ReadUleb(row_bytes_, &pos, &discriminator_mask)) {
     return false;
   }
   Row current, best;
   current.address = it->first_address;
   for (size_t i = 0; i < count; ++i) {
-    uint64_t delta = 0, line = 0, column = 0, file = 0;
-    if (i > 0 && !ReadUleb(row_bytes_, &pos, &delta)) return false;
-    uint64_t discriminator = 0;
-    if (!ReadUleb(row_bytes_, &pos, &line) || !ReadUleb(row_bytes_, &pos, &column) ||
-        !ReadUleb(row_bytes_, &pos, &file) || column > 0xffff || file > 0xffff ||
+    uint64_t line = 0, column = 0, file = current.file, discriminator = 0;
+    if (i == 0) {
+      if (!ReadUleb(row_bytes_, &pos, &line) || line > 0xffffffff ||
+          !ReadUleb(row_bytes_, &pos, &column) || !ReadUleb(row_bytes_, &pos, &file)) {
+        return false;
+      }
+      current.line = static_cast<uint32_t>(line);
+    } else {
+      if (pos >= row_bytes_.size()) return false;
+      uint8_t header = row_bytes_[pos++];
+      uint64_t address_delta = header & 0x0f;
+      uint64_t line_code = (header >> 4) & 7;
+      if (address_delta == kRowAddressEscape && !ReadUleb(row_bytes_, &pos, &address_delta)) {
+        return false;
+      }
+      int64_t line_delta = static_cast<int64_t>(line_code) - kRowLineBias;
+      if (line_code == kRowLineEscape) {
+        uint64_t zigzag = 0;
+        if (!ReadUleb(row_bytes_, &pos, &zigzag)) return false;
+        line_delta = static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
+      }
+      if ((header & kRowFileChanged) != 0 && !ReadUleb(row_bytes_, &pos, &file)) return false;
+      if (!ReadUleb(row_bytes_, &pos, &column)) return false;
+      current.address += address_delta;
+      current.line = static_cast<uint32_t>(current.line + static_cast<uint64_t>(line_delta));
+    }
+    if (column > 0xffff || file > 0xffff ||
         ((discriminator_mask >> i & 1) != 0 &&
          (!ReadUleb(row_bytes_, &pos, &discriminator) || discriminator > 0xffffffff))) {
       return false;
-    }
-    current.address += delta;
-    if (i == 0) {
-      current.line = static_cast<uint32_t>(line);
-    } else {
-      int64_t line_delta = static_cast<int64_t>(line >> 1) ^ -static_cast<int64_t>(line & 1);
-      current.line = static_cast<uint32_t>(current.line + static_cast<uint64_t>(line_delta));
     }
     current.column = static_cast<uint16_t>(column);
     current.file = static_cast<uint16_t>(file);
@@ -509,7 +524,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   if (unit.ok == 0) return false;
   std::span<const FunctionSegmentRecord> segments;
   std::span<const NodeRecord> nodes;
-  std::span<const StrRef> paths;
+  std::span<const uint32_t> paths;
   if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
       !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
       !Slice(paths_, unit.path_begin, unit.path_count, &paths) || !Verified(segments)) {
@@ -556,7 +571,11 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   };
   auto path = [&](uint64_t file, std::string* out) {
     out->clear();
-    return file >= paths.size() || (Verified(paths[file]) && String(paths[file], out));
+    if (file >= paths.size()) return true;
+    if (!Verified(paths[file])) return false;
+    uint32_t id = paths[file];
+    return id < path_strings_.size() && Verified(path_strings_[id]) &&
+           String(path_strings_[id], out);
   };
   auto start = [&](SourceFrame& frame, int32_t n) {
     return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame);

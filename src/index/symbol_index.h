@@ -151,7 +151,8 @@ class SymbolIndex {
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;
   std::span<const uint8_t> row_bytes_;
-  std::span<const StrRef> paths_;
+  std::span<const uint32_t> paths_;
+  std::span<const StrRef> path_strings_;
   // Chunk checksums: chunk k is bytes_ [k * kChunkSize, (k + 1) * kChunkSize) clipped to
   // [chunks_begin_, chunks_end_). State per chunk: 0 not summed yet, 1 intact, 2 damaged.
   bool verify_ = false;
