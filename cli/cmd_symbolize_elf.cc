@@ -24,15 +24,17 @@ struct Options {
   SymbolizeCliOptions symbolize;
 };
 
-// Answers rendered as they come (one reused string), kept in an arena until they are written
-// in input order.
+// Answers rendered as they come (one reused string per worker thread), kept in each worker's
+// arena until they are written in input order.
 class RenderedAnswers {
  public:
-  explicit RenderedAnswers(size_t count) : texts_(count) {}
-  void Add(size_t i, const SymbolizedAddress& answer, const OutputOptions& options) {
-    scratch_.clear();
-    AppendSymbolized(answer, options, &scratch_);
-    texts_[i] = arena_.Add(scratch_);
+  RenderedAnswers(size_t count, unsigned workers) : workers_(workers), texts_(count) {}
+  void Add(unsigned worker, size_t i, const SymbolizedAddress& answer,
+           const OutputOptions& options) {
+    Worker& w = workers_[worker];
+    w.scratch.clear();
+    AppendSymbolized(answer, options, &w.scratch);
+    texts_[i] = w.arena.Add(w.scratch);
   }
   // Writes the answers in the order of their positions, 64 KiB at a time.
   void Write() const {
@@ -49,8 +51,11 @@ class RenderedAnswers {
   }
 
  private:
-  std::string scratch_;
-  TextArena arena_;
+  struct Worker {
+    std::string scratch;
+    TextArena arena;
+  };
+  std::vector<Worker> workers_;
   std::vector<std::string_view> texts_;
 };
 
@@ -75,10 +80,13 @@ int Run(const Options& o) {
                                     std::min(kBatch, addresses.size() - begin));
     // Each answer is rendered as it comes (in address order, from reused storage), then the
     // texts are written in input order.
-    RenderedAnswers rendered(batch.size());
-    (*symbolizer)->SymbolizeEach(batch, kind, [&](size_t i, const SymbolizedAddress& answer) {
-      rendered.Add(i, answer, o.symbolize.output);
-    });
+    constexpr unsigned kWorkers = 4;  // at most; SymbolizeOptions::threads bounds them too
+    RenderedAnswers rendered(batch.size(), kWorkers);
+    (*symbolizer)
+        ->SymbolizeEachConcurrently(
+            batch, kind, kWorkers, [&](unsigned worker, size_t i, const SymbolizedAddress& answer) {
+              rendered.Add(worker, i, answer, o.symbolize.output);
+            });
     rendered.Write();
   }
   KeepUntilExit(std::move(*symbolizer));

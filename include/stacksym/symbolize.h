@@ -152,6 +152,13 @@ class ElfSymbolizer {
   // persisted index allocates next to nothing. For callers that render each answer at once.
   void SymbolizeEach(std::span<const uint64_t> addresses, AddressKind kind,
                      const std::function<void(size_t, const SymbolizedAddress&)>& sink);
+  // SymbolizeEach() on up to `workers` threads (and SymbolizeOptions::threads) when a
+  // persisted index answers: `sink(worker, i, answer)` is called concurrently from several
+  // threads, each worker number (< workers) from one thread at a time, so a caller keeps its
+  // rendering state per worker. Addresses the index does not answer go to worker 0 last.
+  void SymbolizeEachConcurrently(
+      std::span<const uint64_t> addresses, AddressKind kind, unsigned workers,
+      const std::function<void(unsigned, size_t, const SymbolizedAddress&)>& sink);
 
   // The declaration of the global or static variable whose storage holds virtual address
   // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the

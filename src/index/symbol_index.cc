@@ -80,18 +80,44 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
 // next are mostly the ones it just used, and finding a block costs one compare.
 struct SymbolIndex::StringCache {
   static constexpr size_t kSlots = 256;  // 512 KiB of 2 KiB blocks
+  bool shared = false;                   // the index's own: used behind `mu`
   std::mutex mu;
   ZSTD_DCtx* context = nullptr;
-  ZSTD_DDict* dictionary = nullptr;  // none: the blocks were compressed without one
+  const ZSTD_DDict* dictionary = nullptr;  // none: the blocks were compressed without one
   struct Slot {
     size_t block = SIZE_MAX;
     std::string bytes;
   } slots[kSlots];
-  ~StringCache() {
-    ZSTD_freeDDict(dictionary);
-    ZSTD_freeDCtx(context);
-  }
+  ~StringCache() { ZSTD_freeDCtx(context); }
 };
+
+struct SymbolIndex::ZstdDictionary {
+  ZSTD_DDict* dictionary = nullptr;
+  ~ZstdDictionary() { ZSTD_freeDDict(dictionary); }
+};
+
+class SymbolIndex::Reader {
+ public:
+  std::unique_ptr<StringCache> cache;
+};
+
+std::unique_ptr<SymbolIndex::StringCache> SymbolIndex::NewStringCache(bool shared) const {
+  auto cache = std::make_unique<StringCache>();
+  cache->shared = shared;
+  cache->context = ZSTD_createDCtx();
+  if (cache->context == nullptr) return nullptr;
+  cache->dictionary = dictionary_ != nullptr ? dictionary_->dictionary : nullptr;
+  return cache;
+}
+
+std::unique_ptr<SymbolIndex::Reader, void (*)(SymbolIndex::Reader*)> SymbolIndex::NewReader()
+    const {
+  auto destroy = [](Reader* reader) { delete reader; };
+  std::unique_ptr<Reader, void (*)(Reader*)> reader(new Reader(), destroy);
+  reader->cache = NewStringCache(false);
+  if (reader->cache == nullptr) reader.reset();
+  return reader;
+}
 
 SymbolIndex::SymbolIndex() = default;
 
@@ -225,15 +251,15 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
        string_bytes_ <= uint64_t{string_block_count_ - 1} * kStringBlockSize)) {
     return Corrupt("string blocks do not match the string stream's size");
   }
-  string_cache_ = std::make_unique<StringCache>();
-  string_cache_->context = ZSTD_createDCtx();
-  if (string_cache_->context == nullptr) return Error(ErrorCode::kIo, "out of memory (zstd)");
   // Checked above; copied (64 KiB at most) as zstd digests it.
+  dictionary_ = std::make_unique<ZstdDictionary>();
   std::span<const uint8_t> dictionary = section(SectionKind::kStringDict);
   if (!dictionary.empty()) {
-    string_cache_->dictionary = ZSTD_createDDict(dictionary.data(), dictionary.size());
-    if (string_cache_->dictionary == nullptr) return Corrupt("string dictionary unusable");
+    dictionary_->dictionary = ZSTD_createDDict(dictionary.data(), dictionary.size());
+    if (dictionary_->dictionary == nullptr) return Corrupt("string dictionary unusable");
   }
+  string_cache_ = NewStringCache(true);
+  if (string_cache_ == nullptr) return Error(ErrorCode::kIo, "out of memory (zstd)");
   return {};
 }
 
@@ -408,13 +434,13 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   return true;
 }
 
-bool SymbolIndex::String(StrRef ref, std::string* out) const {
+bool SymbolIndex::String(StrRef ref, std::string* out, StringCache& cache) const {
   out->clear();
   if (ref.size == 0) return true;
   uint64_t end = uint64_t{ref.offset} + ref.size;
   if (end > string_bytes_) return false;
-  StringCache& cache = *string_cache_;
-  std::lock_guard<std::mutex> lock(cache.mu);
+  std::unique_lock<std::mutex> lock(cache.mu, std::defer_lock);
+  if (cache.shared) lock.lock();
   for (uint64_t at = ref.offset; at < end;) {
     size_t block = static_cast<size_t>(at / kStringBlockSize);
     StringCache::Slot* slot = &cache.slots[block % StringCache::kSlots];
@@ -446,14 +472,14 @@ bool SymbolIndex::String(StrRef ref, std::string* out) const {
   return true;
 }
 
-bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function,
-                       std::string* raw) const {
+bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function, std::string* raw,
+                       StringCache& cache) const {
   uint32_t id = name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
   const NameRecord& record = names_[id];
-  if (!String(record.raw, raw)) return false;
-  if (!demangle || raw->empty()) return String(record.raw, function);
-  return String(record.pretty, function);
+  if (!String(record.raw, raw, cache)) return false;
+  if (!demangle || raw->empty()) return String(record.raw, function, cache);
+  return String(record.pretty, function, cache);
 }
 
 namespace {
@@ -477,7 +503,7 @@ void RecycleFrames(std::vector<SourceFrame>* frames, std::vector<SourceFrame>* s
 
 }  // namespace
 
-bool SymbolIndex::Start(uint32_t node, SourceFrame* frame) const {
+bool SymbolIndex::Start(uint32_t node, SourceFrame* frame, StringCache& cache) const {
   if (node >= nodes_.size()) return false;
   uint32_t id = nodes_[node].name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
@@ -486,7 +512,7 @@ bool SymbolIndex::Start(uint32_t node, SourceFrame* frame) const {
   frame->start_file.clear();
   if (record.start_file != kNoStartFile) {
     if (record.start_file >= start_files_.size() || !Verified(start_files_[record.start_file]) ||
-        !String(start_files_[record.start_file], &frame->start_file)) {
+        !String(start_files_[record.start_file], &frame->start_file, cache)) {
       return false;
     }
   }
@@ -516,7 +542,7 @@ bool SymbolIndex::CallDiscriminator(uint32_t node, uint32_t* out) const {
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
 bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
-                               bool* corrupt) const {
+                               StringCache& cache, bool* corrupt) const {
   int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
   if (unit_id < 0) return false;
   if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
@@ -567,7 +593,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     if (n < 0) return true;
     if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
     return Name(nodes[static_cast<size_t>(n)].name, options.demangle, &frame.function,
-                &frame.raw_function);
+                &frame.raw_function, cache);
   };
   auto path = [&](uint64_t file, std::string* out) {
     out->clear();
@@ -575,10 +601,10 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     if (!Verified(paths[file])) return false;
     uint32_t id = paths[file];
     return id < path_strings_.size() && Verified(path_strings_[id]) &&
-           String(path_strings_[id], out);
+           String(path_strings_[id], out, cache);
   };
   auto start = [&](SourceFrame& frame, int32_t n) {
-    return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame);
+    return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame, cache);
   };
   auto valid_parent = valid_node;
   if (!options.inlines) {
@@ -592,7 +618,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     int32_t named = outer >= 0 ? outer : node;
     if (name_outermost && named >= 0 &&
         !Name(nodes[static_cast<size_t>(named)].name, options.demangle, &frame.function,
-              &frame.raw_function)) {
+              &frame.raw_function, cache)) {
       return !(*corrupt = true);
     }
     if (!start(frame, named)) return !(*corrupt = true);
@@ -649,7 +675,9 @@ bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
 }
 
 bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
-                                SymbolizedAddress& out, std::vector<SourceFrame>* spare) const {
+                                SymbolizedAddress& out, std::vector<SourceFrame>* spare,
+                                Reader* reader) const {
+  StringCache& cache = reader != nullptr ? *reader->cache : *string_cache_;
   RecycleFrames(&out.frames, spare);
   out.reason.reset();
   out.symbol.clear();
@@ -668,14 +696,14 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
     return false;
   }
   bool corrupt = false;
-  if (!LookupFrames(vaddr, options, symbol == nullptr, &out.frames, spare, &corrupt)) {
+  if (!LookupFrames(vaddr, options, symbol == nullptr, &out.frames, spare, cache, &corrupt)) {
     RecycleFrames(&out.frames, spare);
   }
   if (corrupt) return false;
   if (symbol != nullptr) {
-    bool named = String(symbol->raw, &out.raw_symbol);
+    bool named = String(symbol->raw, &out.raw_symbol, cache);
     if (named && options.demangle) {
-      named = String(symbol->pretty, &out.symbol);
+      named = String(symbol->pretty, &out.symbol, cache);
     } else if (named) {
       out.symbol = out.raw_symbol;
     }

@@ -12,7 +12,8 @@
 //   SymbolizedAddress a;  a.vaddr = vaddr;           // already checked against the segments
 //   if (*index && (*index)->Answer(vaddr, options, a)) ... // a as ElfSymbolizer would fill it
 //
-// Thread-safety: const after Open(); any number of threads may call Answer().
+// Thread-safety: const after Open(); any number of threads may call Answer(), and each may
+// answer through a Reader of its own (NewReader) to share no lock with the others.
 #pragma once
 
 #include <atomic>
@@ -59,8 +60,14 @@ class SymbolIndex {
   // storage its strings already have, and its old frames go to `spare` (frames kept for
   // reuse, strings and all) and come back from there, so that answer after answer allocates
   // next to nothing. On false the answer fields are cleared (for the direct path).
+  // `reader` (nullable): the calling thread's own (NewReader), so that threads answering from
+  // one index share no lock; without one, lookups share the index's behind a lock.
+  class Reader;
   bool AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out,
-                     std::vector<SourceFrame>* spare) const;
+                     std::vector<SourceFrame>* spare, Reader* reader = nullptr) const;
+  // A lookup context for one thread at a time: its own cache of decompressed string blocks
+  // (512 KiB at most) and zstd context. Null when zstd cannot allocate one.
+  std::unique_ptr<Reader, void (*)(Reader*)> NewReader() const;
 
   // Unmaps from this process the pages lookups have read so far (they stay in the page cache
   // and come back on the next read): a batch calls it now and then, so that its resident size
@@ -88,19 +95,23 @@ class SymbolIndex {
   std::vector<uint64_t> function_segment_starts(size_t limit) const;
 
  private:
+  struct StringCache;
   SymbolIndex();
   Result<void> Parse(const OpenOptions& options);
   // name_outermost false: the outermost frame's names are left empty (a symbol names it).
   // `frames` is empty; new frames come from `spare` when it has some (nullable).
   bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
                     std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
-                    bool* corrupt) const;
-  // The string `ref` points at, decompressed: false when out of bounds or damaged.
-  bool String(StrRef ref, std::string* out) const;
-  bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw) const;
+                    StringCache& cache, bool* corrupt) const;
+  // The string `ref` points at, decompressed through `cache`: false when out of bounds or
+  // damaged.
+  bool String(StrRef ref, std::string* out, StringCache& cache) const;
+  bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw,
+            StringCache& cache) const;
   // SourceFrame's start_file and start_line of node `node` (global index); false when a
   // record is inconsistent or damaged.
-  bool Start(uint32_t node, SourceFrame* frame) const;
+  bool Start(uint32_t node, SourceFrame* frame, StringCache& cache) const;
+  std::unique_ptr<StringCache> NewStringCache(bool shared) const;
   // The call-site discriminator of inlined node `node` (global index; 0 when it has none).
   bool CallDiscriminator(uint32_t node, uint32_t* out) const;
   // Whether the chunks holding `bytes` (a part of bytes_) are intact, summing those not yet
@@ -139,9 +150,11 @@ class SymbolIndex {
   std::span<const NameRecord> names_;
   std::span<const StrRef> start_files_;
   std::span<const CallDiscriminatorRecord> call_discriminators_;
-  // The last blocks decompressed, and the zstd context, behind one lock.
-  struct StringCache;
+  // The last blocks decompressed, and the zstd context, behind one lock (lookups without a
+  // Reader of their own).
   std::unique_ptr<StringCache> string_cache_;
+  struct ZstdDictionary;
+  std::unique_ptr<ZstdDictionary> dictionary_;  // shared by every cache (zstd allows it)
   std::span<const SymbolRecord> symbols_;
   std::span<const SegmentRecord> symbol_segments_;
   std::span<const SegmentRecord> unit_segments_;

@@ -235,12 +235,21 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
 void ElfSymbolizer::SymbolizeEach(
     std::span<const uint64_t> addresses, AddressKind kind,
     const std::function<void(size_t, const SymbolizedAddress&)>& sink) {
+  SymbolizeEachConcurrently(
+      addresses, kind, 1,
+      [&](unsigned, size_t i, const SymbolizedAddress& answer) { sink(i, answer); });
+}
+
+void ElfSymbolizer::SymbolizeEachConcurrently(
+    std::span<const uint64_t> addresses, AddressKind kind, unsigned workers,
+    const std::function<void(unsigned, size_t, const SymbolizedAddress&)>& sink) {
   if (!UseIndex()) {
     std::vector<SymbolizedAddress> answers = SymbolizeBatch(addresses, kind);
-    for (size_t i = 0; i < answers.size(); ++i) sink(i, answers[i]);
+    for (size_t i = 0; i < answers.size(); ++i) sink(0, i, answers[i]);
     return;
   }
-  // In address order, as SymbolizeBatch asks the index, into one reused answer.
+  // In address order, as SymbolizeBatch asks the index, into one reused answer per thread;
+  // each thread takes a contiguous run of addresses (neighbours share string blocks).
   std::vector<std::pair<uint64_t, uint32_t>> order;  // vaddr, position
   order.reserve(addresses.size());
   std::vector<uint32_t> rest;  // positions the index did not answer
@@ -253,20 +262,32 @@ void ElfSymbolizer::SymbolizeEach(
     }
   }
   std::sort(order.begin(), order.end());
-  SymbolizedAddress answer;
-  answer.module = elf_->path();
-  std::vector<SourceFrame> spare;  // frames (and their strings' storage) for the next answers
-  constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
-  for (size_t i = 0; i < order.size(); ++i) {
-    auto [vaddr, position] = order[i];
-    answer.input = addresses[position];
-    answer.vaddr = vaddr;
-    if (index_->AnswerReusing(vaddr, options_, answer, &spare)) {
-      sink(position, answer);
-    } else {
-      rest.push_back(position);
+  // A thread is worth starting for a few hundred lookups (each takes microseconds).
+  constexpr size_t kLookupsPerThread = 512;
+  unsigned threads = std::min(std::max(workers, 1u),
+                              ThreadCount(options_.threads, order.size() / kLookupsPerThread));
+  std::vector<std::vector<uint32_t>> unanswered(threads);
+  RunOnThreads(threads, [&](unsigned t) {
+    size_t begin = order.size() * t / threads, end = order.size() * (t + 1) / threads;
+    auto reader = index_->NewReader();  // null: the index's shared one
+    SymbolizedAddress answer;
+    answer.module = elf_->path();
+    std::vector<SourceFrame> spare;  // frames (and their strings' storage) for the next answers
+    constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
+    for (size_t i = begin; i < end; ++i) {
+      auto [vaddr, position] = order[i];
+      answer.input = addresses[position];
+      answer.vaddr = vaddr;
+      if (index_->AnswerReusing(vaddr, options_, answer, &spare, reader.get())) {
+        sink(t, position, answer);
+      } else {
+        unanswered[t].push_back(position);
+      }
+      if ((i - begin) % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
     }
-    if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
+  });
+  for (const std::vector<uint32_t>& positions : unanswered) {
+    rest.insert(rest.end(), positions.begin(), positions.end());
   }
   if (rest.empty()) return;
   // Outside the segments, or not answered by the index (a damaged index is rebuilt there,
@@ -274,7 +295,7 @@ void ElfSymbolizer::SymbolizeEach(
   std::vector<uint64_t> rest_addresses(rest.size());
   for (size_t k = 0; k < rest.size(); ++k) rest_addresses[k] = addresses[rest[k]];
   std::vector<SymbolizedAddress> answers = SymbolizeBatch(rest_addresses, kind);
-  for (size_t k = 0; k < rest.size(); ++k) sink(rest[k], answers[k]);
+  for (size_t k = 0; k < rest.size(); ++k) sink(0, rest[k], answers[k]);
 }
 
 }  // namespace stacksym

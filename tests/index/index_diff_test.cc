@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -123,6 +124,42 @@ TEST(IndexDiffTest, OneAddressAtATime) {
               testing::Describe((*b)->Symbolize(address, AddressKind::kVirtual)));
   }
   EXPECT_EQ((*a)->debug_file(), (*b)->debug_file());
+}
+
+// SymbolizeEachConcurrently on 4 threads answers every address once, on worker numbers below
+// the bound, with the direct path's answers (each thread reads the index through a Reader of
+// its own: its own string blocks and zstd context).
+TEST(IndexDiffTest, ConcurrentStreamingAnswersAsTheDirectPath) {
+  RealTempDir cache;
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_d5";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+  addresses.push_back(0);  // outside every segment: answered after the threads, by worker 0
+  ASSERT_GT(addresses.size(), 3u * 512) << "too few addresses for 3 threads";
+  SymbolizeOptions direct;
+  std::vector<std::string> expected = Answers(path, addresses, direct);
+  SymbolizeOptions cached = direct;
+  cached.cache_dir = cache.path();
+  cached.threads = 4;
+  for (const char* run : {"cold", "warm"}) {
+    auto symbolizer = ElfSymbolizer::Open(path, cached);
+    ASSERT_TRUE(symbolizer);
+    std::vector<std::string> actual(addresses.size());
+    std::vector<int> times(addresses.size(), 0);
+    std::atomic<bool> bad_worker{false};
+    (*symbolizer)
+        ->SymbolizeEachConcurrently(addresses, AddressKind::kVirtual, 3,
+                                    [&](unsigned worker, size_t i, const SymbolizedAddress& a) {
+                                      if (worker >= 3) bad_worker = true;
+                                      actual[i] = testing::Describe(a);
+                                      ++times[i];
+                                    });
+    EXPECT_FALSE(bad_worker) << run;
+    EXPECT_EQ(std::count(times.begin(), times.end(), 1), static_cast<long>(addresses.size()))
+        << run << ": every address answered exactly once";
+    EXPECT_EQ(FirstDifferences(addresses, expected, actual), "") << run;
+  }
 }
 
 void CompareRealBinary(const std::string& path, const char* package, uint64_t stride) {
