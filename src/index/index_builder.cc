@@ -351,6 +351,16 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     return it->second;
   };
 
+  // DWARF: the source the direct path would open, every unit built in full. Opened first: a
+  // compressed .debug_info inflates on a thread of its own while the symbol table is flattened
+  // and demangled below.
+  SymbolizeOptions dwarf_options = options;
+  dwarf_options.demangle = true;
+  dwarf_options.inlines = true;
+  dwarf_options.use_debug_info = true;
+  std::unique_ptr<DebugInfoSource> source;
+  if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
+
   // Symbol table: Find() is constant between consecutive symbol starts and ends (its resume
   // points are among them), so asking it at each of those boundaries flattens it exactly.
   const SymbolTable& table = elf->symbols();
@@ -397,13 +407,6 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     }
   }
 
-  // DWARF: the source the direct path would open, every unit built in full.
-  SymbolizeOptions dwarf_options = options;
-  dwarf_options.demangle = true;
-  dwarf_options.inlines = true;
-  dwarf_options.use_debug_info = true;
-  std::unique_ptr<DebugInfoSource> source;
-  if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
   std::vector<SourceFile> source_files;
   size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
   if (unit_total > 0) {
