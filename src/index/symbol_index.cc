@@ -67,6 +67,11 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
       ::close(fd);
       return ErrnoError(err, "mmap " + path);
     }
+    // Advice only. When the index's pages were evicted, the faults of the next lookups read
+    // them back in 2 MiB folios instead of small ones, which the kernel then maps with a fault
+    // each: on libceph-common a warm run read back without it took 65 ms (1431 faults), with
+    // it 42 ms (747), as when the index has just been written.
+    ::madvise(p, static_cast<size_t>(st.st_size), MADV_HUGEPAGE);
     index->mapping_ = p;
     index->mapping_size_ = static_cast<size_t>(st.st_size);
     index->bytes_ = {static_cast<const uint8_t*>(p), index->mapping_size_};
