@@ -216,6 +216,26 @@ struct UnitPart {
   std::vector<NodeRecord> nodes;
   std::vector<RowBlockRecord> blocks;
   std::vector<uint8_t> rows;
+  // 1 + the highest file index a row of the encoded line table / an inlined node's call site
+  // names: the unit's paths past both are never read.
+  size_t row_files = 0;
+  size_t call_files = 0;
+};
+
+// Strings that records refer to by number (start files, paths): each distinct one once.
+class DistinctStrings {
+ public:
+  uint32_t Id(StrRef ref) {
+    auto [it, inserted] = ids_.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
+                                           static_cast<uint32_t>(refs_.size()));
+    if (inserted) refs_.push_back(ref);
+    return it->second;
+  }
+  const std::vector<StrRef>& refs() const { return refs_; }
+
+ private:
+  std::vector<StrRef> refs_;
+  std::unordered_map<uint64_t, uint32_t> ids_;  // StrRef → index into refs_
 };
 
 void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
@@ -230,6 +250,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     NodeRecord r;
     r.parent = f.parent;
     part->too_big |= f.call_file > 0xffff;
+    if (f.inlined) part->call_files = std::max<size_t>(part->call_files, f.call_file + size_t{1});
     r.call_file = static_cast<uint16_t>(f.call_file);
     r.call_line = f.call_line;
     r.call_column = f.call_column;
@@ -248,6 +269,7 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
   std::vector<uint8_t>& out = part->rows;
   for (size_t k = 0; k < rows.size(); ++k) {
     const dwarf::LineRow& row = rows[k];
+    if (!row.is_end()) part->row_files = std::max<size_t>(part->row_files, row.file + size_t{1});
     if (k % kRowsPerBlock == 0) {
       uint64_t mask = 0;
       for (size_t d = next_discriminator;
@@ -301,15 +323,9 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<NodeRecord> nodes;
   std::vector<NameRecord> names;
   std::vector<CallDiscriminatorRecord> call_discriminators;
-  std::vector<StrRef> start_files;
-  std::unordered_map<uint64_t, uint32_t> start_file_ids;  // StrRef → index into start_files
+  DistinctStrings start_files;
   auto start_file_id = [&](std::string_view file) {
-    if (file.empty()) return kNoStartFile;
-    StrRef ref = strings.Add(file);
-    auto [it, inserted] = start_file_ids.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
-                                                     static_cast<uint32_t>(start_files.size()));
-    if (inserted) start_files.push_back(ref);
-    return it->second;
+    return file.empty() ? kNoStartFile : start_files.Id(strings.Add(file));
   };
   // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
@@ -340,16 +356,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<LineTableRecord> line_tables;
   std::vector<RowBlockRecord> row_blocks;
   std::vector<uint8_t> row_bytes;
-  std::vector<uint32_t> paths;       // per unit, file index → number into path_strings
-  std::vector<StrRef> path_strings;  // the distinct paths (units share most of their headers)
-  std::unordered_map<uint64_t, uint32_t> path_ids;  // StrRef → index into path_strings
-  auto path_id = [&](std::string_view path) {
-    StrRef ref = strings.Add(path);
-    auto [it, inserted] = path_ids.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
-                                               static_cast<uint32_t>(path_strings.size()));
-    if (inserted) path_strings.push_back(ref);
-    return it->second;
-  };
+  std::vector<uint32_t> paths;   // per unit, file index → number into path_strings
+  DistinctStrings path_strings;  // units share most of their headers
 
   // DWARF: the source the direct path would open, every unit built in full. Opened first: a
   // compressed .debug_info inflates on a thread of its own while the symbol table is flattened
@@ -452,7 +460,6 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     row_blocks.reserve(block_total);
     row_bytes.reserve(row_byte_total);
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
-    std::unordered_map<const dwarf::LineTable*, size_t> files_used;  // 1 + the last row file
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -502,19 +509,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         // Only the paths a row or a call site names are ever read: the file table's tail past
         // the last of them is left out (a lookup past the end reads an unknown path, which
         // no lookup asks for).
-        auto [used, first_use] = files_used.try_emplace(t.line, 0);
-        if (first_use) {
-          for (const dwarf::LineRow& row : t.line->rows()) {
-            if (!row.is_end()) used->second = std::max<size_t>(used->second, row.file + size_t{1});
-          }
-        }
-        size_t path_count = used->second;
-        for (const dwarf::FunctionNode& f : t.nodes) {
-          if (f.inlined) path_count = std::max<size_t>(path_count, f.call_file + size_t{1});
-        }
-        path_count = std::min(path_count, t.paths.size());
+        size_t path_count = std::min(
+            std::max(parts[encoded_by.at(t.line)].row_files, part.call_files), t.paths.size());
         unit.path_begin = static_cast<uint32_t>(paths.size());
-        for (size_t p = 0; p < path_count; ++p) paths.push_back(path_id(t.paths[p]));
+        for (size_t p = 0; p < path_count; ++p) {
+          paths.push_back(path_strings.Id(strings.Add(t.paths[p])));
+        }
         unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
       }
       units.push_back(unit);
@@ -603,9 +603,9 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       {SectionKind::kRowBlocks, AsBytes(row_blocks)},
       {SectionKind::kPaths, AsBytes(paths)},
       {SectionKind::kRowBytes, AsBytes(row_bytes)},
-      {SectionKind::kStartFiles, AsBytes(start_files)},
+      {SectionKind::kStartFiles, AsBytes(start_files.refs())},
       {SectionKind::kCallDiscrims, AsBytes(call_discriminators)},
-      {SectionKind::kPathStrings, AsBytes(path_strings)},
+      {SectionKind::kPathStrings, AsBytes(path_strings.refs())},
   };
   constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
   constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last

@@ -101,10 +101,7 @@ struct SymbolIndex::ZstdDictionary {
   ~ZstdDictionary() { ZSTD_freeDDict(dictionary); }
 };
 
-class SymbolIndex::Reader {
- public:
-  std::unique_ptr<StringCache> cache;
-};
+SymbolIndex::Reader::~Reader() = default;
 
 std::unique_ptr<SymbolIndex::StringCache> SymbolIndex::NewStringCache(bool shared) const {
   auto cache = std::make_unique<StringCache>();
@@ -115,12 +112,10 @@ std::unique_ptr<SymbolIndex::StringCache> SymbolIndex::NewStringCache(bool share
   return cache;
 }
 
-std::unique_ptr<SymbolIndex::Reader, void (*)(SymbolIndex::Reader*)> SymbolIndex::NewReader()
-    const {
-  auto destroy = [](Reader* reader) { delete reader; };
-  std::unique_ptr<Reader, void (*)(Reader*)> reader(new Reader(), destroy);
-  reader->cache = NewStringCache(false);
-  if (reader->cache == nullptr) reader.reset();
+std::unique_ptr<SymbolIndex::Reader> SymbolIndex::NewReader() const {
+  std::unique_ptr<Reader> reader(new Reader());
+  reader->cache_ = NewStringCache(false);
+  if (reader->cache_ == nullptr) return nullptr;
   return reader;
 }
 
@@ -682,7 +677,7 @@ bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
 bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
                                 SymbolizedAddress& out, std::vector<SourceFrame>* spare,
                                 Reader* reader) const {
-  StringCache& cache = reader != nullptr ? *reader->cache : *string_cache_;
+  StringCache& cache = reader != nullptr ? *reader->cache_ : *string_cache_;
   RecycleFrames(&out.frames, spare);
   out.reason.reset();
   out.symbol.clear();

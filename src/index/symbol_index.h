@@ -32,6 +32,8 @@
 namespace stacksym::symindex {
 
 class SymbolIndex {
+  struct StringCache;  // decompressed string blocks and a zstd context (symbol_index.cc)
+
  public:
   struct OpenOptions {
     bool verify_checksums = true;  // false: fuzzing reaches the lookups with any bytes
@@ -60,14 +62,23 @@ class SymbolIndex {
   // storage its strings already have, and its old frames go to `spare` (frames kept for
   // reuse, strings and all) and come back from there, so that answer after answer allocates
   // next to nothing. On false the answer fields are cleared (for the direct path).
+  // A lookup context for one thread at a time: its own cache of decompressed string blocks
+  // (512 KiB at most) and zstd context.
+  class Reader {
+   public:
+    ~Reader();
+
+   private:
+    friend class SymbolIndex;
+    Reader() = default;
+    std::unique_ptr<StringCache> cache_;
+  };
   // `reader` (nullable): the calling thread's own (NewReader), so that threads answering from
   // one index share no lock; without one, lookups share the index's behind a lock.
-  class Reader;
   bool AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out,
                      std::vector<SourceFrame>* spare, Reader* reader = nullptr) const;
-  // A lookup context for one thread at a time: its own cache of decompressed string blocks
-  // (512 KiB at most) and zstd context. Null when zstd cannot allocate one.
-  std::unique_ptr<Reader, void (*)(Reader*)> NewReader() const;
+  // Null when zstd cannot allocate a context.
+  std::unique_ptr<Reader> NewReader() const;
 
   // Unmaps from this process the pages lookups have read so far (they stay in the page cache
   // and come back on the next read): a batch calls it now and then, so that its resident size
@@ -95,7 +106,6 @@ class SymbolIndex {
   std::vector<uint64_t> function_segment_starts(size_t limit) const;
 
  private:
-  struct StringCache;
   SymbolIndex();
   Result<void> Parse(const OpenOptions& options);
   // name_outermost false: the outermost frame's names are left empty (a symbol names it).
