@@ -139,6 +139,7 @@ void AddOutputOptions(CLI::App& app, OutputOptions* options) {
 SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
   SymbolizeOptions options;
   options.demangle = !output.no_demangle;
+  options.linkage_names = output.style() == OutputStyle::kJson;  // the only style printing them
   options.use_debug_info = !no_debug_info;
   options.inlines = !no_inlines;
   options.debug_dirs = debug_dirs.Resolve(options.debug_dirs);

@@ -40,6 +40,10 @@ struct SymbolizeOptions {
   // Fill SourceFrame::start_address (each frame's DWARF DW_AT_low_pc, llvm-symbolizer's JSON
   // StartAddress). Persisted indexes do not keep it and are not used with it.
   bool start_addresses = false;
+  // Fill SymbolizedAddress::raw_symbol and SourceFrame::raw_function (linkage names). Off,
+  // they stay empty: an index then reads no linkage name at all (they are stored apart from
+  // the demangled ones), which is what a caller that prints only demangled names wants.
+  bool linkage_names = true;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).

@@ -159,6 +159,8 @@ class StringTable {
     return ref;
   }
   const ByteStream& bytes() const { return bytes_; }
+  // Appends another table's stream after this one's (its refs then start at the old size).
+  void Append(const StringTable& tail) { bytes_.Append(tail.bytes_.data(), tail.bytes_.size()); }
 
  private:
   struct AddressSlot {
@@ -231,7 +233,7 @@ class DistinctStrings {
     if (inserted) refs_.push_back(ref);
     return it->second;
   }
-  const std::vector<StrRef>& refs() const { return refs_; }
+  std::vector<StrRef>& refs() { return refs_; }
 
  private:
   std::vector<StrRef> refs_;
@@ -315,7 +317,25 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
 
 Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
                                                  const SymbolizeOptions& options) {
-  StringTable strings(elf->symbols().symbols().size() * 4);
+  // The string stream in three regions, each its own table until they are joined: the paths
+  // and start files (few, and read by almost every lookup: their blocks stay cached), the
+  // demangled names, then the linkage names (read only by callers that print them, so the
+  // other lookups decompress blocks packed with what they need). While building, a ref's
+  // top two bits say its region.
+  StringTable files(1024), strings(elf->symbols().symbols().size() * 4),
+      linkage(elf->symbols().symbols().size() * 2);
+  enum Region : uint32_t { kFileRegion, kNameRegion, kLinkageRegion };
+  constexpr uint32_t kRegionShift = 30, kLocalMask = (1u << kRegionShift) - 1;
+  auto tagged = [](StrRef ref, Region region) {
+    ref.offset |= uint32_t{region} << kRegionShift;
+    return ref;
+  };
+  auto add_file = [&](std::string_view s) { return tagged(files.Add(s), kFileRegion); };
+  auto add_name = [&](std::string_view s) { return tagged(strings.Add(s), kNameRegion); };
+  auto linkage_ref = [&](std::string_view raw, std::string_view pretty, StrRef pretty_ref) {
+    if (raw == pretty) return pretty_ref;  // C names, and names that do not demangle
+    return tagged(linkage.Add(raw), kLinkageRegion);
+  };
   std::vector<SymbolRecord> symbols;
   std::vector<SegmentRecord> symbol_segments, unit_segments;
   std::vector<FunctionSegmentRecord> function_segments;
@@ -325,7 +345,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<CallDiscriminatorRecord> call_discriminators;
   DistinctStrings start_files;
   auto start_file_id = [&](std::string_view file) {
-    return file.empty() ? kNoStartFile : start_files.Id(strings.Add(file));
+    return file.empty() ? kNoStartFile : start_files.Id(add_file(file));
   };
   // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
@@ -410,8 +430,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       }
     });
     for (size_t k = 0; k < symbols.size(); ++k) {
-      symbols[k].raw = strings.Add(by_record[k]->name);
-      symbols[k].pretty = strings.Add(*pretty[k]);
+      symbols[k].pretty = add_name(*pretty[k]);
+      symbols[k].raw = linkage_ref(by_record[k]->name, *pretty[k], symbols[k].pretty);
     }
   }
 
@@ -476,11 +496,10 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       unit.node_begin = static_cast<uint32_t>(nodes.size());
       for (size_t n = 0; n < part.nodes.size(); ++n) {
         NodeRecord r = part.nodes[n];
-        // Raw and demangled name side by side in the stream: one block holds both.
-        StrRef raw = strings.Add(t.raw_names[n]);
+        StrRef pretty = add_name(t.pretty_names[n]);
+        StrRef raw = linkage_ref(t.raw_names[n], t.pretty_names[n], pretty);
         const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
-        r.name |=
-            name_id(raw, strings.Add(t.pretty_names[n]), start_file_id(start.file), start.line);
+        r.name |= name_id(raw, pretty, start_file_id(start.file), start.line);
         if (start.call_discriminator != 0) {
           call_discriminators.push_back(
               {static_cast<uint32_t>(nodes.size()), start.call_discriminator});
@@ -513,7 +532,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
             std::max(parts[encoded_by.at(t.line)].row_files, part.call_files), t.paths.size());
         unit.path_begin = static_cast<uint32_t>(paths.size());
         for (size_t p = 0; p < path_count; ++p) {
-          paths.push_back(path_strings.Id(strings.Add(t.paths[p])));
+          paths.push_back(path_strings.Id(add_file(t.paths[p])));
         }
         unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
       }
@@ -523,15 +542,31 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   if (source) {
     for (const auto& f : source->files_read()) source_files.push_back({f->path(), f->identity()});
   }
+  // The regions joined: every ref loses its tag and moves by its region's start.
+  const uint64_t region_base[] = {0, files.bytes().size(),
+                                  files.bytes().size() + strings.bytes().size()};
+  too_big |= files.bytes().size() > kLocalMask || strings.bytes().size() > kLocalMask ||
+             linkage.bytes().size() > kLocalMask;
+  auto place = [&](StrRef& ref) {
+    ref.offset =
+        static_cast<uint32_t>(region_base[ref.offset >> kRegionShift] + (ref.offset & kLocalMask));
+  };
+  for (SymbolRecord& symbol : symbols) place(symbol.raw), place(symbol.pretty);
+  for (NameRecord& name : names) place(name.raw), place(name.pretty);
+  for (StrRef& ref : start_files.refs()) place(ref);
+  for (StrRef& ref : path_strings.refs()) place(ref);
+  files.Append(strings);
+  files.Append(linkage);
+  const StringTable& joined = files;
   if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu ||
-      strings.bytes().size() > 0xffffffffu || names.size() >= kNodeInlined || too_big) {
+      joined.bytes().size() > 0xffffffffu || names.size() >= kNodeInlined || too_big) {
     return Error(ErrorCode::kUnsupported,
                  "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
                  "file index over 65535)")
         .WithFile(elf->path());
   }
   // The string stream, compressed block by block on all cores, with a dictionary trained on it.
-  const ByteStream& stream = strings.bytes();
+  const ByteStream& stream = joined.bytes();
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   std::vector<uint8_t> dictionary = TrainStringDictionary(stream);
   ZSTD_CDict* cdict =

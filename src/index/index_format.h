@@ -21,7 +21,7 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // of 64 behind a header byte with small address and line deltas and a file-changed bit; unit
 // paths as numbers into the distinct paths (kPathStrings), up to the last one read; 8-byte
 // line table records.
-inline constexpr uint32_t kVersion = 7;
+inline constexpr uint32_t kVersion = 8;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)

@@ -83,16 +83,37 @@ Result<std::unique_ptr<SymbolIndex>> SymbolIndex::Open(const std::string& path,
 
 // Direct-mapped by block number: a batch asks its addresses in order, so the blocks it needs
 // next are mostly the ones it just used, and finding a block costs one compare.
+// Blocks kept 4-way set-associative, least recently used out: a direct-mapped cache kept
+// evicting the few hot blocks (paths, common inline names) that many addresses share.
 struct SymbolIndex::StringCache {
-  static constexpr size_t kSlots = 256;  // 512 KiB of 2 KiB blocks
-  bool shared = false;                   // the index's own: used behind `mu`
+  static constexpr size_t kWays = 4;
+  static constexpr size_t kSets = 64;  // 256 blocks, 512 KiB
+  bool shared = false;                 // the index's own: used behind `mu`
   std::mutex mu;
   ZSTD_DCtx* context = nullptr;
   const ZSTD_DDict* dictionary = nullptr;  // none: the blocks were compressed without one
+  uint64_t clock = 0;
   struct Slot {
     size_t block = SIZE_MAX;
+    uint64_t used = 0;
     std::string bytes;
-  } slots[kSlots];
+  } slots[kSets * kWays];
+  // The slot holding `block`, or (*hit false) the one to refill with it.
+  Slot* Find(size_t block, bool* hit) {
+    Slot* set = &slots[(block % kSets) * kWays];
+    Slot* victim = set;
+    for (size_t w = 0; w < kWays; ++w) {
+      if (set[w].block == block) {
+        set[w].used = ++clock;
+        *hit = true;
+        return &set[w];
+      }
+      if (set[w].used < victim->used) victim = &set[w];
+    }
+    victim->used = ++clock;
+    *hit = false;
+    return victim;
+  }
   ~StringCache() { ZSTD_freeDCtx(context); }
 };
 
@@ -443,8 +464,9 @@ bool SymbolIndex::String(StrRef ref, std::string* out, StringCache& cache) const
   if (cache.shared) lock.lock();
   for (uint64_t at = ref.offset; at < end;) {
     size_t block = static_cast<size_t>(at / kStringBlockSize);
-    StringCache::Slot* slot = &cache.slots[block % StringCache::kSlots];
-    if (slot->block != block) {
+    bool hit = false;
+    StringCache::Slot* slot = cache.Find(block, &hit);
+    if (!hit) {
       uint64_t from, to;
       std::memcpy(&from, string_blocks_.data() + block * 8, 8);
       std::memcpy(&to, string_blocks_.data() + block * 8 + 8, 8);
@@ -472,13 +494,17 @@ bool SymbolIndex::String(StrRef ref, std::string* out, StringCache& cache) const
   return true;
 }
 
-bool SymbolIndex::Name(uint32_t name, bool demangle, std::string* function, std::string* raw,
-                       StringCache& cache) const {
+bool SymbolIndex::Name(uint32_t name, const SymbolizeOptions& options, std::string* function,
+                       std::string* raw, StringCache& cache) const {
   uint32_t id = name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
   const NameRecord& record = names_[id];
-  if (!String(record.raw, raw, cache)) return false;
-  if (!demangle || raw->empty()) return String(record.raw, function, cache);
+  if (options.linkage_names) {
+    if (!String(record.raw, raw, cache)) return false;
+  } else {
+    raw->clear();  // linkage names are stored apart: not even decompressed
+  }
+  if (!options.demangle || record.raw.size == 0) return String(record.raw, function, cache);
   return String(record.pretty, function, cache);
 }
 
@@ -592,8 +618,8 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
     if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
-    return Name(nodes[static_cast<size_t>(n)].name, options.demangle, &frame.function,
-                &frame.raw_function, cache);
+    return Name(nodes[static_cast<size_t>(n)].name, options, &frame.function, &frame.raw_function,
+                cache);
   };
   auto path = [&](uint64_t file, std::string* out) {
     out->clear();
@@ -617,8 +643,8 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     SourceFrame& frame = NewFrame(frames, spare);
     int32_t named = outer >= 0 ? outer : node;
     if (name_outermost && named >= 0 &&
-        !Name(nodes[static_cast<size_t>(named)].name, options.demangle, &frame.function,
-              &frame.raw_function, cache)) {
+        !Name(nodes[static_cast<size_t>(named)].name, options, &frame.function, &frame.raw_function,
+              cache)) {
       return !(*corrupt = true);
     }
     if (!start(frame, named)) return !(*corrupt = true);
@@ -701,11 +727,11 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
   }
   if (corrupt) return false;
   if (symbol != nullptr) {
-    bool named = String(symbol->raw, &out.raw_symbol, cache);
+    bool named = !options.linkage_names || String(symbol->raw, &out.raw_symbol, cache);
     if (named && options.demangle) {
       named = String(symbol->pretty, &out.symbol, cache);
     } else if (named) {
-      out.symbol = out.raw_symbol;
+      named = String(symbol->raw, &out.symbol, cache);
     }
     if (!named) {
       RecycleFrames(&out.frames, spare);

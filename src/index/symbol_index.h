@@ -116,7 +116,7 @@ class SymbolIndex {
   // The string `ref` points at, decompressed through `cache`: false when out of bounds or
   // damaged.
   bool String(StrRef ref, std::string* out, StringCache& cache) const;
-  bool Name(uint32_t name, bool demangle, std::string* function, std::string* raw,
+  bool Name(uint32_t name, const SymbolizeOptions& options, std::string* function, std::string* raw,
             StringCache& cache) const;
   // SourceFrame's start_file and start_line of node `node` (global index); false when a
   // record is inconsistent or damaged.

@@ -167,6 +167,10 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
   if (symbol == nullptr && out.frames.empty()) {
     out.reason = table.empty() ? Reason::kNoSymbols : Reason::kNoSymbol;
   }
+  if (!options_.linkage_names) {  // as the index answers without them
+    out.raw_symbol.clear();
+    for (SourceFrame& frame : out.frames) frame.raw_function.clear();
+  }
 }
 
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,

@@ -29,9 +29,15 @@ struct Variant {
   const char* name;
   bool demangle;
   bool inlines;
+  bool linkage_names = true;
 };
-constexpr Variant kVariants[] = {
-    {"default", true, true}, {"no-demangle", false, true}, {"no-inlines", true, false}};
+// Without linkage names (what `symbolize elf` asks unless it prints JSON) the index reads the
+// demangled names alone, or with --no-demangle the linkage names as the functions' names.
+constexpr Variant kVariants[] = {{"default", true, true},
+                                 {"no-demangle", false, true},
+                                 {"no-inlines", true, false},
+                                 {"no-linkage-names", true, true, false},
+                                 {"no-demangle-no-linkage-names", false, true, false}};
 
 // Direct answers vs index answers for every variant; the first variant builds the index.
 void ExpectSameAnswers(const std::string& path, const std::vector<uint64_t>& addresses,
@@ -40,6 +46,7 @@ void ExpectSameAnswers(const std::string& path, const std::vector<uint64_t>& add
     SymbolizeOptions direct = base;
     direct.demangle = v.demangle;
     direct.inlines = v.inlines;
+    direct.linkage_names = v.linkage_names;
     SymbolizeOptions cached = direct;
     cached.cache_dir = cache_dir;
     std::vector<std::string> expected = Answers(path, addresses, direct);
@@ -159,6 +166,38 @@ TEST(IndexDiffTest, ConcurrentStreamingAnswersAsTheDirectPath) {
     EXPECT_EQ(std::count(times.begin(), times.end(), 1), static_cast<long>(addresses.size()))
         << run << ": every address answered exactly once";
     EXPECT_EQ(FirstDifferences(addresses, expected, actual), "") << run;
+  }
+}
+
+// Without linkage names both paths leave every raw name empty, and still name functions
+// (demangled, or with --no-demangle by the linkage name itself).
+TEST(IndexDiffTest, WithoutLinkageNamesRawNamesStayEmpty) {
+  RealTempDir cache;
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_d5";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SymbolAddresses(**elf);
+  for (bool demangle : {true, false}) {
+    for (bool indexed : {false, true, true}) {  // direct, cold, warm
+      SymbolizeOptions options;
+      options.demangle = demangle;
+      options.linkage_names = false;
+      if (indexed) options.cache_dir = cache.path();
+      auto symbolizer = ElfSymbolizer::Open(path, options);
+      ASSERT_TRUE(symbolizer);
+      size_t named = 0, mangled = 0;
+      for (const SymbolizedAddress& a :
+           (*symbolizer)->SymbolizeBatch(addresses, AddressKind::kVirtual)) {
+        EXPECT_EQ(a.raw_symbol, "");
+        for (const SourceFrame& f : a.frames) {
+          EXPECT_EQ(f.raw_function, "");
+          named += !f.function.empty();
+          mangled += f.function.rfind("_Z", 0) == 0;
+        }
+      }
+      EXPECT_GT(named, addresses.size() / 2) << "demangle " << demangle << " index " << indexed;
+      EXPECT_EQ(mangled > 0, !demangle) << "demangle " << demangle << " index " << indexed;
+    }
   }
 }
 
