@@ -32,7 +32,11 @@ std::string TryStyle(const std::string& name, int style) {
 std::string Demangle(std::string_view mangled) {
   if (!LooksMangled(mangled)) return std::string(mangled);
   std::string name(mangled);
-  std::string out = TryStyle(name, DMGL_RUST);
+  // Rust v0 names start with _R; legacy ones end in a hash segment "17h" + 16 hex digits, so
+  // an _Z name without "17h" is no Rust name, and libiberty's Rust attempt (a scan of the whole
+  // name, a tenth of the cost of demangling a long C++ name) can be skipped.
+  bool maybe_rust = mangled[1] == 'R' || mangled.find("17h") != std::string_view::npos;
+  std::string out = maybe_rust ? TryStyle(name, DMGL_RUST) : std::string();
   if (out.empty()) out = TryStyle(name, DMGL_GNU_V3);
   return out.empty() ? name : out;
 }

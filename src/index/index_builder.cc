@@ -145,7 +145,11 @@ class StringTable {
  public:
   explicit StringTable(size_t expected) : by_address_(expected), by_bytes_(expected) {}
 
-  StrRef Add(std::string_view s) {
+  static uint64_t HashBytes(std::string_view s) {
+    return MixHash(std::hash<std::string_view>()(s));
+  }
+  // `bytes_hash`: HashBytes(s) when the caller has it (worked out on another thread), else 0.
+  StrRef Add(std::string_view s, uint64_t bytes_hash = 0) {
     // Most names come again and again from the same storage (a demangle cache entry, the
     // DWARF string section): known by their address first, without hashing their bytes.
     uint64_t address_hash = MixHash(reinterpret_cast<uintptr_t>(s.data()) * 31 + s.size());
@@ -153,7 +157,7 @@ class StringTable {
       return slot.data == s.data() && slot.ref.size == s.size();
     });
     if (!known.empty()) return known.ref;
-    StrRef ref = AddBytes(s);
+    StrRef ref = AddBytes(s, bytes_hash != 0 ? bytes_hash : HashBytes(s));
     known = {address_hash, s.data(), ref};
     by_address_.Filled();
     return ref;
@@ -175,8 +179,7 @@ class StringTable {
     bool empty() const { return hash == 0; }
   };
 
-  StrRef AddBytes(std::string_view s) {
-    uint64_t hash = MixHash(std::hash<std::string_view>()(s));
+  StrRef AddBytes(std::string_view s, uint64_t hash) {
     BytesSlot& slot = by_bytes_.Find(hash, [&](const BytesSlot& b) {
       return b.ref.size == s.size() &&
              std::memcmp(bytes_.data() + b.ref.offset, s.data(), s.size()) == 0;
@@ -222,6 +225,16 @@ struct UnitPart {
   // names: the unit's paths past both are never read.
   size_t row_files = 0;
   size_t call_files = 0;
+  // The unit's distinct names, told apart by where their strings are stored (the instances of
+  // one inline function share its resolved name): a node carrying each, and per node the
+  // number of its name, so that the serial merge numbers each name of a unit once.
+  std::vector<uint32_t> name_carriers;
+  std::vector<uint32_t> name_of_node;
+  // Worked out here, in parallel, for the serial merge: per carrier the byte hashes of its
+  // demangled and linkage names (0 for the latter when they are the same string), per file
+  // index the byte hash of its path.
+  std::vector<uint64_t> carrier_hashes;
+  std::vector<uint64_t> path_hashes;
 };
 
 // Strings that records refer to by number (start files, paths): each distinct one once.
@@ -259,6 +272,47 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     r.name = f.inlined ? kNodeInlined : 0;
     part->nodes.push_back(r);
   }
+  struct NameSlot {
+    uint64_t hash = 0;
+    uint32_t node = 0;
+    uint32_t number = 0;
+    bool empty() const { return hash == 0; }
+  };
+  FlatTable<NameSlot> numbers(t.nodes.size() / 4);
+  part->name_of_node.resize(t.nodes.size());
+  for (uint32_t n = 0; n < t.nodes.size(); ++n) {
+    const std::string_view raw = t.raw_names[n], pretty = t.pretty_names[n];
+    const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+    uint64_t hash = MixHash(reinterpret_cast<uintptr_t>(raw.data()) * 0x9e3779b97f4a7c15 ^
+                            reinterpret_cast<uintptr_t>(pretty.data()) * 0xc2b2ae3d27d4eb4f ^
+                            reinterpret_cast<uintptr_t>(start.file.data()) * 31 ^
+                            (uint64_t{start.line} << 20) ^ raw.size());
+    NameSlot& slot = numbers.Find(hash, [&](const NameSlot& other) {
+      const std::string_view other_raw = t.raw_names[other.node];
+      const std::string_view other_pretty = t.pretty_names[other.node];
+      const DebugInfoSource::UnitTables::NodeStart& other_start = t.starts[other.node];
+      return other_raw.data() == raw.data() && other_raw.size() == raw.size() &&
+             other_pretty.data() == pretty.data() && other_pretty.size() == pretty.size() &&
+             other_start.file.data() == start.file.data() &&
+             other_start.file.size() == start.file.size() && other_start.line == start.line;
+    });
+    if (slot.empty()) {
+      slot = {hash, n, static_cast<uint32_t>(part->name_carriers.size())};
+      part->name_of_node[n] = slot.number;
+      part->name_carriers.push_back(n);
+      numbers.Filled();  // may move the slots: `slot` is not read after it
+    } else {
+      part->name_of_node[n] = slot.number;
+    }
+  }
+  part->carrier_hashes.reserve(2 * part->name_carriers.size());
+  for (uint32_t n : part->name_carriers) {
+    part->carrier_hashes.push_back(StringTable::HashBytes(t.pretty_names[n]));
+    part->carrier_hashes.push_back(
+        t.raw_names[n] == t.pretty_names[n] ? 0 : StringTable::HashBytes(t.raw_names[n]));
+  }
+  part->path_hashes.reserve(t.paths.size());
+  for (std::string_view path : t.paths) part->path_hashes.push_back(StringTable::HashBytes(path));
 }
 
 // Rows in blocks of kRowsPerBlock (index_format.h); a block with discriminators is flagged and
@@ -316,7 +370,8 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
 }  // namespace
 
 Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
-                                                 const SymbolizeOptions& options) {
+                                                 const SymbolizeOptions& options,
+                                                 std::unique_ptr<DebugInfoSource>* dwarf) {
   // The string stream in three regions, each its own table until they are joined: the paths
   // and start files (few, and read by almost every lookup: their blocks stay cached), the
   // demangled names, then the linkage names (read only by callers that print them, so the
@@ -330,11 +385,15 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     ref.offset |= uint32_t{region} << kRegionShift;
     return ref;
   };
-  auto add_file = [&](std::string_view s) { return tagged(files.Add(s), kFileRegion); };
-  auto add_name = [&](std::string_view s) { return tagged(strings.Add(s), kNameRegion); };
-  auto linkage_ref = [&](std::string_view raw, std::string_view pretty, StrRef pretty_ref) {
-    if (raw == pretty) return pretty_ref;  // C names, and names that do not demangle
-    return tagged(linkage.Add(raw), kLinkageRegion);
+  auto add_file = [&](std::string_view s, uint64_t hash = 0) {
+    return tagged(files.Add(s, hash), kFileRegion);
+  };
+  auto add_name = [&](std::string_view s, uint64_t hash = 0) {
+    return tagged(strings.Add(s, hash), kNameRegion);
+  };
+  // `same`: the two are equal (C names, and names that do not demangle): one string serves.
+  auto linkage_ref = [&](std::string_view raw, bool same, StrRef pretty_ref, uint64_t hash = 0) {
+    return same ? pretty_ref : tagged(linkage.Add(raw, hash), kLinkageRegion);
   };
   std::vector<SymbolRecord> symbols;
   std::vector<SegmentRecord> symbol_segments, unit_segments;
@@ -431,7 +490,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     });
     for (size_t k = 0; k < symbols.size(); ++k) {
       symbols[k].pretty = add_name(*pretty[k]);
-      symbols[k].raw = linkage_ref(by_record[k]->name, *pretty[k], symbols[k].pretty);
+      symbols[k].raw =
+          linkage_ref(by_record[k]->name, by_record[k]->name == *pretty[k], symbols[k].pretty);
     }
   }
 
@@ -480,6 +540,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     row_blocks.reserve(block_total);
     row_bytes.reserve(row_byte_total);
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
+    std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -494,12 +555,19 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       function_segments.insert(function_segments.end(), part.segments.begin(), part.segments.end());
       unit.segment_count = static_cast<uint32_t>(part.segments.size());
       unit.node_begin = static_cast<uint32_t>(nodes.size());
+      name_numbers.clear();
+      for (size_t k = 0; k < part.name_carriers.size(); ++k) {
+        uint32_t n = part.name_carriers[k];
+        uint64_t raw_hash = part.carrier_hashes[2 * k + 1];
+        StrRef pretty = add_name(t.pretty_names[n], part.carrier_hashes[2 * k]);
+        StrRef raw = linkage_ref(t.raw_names[n], raw_hash == 0, pretty, raw_hash);
+        const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+        name_numbers.push_back(name_id(raw, pretty, start_file_id(start.file), start.line));
+      }
       for (size_t n = 0; n < part.nodes.size(); ++n) {
         NodeRecord r = part.nodes[n];
-        StrRef pretty = add_name(t.pretty_names[n]);
-        StrRef raw = linkage_ref(t.raw_names[n], t.pretty_names[n], pretty);
         const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
-        r.name |= name_id(raw, pretty, start_file_id(start.file), start.line);
+        r.name |= name_numbers[part.name_of_node[n]];
         if (start.call_discriminator != 0) {
           call_discriminators.push_back(
               {static_cast<uint32_t>(nodes.size()), start.call_discriminator});
@@ -532,7 +600,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
             std::max(parts[encoded_by.at(t.line)].row_files, part.call_files), t.paths.size());
         unit.path_begin = static_cast<uint32_t>(paths.size());
         for (size_t p = 0; p < path_count; ++p) {
-          paths.push_back(path_strings.Id(add_file(t.paths[p])));
+          paths.push_back(path_strings.Id(add_file(t.paths[p], part.path_hashes[p])));
         }
         unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
       }
@@ -694,6 +762,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       std::span<const uint8_t>(out).subspan(sizeof(FileHeader), kCount * sizeof(SectionEntry)),
       crc);
   std::memcpy(out.data(), &header, sizeof(header));
+  if (dwarf != nullptr) *dwarf = std::move(source);
   return out;
 }
 

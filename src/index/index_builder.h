@@ -22,8 +22,12 @@ class IndexBuilder {
  public:
   // The DWARF is the one the direct path finds under `options` (debug dirs, known path); the
   // demangling and inline options do not matter (the index serves both settings).
+  // `dwarf` (nullable) receives the DWARF source the index was built from, opened with
+  // `options` but demangling and inlines on, instead of its being torn down here (tens of
+  // milliseconds on a big binary, which a caller about to exit need not pay).
   static Result<std::vector<uint8_t>> Build(const std::shared_ptr<ElfFile>& elf,
-                                            const SymbolizeOptions& options);
+                                            const SymbolizeOptions& options,
+                                            std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
 };
 
 }  // namespace stacksym::symindex

@@ -132,7 +132,8 @@ Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, con
 }
 
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                             const SymbolizeOptions& options) {
+                                             const SymbolizeOptions& options,
+                                             std::unique_ptr<DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
   struct stat st;
@@ -146,7 +147,7 @@ std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf
     // Corrupt, truncated, of another version or another build ID: said once. Stale: silent.
     if (!stale) Warn(index.error().ToString() + "; rebuilding it");
   }
-  return BuildCachedIndex(elf, options);
+  return BuildCachedIndex(elf, options, dwarf);
 }
 
 std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>& elf,
@@ -158,14 +159,15 @@ std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>&
 }
 
 std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                              const SymbolizeOptions& options) {
+                                              const SymbolizeOptions& options,
+                                              std::unique_ptr<DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
   if (Result<void> r = CheckWritable(dir); !r) {
     Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
     return nullptr;
   }
-  auto bytes = IndexBuilder::Build(elf, options);
+  auto bytes = IndexBuilder::Build(elf, options, dwarf);
   if (!bytes) {
     Warn("cannot index " + elf->path() + " (" + bytes.error().ToString() +
          "); symbolizing without it");

@@ -35,13 +35,17 @@ Result<void> StoreAtomically(const std::string& dir, const std::string& path,
 // location (debuglink), the index records that location and is rebuilt elsewhere.
 std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options);
 
+// `dwarf` (nullable): when the index is built, the DWARF source it was built from (see
+// IndexBuilder::Build).
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                             const SymbolizeOptions& options);
+                                             const SymbolizeOptions& options,
+                                             std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
 
 // Builds the index of `elf` and stores it in options.cache_dir (replacing any there); null,
 // after a warning, when the directory cannot be used.
 std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                              const SymbolizeOptions& options);
+                                              const SymbolizeOptions& options,
+                                              std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
 
 // `damaged` (the cached index of `elf`) failed a checksum in a lookup: says so once on stderr
 // and builds it again.

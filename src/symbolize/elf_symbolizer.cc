@@ -68,7 +68,15 @@ bool ElfSymbolizer::UseIndex() {
     // (An index keeps linkage names: short names are read from the DWARF itself.)
     if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names &&
         !options_.start_addresses) {
-      index_ = symindex::OpenCachedIndex(elf_, options_);
+      // A build's DWARF source is the one LoadDebugInfo would open when demangling and
+      // inlines are on: kept for the answers the index leaves to it, and not torn down now.
+      std::unique_ptr<DebugInfoSource> built_from;
+      bool same_source = options_.demangle && options_.inlines && !debug_info_loaded_;
+      index_ = symindex::OpenCachedIndex(elf_, options_, same_source ? &built_from : nullptr);
+      if (built_from) {
+        debug_info_ = std::move(built_from);
+        debug_info_loaded_ = true;
+      }
     }
   }
   return index_ != nullptr;
