@@ -86,6 +86,7 @@ struct BuildArgs {
 };
 
 int RunBuild(const BuildArgs& a) {
+  KeepFreedMemoryForReuse();
   SymbolizeOptions options = a.symbolize.ToSymbolizeOptions();
   options.cache_dir = CacheDir(a.dir);
   int status = kExitOk;

@@ -21,6 +21,7 @@ struct Options {
 };
 
 int Run(const Options& o) {
+  KeepFreedMemoryForReuse();
   constexpr const char* kName = "stacksym symbolize build-id";
   std::vector<uint64_t> offsets;
   std::string error;

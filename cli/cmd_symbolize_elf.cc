@@ -60,6 +60,7 @@ class RenderedAnswers {
 };
 
 int Run(const Options& o) {
+  KeepFreedMemoryForReuse();
   std::vector<uint64_t> addresses;
   std::string error;
   if (!ReadAddresses(o.addresses, &addresses, &error)) {

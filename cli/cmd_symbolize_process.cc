@@ -25,6 +25,7 @@ struct Options {
 };
 
 int Run(const Options& o) {
+  KeepFreedMemoryForReuse();
   constexpr const char* kName = "stacksym symbolize process";
   std::vector<uint64_t> addresses;
   std::string error;

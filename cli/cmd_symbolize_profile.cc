@@ -69,6 +69,7 @@ int RunRemote(const SymbolizeProfileArgs& args, Profile& profile) {
 }
 
 int RunSymbolizeProfile(const SymbolizeProfileArgs& args) {
+  KeepFreedMemoryForReuse();
   Result<Profile> profile = ReadProfile(args.input);
   if (!profile) {
     std::fprintf(stderr, "stacksym symbolize-profile: %s\n", profile.error().ToString().c_str());

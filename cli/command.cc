@@ -1,6 +1,10 @@
 #include "command.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -39,6 +43,13 @@ const char* GroupDescription(const std::string& name) {
 
 CommandRegistrar::CommandRegistrar(std::string path, std::string description, CommandSetup setup) {
   Registry().push_back({std::move(path), std::move(description), std::move(setup)});
+}
+
+void KeepFreedMemoryForReuse() {
+  // Blocks up to 32 MiB (glibc's largest threshold) come from the heap, and the heap is
+  // never trimmed.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 void KeepUntilExit(const void* object) {

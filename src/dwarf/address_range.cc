@@ -35,7 +35,7 @@ int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address) 
   return base->id;
 }
 
-std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges) {
+std::vector<AddressSegment> FlattenNested(std::vector<TreeRange>& ranges) {
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(),
                               [](const TreeRange& r) { return r.low >= r.high; }),
                ranges.end());
@@ -44,6 +44,7 @@ std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges) {
     return a.order < b.order;
   });
   std::vector<AddressSegment> out;
+  out.reserve(2 * ranges.size() + 1);  // a range opens one segment and closes at most one
   struct Open {
     uint64_t high;
     int32_t id;

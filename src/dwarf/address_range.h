@@ -44,7 +44,8 @@ struct TreeRange {
   int32_t id = 0;
   uint32_t order = 0;
 };
-std::vector<AddressSegment> FlattenNested(std::vector<TreeRange> ranges);
+// `ranges` is sorted in place (callers reuse its storage).
+std::vector<AddressSegment> FlattenNested(std::vector<TreeRange>& ranges);
 
 // Flattens ranges of independent objects (units): where they overlap the smallest id wins,
 // as in LLVM's aranges table.

@@ -1007,6 +1007,8 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   out.ok = true;
   out.segments = state->functions.segments();
   out.nodes = state->functions.nodes();
+  out.raw_names.reserve(out.nodes.size());
+  out.pretty_names.reserve(out.nodes.size());
   for (size_t n = 0; n < out.nodes.size(); ++n) {
     const ResolvedName& name = NodeName(*state, static_cast<int32_t>(n));
     out.raw_names.push_back(name.raw);

@@ -122,7 +122,10 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
   if (!SkipDieAttrs(c, abbrevs, *unit_abbrev, unit.ctx)) {
     return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
   }
-  std::vector<TreeRange> ranges;
+  // The thread's own, reused unit after unit (an index build walks thousands on each
+  // thread): grown once instead of faulted in anew for every unit.
+  static thread_local std::vector<TreeRange> ranges;
+  ranges.clear();
   std::vector<AddressRange> die_ranges;
   size_t depth = unit_abbrev->has_children ? 1 : 0;
   while (depth > 0 && !c.at_end()) {
@@ -177,9 +180,9 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
       return Malformed(kInfo, die_offset, "corrupt DIE tree");
     }
   }
-  table.nodes_.shrink_to_fit();
-  table.segments_ = FlattenNested(std::move(ranges));
-  table.segments_.shrink_to_fit();
+  // (Not shrunk to fit: that copied every table once more, and the capacity past the end is
+  // never touched, so it costs address space, not memory.)
+  table.segments_ = FlattenNested(ranges);
   IndexSegments(table.segments_, &table.index_);
   // Only the walk needs them; the table must not keep pointers to a unit that may move.
   table.file_ = nullptr;

@@ -186,7 +186,10 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
 
   // Run the state machine. Rows go to a scratch vector per sequence; sequences are sorted by
   // start address afterwards (the linker may place them in any order).
-  std::vector<LineRow> scratch;
+  // The thread's own, reused table after table (an index build parses thousands on each
+  // thread): grown once instead of faulted in anew for every line program.
+  static thread_local std::vector<LineRow> scratch;
+  scratch.clear();
   std::vector<Sequence> sequences;
   uint64_t address = 0;
   uint64_t file = 1;
@@ -195,7 +198,8 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   uint64_t discriminator = 0;
   size_t seq_first = 0;
   // scratch_discriminators[i]: the discriminator of scratch[i] (most are 0).
-  std::vector<uint32_t> scratch_discriminators;
+  static thread_local std::vector<uint32_t> scratch_discriminators;
+  scratch_discriminators.clear();
   auto reset = [&] {
     address = 0;
     file = 1;
@@ -331,7 +335,8 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
     table.rows_.insert(table.rows_.end(), scratch.begin() + static_cast<ptrdiff_t>(seq.first),
                        scratch.begin() + static_cast<ptrdiff_t>(seq.end));
   }
-  table.rows_.shrink_to_fit();
+  // (rows_ was reserved for the rows of every sequence: the few an overlap drops leave a
+  // tail that is never touched, so it is not copied to fit.)
   table.discriminators_.shrink_to_fit();
   table.index_.Build(table.rows_.size(), [&](size_t i) { return table.rows_[i].address; });
   return table;

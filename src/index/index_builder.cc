@@ -57,6 +57,42 @@ class ByteStream {
   size_t capacity_ = 0;
 };
 
+// The string stream's regions read as one stream, without copying them together.
+class JoinedStream {
+ public:
+  void Add(const ByteStream& region) {
+    regions_.push_back({region.data(), region.size()});
+    size_ += region.size();
+  }
+  size_t size() const { return size_; }
+  // The bytes [from, from + size): in place when one region holds them, else gathered into
+  // `scratch`.
+  const uint8_t* Range(size_t from, size_t size, std::vector<uint8_t>* scratch) const {
+    size_t start = 0;
+    for (const std::span<const uint8_t>& region : regions_) {
+      if (from >= start && from - start + size <= region.size()) {
+        return region.data() + (from - start);
+      }
+      start += region.size();
+    }
+    scratch->clear();
+    start = 0;
+    for (const std::span<const uint8_t>& region : regions_) {
+      size_t lo = std::max(from, start), hi = std::min(from + size, start + region.size());
+      if (lo < hi) {
+        scratch->insert(scratch->end(), region.begin() + (lo - start),
+                        region.begin() + (hi - start));
+      }
+      start += region.size();
+    }
+    return scratch->data();
+  }
+
+ private:
+  std::vector<std::span<const uint8_t>> regions_;
+  size_t size_ = 0;
+};
+
 // A dictionary trained on the string stream itself lets blocks a quarter the size of the
 // undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
 // compress slightly better than those did: on libceph-common 5.6 MB against 5.8 MB.
@@ -68,17 +104,18 @@ constexpr size_t kStringDictSamples = 2 << 20;
 
 // The dictionary for `stream` (at most an eighth of it), or none (empty) when training fails
 // (too few samples: the blocks are then compressed without one).
-std::vector<uint8_t> TrainStringDictionary(const ByteStream& stream) {
+std::vector<uint8_t> TrainStringDictionary(const JoinedStream& stream) {
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   size_t dict_size = std::min(kStringDictSize, stream.size() / 32);
   if (dict_size < 1024) return {};
   size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
-  std::vector<uint8_t> samples;
+  std::vector<uint8_t> samples, scratch;
   std::vector<size_t> sizes;
   for (size_t k = 0; k < block_count; k += step) {
     size_t from = k * kStringBlockSize;
     size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
-    samples.insert(samples.end(), stream.begin() + from, stream.begin() + from + size);
+    const uint8_t* bytes = stream.Range(from, size, &scratch);
+    samples.insert(samples.end(), bytes, bytes + size);
     sizes.push_back(size);
   }
   ZDICT_fastCover_params_t params{};
@@ -114,6 +151,10 @@ class FlatTable {
   }
   void Filled() {
     if (++used_ * 2 > slots_.size()) Grow(slots_.size() * 2);
+  }
+  // Room for `count` entries in all (growing by doubling faults in every generation anew).
+  void Reserve(size_t count) {
+    if (count * 2 > slots_.size()) Grow(count * 2);
   }
 
  private:
@@ -163,8 +204,10 @@ class StringTable {
     return ref;
   }
   const ByteStream& bytes() const { return bytes_; }
-  // Appends another table's stream after this one's (its refs then start at the old size).
-  void Append(const StringTable& tail) { bytes_.Append(tail.bytes_.data(), tail.bytes_.size()); }
+  void Reserve(size_t count) {
+    by_address_.Reserve(count);
+    by_bytes_.Reserve(count);
+  }
 
  private:
   struct AddressSlot {
@@ -529,6 +572,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
     size_t node_total = 0, segment_total = 0, block_total = 0, row_byte_total = 0;
+    size_t carrier_total = 0;
+    for (const UnitPart& part : parts) carrier_total += part.name_carriers.size();
+    // Distinct names are fewer than the units' ones added up (units share most of them).
+    name_ids.Reserve(carrier_total / 2);
+    strings.Reserve(carrier_total / 2);
+    linkage.Reserve(carrier_total / 2);
     for (const UnitPart& part : parts) {
       node_total += part.nodes.size();
       segment_total += part.segments.size();
@@ -623,18 +672,16 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   for (NameRecord& name : names) place(name.raw), place(name.pretty);
   for (StrRef& ref : start_files.refs()) place(ref);
   for (StrRef& ref : path_strings.refs()) place(ref);
-  files.Append(strings);
-  files.Append(linkage);
-  const StringTable& joined = files;
-  if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu ||
-      joined.bytes().size() > 0xffffffffu || names.size() >= kNodeInlined || too_big) {
+  JoinedStream stream;
+  for (const StringTable* region : {&files, &strings, &linkage}) stream.Add(region->bytes());
+  if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu || stream.size() > 0xffffffffu ||
+      names.size() >= kNodeInlined || too_big) {
     return Error(ErrorCode::kUnsupported,
                  "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
                  "file index over 65535)")
         .WithFile(elf->path());
   }
   // The string stream, compressed block by block on all cores, with a dictionary trained on it.
-  const ByteStream& stream = joined.bytes();
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   std::vector<uint8_t> dictionary = TrainStringDictionary(stream);
   ZSTD_CDict* cdict =
@@ -655,13 +702,14 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
          ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict)))) {
       compress_failed = true;
     }
+    std::vector<uint8_t> scratch;
     for (size_t k = t; k < block_count && context != nullptr && !compress_failed;
          k += zstd_threads) {
       size_t from = k * kStringBlockSize;
       size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
       frames[k].resize(ZSTD_compressBound(size));
-      size_t n =
-          ZSTD_compress2(context, frames[k].data(), frames[k].size(), stream.data() + from, size);
+      size_t n = ZSTD_compress2(context, frames[k].data(), frames[k].size(),
+                                stream.Range(from, size, &scratch), size);
       if (ZSTD_isError(n)) compress_failed = true;
       frames[k].resize(ZSTD_isError(n) ? 0 : n);
     }
