@@ -5,7 +5,7 @@
 #   cold    stacksym with an empty cache directory (parses everything and writes the index)
 #   warm    stacksym with the index in place
 #   llvm    llvm-symbolizer --inlines
-# Prints wall time and peak RSS (median of RUNS, GNU time), whether the outputs are identical
+# Prints wall time and peak RSS (median of RUNS, bench/timed_run.py), whether the outputs are identical
 # to the direct path's, and the index size against the debug file's.
 #
 #   bench/index_compare.sh [BUILD_DIR] [INPUT...]
@@ -25,7 +25,6 @@ else
           /usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2)
 fi
 [[ -x $STACKSYM ]] || { echo "no $STACKSYM: build first (make build)" >&2; exit 2; }
-[[ -x /usr/bin/time ]] || { echo "/usr/bin/time missing: apt-get install time" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/stacksym-index-bench-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
@@ -41,8 +40,7 @@ run_once() {
     warm) cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
     llvm) cmd="llvm-symbolizer --inlines --obj=$file" ;;
   esac
-  /usr/bin/time -f '%e %M %U %S' -o "$WORK/time" $cmd <"$addrs" >"$out" 2>/dev/null || true
-  tail -1 "$WORK/time" | awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}'
+  "$(dirname "$0")/timed_run.py" "$addrs" "$out" $cmd
 }
 
 measure() {
@@ -76,9 +74,9 @@ for file in "${INPUTS[@]}"; do
   debug=$($STACKSYM cache list --cache-dir "$WORK/cache" 2>/dev/null | awk -F'\t' '{print $6}' | head -1)
   index_bytes=$(du -b "$WORK"/cache/*.symidx | awk '{s += $1} END {print s}')
   debug_bytes=$(stat -L -c %s "$debug" 2>/dev/null || echo 0)
-  ratio=$(awk -v a="$index_bytes" -v b="$debug_bytes" 'BEGIN {printf (b > 0 ? "%.2f" : "-"), a / b}')
+  ratio=$(awk -v a="$index_bytes" -v b="$debug_bytes" 'BEGIN {printf (b > 0 ? "%.3f" : "-"), a / b}')
   speed=$(awk -v a="$lw" -v b="$ww" 'BEGIN {printf (b > 0 && a != "-" ? "%.1f×" : "-"), a / b}')
-  printf '| %s | %.1f MB | %.1f MB | %s | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s s (CPU %s s), %d MB | %s | %s |\n' \
+  printf '| %s | %.1f MB | %.1f MB | %s | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s | %s |\n' \
     "$(basename "$file")" "$(awk -v b="$debug_bytes" 'BEGIN {print b / 1e6}')" \
     "$(awk -v b="$index_bytes" 'BEGIN {print b / 1e6}')" "$ratio" \
     "$dw" "$dc" $((dm / 1024)) "$cw" "$cc" $((cm / 1024)) "$ww" "$wc" $((wm / 1024)) \
