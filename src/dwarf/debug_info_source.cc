@@ -541,7 +541,12 @@ std::unique_ptr<DebugInfoSource::UnitState> DebugInfoSource::BuildUnit(
   return state;
 }
 
-void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads) {
+void DebugInfoSource::PrebuildEveryUnit(unsigned threads) {
+  if (!loaded_) PrebuildWhileStreaming({}, threads, true);
+}
+
+void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
+                                             bool every_unit) {
   const SectionStream& stream = *info_stream_;
   std::span<const uint8_t> info = stream.buffer();
   std::vector<uint64_t> sorted(vaddrs.begin(), vaddrs.end());
@@ -551,7 +556,8 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
   // .debug_aranges where it names the unit (as BuildUnitMap decides, so the tables are built
   // for exactly the addresses the lookups will bring), else the unit DIE's own ranges. The
   // unit list and map proper come after the whole section.
-  const std::vector<dwarf::ArangeEntry>& aranges = Aranges();
+  static const std::vector<dwarf::ArangeEntry> kNone;
+  const std::vector<dwarf::ArangeEntry>& aranges = every_unit ? kNone : Aranges();
   std::vector<uint64_t> aranged;  // unit offsets .debug_aranges names, sorted
   for (const dwarf::ArangeEntry& e : aranges) aranged.push_back(e.unit_offset);
   std::sort(aranged.begin(), aranged.end());
@@ -603,6 +609,17 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
     // state: they are left to the regular path.
     if (!main_->ReadUnitDieWithoutStrings(unit) || IsSplit(unit)) return;
     wanted.clear();
+    if (every_unit) {
+      Result<FunctionTable> functions = FunctionTable::Build(*main_, unit);
+      if (!functions) return;  // the regular path tries again, and records why
+      auto state = std::make_unique<UnitState>();
+      state->functions = std::move(*functions);
+      state->function_file = main_.get();
+      state->prebuilt = true;
+      std::lock_guard<std::mutex> lock(built_mu);
+      built.emplace_back(unit, std::move(state));
+      return;
+    }
     auto named = std::lower_bound(aranged.begin(), aranged.end(), offset);
     if (named != aranged.end() && *named == offset) {
       wanted = by_aranges[static_cast<size_t>(named - aranged.begin())];

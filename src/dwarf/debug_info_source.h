@@ -131,6 +131,11 @@ class DebugInfoSource {
   };
   bool IsSplitUnit(size_t index);
   UnitTables ExportUnit(size_t index);
+  // While a streamed .debug_info is still being decompressed: builds the full function table
+  // of every unit as soon as its bytes are final, on `threads` threads (0: one per CPU), and
+  // returns once the section is complete; ExportUnit then finds them built. Without a
+  // stream (already loaded), nothing to do.
+  void PrebuildEveryUnit(unsigned threads = 0);
   std::span<const dwarf::AddressSegment> unit_map() const { return unit_map_; }  // address → unit
   // Every file DWARF was read from besides the binary: separate debug file, supplementary
   // file, .dwo files, .dwp package.
@@ -173,7 +178,9 @@ class DebugInfoSource {
   // While .debug_info streams in: builds, on `threads` threads, the tables of the units
   // .debug_aranges assigns the addresses to, each as soon as its bytes are final; then waits
   // for the rest and hands the tables to the scanned units.
-  void PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads);
+  // every_unit: full tables of every unit, whatever the addresses (PrebuildEveryUnit).
+  void PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
+                              bool every_unit = false);
   // Replaces a partial function table by the full one; false when there is nothing to gain.
   bool CompleteUnit(UnitState& state);
   static bool IsSplit(const dwarf::UnitInfo& unit);

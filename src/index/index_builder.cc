@@ -539,6 +539,9 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   }
 
   std::vector<SourceFile> source_files;
+  // Function tables of the units whose bytes have arrived, while the rest of a streamed
+  // .debug_info is still being inflated (the cores are otherwise idle until then).
+  if (source) source->PrebuildEveryUnit(options.threads);
   size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
   if (unit_total > 0) {
     DebugInfoSource& src = *source;

@@ -121,5 +121,71 @@ TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
   }
 }
 
+// The index build's way (PrebuildEveryUnit while the section streams in, then ExportUnit of
+// every unit): the same tables, names, starts and paths as the synchronous source exports.
+TEST(StreamedDebugInfo, EveryUnitPrebuiltExportsLikeTheSynchronousPath) {
+  auto elf_streamed = ElfFile::Open(kFixture);
+  auto elf_direct = ElfFile::Open(kFixture);
+  ASSERT_TRUE(elf_streamed && elf_direct);
+  DebugInfoSource::OpenTuning streamed;
+  streamed.stream_info_from = 0;
+  DebugInfoSource::OpenTuning direct;
+  direct.stream_info_from = ~uint64_t{0};
+  auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
+  auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
+  ASSERT_TRUE(a && *a && b && *b);
+  (*a)->PrebuildEveryUnit(2);
+  (*b)->PrebuildEveryUnit(2);  // loaded already: nothing to do
+  ASSERT_EQ((*a)->unit_count(), (*b)->unit_count());
+  EXPECT_GT((*a)->prebuilt_unit_count(), 0u);
+  EXPECT_EQ((*b)->prebuilt_unit_count(), 0u);
+  size_t nodes = 0;
+  for (size_t i = 0; i < (*a)->unit_count(); ++i) {
+    DebugInfoSource::UnitTables ta = (*a)->ExportUnit(i), tb = (*b)->ExportUnit(i);
+    ASSERT_EQ(ta.ok, tb.ok) << "unit " << i;
+    ASSERT_EQ(ta.segments.size(), tb.segments.size()) << "unit " << i;
+    for (size_t k = 0; k < ta.segments.size(); ++k) {
+      EXPECT_EQ(ta.segments[k].start, tb.segments[k].start);
+      EXPECT_EQ(ta.segments[k].id, tb.segments[k].id);
+    }
+    ASSERT_EQ(ta.nodes.size(), tb.nodes.size()) << "unit " << i;
+    for (size_t n = 0; n < ta.nodes.size(); ++n) {
+      EXPECT_EQ(ta.nodes[n].parent, tb.nodes[n].parent);
+      EXPECT_EQ(ta.nodes[n].inlined, tb.nodes[n].inlined);
+      EXPECT_EQ(ta.nodes[n].call_file, tb.nodes[n].call_file);
+      EXPECT_EQ(ta.nodes[n].call_line, tb.nodes[n].call_line);
+      EXPECT_EQ(ta.raw_names[n], tb.raw_names[n]);
+      EXPECT_EQ(ta.pretty_names[n], tb.pretty_names[n]);
+      EXPECT_EQ(ta.starts[n].file, tb.starts[n].file);
+      EXPECT_EQ(ta.starts[n].line, tb.starts[n].line);
+    }
+    nodes += ta.nodes.size();
+    ASSERT_EQ(ta.line == nullptr, tb.line == nullptr);
+    if (ta.line != nullptr) {
+      EXPECT_EQ(ta.line->rows().size(), tb.line->rows().size());
+    }
+    EXPECT_EQ(ta.paths, tb.paths);
+  }
+  EXPECT_GT(nodes, 100u);
+}
+
+// A stream that breaks half-way while every unit is being prebuilt: no unit answers, the
+// source says why, and nothing crashes or hangs.
+TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
+  std::string path = MutatedCopy("corrupt_every", [](std::vector<char>& b, size_t at, size_t size) {
+    for (size_t i = at + size / 2; i < at + size / 2 + 64 && i < at + size; ++i) b[i] ^= 0x5a;
+  });
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  DebugInfoSource::OpenTuning tuning;
+  tuning.stream_info_from = 0;
+  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  ASSERT_TRUE(source && *source);
+  (*source)->PrebuildEveryUnit(2);
+  for (size_t i = 0; i < (*source)->unit_count(); ++i) EXPECT_FALSE((*source)->ExportUnit(i).ok);
+  EXPECT_FALSE((*source)->unit_errors().empty());
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace stacksym
