@@ -274,8 +274,8 @@ struct UnitPart {
   std::vector<uint32_t> name_carriers;
   std::vector<uint32_t> name_of_node;
   // Worked out here, in parallel, for the serial merge: per carrier the byte hashes of its
-  // demangled and linkage names (0 for the latter when they are the same string), per file
-  // index the byte hash of its path.
+  // demangled and linkage names (0 for the latter when they are the same string) and of its
+  // start file, per file index the byte hash of its path.
   std::vector<uint64_t> carrier_hashes;
   std::vector<uint64_t> path_hashes;
 };
@@ -348,11 +348,12 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
       part->name_of_node[n] = slot.number;
     }
   }
-  part->carrier_hashes.reserve(2 * part->name_carriers.size());
+  part->carrier_hashes.reserve(3 * part->name_carriers.size());
   for (uint32_t n : part->name_carriers) {
     part->carrier_hashes.push_back(StringTable::HashBytes(t.pretty_names[n]));
     part->carrier_hashes.push_back(
         t.raw_names[n] == t.pretty_names[n] ? 0 : StringTable::HashBytes(t.raw_names[n]));
+    part->carrier_hashes.push_back(StringTable::HashBytes(t.starts[n].file));
   }
   part->path_hashes.reserve(t.paths.size());
   for (std::string_view path : t.paths) part->path_hashes.push_back(StringTable::HashBytes(path));
@@ -446,8 +447,8 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   std::vector<NameRecord> names;
   std::vector<CallDiscriminatorRecord> call_discriminators;
   DistinctStrings start_files;
-  auto start_file_id = [&](std::string_view file) {
-    return file.empty() ? kNoStartFile : start_files.Id(add_file(file));
+  auto start_file_id = [&](std::string_view file, uint64_t hash = 0) {
+    return file.empty() ? kNoStartFile : start_files.Id(add_file(file, hash));
   };
   // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
@@ -610,11 +611,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       name_numbers.clear();
       for (size_t k = 0; k < part.name_carriers.size(); ++k) {
         uint32_t n = part.name_carriers[k];
-        uint64_t raw_hash = part.carrier_hashes[2 * k + 1];
-        StrRef pretty = add_name(t.pretty_names[n], part.carrier_hashes[2 * k]);
+        uint64_t raw_hash = part.carrier_hashes[3 * k + 1];
+        StrRef pretty = add_name(t.pretty_names[n], part.carrier_hashes[3 * k]);
         StrRef raw = linkage_ref(t.raw_names[n], raw_hash == 0, pretty, raw_hash);
         const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
-        name_numbers.push_back(name_id(raw, pretty, start_file_id(start.file), start.line));
+        name_numbers.push_back(name_id(
+            raw, pretty, start_file_id(start.file, part.carrier_hashes[3 * k + 2]), start.line));
       }
       for (size_t n = 0; n < part.nodes.size(); ++n) {
         NodeRecord r = part.nodes[n];
