@@ -20,7 +20,8 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // compressed with a zstd dictionary trained on the strings (kStringDict); 7: rows in blocks
 // of 64 behind a header byte with small address and line deltas and a file-changed bit; unit
 // paths as numbers into the distinct paths (kPathStrings), up to the last one read; 8-byte
-// line table records.
+// line table records; 8: the string stream in three regions: paths and start files, then
+// demangled names, then linkage names (a lookup that prints no linkage name reads none).
 inline constexpr uint32_t kVersion = 8;
 
 enum HeaderFlags : uint32_t {
