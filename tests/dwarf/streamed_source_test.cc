@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dwarf/debug_info_source.h"
@@ -91,25 +92,34 @@ TEST(StreamedDebugInfo, DeclaredSizeTooLargeAnswersNothingAndSaysWhy) {
   std::filesystem::remove(path);
 }
 
-TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
+// The fixture's DWARF twice: decompressed in the background while it is parsed (as a big
+// compressed .debug_info is), and decompressed at once.
+std::pair<std::unique_ptr<DebugInfoSource>, std::unique_ptr<DebugInfoSource>>
+OpenStreamedAndDirect() {
   auto elf_streamed = ElfFile::Open(kFixture);
   auto elf_direct = ElfFile::Open(kFixture);
-  ASSERT_TRUE(elf_streamed && elf_direct);
+  if (!elf_streamed || !elf_direct) return {};
   DebugInfoSource::OpenTuning streamed;
   streamed.stream_info_from = 0;
   DebugInfoSource::OpenTuning direct;
   direct.stream_info_from = ~uint64_t{0};
   auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
   auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
-  ASSERT_TRUE(a && *a && b && *b);
+  if (!a || !b) return {};
+  return {std::move(*a), std::move(*b)};
+}
+
+TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
+  auto [a, b] = OpenStreamedAndDirect();
+  ASSERT_TRUE(a && b);
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
   std::vector<std::vector<SourceFrame>> fa(addresses.size()), fb(addresses.size());
-  (*a)->LookupBatch(
+  a->LookupBatch(
       addresses, [&](size_t i) { return &fa[i]; }, 2);
-  (*b)->LookupBatch(
+  b->LookupBatch(
       addresses, [&](size_t i) { return &fb[i]; }, 2);
-  EXPECT_GT((*a)->prebuilt_unit_count(), 0u);
-  EXPECT_EQ((*b)->prebuilt_unit_count(), 0u);
+  EXPECT_GT(a->prebuilt_unit_count(), 0u);
+  EXPECT_EQ(b->prebuilt_unit_count(), 0u);
   for (size_t i = 0; i < addresses.size(); ++i) {
     ASSERT_EQ(fa[i].size(), fb[i].size()) << std::hex << addresses[i];
     for (size_t k = 0; k < fa[i].size(); ++k) {
@@ -124,24 +134,16 @@ TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
 // The index build's way (PrebuildEveryUnit while the section streams in, then ExportUnit of
 // every unit): the same tables, names, starts and paths as the synchronous source exports.
 TEST(StreamedDebugInfo, EveryUnitPrebuiltExportsLikeTheSynchronousPath) {
-  auto elf_streamed = ElfFile::Open(kFixture);
-  auto elf_direct = ElfFile::Open(kFixture);
-  ASSERT_TRUE(elf_streamed && elf_direct);
-  DebugInfoSource::OpenTuning streamed;
-  streamed.stream_info_from = 0;
-  DebugInfoSource::OpenTuning direct;
-  direct.stream_info_from = ~uint64_t{0};
-  auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
-  auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
-  ASSERT_TRUE(a && *a && b && *b);
-  (*a)->PrebuildEveryUnit(2);
-  (*b)->PrebuildEveryUnit(2);  // loaded already: nothing to do
-  ASSERT_EQ((*a)->unit_count(), (*b)->unit_count());
-  EXPECT_GT((*a)->prebuilt_unit_count(), 0u);
-  EXPECT_EQ((*b)->prebuilt_unit_count(), 0u);
+  auto [a, b] = OpenStreamedAndDirect();
+  ASSERT_TRUE(a && b);
+  a->PrebuildEveryUnit(2);
+  b->PrebuildEveryUnit(2);  // loaded already: nothing to do
+  ASSERT_EQ(a->unit_count(), b->unit_count());
+  EXPECT_GT(a->prebuilt_unit_count(), 0u);
+  EXPECT_EQ(b->prebuilt_unit_count(), 0u);
   size_t nodes = 0;
-  for (size_t i = 0; i < (*a)->unit_count(); ++i) {
-    DebugInfoSource::UnitTables ta = (*a)->ExportUnit(i), tb = (*b)->ExportUnit(i);
+  for (size_t i = 0; i < a->unit_count(); ++i) {
+    DebugInfoSource::UnitTables ta = a->ExportUnit(i), tb = b->ExportUnit(i);
     ASSERT_EQ(ta.ok, tb.ok) << "unit " << i;
     ASSERT_EQ(ta.segments.size(), tb.segments.size()) << "unit " << i;
     for (size_t k = 0; k < ta.segments.size(); ++k) {
