@@ -32,10 +32,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::memcpy(&word, data + i, 8);
       addresses.push_back(word);
     }
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       stacksym::SymbolizeOptions options;
       options.demangle = variant != 1;
       options.inlines = variant != 2;
+      options.linkage_names = variant != 3;
       for (uint64_t a : addresses) {
         stacksym::SymbolizedAddress out;
         out.vaddr = a;
