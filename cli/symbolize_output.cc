@@ -140,6 +140,7 @@ SymbolizeOptions SymbolizeCliOptions::ToSymbolizeOptions() const {
   SymbolizeOptions options;
   options.demangle = !output.no_demangle;
   options.linkage_names = output.style() == OutputStyle::kJson;  // the only style printing them
+  options.keep_dwarf_after_index_build = true;  // the command exits when done (KeepUntilExit)
   options.use_debug_info = !no_debug_info;
   options.inlines = !no_inlines;
   options.debug_dirs = debug_dirs.Resolve(options.debug_dirs);

@@ -44,6 +44,12 @@ struct SymbolizeOptions {
   // they stay empty: an index then reads no linkage name at all (they are stored apart from
   // the demangled ones), which is what a caller that prints only demangled names wants.
   bool linkage_names = true;
+  // After building an index (cache_dir), keep the DWARF it was built from for the addresses
+  // the index leaves to DWARF, instead of freeing it: for a process about to exit (the
+  // command line), which then skips tens of milliseconds of teardown on a big binary. It
+  // holds that memory (hundreds of MB on a big binary) for as long as the symbolizer lives,
+  // so long-lived callers (a server's cache of symbolizers) leave it off.
+  bool keep_dwarf_after_index_build = false;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).

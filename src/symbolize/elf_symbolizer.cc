@@ -71,7 +71,8 @@ bool ElfSymbolizer::UseIndex() {
       // A build's DWARF source is the one LoadDebugInfo would open when demangling and
       // inlines are on: kept for the answers the index leaves to it, and not torn down now.
       std::unique_ptr<DebugInfoSource> built_from;
-      bool same_source = options_.demangle && options_.inlines && !debug_info_loaded_;
+      bool same_source = options_.keep_dwarf_after_index_build && options_.demangle &&
+                         options_.inlines && !debug_info_loaded_;
       index_ = symindex::OpenCachedIndex(elf_, options_, same_source ? &built_from : nullptr);
       if (built_from) {
         debug_info_ = std::move(built_from);

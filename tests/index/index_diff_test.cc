@@ -201,6 +201,33 @@ TEST(IndexDiffTest, WithoutLinkageNamesRawNamesStayEmpty) {
   }
 }
 
+// A cold build hands its DWARF to the symbolizer only when asked (the command line asks):
+// the answers are the same either way, and only then does the symbolizer hold the DWARF.
+TEST(IndexDiffTest, DwarfOfTheBuildIsKeptOnlyWhenAsked) {
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_d5";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+  std::vector<std::string> expected = Answers(path, addresses, SymbolizeOptions{});
+  size_t memory[2] = {0, 0};
+  for (bool keep : {false, true}) {
+    RealTempDir cache;
+    SymbolizeOptions options;
+    options.cache_dir = cache.path();
+    options.keep_dwarf_after_index_build = keep;
+    auto symbolizer = ElfSymbolizer::Open(path, options);
+    ASSERT_TRUE(symbolizer);
+    std::vector<std::string> actual;
+    for (const SymbolizedAddress& a :
+         (*symbolizer)->SymbolizeBatch(addresses, AddressKind::kVirtual)) {
+      actual.push_back(testing::Describe(a));
+    }
+    EXPECT_EQ(FirstDifferences(addresses, expected, actual), "") << "keep " << keep;
+    memory[keep] = (*symbolizer)->memory_bytes();
+  }
+  EXPECT_GT(memory[1], memory[0] + 10000) << "the build's DWARF tables are not held";
+}
+
 void CompareRealBinary(const std::string& path, const char* package, uint64_t stride) {
 #ifdef STACKSYM_SPARSE_SAMPLES
   stride *= 8;
