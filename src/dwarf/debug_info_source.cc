@@ -609,19 +609,10 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
     // state: they are left to the regular path.
     if (!main_->ReadUnitDieWithoutStrings(unit) || IsSplit(unit)) return;
     wanted.clear();
-    if (every_unit) {
-      Result<FunctionTable> functions = FunctionTable::Build(*main_, unit);
-      if (!functions) return;  // the regular path tries again, and records why
-      auto state = std::make_unique<UnitState>();
-      state->functions = std::move(*functions);
-      state->function_file = main_.get();
-      state->prebuilt = true;
-      std::lock_guard<std::mutex> lock(built_mu);
-      built.emplace_back(unit, std::move(state));
-      return;
-    }
     auto named = std::lower_bound(aranged.begin(), aranged.end(), offset);
-    if (named != aranged.end() && *named == offset) {
+    if (every_unit) {
+      // wanted stays empty: the full table
+    } else if (named != aranged.end() && *named == offset) {
       wanted = by_aranges[static_cast<size_t>(named - aranged.begin())];
     } else {
       ranges.clear();
@@ -635,7 +626,7 @@ void DebugInfoSource::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, u
       std::sort(wanted.begin(), wanted.end());
       wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     }
-    if (wanted.empty()) return;
+    if (!every_unit && wanted.empty()) return;
     Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
     if (!functions) return;  // the regular path tries again, and records why
     auto state = std::make_unique<UnitState>();

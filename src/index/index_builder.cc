@@ -273,10 +273,14 @@ struct UnitPart {
   // number of its name, so that the serial merge numbers each name of a unit once.
   std::vector<uint32_t> name_carriers;
   std::vector<uint32_t> name_of_node;
-  // Worked out here, in parallel, for the serial merge: per carrier the byte hashes of its
-  // demangled and linkage names (0 for the latter when they are the same string) and of its
-  // start file, per file index the byte hash of its path.
-  std::vector<uint64_t> carrier_hashes;
+  // Worked out here, in parallel, for the serial merge: the byte hashes of each carrier's
+  // strings and of each file index's path.
+  struct CarrierHashes {
+    uint64_t pretty = 0;
+    uint64_t raw = 0;  // 0: the linkage name is the demangled one
+    uint64_t start_file = 0;
+  };
+  std::vector<CarrierHashes> carrier_hashes;
   std::vector<uint64_t> path_hashes;
 };
 
@@ -339,21 +343,22 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
              other_start.file.data() == start.file.data() &&
              other_start.file.size() == start.file.size() && other_start.line == start.line;
     });
+    uint32_t number = static_cast<uint32_t>(part->name_carriers.size());
     if (slot.empty()) {
-      slot = {hash, n, static_cast<uint32_t>(part->name_carriers.size())};
-      part->name_of_node[n] = slot.number;
+      slot = {hash, n, number};
       part->name_carriers.push_back(n);
       numbers.Filled();  // may move the slots: `slot` is not read after it
     } else {
-      part->name_of_node[n] = slot.number;
+      number = slot.number;
     }
+    part->name_of_node[n] = number;
   }
-  part->carrier_hashes.reserve(3 * part->name_carriers.size());
+  part->carrier_hashes.reserve(part->name_carriers.size());
   for (uint32_t n : part->name_carriers) {
-    part->carrier_hashes.push_back(StringTable::HashBytes(t.pretty_names[n]));
     part->carrier_hashes.push_back(
-        t.raw_names[n] == t.pretty_names[n] ? 0 : StringTable::HashBytes(t.raw_names[n]));
-    part->carrier_hashes.push_back(StringTable::HashBytes(t.starts[n].file));
+        {StringTable::HashBytes(t.pretty_names[n]),
+         t.raw_names[n] == t.pretty_names[n] ? 0 : StringTable::HashBytes(t.raw_names[n]),
+         StringTable::HashBytes(t.starts[n].file)});
   }
   part->path_hashes.reserve(t.paths.size());
   for (std::string_view path : t.paths) part->path_hashes.push_back(StringTable::HashBytes(path));
@@ -611,12 +616,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       name_numbers.clear();
       for (size_t k = 0; k < part.name_carriers.size(); ++k) {
         uint32_t n = part.name_carriers[k];
-        uint64_t raw_hash = part.carrier_hashes[3 * k + 1];
-        StrRef pretty = add_name(t.pretty_names[n], part.carrier_hashes[3 * k]);
-        StrRef raw = linkage_ref(t.raw_names[n], raw_hash == 0, pretty, raw_hash);
+        const UnitPart::CarrierHashes& hashes = part.carrier_hashes[k];
+        StrRef pretty = add_name(t.pretty_names[n], hashes.pretty);
+        StrRef raw = linkage_ref(t.raw_names[n], hashes.raw == 0, pretty, hashes.raw);
         const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
-        name_numbers.push_back(name_id(
-            raw, pretty, start_file_id(start.file, part.carrier_hashes[3 * k + 2]), start.line));
+        name_numbers.push_back(
+            name_id(raw, pretty, start_file_id(start.file, hashes.start_file), start.line));
       }
       for (size_t n = 0; n < part.nodes.size(); ++n) {
         NodeRecord r = part.nodes[n];

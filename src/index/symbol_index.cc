@@ -494,18 +494,23 @@ bool SymbolIndex::String(StrRef ref, std::string* out, StringCache& cache) const
   return true;
 }
 
+bool SymbolIndex::Names(StrRef linkage, StrRef demangled, const SymbolizeOptions& options,
+                        std::string* function, std::string* raw, StringCache& cache) const {
+  if (options.linkage_names) {
+    if (!String(linkage, raw, cache)) return false;
+  } else {
+    raw->clear();  // linkage names are stored apart: not even decompressed
+  }
+  if (!options.demangle || linkage.size == 0) return String(linkage, function, cache);
+  return String(demangled, function, cache);
+}
+
 bool SymbolIndex::Name(uint32_t name, const SymbolizeOptions& options, std::string* function,
                        std::string* raw, StringCache& cache) const {
   uint32_t id = name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
   const NameRecord& record = names_[id];
-  if (options.linkage_names) {
-    if (!String(record.raw, raw, cache)) return false;
-  } else {
-    raw->clear();  // linkage names are stored apart: not even decompressed
-  }
-  if (!options.demangle || record.raw.size == 0) return String(record.raw, function, cache);
-  return String(record.pretty, function, cache);
+  return Names(record.raw, record.pretty, options, function, raw, cache);
 }
 
 namespace {
@@ -727,13 +732,7 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
   }
   if (corrupt) return false;
   if (symbol != nullptr) {
-    bool named = !options.linkage_names || String(symbol->raw, &out.raw_symbol, cache);
-    if (named && options.demangle) {
-      named = String(symbol->pretty, &out.symbol, cache);
-    } else if (named) {
-      named = String(symbol->raw, &out.symbol, cache);
-    }
-    if (!named) {
+    if (!Names(symbol->raw, symbol->pretty, options, &out.symbol, &out.raw_symbol, cache)) {
       RecycleFrames(&out.frames, spare);
       out.raw_symbol.clear();
       out.symbol.clear();

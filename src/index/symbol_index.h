@@ -57,11 +57,6 @@ class SymbolIndex {
   // direct path.
   bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
 
-  // Answer() for a caller that reuses one `out` from address to address (a streamed batch):
-  // every answer field of `out` is overwritten (cleared first), names are copied into the
-  // storage its strings already have, and its old frames go to `spare` (frames kept for
-  // reuse, strings and all) and come back from there, so that answer after answer allocates
-  // next to nothing. On false the answer fields are cleared (for the direct path).
   // A lookup context for one thread at a time: its own cache of decompressed string blocks
   // (512 KiB at most) and zstd context.
   class Reader {
@@ -73,6 +68,12 @@ class SymbolIndex {
     Reader() = default;
     std::unique_ptr<StringCache> cache_;
   };
+
+  // Answer() for a caller that reuses one `out` from address to address (a streamed batch):
+  // every answer field of `out` is overwritten (cleared first), names are copied into the
+  // storage its strings already have, and its old frames go to `spare` (frames kept for
+  // reuse, strings and all) and come back from there, so that answer after answer allocates
+  // next to nothing. On false the answer fields are cleared (for the direct path).
   // `reader` (nullable): the calling thread's own (NewReader), so that threads answering from
   // one index share no lock; without one, lookups share the index's behind a lock.
   bool AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out,
@@ -116,6 +117,11 @@ class SymbolIndex {
   // The string `ref` points at, decompressed through `cache`: false when out of bounds or
   // damaged.
   bool String(StrRef ref, std::string* out, StringCache& cache) const;
+  // A function's name from its linkage and demangled refs, as `options` ask: `function` the
+  // demangled one (or with demangling off, or none stored, the linkage one); `raw` the linkage
+  // one, or empty without linkage names (that region is then not read at all).
+  bool Names(StrRef linkage, StrRef demangled, const SymbolizeOptions& options,
+             std::string* function, std::string* raw, StringCache& cache) const;
   bool Name(uint32_t name, const SymbolizeOptions& options, std::string* function, std::string* raw,
             StringCache& cache) const;
   // SourceFrame's start_file and start_line of node `node` (global index); false when a
