@@ -249,6 +249,11 @@ void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
 }
 
 template <class T>
+void Release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
+}
+
+template <class T>
 std::span<const uint8_t> AsBytes(const std::vector<T>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
 }
@@ -418,9 +423,9 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
 
 }  // namespace
 
-Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
-                                                 const SymbolizeOptions& options,
-                                                 std::unique_ptr<DebugInfoSource>* dwarf) {
+Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
+                                       const SymbolizeOptions& options,
+                                       std::unique_ptr<DebugInfoSource>* dwarf) {
   // The string stream in three regions, each its own table until they are joined: the paths
   // and start files (few, and read by almost every lookup: their blocks stay cached), the
   // demangled names, then the linkage names (read only by callers that print them, so the
@@ -446,9 +451,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   };
   std::vector<SymbolRecord> symbols;
   std::vector<SegmentRecord> symbol_segments, unit_segments;
-  std::vector<FunctionSegmentRecord> function_segments;
   std::vector<UnitRecord> units;
-  std::vector<NodeRecord> nodes;
+  // Sections written from the units' parts, one piece per unit (or line table).
+  std::vector<UnitPart> parts;
+  std::vector<std::span<const uint8_t>> function_segments, nodes, row_blocks, row_bytes;
+  size_t node_count = 0;
+  uint64_t row_byte_count = 0;
   std::vector<NameRecord> names;
   std::vector<CallDiscriminatorRecord> call_discriminators;
   DistinctStrings start_files;
@@ -482,8 +490,6 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   };
   bool too_big = false;
   std::vector<LineTableRecord> line_tables;
-  std::vector<RowBlockRecord> row_blocks;
-  std::vector<uint8_t> row_bytes;
   std::vector<uint32_t> paths;   // per unit, file index → number into path_strings
   DistinctStrings path_strings;  // units share most of their headers
 
@@ -553,7 +559,7 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
     DebugInfoSource& src = *source;
     // Each unit is exported and encoded on the thread that takes it; the merge after only
     // appends the parts in unit order and adds the names (the one shared table).
-    std::vector<UnitPart> parts(unit_total);
+    parts.resize(unit_total);
     std::mutex encoded_mutex;
     std::unordered_map<const dwarf::LineTable*, size_t> encoded_by;  // line table → part
     auto export_unit = [&](size_t i) {
@@ -580,27 +586,19 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
 
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
-    size_t node_total = 0, segment_total = 0, block_total = 0, row_byte_total = 0;
     size_t carrier_total = 0;
     for (const UnitPart& part : parts) carrier_total += part.name_carriers.size();
     // Distinct names are fewer than the units' ones added up (units share most of them).
     name_ids.Reserve(carrier_total / 2);
     strings.Reserve(carrier_total / 2);
     linkage.Reserve(carrier_total / 2);
-    for (const UnitPart& part : parts) {
-      node_total += part.nodes.size();
-      segment_total += part.segments.size();
-      block_total += part.blocks.size();
-      row_byte_total += part.rows.size();
-    }
-    nodes.reserve(node_total);
-    function_segments.reserve(segment_total);
-    row_blocks.reserve(block_total);
-    row_bytes.reserve(row_byte_total);
+    // The parts' records become the file's in place (node names, row block offsets): the
+    // sections are written from them, without a merged copy.
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
+    size_t segment_count = 0, block_count = 0;
     for (UnitPart& part : parts) {
-      const DebugInfoSource::UnitTables& t = part.tables;
+      DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
       if (!t.ok) {
         units.push_back(unit);
@@ -608,11 +606,12 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
       }
       unit.ok = 1;
       too_big |= part.too_big;
-      unit.segment_begin = static_cast<uint32_t>(function_segments.size());
+      unit.segment_begin = static_cast<uint32_t>(segment_count);
       unit.segment_base = part.segment_base;
-      function_segments.insert(function_segments.end(), part.segments.begin(), part.segments.end());
       unit.segment_count = static_cast<uint32_t>(part.segments.size());
-      unit.node_begin = static_cast<uint32_t>(nodes.size());
+      segment_count += part.segments.size();
+      function_segments.push_back(AsBytes(part.segments));
+      unit.node_begin = static_cast<uint32_t>(node_count);
       name_numbers.clear();
       for (size_t k = 0; k < part.name_carriers.size(); ++k) {
         uint32_t n = part.name_carriers[k];
@@ -624,39 +623,37 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
             name_id(raw, pretty, start_file_id(start.file, hashes.start_file), start.line));
       }
       for (size_t n = 0; n < part.nodes.size(); ++n) {
-        NodeRecord r = part.nodes[n];
-        const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
-        r.name |= name_numbers[part.name_of_node[n]];
-        if (start.call_discriminator != 0) {
-          call_discriminators.push_back(
-              {static_cast<uint32_t>(nodes.size()), start.call_discriminator});
+        part.nodes[n].name |= name_numbers[part.name_of_node[n]];
+        if (uint32_t discriminator = t.starts[n].call_discriminator; discriminator != 0) {
+          call_discriminators.push_back({static_cast<uint32_t>(node_count + n), discriminator});
         }
-        nodes.push_back(r);
       }
       unit.node_count = static_cast<uint32_t>(part.nodes.size());
+      node_count += part.nodes.size();
+      nodes.push_back(AsBytes(part.nodes));
       if (t.line != nullptr) {
         auto [it, inserted] =
             table_ids.try_emplace(t.line, static_cast<uint32_t>(line_tables.size()));
+        UnitPart& encoded = parts[encoded_by.at(t.line)];
         if (inserted) {
-          UnitPart& encoded = parts[encoded_by.at(t.line)];
           LineTableRecord record;
-          record.block_begin = static_cast<uint32_t>(row_blocks.size());
+          record.block_begin = static_cast<uint32_t>(block_count);
           record.row_count = static_cast<uint32_t>(t.line->rows().size());
-          const uint64_t base = row_bytes.size();
-          too_big |= base + encoded.rows.size() > 0xffffffffu;
-          for (RowBlockRecord block : encoded.blocks) {
-            block.offset = static_cast<uint32_t>(base + block.offset);
-            row_blocks.push_back(block);
+          too_big |= row_byte_count + encoded.rows.size() > 0xffffffffu;
+          for (RowBlockRecord& block : encoded.blocks) {
+            block.offset = static_cast<uint32_t>(row_byte_count + block.offset);
           }
-          row_bytes.insert(row_bytes.end(), encoded.rows.begin(), encoded.rows.end());
+          block_count += encoded.blocks.size();
+          row_byte_count += encoded.rows.size();
+          row_blocks.push_back(AsBytes(encoded.blocks));
+          row_bytes.push_back(AsBytes(encoded.rows));
           line_tables.push_back(record);
         }
         unit.line_table = it->second;
         // Only the paths a row or a call site names are ever read: the file table's tail past
         // the last of them is left out (a lookup past the end reads an unknown path, which
         // no lookup asks for).
-        size_t path_count = std::min(
-            std::max(parts[encoded_by.at(t.line)].row_files, part.call_files), t.paths.size());
+        size_t path_count = std::min(std::max(encoded.row_files, part.call_files), t.paths.size());
         unit.path_begin = static_cast<uint32_t>(paths.size());
         for (size_t p = 0; p < path_count; ++p) {
           paths.push_back(path_strings.Id(add_file(t.paths[p], part.path_hashes[p])));
@@ -664,6 +661,15 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
         unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
       }
       units.push_back(unit);
+    }
+    // What only the merge read: freed before the strings are compressed (which then reuses
+    // the memory instead of faulting in more).
+    for (UnitPart& part : parts) {
+      part.tables = {};
+      Release(part.name_carriers);
+      Release(part.name_of_node);
+      Release(part.carrier_hashes);
+      Release(part.path_hashes);
     }
   }
   if (source) {
@@ -684,132 +690,182 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   for (StrRef& ref : path_strings.refs()) place(ref);
   JoinedStream stream;
   for (const StringTable* region : {&files, &strings, &linkage}) stream.Add(region->bytes());
-  if (row_bytes.size() > 0xffffffffu || nodes.size() > 0xffffffffu || stream.size() > 0xffffffffu ||
+  if (row_byte_count > 0xffffffffu || node_count > 0xffffffffu || stream.size() > 0xffffffffu ||
       names.size() >= kNodeInlined || too_big) {
     return Error(ErrorCode::kUnsupported,
                  "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
                  "file index over 65535)")
         .WithFile(elf->path());
   }
-  // The string stream, compressed block by block on all cores, with a dictionary trained on it.
-  size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
-  std::vector<uint8_t> dictionary = TrainStringDictionary(stream);
+  IndexImage image;
+  // The string stream, compressed block by block on all cores, with a dictionary trained on
+  // it. Blocks are taken in runs, each run's frames appended to one buffer of its own: a
+  // buffer per frame would hold twice its bytes (room for the worst case) until copied out.
+  const size_t block_total = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
+  std::vector<uint8_t>& dictionary = image.Keep(TrainStringDictionary(stream));
   ZSTD_CDict* cdict =
       dictionary.empty() ? nullptr
                          : ZSTD_createCDict(dictionary.data(), dictionary.size(), kStringZstdLevel);
   if (!dictionary.empty() && cdict == nullptr) {
     return Error(ErrorCode::kIo, "out of memory (zstd dictionary)");
   }
-  std::vector<std::vector<uint8_t>> frames(block_count);
+  constexpr size_t kBlocksPerRun = 256;
+  const size_t run_count = (block_total + kBlocksPerRun - 1) / kBlocksPerRun;
+  std::vector<std::vector<uint8_t>>& runs =
+      image.Keep(std::vector<std::vector<uint8_t>>(run_count));
+  std::vector<uint32_t> frame_sizes(block_total);
   std::atomic<bool> compress_failed{false};
-  unsigned zstd_threads = ThreadCount(options.threads, block_count / 256);
-  RunOnThreads(zstd_threads, [&](unsigned t) {
+  std::atomic<size_t> next_run{0};
+  RunOnThreads(ThreadCount(options.threads, run_count), [&](unsigned) {
     ZSTD_CCtx* context = ZSTD_createCCtx();
     // The reader knows its one dictionary: frames need not name it (4 bytes each).
-    if (context != nullptr &&
-        (ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, kStringZstdLevel)) ||
-         ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_dictIDFlag, 0)) ||
-         ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict)))) {
+    if (context == nullptr ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, kStringZstdLevel)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_dictIDFlag, 0)) ||
+        ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict))) {
       compress_failed = true;
     }
     std::vector<uint8_t> scratch;
-    for (size_t k = t; k < block_count && context != nullptr && !compress_failed;
-         k += zstd_threads) {
-      size_t from = k * kStringBlockSize;
-      size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
-      frames[k].resize(ZSTD_compressBound(size));
-      size_t n = ZSTD_compress2(context, frames[k].data(), frames[k].size(),
-                                stream.Range(from, size, &scratch), size);
-      if (ZSTD_isError(n)) compress_failed = true;
-      frames[k].resize(ZSTD_isError(n) ? 0 : n);
+    for (size_t r = next_run.fetch_add(1); r < run_count && !compress_failed;
+         r = next_run.fetch_add(1)) {
+      std::vector<uint8_t>& out = runs[r];
+      const size_t first = r * kBlocksPerRun, last = std::min(block_total, first + kBlocksPerRun);
+      // Blocks of names compress about tenfold: a quarter of the input is room enough for
+      // most runs; a frame that finds too little grows the buffer first.
+      out.reserve((last - first) * kStringBlockSize / 4);
+      for (size_t k = first; k < last; ++k) {
+        size_t from = k * kStringBlockSize;
+        size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
+        size_t bound = ZSTD_compressBound(size), at = out.size();
+        if (out.capacity() - at < bound) out.reserve(std::max(out.capacity() * 2, at + bound));
+        out.resize(at + bound);
+        size_t n = ZSTD_compress2(context, out.data() + at, bound,
+                                  stream.Range(from, size, &scratch), size);
+        if (ZSTD_isError(n)) {
+          compress_failed = true;
+          break;
+        }
+        out.resize(at + n);
+        frame_sizes[k] = static_cast<uint32_t>(n);
+      }
     }
-    if (context == nullptr) compress_failed = true;
     ZSTD_freeCCtx(context);
   });
   ZSTD_freeCDict(cdict);
   if (compress_failed) return Error(ErrorCode::kIo, "zstd could not compress the strings");
-  std::vector<uint8_t> compressed;
-  size_t compressed_size = 0;
-  for (const std::vector<uint8_t>& f : frames) compressed_size += f.size();
-  compressed.reserve(compressed_size);
-  std::vector<uint64_t> string_blocks = {stream.size()};
-  for (const std::vector<uint8_t>& f : frames) {
-    string_blocks.push_back(compressed.size());
-    compressed.insert(compressed.end(), f.begin(), f.end());
+  std::vector<uint64_t>& string_blocks = image.Keep(std::vector<uint64_t>{stream.size()});
+  string_blocks.reserve(block_total + 2);
+  uint64_t compressed_size = 0;
+  for (uint32_t n : frame_sizes) {
+    string_blocks.push_back(compressed_size);
+    compressed_size += n;
   }
-  if (block_count > 0) string_blocks.push_back(compressed.size());
-  frames.clear();
-  std::string identity =
-      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files);
+  if (block_total > 0) string_blocks.push_back(compressed_size);
+  std::vector<std::span<const uint8_t>> compressed;
+  for (const std::vector<uint8_t>& run : runs) compressed.push_back(AsBytes(run));
+  std::string& identity = image.Keep(
+      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files));
+  auto one = [](std::span<const uint8_t> bytes) {
+    return std::vector<std::span<const uint8_t>>{bytes};
+  };
+  auto kept = [&](auto&& storage) { return one(AsBytes(image.Keep(std::move(storage)))); };
+  image.Keep(std::move(parts));  // the pieces of several sections
 
   // Layout: header, section table, then each section 8-byte aligned.
-  struct Piece {
+  struct Section {
     SectionKind kind;
-    std::span<const uint8_t> bytes;
+    std::vector<std::span<const uint8_t>> pieces;
   };
-  const Piece pieces[] = {
+  const Section sections[] = {
       {SectionKind::kIdentity,
-       {reinterpret_cast<const uint8_t*>(identity.data()), identity.size()}},
-      {SectionKind::kStrings, AsBytes(compressed)},
-      {SectionKind::kStringBlocks, AsBytes(string_blocks)},
-      {SectionKind::kStringDict, AsBytes(dictionary)},
-      {SectionKind::kNames, AsBytes(names)},
-      {SectionKind::kSymbols, AsBytes(symbols)},
-      {SectionKind::kSymbolSegments, AsBytes(symbol_segments)},
-      {SectionKind::kUnitSegments, AsBytes(unit_segments)},
-      {SectionKind::kUnits, AsBytes(units)},
-      {SectionKind::kFunctionSegments, AsBytes(function_segments)},
-      {SectionKind::kNodes, AsBytes(nodes)},
-      {SectionKind::kLineTables, AsBytes(line_tables)},
-      {SectionKind::kRowBlocks, AsBytes(row_blocks)},
-      {SectionKind::kPaths, AsBytes(paths)},
-      {SectionKind::kRowBytes, AsBytes(row_bytes)},
-      {SectionKind::kStartFiles, AsBytes(start_files.refs())},
-      {SectionKind::kCallDiscrims, AsBytes(call_discriminators)},
-      {SectionKind::kPathStrings, AsBytes(path_strings.refs())},
+       one({reinterpret_cast<const uint8_t*>(identity.data()), identity.size()})},
+      {SectionKind::kStrings, std::move(compressed)},
+      {SectionKind::kStringBlocks, one(AsBytes(string_blocks))},
+      {SectionKind::kStringDict, one(AsBytes(dictionary))},
+      {SectionKind::kNames, kept(std::move(names))},
+      {SectionKind::kSymbols, kept(std::move(symbols))},
+      {SectionKind::kSymbolSegments, kept(std::move(symbol_segments))},
+      {SectionKind::kUnitSegments, kept(std::move(unit_segments))},
+      {SectionKind::kUnits, kept(std::move(units))},
+      {SectionKind::kFunctionSegments, std::move(function_segments)},
+      {SectionKind::kNodes, std::move(nodes)},
+      {SectionKind::kLineTables, kept(std::move(line_tables))},
+      {SectionKind::kRowBlocks, std::move(row_blocks)},
+      {SectionKind::kPaths, kept(std::move(paths))},
+      {SectionKind::kRowBytes, std::move(row_bytes)},
+      {SectionKind::kStartFiles, kept(std::move(start_files.refs()))},
+      {SectionKind::kCallDiscrims, kept(std::move(call_discriminators))},
+      {SectionKind::kPathStrings, kept(std::move(path_strings.refs()))},
   };
-  constexpr size_t kPieces = sizeof(pieces) / sizeof(pieces[0]);
-  constexpr size_t kCount = kPieces + 1;  // and the chunk checksums, last
+  constexpr size_t kSections = sizeof(sections) / sizeof(sections[0]);
+  constexpr size_t kCount = kSections + 1;  // and the chunk checksums, last
   static_assert(kCount == kSectionKindCount);
+  static constexpr uint8_t kZeros[8] = {};
+  std::vector<uint8_t>& head =
+      image.Keep(std::vector<uint8_t>(sizeof(FileHeader) + kCount * sizeof(SectionEntry)));
   std::vector<SectionEntry> entries(kCount);
-  const size_t table_end = sizeof(FileHeader) + kCount * sizeof(SectionEntry);
-  size_t offset = table_end;
-  for (size_t i = 0; i < kPieces; ++i) {
-    offset = (offset + 7) & ~size_t{7};
-    entries[i] = {static_cast<uint32_t>(pieces[i].kind), 0, offset, pieces[i].bytes.size()};
-    offset += pieces[i].bytes.size();
+  // (file offset, bytes) of every piece after the head, for the checksums.
+  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> placed;
+  uint64_t offset = head.size();
+  for (size_t i = 0; i < kSections; ++i) {
+    if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
+      placed.push_back({offset, {kZeros, padded - offset}});
+      offset = padded;
+    }
+    uint64_t size = 0;
+    for (std::span<const uint8_t> piece : sections[i].pieces) {
+      if (piece.empty()) continue;
+      placed.push_back({offset + size, piece});
+      size += piece.size();
+    }
+    entries[i] = {static_cast<uint32_t>(sections[i].kind), 0, offset, size};
+    offset += size;
   }
-  const size_t chunks_end = (offset + 7) & ~size_t{7};
+  if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
+    placed.push_back({offset, {kZeros, padded - offset}});
+    offset = padded;
+  }
+  const uint64_t chunks_end = offset;
+  const uint64_t table_end = head.size();
   const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
-  // Appended piece by piece (zeroing it all first and copying over cost as much again).
-  std::vector<uint8_t> out;
-  out.reserve(chunks_end + chunk_count * sizeof(uint32_t));
-  out.resize(table_end);
-  for (size_t i = 0; i < kPieces; ++i) {
-    out.resize(entries[i].offset);
-    out.insert(out.end(), pieces[i].bytes.begin(), pieces[i].bytes.end());
-  }
-  out.resize(chunks_end + chunk_count * sizeof(uint32_t));
-  // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads.
-  std::vector<uint32_t> chunk_crcs(chunk_count);
+  // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads. A
+  // chunk may span pieces: each is summed on from the one before.
+  std::vector<uint32_t>& chunk_crcs = image.Keep(std::vector<uint32_t>(chunk_count));
   unsigned crc_threads = ThreadCount(options.threads, chunk_count / 4096);
   RunOnThreads(crc_threads, [&](unsigned t) {
-    for (size_t k = t; k < chunk_count; k += crc_threads) {
-      size_t from = std::max(k * kChunkSize, table_end);
-      size_t to = std::min((k + 1) * kChunkSize, chunks_end);
-      chunk_crcs[k] =
-          from < to ? Crc32c(std::span<const uint8_t>(out).subspan(from, to - from)) : 0;
+    const size_t first = chunk_count * t / crc_threads, last = chunk_count * (t + 1) / crc_threads;
+    if (first == last) return;
+    // The first piece ending past the first chunk's start.
+    uint64_t begin = std::max<uint64_t>(first * uint64_t{kChunkSize}, table_end);
+    size_t p = static_cast<size_t>(
+        std::partition_point(
+            placed.begin(), placed.end(),
+            [&](const auto& piece) { return piece.first + piece.second.size() <= begin; }) -
+        placed.begin());
+    for (size_t k = first; k < last; ++k) {
+      uint64_t from = std::max<uint64_t>(k * uint64_t{kChunkSize}, table_end);
+      uint64_t to = std::min<uint64_t>((k + 1) * uint64_t{kChunkSize}, chunks_end);
+      uint32_t crc = 0;
+      bool any = false;
+      while (from < to && p < placed.size()) {
+        const auto& [at, bytes] = placed[p];
+        uint64_t lo = std::max(from, at), hi = std::min(to, at + bytes.size());
+        crc = Crc32c(bytes.subspan(lo - at, hi - lo), crc);
+        any = true;
+        from = hi;
+        if (hi == at + bytes.size()) ++p;
+      }
+      chunk_crcs[k] = any ? crc : 0;
     }
   });
-  std::memcpy(out.data() + chunks_end, chunk_crcs.data(), chunk_count * sizeof(uint32_t));
-  entries[kPieces] = {static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
-                      chunks_end, chunk_count * sizeof(uint32_t)};
-  std::memcpy(out.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
+  entries[kSections] = {static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
+                        chunks_end, chunk_count * sizeof(uint32_t)};
+  std::memcpy(head.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.version = kVersion;
   header.section_count = kCount;
-  header.file_size = out.size();
+  header.file_size = chunks_end + chunk_count * sizeof(uint32_t);
   header.flags = table.empty() ? uint32_t{kSymbolTableEmpty} : 0u;
   std::span<const uint8_t> build_id = elf->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
@@ -817,10 +873,26 @@ Result<std::vector<uint8_t>> IndexBuilder::Build(const std::shared_ptr<ElfFile>&
   header.header_crc = 0;
   uint32_t crc = Crc32c({reinterpret_cast<const uint8_t*>(&header), sizeof(header)});
   header.header_crc = Crc32c(
-      std::span<const uint8_t>(out).subspan(sizeof(FileHeader), kCount * sizeof(SectionEntry)),
+      std::span<const uint8_t>(head).subspan(sizeof(FileHeader), kCount * sizeof(SectionEntry)),
       crc);
-  std::memcpy(out.data(), &header, sizeof(header));
+  std::memcpy(head.data(), &header, sizeof(header));
+  image.Append(head);
+  for (const auto& [at, bytes] : placed) image.Append(bytes);
+  image.Append(AsBytes(chunk_crcs));
   if (dwarf != nullptr) *dwarf = std::move(source);
+  return image;
+}
+
+void IndexImage::Append(std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
+  pieces_.push_back(bytes);
+  size_ += bytes.size();
+}
+
+std::vector<uint8_t> IndexImage::Flatten() const {
+  std::vector<uint8_t> out;
+  out.reserve(size_);
+  for (std::span<const uint8_t> piece : pieces_) out.insert(out.end(), piece.begin(), piece.end());
   return out;
 }
 

@@ -4,12 +4,13 @@
 // (ElfSymbolizer + DebugInfoSource) would compute them for any address. Units are parsed on
 // SymbolizeOptions::threads threads.
 //
-//   Result<std::vector<uint8_t>> bytes = IndexBuilder::Build(elf, options);
-//   ... write them; SymbolIndex::Open() reads them back ...
+//   Result<IndexImage> image = IndexBuilder::Build(elf, options);
+//   ... write image->pieces() in order (StoreAtomically); SymbolIndex::Open() reads them back ...
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "stacksym/elf.h"
@@ -18,6 +19,30 @@
 
 namespace stacksym::symindex {
 
+// An index file as the pieces it is written from, in order: the builder's own buffers rather
+// than one copy of them (which would cost as much memory again, every page of it new).
+class IndexImage {
+ public:
+  size_t size() const { return size_; }
+  std::span<const std::span<const uint8_t>> pieces() const { return pieces_; }
+  std::vector<uint8_t> Flatten() const;
+
+  // For the builder: `bytes` next (they must outlive the image, or be kept by it).
+  void Append(std::span<const uint8_t> bytes);
+  // Keeps `storage` alive as long as the image (its buffers stay where they are).
+  template <class T>
+  T& Keep(T storage) {
+    auto kept = std::make_shared<T>(std::move(storage));
+    owned_.push_back(kept);
+    return *kept;
+  }
+
+ private:
+  std::vector<std::span<const uint8_t>> pieces_;
+  std::vector<std::shared_ptr<const void>> owned_;
+  size_t size_ = 0;
+};
+
 class IndexBuilder {
  public:
   // The DWARF is the one the direct path finds under `options` (debug dirs, known path); the
@@ -25,9 +50,9 @@ class IndexBuilder {
   // `dwarf` (nullable) receives the DWARF source the index was built from, opened with
   // `options` but demangling and inlines on, instead of its being torn down here (tens of
   // milliseconds on a big binary, which a caller about to exit need not pay).
-  static Result<std::vector<uint8_t>> Build(const std::shared_ptr<ElfFile>& elf,
-                                            const SymbolizeOptions& options,
-                                            std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+  static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf,
+                                  const SymbolizeOptions& options,
+                                  std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
 };
 
 }  // namespace stacksym::symindex

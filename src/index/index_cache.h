@@ -25,10 +25,15 @@ inline constexpr const char* kUnwindTableSuffix = ".unwtab";
 
 // Can files be created in `dir` (created if missing)?
 Result<void> CheckWritable(const std::string& dir);
-// Writes `bytes` to `path` in `dir` so that no reader ever sees a partial file: a private
-// temporary file `path.tmp.<pid>.<random>`, fsync, rename over the old one, fsync of `dir`.
+// Writes `pieces` one after the other to `path` in `dir` so that no reader ever sees a partial
+// file: a private temporary file `path.tmp.<pid>.<random>`, fsync, rename over the old one,
+// fsync of `dir`.
 Result<void> StoreAtomically(const std::string& dir, const std::string& path,
-                             std::span<const uint8_t> bytes);
+                             std::span<const std::span<const uint8_t>> pieces);
+inline Result<void> StoreAtomically(const std::string& dir, const std::string& path,
+                                    std::span<const uint8_t> bytes) {
+  return StoreAtomically(dir, path, std::span<const std::span<const uint8_t>>(&bytes, 1));
+}
 
 // "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
 // the debug dirs decide which DWARF is found. Where finding it also depends on the binary's
