@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string_view>
 #include <unordered_map>
 
@@ -26,70 +25,49 @@ namespace {
 // Demangled names compress ~10x at level 3; higher levels gain little more.
 constexpr int kStringZstdLevel = 3;
 
-// The string stream: appended to by the megabyte, grown with realloc, which glibc serves by
-// remapping the pages of a big block instead of copying them (a vector copies its bytes and
-// faults in new pages at every doubling).
-class ByteStream {
+// The string stream as the strings it is made of, in order, each where it already lives (a
+// demangle cache entry, the DWARF string section, a line table's path): copying the 50 MB of
+// a big C++ library's names together cost a tenth of its cold build, most of that in
+// faulting in the copy's pages. Its callers keep the strings alive.
+class PieceStream {
  public:
-  ByteStream() = default;
-  ByteStream(const ByteStream&) = delete;
-  ByteStream& operator=(const ByteStream&) = delete;
-  ~ByteStream() { std::free(data_); }
-  void Append(const void* bytes, size_t size) {
-    if (size > capacity_ - size_) {
-      size_t capacity = std::max<size_t>({size_ + size, capacity_ * 2, 1 << 20});
-      void* grown = std::realloc(data_, capacity);
-      if (grown == nullptr) throw std::bad_alloc();
-      data_ = static_cast<uint8_t*>(grown);
-      capacity_ = capacity;
+  void Append(std::string_view s) {
+    if (s.empty()) return;
+    pieces_.push_back(s.data());
+    starts_.push_back(size_);
+    size_ += s.size();
+  }
+  void Append(const PieceStream& other) {
+    for (size_t i = 0; i < other.pieces_.size(); ++i) {
+      pieces_.push_back(other.pieces_[i]);
+      starts_.push_back(size_ + other.starts_[i]);
     }
-    if (size != 0) std::memcpy(data_ + size_, bytes, size);
-    size_ += size;
-  }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  const uint8_t* begin() const { return data_; }
-  const uint8_t* end() const { return data_ + size_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-  size_t capacity_ = 0;
-};
-
-// The string stream's regions read as one stream, without copying them together.
-class JoinedStream {
- public:
-  void Add(const ByteStream& region) {
-    regions_.push_back({region.data(), region.size()});
-    size_ += region.size();
+    size_ += other.size_;
   }
   size_t size() const { return size_; }
-  // The bytes [from, from + size): in place when one region holds them, else gathered into
+  // The bytes [from, from + size): in place when one piece holds them, else gathered into
   // `scratch`.
   const uint8_t* Range(size_t from, size_t size, std::vector<uint8_t>* scratch) const {
-    size_t start = 0;
-    for (const std::span<const uint8_t>& region : regions_) {
-      if (from >= start && from - start + size <= region.size()) {
-        return region.data() + (from - start);
-      }
-      start += region.size();
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), from) -
+                                   starts_.begin()) -
+               1;
+    if (from + size <= End(i)) {
+      return reinterpret_cast<const uint8_t*>(pieces_[i]) + (from - starts_[i]);
     }
-    scratch->clear();
-    start = 0;
-    for (const std::span<const uint8_t>& region : regions_) {
-      size_t lo = std::max(from, start), hi = std::min(from + size, start + region.size());
-      if (lo < hi) {
-        scratch->insert(scratch->end(), region.begin() + (lo - start),
-                        region.begin() + (hi - start));
-      }
-      start += region.size();
+    scratch->resize(size);
+    for (size_t done = 0; done < size; ++i) {
+      size_t at = from + done - starts_[i];
+      size_t n = std::min<size_t>(size - done, End(i) - starts_[i] - at);
+      std::memcpy(scratch->data() + done, pieces_[i] + at, n);
+      done += n;
     }
     return scratch->data();
   }
 
  private:
-  std::vector<std::span<const uint8_t>> regions_;
+  uint64_t End(size_t i) const { return i + 1 < starts_.size() ? starts_[i + 1] : size_; }
+  std::vector<const char*> pieces_;
+  std::vector<uint64_t> starts_;  // stream offset of each piece
   size_t size_ = 0;
 };
 
@@ -104,7 +82,7 @@ constexpr size_t kStringDictSamples = 2 << 20;
 
 // The dictionary for `stream` (at most an eighth of it), or none (empty) when training fails
 // (too few samples: the blocks are then compressed without one).
-std::vector<uint8_t> TrainStringDictionary(const JoinedStream& stream) {
+std::vector<uint8_t> TrainStringDictionary(const PieceStream& stream) {
   size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
   size_t dict_size = std::min(kStringDictSize, stream.size() / 32);
   if (dict_size < 1024) return {};
@@ -203,7 +181,7 @@ class StringTable {
     by_address_.Filled();
     return ref;
   }
-  const ByteStream& bytes() const { return bytes_; }
+  const PieceStream& bytes() const { return bytes_; }
   void Reserve(size_t count) {
     by_address_.Reserve(count);
     by_bytes_.Reserve(count);
@@ -218,24 +196,24 @@ class StringTable {
   };
   struct BytesSlot {
     uint64_t hash = 0;
+    const char* data = nullptr;
     StrRef ref;
     bool empty() const { return hash == 0; }
   };
 
   StrRef AddBytes(std::string_view s, uint64_t hash) {
     BytesSlot& slot = by_bytes_.Find(hash, [&](const BytesSlot& b) {
-      return b.ref.size == s.size() &&
-             std::memcmp(bytes_.data() + b.ref.offset, s.data(), s.size()) == 0;
+      return b.ref.size == s.size() && std::memcmp(b.data, s.data(), s.size()) == 0;
     });
     if (!slot.empty()) return slot.ref;
     StrRef ref = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
-    slot = {hash, ref};
-    bytes_.Append(s.data(), s.size());
+    slot = {hash, s.data(), ref};
+    bytes_.Append(s);
     by_bytes_.Filled();  // may move the slots
     return ref;
   }
 
-  ByteStream bytes_;
+  PieceStream bytes_;
   FlatTable<AddressSlot> by_address_;
   FlatTable<BytesSlot> by_bytes_;
 };
@@ -688,8 +666,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   for (NameRecord& name : names) place(name.raw), place(name.pretty);
   for (StrRef& ref : start_files.refs()) place(ref);
   for (StrRef& ref : path_strings.refs()) place(ref);
-  JoinedStream stream;
-  for (const StringTable* region : {&files, &strings, &linkage}) stream.Add(region->bytes());
+  PieceStream stream;
+  for (const StringTable* region : {&files, &strings, &linkage}) stream.Append(region->bytes());
   if (row_byte_count > 0xffffffffu || node_count > 0xffffffffu || stream.size() > 0xffffffffu ||
       names.size() >= kNodeInlined || too_big) {
     return Error(ErrorCode::kUnsupported,
