@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& r : unit_ranges) probes.push_back(r.low);
     auto table = dwarf::FunctionTable::Build(file, unit);
     if (table) {
-      for (const auto& node : table->nodes()) (void)file.SubroutineName(node.die_offset);
+      for (const auto& node : table->nodes())
+        (void)dwarf::DieChain(file, node.die_offset).Name(false);
       for (const auto& seg : table->segments()) probes.push_back(seg.start);
     }
     if (unit.has_stmt_list) {
@@ -79,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const dwarf::VariableTable::Entry& e = variables.entries()[i];
     if (const dwarf::VariableTable::Entry* v = variables.Find(e.high - 1)) {
       dwarf::DeclAttrs decl;
-      (void)dwarf::FindDecl(file, v->die_offset, &decl);
+      dwarf::FindDecl(file, v->die_offset, &decl);
     }
   }
 

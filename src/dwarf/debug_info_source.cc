@@ -10,6 +10,7 @@
 #include "base/parallel.h"
 #include "dwarf/aranges.h"
 #include "dwarf/debug_file_finder.h"
+#include "dwarf/die_chain.h"
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
 #include "dwarf/dwp_index.h"
@@ -691,14 +692,16 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   if (!name.done) {
     name.done = true;
     uint64_t die = state.functions.nodes()[i].die_offset;
-    dwarf::DwarfFile::SubroutineStart start;
-    if (state.function_file->ReadSubroutineStart(die, &start)) {
+    // Name and declaration come from one walk of the DIE's origin chain, each DIE read once.
+    dwarf::DieChain chain(*state.function_file, die);
+    if (chain.start_read()) {
+      const dwarf::SubroutineStart& start = chain.start();
       name.has_low_pc = start.has_low_pc && options_.start_addresses;
       name.low_pc = start.low_pc;
       name.call_discriminator = start.call_discriminator;
       // Instances of one inline function in a unit (often hundreds) share its name and
-      // declaration: resolved once per abstract origin (in this file: FindDecl does not
-      // follow references into another).
+      // declaration: resolved once per abstract origin (in this file: the declaration search
+      // does not follow references into another).
       if (!start.describes_itself && start.abstract_origin.file == state.function_file) {
         auto [it, first] = state.names_by_origin.try_emplace(start.abstract_origin.offset,
                                                              static_cast<int32_t>(i));
@@ -713,17 +716,16 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
         }
       }
     }
-    name.raw = state.function_file->SubroutineName(die, options_.short_function_names);
+    name.raw = chain.Name(options_.short_function_names);
     if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
     // The declaration as llvm-symbolizer reads it: a file index into the line table of the
     // unit holding the function (a DW_FORM_implicit_const one it cannot resolve).
     dwarf::DeclAttrs decl;
-    if (dwarf::FindDecl(*state.function_file, die, &decl)) {
-      name.start_line = static_cast<uint32_t>(std::min<uint64_t>(decl.line, 0xffffffff));
-      name.has_start_file = decl.has_file && !decl.file_implicit_const &&
-                            decl.file_unit == state.function_unit && decl.file_index <= 0xffffffff;
-      name.start_file = static_cast<uint32_t>(decl.file_index);
-    }
+    chain.Decl(&decl);
+    name.start_line = static_cast<uint32_t>(std::min<uint64_t>(decl.line, 0xffffffff));
+    name.has_start_file = decl.has_file && !decl.file_implicit_const &&
+                          decl.file_unit == state.function_unit && decl.file_index <= 0xffffffff;
+    name.start_file = static_cast<uint32_t>(decl.file_index);
   }
   return name;
 }
@@ -882,11 +884,8 @@ bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
   const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
   dwarf::DeclAttrs decl;
   // Declarations moved by dwz into the supplementary file are followed there.
-  if (variable == nullptr || variable->file == nullptr ||
-      !dwarf::FindDecl(*variable->file, variable->die_offset, &decl,
-                       /*follow_supplementary=*/true)) {
-    return false;
-  }
+  if (variable == nullptr || variable->file == nullptr) return false;
+  dwarf::FindDecl(*variable->file, variable->die_offset, &decl, /*follow_supplementary=*/true);
   if (decl.line == 0 || decl.line > UINT32_MAX) return false;
   *out = DataDeclaration();
   out->line = static_cast<uint32_t>(decl.line);

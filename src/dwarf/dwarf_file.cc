@@ -13,10 +13,6 @@ namespace stacksym::dwarf {
 namespace {
 
 constexpr const char* kInfo = ".debug_info";
-// Bound on DW_AT_abstract_origin / DW_AT_specification hops when looking for a name. Real
-// chains are 1–3 long (concrete → abstract → declaration).
-constexpr size_t kMaxNameChain = 16;
-
 uint64_t Tombstone(uint8_t address_size) {
   return address_size >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * address_size)) - 1;
 }
@@ -460,92 +456,6 @@ Result<void> DwarfFile::UnitRanges(UnitInfo& unit, std::vector<AddressRange>* ou
   if (!ok) return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
   return DieRanges(unit, has_low ? &low : nullptr, has_high ? &high : nullptr,
                    has_ranges ? &ranges : nullptr, out);
-}
-
-template <class Visit>
-bool DwarfFile::VisitDieAttrs(uint64_t die_offset, const Visit& visit) {
-  int index = FindUnit(die_offset);
-  if (index < 0) return false;
-  UnitInfo& unit = units_[static_cast<size_t>(index)];
-  if (!ReadUnitDie(unit)) return false;
-  Result<const AbbrevTable*> abbrevs = Abbrevs(unit);
-  if (!abbrevs) return false;
-  ByteCursor c(sections_.info.data(), static_cast<size_t>(unit.end));
-  c.Seek(static_cast<size_t>(die_offset));
-  const Abbrev* abbrev = (*abbrevs)->Find(c.Uleb128());
-  if (!c.ok() || abbrev == nullptr) return false;
-  return ReadDieAttrs(c, **abbrevs, *abbrev, unit.ctx,
-                      [&](uint16_t at, const AttrValue& v) { visit(unit, at, v); });
-}
-
-bool DwarfFile::ReadNameAttrs(uint64_t die_offset, NameAttrs* out) {
-  return VisitDieAttrs(die_offset, [&](UnitInfo& unit, uint16_t at, const AttrValue& v) {
-    switch (at) {
-      case DW_AT_linkage_name:
-      case DW_AT_MIPS_linkage_name:
-        if (out->linkage_name.empty()) String(unit, v, &out->linkage_name);
-        break;
-      case DW_AT_name:
-        if (out->name.empty()) String(unit, v, &out->name);
-        break;
-      case DW_AT_abstract_origin:
-        Reference(unit, v, &out->abstract_origin);
-        break;
-      case DW_AT_specification:
-        Reference(unit, v, &out->specification);
-        break;
-      default:
-        break;
-    }
-  });
-}
-
-bool DwarfFile::ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out) {
-  *out = SubroutineStart();
-  return VisitDieAttrs(die_offset, [&](UnitInfo& unit, uint16_t at, const AttrValue& v) {
-    if (at == DW_AT_low_pc && !out->has_low_pc) {
-      out->has_low_pc = Address(unit, v, &out->low_pc);
-    } else if (at == DW_AT_GNU_discriminator) {
-      out->call_discriminator = static_cast<uint32_t>(std::min<uint64_t>(v.value, 0xffffffff));
-    } else if (at == DW_AT_abstract_origin) {
-      Reference(unit, v, &out->abstract_origin);
-    } else if (at == DW_AT_name || at == DW_AT_linkage_name || at == DW_AT_MIPS_linkage_name ||
-               at == DW_AT_specification || at == DW_AT_decl_file || at == DW_AT_decl_line) {
-      out->describes_itself = true;
-    }
-  });
-}
-
-std::string_view DwarfFile::SubroutineName(uint64_t die_offset, bool short_name) {
-  // Same search order as LLVM's DWARFDie::findRecursively: a LIFO worklist, abstract origin
-  // pushed before specification, each DIE visited once.
-  DieRef worklist[kMaxNameChain * 2];
-  size_t worklist_size = 0;
-  DieRef seen[kMaxNameChain];
-  size_t seen_size = 0;
-  std::string_view first_name;
-  worklist[worklist_size++] = {this, die_offset};
-  seen[seen_size++] = {this, die_offset};
-  auto push = [&](const DieRef& ref) {
-    if (ref.file == nullptr) return;
-    for (size_t i = 0; i < seen_size; ++i) {
-      if (seen[i].file == ref.file && seen[i].offset == ref.offset) return;
-    }
-    if (seen_size == kMaxNameChain) return;
-    seen[seen_size++] = ref;
-    worklist[worklist_size++] = ref;
-  };
-  while (worklist_size > 0) {
-    DieRef ref = worklist[--worklist_size];
-    NameAttrs attrs;
-    if (!ref.file->ReadNameAttrs(ref.offset, &attrs)) continue;
-    if (!attrs.linkage_name.empty() && !short_name) return attrs.linkage_name;
-    if (short_name && !attrs.name.empty()) return attrs.name;  // LLVM's getShortName()
-    if (first_name.empty()) first_name = attrs.name;
-    push(attrs.abstract_origin);
-    push(attrs.specification);
-  }
-  return first_name;
 }
 
 size_t DwarfFile::memory_bytes() const {

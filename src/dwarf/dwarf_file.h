@@ -144,38 +144,9 @@ class DwarfFile {
   // The ranges of the unit DIE itself (DW_AT_low_pc/high_pc or DW_AT_ranges).
   Result<void> UnitRanges(UnitInfo& unit, std::vector<AddressRange>* out);
 
-  // The name llvm-symbolizer gives a subroutine DIE: the linkage name found by following
-  // DW_AT_abstract_origin / DW_AT_specification (across units and into the supplementary
-  // file), else DW_AT_name the same way. Bounded: cycles and long chains stop the search.
-  // `short_name`: DW_AT_name only, found the same way (llvm-symbolizer --functions=short).
-  std::string_view SubroutineName(uint64_t die_offset, bool short_name = false);
-  // The subroutine DIE's own DW_AT_low_pc (as LLVM's DWARFDie::find, no abstract origin) and
-  // DW_AT_GNU_discriminator (an inlined call site's); false when the DIE cannot be read.
-  struct SubroutineStart {
-    bool has_low_pc = false;
-    uint64_t low_pc = 0;
-    uint32_t call_discriminator = 0;
-    // An instance that names and declares nothing itself (no name, linkage name,
-    // specification, decl_file or decl_line) is named and declared as its abstract origin.
-    DieRef abstract_origin;
-    bool describes_itself = false;
-  };
-  bool ReadSubroutineStart(uint64_t die_offset, SubroutineStart* out);
-
   size_t memory_bytes() const;
 
  private:
-  struct NameAttrs {
-    std::string_view linkage_name;
-    std::string_view name;
-    DieRef abstract_origin;
-    DieRef specification;
-  };
-  bool ReadNameAttrs(uint64_t die_offset, NameAttrs* out);
-  // Reads the attributes of the DIE at `die_offset`, calling visit(unit, attribute, value) for
-  // each; false when the DIE cannot be found or read. Defined in dwarf_file.cc, its only user.
-  template <class Visit>
-  bool VisitDieAttrs(uint64_t die_offset, const Visit& visit);
   Result<void> ReadUnitDieOnce(UnitInfo& unit, bool strings);
   Result<void> ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,
                              std::vector<AddressRange>* out) const;

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "base/byte_cursor.h"
+#include "dwarf/die_chain.h"
 #include "dwarf/die_reader.h"
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/variable_table.h"
@@ -45,7 +46,7 @@ class Walker {
   // The short name and frame-base register of the subroutine DIE at `offset`.
   Function Describe(uint64_t offset) {
     Function f;
-    f.name = std::string(file_.SubroutineName(offset, /*short_name=*/true));
+    f.name = std::string(DieChain(file_, offset).Name(/*short_name=*/true));
     OpenedDie die;
     if (!OpenDie(file_, offset, &die)) return f;
     (void)ReadDieAttrs(die.cursor, *die.abbrevs, *die.abbrev, die.unit->ctx,

@@ -36,6 +36,7 @@
 #include "dwarf/abbrev_table.h"
 #include "dwarf/address_index.h"
 #include "dwarf/address_range.h"
+#include "dwarf/die_chain.h"
 #include "dwarf/dwarf_file.h"
 
 namespace stacksym::dwarf {
@@ -116,20 +117,5 @@ class TypeSizer {
   std::unordered_map<const DwarfFile*, std::unordered_map<uint64_t, std::optional<uint64_t>>>
       sizes_;
 };
-
-// Where a variable was declared: DW_AT_decl_file and DW_AT_decl_line, each found on the DIE or
-// else by following DW_AT_abstract_origin / DW_AT_specification (LLVM's findRecursively order).
-struct DeclAttrs {
-  bool has_file = false;
-  uint64_t file_index = 0;              // into the line table of `file_unit`
-  const UnitInfo* file_unit = nullptr;  // the unit whose DIE held DW_AT_decl_file
-  DwarfFile* file_file = nullptr;       // and its file (the supplementary file, when followed)
-  bool file_implicit_const = false;     // DW_AT_decl_file was DW_FORM_implicit_const
-  uint64_t line = 0;                    // 0: none
-};
-// `follow_supplementary`: also follow references into file.supplementary() (a dwz file), as
-// LLVM 16 does not.
-bool FindDecl(DwarfFile& file, uint64_t die_offset, DeclAttrs* out,
-              bool follow_supplementary = false);
 
 }  // namespace stacksym::dwarf
