@@ -252,18 +252,20 @@ struct UnitPart {
   size_t row_files = 0;
   size_t call_files = 0;
   // The unit's distinct names, told apart by where their strings are stored (the instances of
-  // one inline function share its resolved name): a node carrying each, and per node the
-  // number of its name, so that the serial merge numbers each name of a unit once.
-  std::vector<uint32_t> name_carriers;
-  std::vector<uint32_t> name_of_node;
-  // Worked out here, in parallel, for the serial merge: the byte hashes of each carrier's
-  // strings and of each file index's path.
-  struct CarrierHashes {
-    uint64_t pretty = 0;
-    uint64_t raw = 0;  // 0: the linkage name is the demangled one
-    uint64_t start_file = 0;
+  // one inline function share its resolved name), each once, so that the serial merge
+  // numbers each name of a unit once; a node's NodeRecord::name holds the number of its own
+  // until the merge. With them the byte hashes of their strings, worked out here, in
+  // parallel, for the merge.
+  struct Carrier {
+    std::string_view raw, pretty, start_file;
+    uint32_t start_line = 0;
+    uint64_t pretty_hash = 0;
+    uint64_t raw_hash = 0;  // 0: the linkage name is the demangled one
+    uint64_t start_file_hash = 0;
   };
-  std::vector<CarrierHashes> carrier_hashes;
+  std::vector<Carrier> carriers;
+  std::vector<CallDiscriminatorRecord> call_discriminators;  // nodes numbered within the unit
+  // Per file index of the line table: its path's byte hash.
   std::vector<uint64_t> path_hashes;
 };
 
@@ -309,7 +311,6 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     bool empty() const { return hash == 0; }
   };
   FlatTable<NameSlot> numbers(t.nodes.size() / 4);
-  part->name_of_node.resize(t.nodes.size());
   for (uint32_t n = 0; n < t.nodes.size(); ++n) {
     const std::string_view raw = t.raw_names[n], pretty = t.pretty_names[n];
     const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
@@ -326,22 +327,20 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
              other_start.file.data() == start.file.data() &&
              other_start.file.size() == start.file.size() && other_start.line == start.line;
     });
-    uint32_t number = static_cast<uint32_t>(part->name_carriers.size());
+    uint32_t number = static_cast<uint32_t>(part->carriers.size());
     if (slot.empty()) {
       slot = {hash, n, number};
-      part->name_carriers.push_back(n);
+      part->carriers.push_back({raw, pretty, start.file, start.line, StringTable::HashBytes(pretty),
+                                raw == pretty ? 0 : StringTable::HashBytes(raw),
+                                StringTable::HashBytes(start.file)});
       numbers.Filled();  // may move the slots: `slot` is not read after it
     } else {
       number = slot.number;
     }
-    part->name_of_node[n] = number;
-  }
-  part->carrier_hashes.reserve(part->name_carriers.size());
-  for (uint32_t n : part->name_carriers) {
-    part->carrier_hashes.push_back(
-        {StringTable::HashBytes(t.pretty_names[n]),
-         t.raw_names[n] == t.pretty_names[n] ? 0 : StringTable::HashBytes(t.raw_names[n]),
-         StringTable::HashBytes(t.starts[n].file)});
+    part->nodes[n].name |= number;
+    if (start.call_discriminator != 0) {
+      part->call_discriminators.push_back({n, start.call_discriminator});
+    }
   }
   part->path_hashes.reserve(t.paths.size());
   for (std::string_view path : t.paths) part->path_hashes.push_back(StringTable::HashBytes(path));
@@ -545,6 +544,10 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       part.tables = src.ExportUnit(i);
       if (!part.tables.ok) return;
       EncodeFunctions(part.tables, &part);
+      // Per node, only what the parts now hold: dropped unit by unit, not after them all.
+      Release(part.tables.raw_names);
+      Release(part.tables.pretty_names);
+      Release(part.tables.starts);
       if (part.tables.line == nullptr) return;
       {
         std::lock_guard<std::mutex> lock(encoded_mutex);
@@ -565,7 +568,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
     size_t carrier_total = 0;
-    for (const UnitPart& part : parts) carrier_total += part.name_carriers.size();
+    for (const UnitPart& part : parts) carrier_total += part.carriers.size();
     // Distinct names are fewer than the units' ones added up (units share most of them).
     name_ids.Reserve(carrier_total / 2);
     strings.Reserve(carrier_total / 2);
@@ -591,20 +594,17 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       function_segments.push_back(AsBytes(part.segments));
       unit.node_begin = static_cast<uint32_t>(node_count);
       name_numbers.clear();
-      for (size_t k = 0; k < part.name_carriers.size(); ++k) {
-        uint32_t n = part.name_carriers[k];
-        const UnitPart::CarrierHashes& hashes = part.carrier_hashes[k];
-        StrRef pretty = add_name(t.pretty_names[n], hashes.pretty);
-        StrRef raw = linkage_ref(t.raw_names[n], hashes.raw == 0, pretty, hashes.raw);
-        const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+      for (const UnitPart::Carrier& c : part.carriers) {
+        StrRef pretty = add_name(c.pretty, c.pretty_hash);
+        StrRef raw = linkage_ref(c.raw, c.raw_hash == 0, pretty, c.raw_hash);
         name_numbers.push_back(
-            name_id(raw, pretty, start_file_id(start.file, hashes.start_file), start.line));
+            name_id(raw, pretty, start_file_id(c.start_file, c.start_file_hash), c.start_line));
       }
-      for (size_t n = 0; n < part.nodes.size(); ++n) {
-        part.nodes[n].name |= name_numbers[part.name_of_node[n]];
-        if (uint32_t discriminator = t.starts[n].call_discriminator; discriminator != 0) {
-          call_discriminators.push_back({static_cast<uint32_t>(node_count + n), discriminator});
-        }
+      for (NodeRecord& r : part.nodes) {
+        r.name = (r.name & kNodeInlined) | name_numbers[r.name & ~kNodeInlined];
+      }
+      for (const CallDiscriminatorRecord& d : part.call_discriminators) {
+        call_discriminators.push_back({static_cast<uint32_t>(node_count + d.node), d.discriminator});
       }
       unit.node_count = static_cast<uint32_t>(part.nodes.size());
       node_count += part.nodes.size();
@@ -644,9 +644,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     // the memory instead of faulting in more).
     for (UnitPart& part : parts) {
       part.tables = {};
-      Release(part.name_carriers);
-      Release(part.name_of_node);
-      Release(part.carrier_hashes);
+      Release(part.carriers);
+      Release(part.call_discriminators);
       Release(part.path_hashes);
     }
   }
