@@ -1042,6 +1042,10 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
     start.line = name.start_line;
     start.call_discriminator = name.call_discriminator;
   }
+  // An index build asks each name once: the unit's cache of them goes now (tens of MB over a
+  // big C++ library, all of it new pages); a later lookup resolves the names it needs again.
+  std::vector<ResolvedName>().swap(state->names);
+  decltype(state->names_by_origin)().swap(state->names_by_origin);
   return out;
 }
 
