@@ -27,6 +27,20 @@ std::string TryStyle(const std::string& name, int style) {
   return result;
 }
 
+// An Itanium C++ name, demangled into a buffer each thread reuses (cplus_demangle grows a new
+// one by doubling for every name, then copies it out), then copied out at its exact size.
+std::string DemangleItanium(const std::string& name) {
+  thread_local std::string text;
+  text.clear();
+  auto append = [](const char* piece, size_t size, void* opaque) {
+    static_cast<std::string*>(opaque)->append(piece, size);
+  };
+  if (cplus_demangle_v3_callback(name.c_str(), DMGL_PARAMS | DMGL_ANSI, append, &text) == 0) {
+    return {};
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string Demangle(std::string_view mangled) {
@@ -37,7 +51,7 @@ std::string Demangle(std::string_view mangled) {
   // name, a tenth of the cost of demangling a long C++ name) can be skipped.
   bool maybe_rust = mangled[1] == 'R' || mangled.find("17h") != std::string_view::npos;
   std::string out = maybe_rust ? TryStyle(name, DMGL_RUST) : std::string();
-  if (out.empty()) out = TryStyle(name, DMGL_GNU_V3);
+  if (out.empty()) out = DemangleItanium(name);
   return out.empty() ? name : out;
 }
 
