@@ -6,31 +6,36 @@
 
 namespace stacksym {
 
-DemangleCache::Shard& DemangleCache::ShardOf(const char* key) {
-  uint64_t x = reinterpret_cast<uintptr_t>(key);
-  x = (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL;
-  return shards_[(x >> 32) % kShards];
+uint64_t DemangleCache::HashOf(const char* key) {
+  return MixHash(reinterpret_cast<uintptr_t>(key) * 0xbf58476d1ce4e5b9ULL);
 }
 
 const std::string& DemangleCache::Get(std::string_view raw) {
-  Shard& shard = ShardOf(raw.data());
+  const uint64_t hash = HashOf(raw.data());
+  Shard& shard = ShardOf(hash);
+  auto same = [&](const Slot& slot) { return slot.key == raw.data(); };
   {
     std::lock_guard<std::mutex> lock(shard.mu);
-    auto it = shard.names.find(raw.data());
-    if (it != shard.names.end()) return it->second;
+    const Slot& slot = shard.slots.Find(hash, same);
+    if (!slot.empty()) return *slot.name;
   }
   std::string pretty = Demangle(raw);
   std::lock_guard<std::mutex> lock(shard.mu);
   // Another thread may have demangled the same name meanwhile: the first entry stays.
-  return shard.names.try_emplace(raw.data(), std::move(pretty)).first->second;
+  Slot& slot = shard.slots.Find(hash, same);
+  if (!slot.empty()) return *slot.name;
+  const std::string& name = shard.names.emplace_back(std::move(pretty));
+  slot = {hash, raw.data(), &name};
+  shard.slots.Filled();
+  return name;
 }
 
 size_t DemangleCache::memory_bytes() const {
   size_t total = 0;
   for (const Shard& shard : shards_) {
     std::lock_guard<std::mutex> lock(shard.mu);
-    total += shard.names.bucket_count() * sizeof(void*);
-    for (const auto& [key, name] : shard.names) total += sizeof(std::string) + name.capacity() + 32;
+    total += shard.slots.memory_bytes();
+    for (const std::string& name : shard.names) total += sizeof(std::string) + name.capacity();
   }
   return total;
 }

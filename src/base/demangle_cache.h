@@ -11,10 +11,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+
+#include "base/flat_table.h"
 
 namespace stacksym {
 
@@ -25,11 +28,19 @@ class DemangleCache {
 
  private:
   static constexpr size_t kShards = 32;
+  struct Slot {
+    uint64_t hash = 0;
+    const char* key = nullptr;
+    const std::string* name = nullptr;
+    bool empty() const { return hash == 0; }
+  };
   struct Shard {
     mutable std::mutex mu;
-    std::unordered_map<const char*, std::string> names;  // node-based: references stay valid
+    FlatTable<Slot> slots;
+    std::deque<std::string> names;  // grows at the end only: references stay valid
   };
-  Shard& ShardOf(const char* key);
+  static uint64_t HashOf(const char* key);
+  Shard& ShardOf(uint64_t hash) { return shards_[(hash >> 40) % kShards]; }
   Shard shards_[kShards];
 };
 

@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "base/flat_table.h"
 #include "base/parallel.h"
 #include "dwarf/aranges.h"
 #include "dwarf/debug_file_finder.h"
@@ -38,7 +39,13 @@ struct DebugInfoSource::UnitState {
   std::string_view comp_dir;
   // Lazily resolved per node / per file index.
   std::vector<ResolvedName> names;
-  std::unordered_map<uint64_t, int32_t> names_by_origin;  // abstract origin → first node
+  struct OriginSlot {
+    uint64_t hash = 0;
+    uint64_t origin = 0;
+    int32_t node = 0;
+    bool empty() const { return hash == 0; }
+  };
+  FlatTable<OriginSlot> names_by_origin;  // abstract origin → first node
   std::vector<std::string> paths;
   std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
 };
@@ -681,7 +688,7 @@ bool DebugInfoSource::CompleteUnit(UnitState& state) {
   }
   state.functions = std::move(*full);
   state.names.clear();  // node numbers changed
-  state.names_by_origin.clear();
+  state.names_by_origin = FlatTable<UnitState::OriginSlot>();
   return true;
 }
 
@@ -703,10 +710,14 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
       // declaration: resolved once per abstract origin (in this file: the declaration search
       // does not follow references into another).
       if (!start.describes_itself && start.abstract_origin.file == state.function_file) {
-        auto [it, first] = state.names_by_origin.try_emplace(start.abstract_origin.offset,
-                                                             static_cast<int32_t>(i));
-        if (!first) {
-          const ResolvedName& same = state.names[static_cast<size_t>(it->second)];
+        uint64_t origin = start.abstract_origin.offset;
+        UnitState::OriginSlot& slot = state.names_by_origin.Find(
+            MixHash(origin), [&](const UnitState::OriginSlot& s) { return s.origin == origin; });
+        if (slot.empty()) {
+          slot = {MixHash(origin), origin, static_cast<int32_t>(i)};
+          state.names_by_origin.Filled();
+        } else {
+          const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
           name.raw = same.raw;
           name.pretty = same.pretty;
           name.has_start_file = same.has_start_file;
@@ -1045,7 +1056,7 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   // An index build asks each name once: the unit's cache of them goes now (tens of MB over a
   // big C++ library, all of it new pages); a later lookup resolves the names it needs again.
   std::vector<ResolvedName>().swap(state->names);
-  decltype(state->names_by_origin)().swap(state->names_by_origin);
+  state->names_by_origin = FlatTable<UnitState::OriginSlot>();
   return out;
 }
 
@@ -1074,8 +1085,7 @@ size_t DebugInfoSource::memory_bytes() const {
   for (const auto& u : units_) {
     if (!u) continue;
     total += sizeof(UnitState) + u->functions.memory_bytes() +
-             u->names.capacity() * sizeof(ResolvedName) + u->names_by_origin.size() * 32 +
-             u->names_by_origin.bucket_count() * sizeof(void*);
+             u->names.capacity() * sizeof(ResolvedName) + u->names_by_origin.memory_bytes();
     for (const std::string& p : u->paths) total += sizeof(std::string) + p.capacity();
   }
   for (const auto& [offset, table] : line_tables_) {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "base/demangle_cache.h"
+#include "base/flat_table.h"
 #include "base/parallel.h"
 #include "dwarf/debug_info_source.h"
 #include "index/checksum.h"
@@ -110,63 +111,10 @@ std::vector<uint8_t> TrainStringDictionary(const PieceStream& stream) {
   return dict;
 }
 
-// Open addressing with linear probing, power-of-two capacity, at most half full: one
-// allocation (millions of names are added, and freeing a node-based map's nodes one by one
-// cost as much as filling it).
-template <class Slot>
-class FlatTable {
- public:
-  explicit FlatTable(size_t expected = 0) { Grow(std::max<size_t>(64, expected * 2)); }
-  // The slot for `hash` that `same` accepts, or the empty slot where it would go (filled by
-  // the caller, which then calls Filled()).
-  template <class Same>
-  Slot& Find(uint64_t hash, const Same& same) {
-    size_t mask = slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      Slot& slot = slots_[i];
-      if (slot.empty() || (slot.hash == hash && same(slot))) return slot;
-    }
-  }
-  void Filled() {
-    if (++used_ * 2 > slots_.size()) Grow(slots_.size() * 2);
-  }
-  // Room for `count` entries in all (growing by doubling faults in every generation anew).
-  void Reserve(size_t count) {
-    if (count * 2 > slots_.size()) Grow(count * 2);
-  }
-
- private:
-  void Grow(size_t capacity) {
-    size_t size = 64;
-    while (size < capacity) size *= 2;
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(size, Slot{});
-    size_t mask = size - 1;
-    for (const Slot& slot : old) {
-      if (slot.empty()) continue;
-      size_t i = slot.hash & mask;
-      while (!slots_[i].empty()) i = (i + 1) & mask;
-      slots_[i] = slot;
-    }
-  }
-  std::vector<Slot> slots_;
-  size_t used_ = 0;
-};
-
-uint64_t MixHash(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x | 1;  // never 0: 0 marks an empty slot
-}
-
 class StringTable {
  public:
   explicit StringTable(size_t expected) : by_address_(expected), by_bytes_(expected) {}
 
-  static uint64_t HashBytes(std::string_view s) {
-    return MixHash(std::hash<std::string_view>()(s));
-  }
   // `bytes_hash`: HashBytes(s) when the caller has it (worked out on another thread), else 0.
   StrRef Add(std::string_view s, uint64_t bytes_hash = 0) {
     // Most names come again and again from the same storage (a demangle cache entry, the
@@ -330,9 +278,8 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     uint32_t number = static_cast<uint32_t>(part->carriers.size());
     if (slot.empty()) {
       slot = {hash, n, number};
-      part->carriers.push_back({raw, pretty, start.file, start.line, StringTable::HashBytes(pretty),
-                                raw == pretty ? 0 : StringTable::HashBytes(raw),
-                                StringTable::HashBytes(start.file)});
+      part->carriers.push_back({raw, pretty, start.file, start.line, HashBytes(pretty),
+                                raw == pretty ? 0 : HashBytes(raw), HashBytes(start.file)});
       numbers.Filled();  // may move the slots: `slot` is not read after it
     } else {
       number = slot.number;
@@ -343,7 +290,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     }
   }
   part->path_hashes.reserve(t.paths.size());
-  for (std::string_view path : t.paths) part->path_hashes.push_back(StringTable::HashBytes(path));
+  for (std::string_view path : t.paths) part->path_hashes.push_back(HashBytes(path));
 }
 
 // Rows in blocks of kRowsPerBlock (index_format.h); a block with discriminators is flagged and
@@ -604,7 +551,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         r.name = (r.name & kNodeInlined) | name_numbers[r.name & ~kNodeInlined];
       }
       for (const CallDiscriminatorRecord& d : part.call_discriminators) {
-        call_discriminators.push_back({static_cast<uint32_t>(node_count + d.node), d.discriminator});
+        call_discriminators.push_back(
+            {static_cast<uint32_t>(node_count + d.node), d.discriminator});
       }
       unit.node_count = static_cast<uint32_t>(part.nodes.size());
       node_count += part.nodes.size();
