@@ -349,7 +349,7 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
 
 Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
                                        const SymbolizeOptions& options,
-                                       std::unique_ptr<DebugInfoSource>* dwarf) {
+                                       std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
   // The string stream in three regions, each its own table until they are joined: the paths
   // and start files (few, and read by almost every lookup: their blocks stay cached), the
   // demangled names, then the linkage names (read only by callers that print them, so the
@@ -623,6 +623,68 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         .WithFile(elf->path());
   }
   IndexImage image;
+  std::string& identity = image.Keep(
+      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files));
+  auto one = [](std::span<const uint8_t> bytes) {
+    return std::vector<std::span<const uint8_t>>{bytes};
+  };
+  auto kept = [&](auto&& storage) { return one(AsBytes(image.Keep(std::move(storage)))); };
+  image.Keep(std::move(parts));  // the pieces of several sections
+
+  // Layout: header, section table, then each section 8-byte aligned: first those final now
+  // (handed to the sink while the strings are compressed), then the strings' three.
+  struct Section {
+    SectionKind kind;
+    std::vector<std::span<const uint8_t>> pieces;
+  };
+  std::vector<Section> sections;
+  sections.push_back({SectionKind::kIdentity,
+                      one({reinterpret_cast<const uint8_t*>(identity.data()), identity.size()})});
+  sections.push_back({SectionKind::kNames, kept(std::move(names))});
+  sections.push_back({SectionKind::kSymbols, kept(std::move(symbols))});
+  sections.push_back({SectionKind::kSymbolSegments, kept(std::move(symbol_segments))});
+  sections.push_back({SectionKind::kUnitSegments, kept(std::move(unit_segments))});
+  sections.push_back({SectionKind::kUnits, kept(std::move(units))});
+  sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments)});
+  sections.push_back({SectionKind::kNodes, std::move(nodes)});
+  sections.push_back({SectionKind::kLineTables, kept(std::move(line_tables))});
+  sections.push_back({SectionKind::kRowBlocks, std::move(row_blocks)});
+  sections.push_back({SectionKind::kPaths, kept(std::move(paths))});
+  sections.push_back({SectionKind::kRowBytes, std::move(row_bytes)});
+  sections.push_back({SectionKind::kStartFiles, kept(std::move(start_files.refs()))});
+  sections.push_back({SectionKind::kCallDiscrims, kept(std::move(call_discriminators))});
+  sections.push_back({SectionKind::kPathStrings, kept(std::move(path_strings.refs()))});
+  const size_t early_sections = sections.size();
+  constexpr size_t kCount = kSectionKindCount;  // the strings' three and the chunk checksums
+  static constexpr uint8_t kZeros[8] = {};
+  std::vector<uint8_t>& head =
+      image.Keep(std::vector<uint8_t>(sizeof(FileHeader) + kCount * sizeof(SectionEntry)));
+  std::vector<SectionEntry> entries;
+  // (file offset, bytes) of every piece after the head, in file order.
+  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> placed;
+  uint64_t offset = head.size();
+  auto lay_out = [&](const Section& section) {
+    if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
+      placed.push_back({offset, {kZeros, padded - offset}});
+      offset = padded;
+    }
+    uint64_t size = 0;
+    for (std::span<const uint8_t> piece : section.pieces) {
+      if (piece.empty()) continue;
+      placed.push_back({offset + size, piece});
+      size += piece.size();
+    }
+    entries.push_back({static_cast<uint32_t>(section.kind), 0, offset, size});
+    offset += size;
+  };
+  for (const Section& section : sections) lay_out(section);
+  if (sink != nullptr) {
+    std::vector<std::span<const uint8_t>> early;
+    for (const auto& [at, bytes] : placed) early.push_back(bytes);
+    sink->WriteEarly(head.size(), std::move(early));
+  }
+  const size_t early_pieces = placed.size();
+
   // The string stream, compressed block by block on all cores, with a dictionary trained on
   // it. Blocks are taken in runs, each run's frames appended to one buffer of its own: a
   // buffer per frame would hold twice its bytes (room for the worst case) until copied out.
@@ -688,68 +750,16 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   if (block_total > 0) string_blocks.push_back(compressed_size);
   std::vector<std::span<const uint8_t>> compressed;
   for (const std::vector<uint8_t>& run : runs) compressed.push_back(AsBytes(run));
-  std::string& identity = image.Keep(
-      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files));
-  auto one = [](std::span<const uint8_t> bytes) {
-    return std::vector<std::span<const uint8_t>>{bytes};
-  };
-  auto kept = [&](auto&& storage) { return one(AsBytes(image.Keep(std::move(storage)))); };
-  image.Keep(std::move(parts));  // the pieces of several sections
-
-  // Layout: header, section table, then each section 8-byte aligned.
-  struct Section {
-    SectionKind kind;
-    std::vector<std::span<const uint8_t>> pieces;
-  };
-  const Section sections[] = {
-      {SectionKind::kIdentity,
-       one({reinterpret_cast<const uint8_t*>(identity.data()), identity.size()})},
-      {SectionKind::kStrings, std::move(compressed)},
-      {SectionKind::kStringBlocks, one(AsBytes(string_blocks))},
-      {SectionKind::kStringDict, one(AsBytes(dictionary))},
-      {SectionKind::kNames, kept(std::move(names))},
-      {SectionKind::kSymbols, kept(std::move(symbols))},
-      {SectionKind::kSymbolSegments, kept(std::move(symbol_segments))},
-      {SectionKind::kUnitSegments, kept(std::move(unit_segments))},
-      {SectionKind::kUnits, kept(std::move(units))},
-      {SectionKind::kFunctionSegments, std::move(function_segments)},
-      {SectionKind::kNodes, std::move(nodes)},
-      {SectionKind::kLineTables, kept(std::move(line_tables))},
-      {SectionKind::kRowBlocks, std::move(row_blocks)},
-      {SectionKind::kPaths, kept(std::move(paths))},
-      {SectionKind::kRowBytes, std::move(row_bytes)},
-      {SectionKind::kStartFiles, kept(std::move(start_files.refs()))},
-      {SectionKind::kCallDiscrims, kept(std::move(call_discriminators))},
-      {SectionKind::kPathStrings, kept(std::move(path_strings.refs()))},
-  };
-  constexpr size_t kSections = sizeof(sections) / sizeof(sections[0]);
-  constexpr size_t kCount = kSections + 1;  // and the chunk checksums, last
-  static_assert(kCount == kSectionKindCount);
-  static constexpr uint8_t kZeros[8] = {};
-  std::vector<uint8_t>& head =
-      image.Keep(std::vector<uint8_t>(sizeof(FileHeader) + kCount * sizeof(SectionEntry)));
-  std::vector<SectionEntry> entries(kCount);
-  // (file offset, bytes) of every piece after the head, for the checksums.
-  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> placed;
-  uint64_t offset = head.size();
-  for (size_t i = 0; i < kSections; ++i) {
-    if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
-      placed.push_back({offset, {kZeros, padded - offset}});
-      offset = padded;
-    }
-    uint64_t size = 0;
-    for (std::span<const uint8_t> piece : sections[i].pieces) {
-      if (piece.empty()) continue;
-      placed.push_back({offset + size, piece});
-      size += piece.size();
-    }
-    entries[i] = {static_cast<uint32_t>(sections[i].kind), 0, offset, size};
-    offset += size;
-  }
+  sections.push_back({SectionKind::kStringDict, one(AsBytes(dictionary))});
+  sections.push_back({SectionKind::kStringBlocks, one(AsBytes(string_blocks))});
+  sections.push_back({SectionKind::kStrings, std::move(compressed)});
+  for (size_t i = early_sections; i < sections.size(); ++i) lay_out(sections[i]);
   if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
     placed.push_back({offset, {kZeros, padded - offset}});
     offset = padded;
   }
+  static_assert(kCount >= 1);
+  if (entries.size() + 1 != kCount) return Error(ErrorCode::kIo, "index sections miscounted");
   const uint64_t chunks_end = offset;
   const uint64_t table_end = head.size();
   const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
@@ -783,8 +793,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       chunk_crcs[k] = any ? crc : 0;
     }
   });
-  entries[kSections] = {static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
-                        chunks_end, chunk_count * sizeof(uint32_t)};
+  entries.push_back({static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
+                     chunks_end, chunk_count * sizeof(uint32_t)});
   std::memcpy(head.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
@@ -804,6 +814,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   image.Append(head);
   for (const auto& [at, bytes] : placed) image.Append(bytes);
   image.Append(AsBytes(chunk_crcs));
+  // Pieces are appended as placed, none empty: the head is piece 0, the early ones follow.
+  if (sink != nullptr) image.MarkEarly(1, 1 + early_pieces);
   if (dwarf != nullptr) *dwarf = std::move(source);
   return image;
 }

@@ -6,6 +6,10 @@
 //
 //   Result<IndexImage> image = IndexBuilder::Build(elf, options);
 //   ... write image->pieces() in order (StoreAtomically); SymbolIndex::Open() reads them back ...
+//
+// With an IndexSink, most of the file (every section but the strings) is handed over as soon
+// as it is final, before the strings are compressed, so that writing it overlaps that work;
+// the image still lists every piece, and says which ones went early.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +30,13 @@ class IndexImage {
   size_t size() const { return size_; }
   std::span<const std::span<const uint8_t>> pieces() const { return pieces_; }
   std::vector<uint8_t> Flatten() const;
+  // pieces()[early_begin(), early_end()) went to the sink, if any (else an empty range).
+  size_t early_begin() const { return early_begin_; }
+  size_t early_end() const { return early_end_; }
 
   // For the builder: `bytes` next (they must outlive the image, or be kept by it).
   void Append(std::span<const uint8_t> bytes);
+  void MarkEarly(size_t begin, size_t end) { early_begin_ = begin, early_end_ = end; }
   // Keeps `storage` alive as long as the image (its buffers stay where they are).
   template <class T>
   T& Keep(T storage) {
@@ -41,6 +49,16 @@ class IndexImage {
   std::vector<std::span<const uint8_t>> pieces_;
   std::vector<std::shared_ptr<const void>> owned_;
   size_t size_ = 0;
+  size_t early_begin_ = 0, early_end_ = 0;
+};
+
+// Where a build's sections go once they are final (IndexBuilder::Build).
+class IndexSink {
+ public:
+  virtual ~IndexSink() = default;
+  // `pieces`, one after the other, belong in the file from `offset` on; they stay valid until
+  // Build returns.
+  virtual void WriteEarly(uint64_t offset, std::vector<std::span<const uint8_t>> pieces) = 0;
 };
 
 class IndexBuilder {
@@ -50,9 +68,11 @@ class IndexBuilder {
   // `dwarf` (nullable) receives the DWARF source the index was built from, opened with
   // `options` but demangling and inlines on, instead of its being torn down here (tens of
   // milliseconds on a big binary, which a caller about to exit need not pay).
+  // `sink` (nullable) gets the sections that are final before the strings are compressed.
   static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf,
                                   const SymbolizeOptions& options,
-                                  std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+                                  std::unique_ptr<DebugInfoSource>* dwarf = nullptr,
+                                  IndexSink* sink = nullptr);
 };
 
 }  // namespace stacksym::symindex

@@ -3,18 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
+#include "index/atomic_file.h"
 #include "index/checksum.h"
 #include "index/index_builder.h"
 #include "index/index_identity.h"
@@ -55,56 +53,23 @@ Result<void> MakeDirs(const std::string& dir) {
   return {};
 }
 
-// writev, IOV_MAX pieces at a time, resumed after short writes.
-Result<void> WriteAll(int fd, std::span<const std::span<const uint8_t>> pieces,
-                      const std::string& path) {
-  std::vector<iovec> iov;
-  size_t next = 0;           // first piece not yet (wholly) written
-  size_t written_of_it = 0;  // its bytes already written
-  while (next < pieces.size()) {
-    iov.clear();
-    for (size_t i = next; i < pieces.size() && iov.size() < IOV_MAX; ++i) {
-      size_t skip = i == next ? written_of_it : 0;
-      iov.push_back({const_cast<uint8_t*>(pieces[i].data()) + skip, pieces[i].size() - skip});
-    }
-    ssize_t n = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError(n < 0 ? errno : ENOSPC, "write " + path);
-    size_t left = static_cast<size_t>(n);
-    while (next < pieces.size() && left >= pieces[next].size() - written_of_it) {
-      left -= pieces[next].size() - written_of_it;
-      written_of_it = 0;
-      ++next;
-    }
-    written_of_it += left;
+// Hands a build's early sections to the file being written.
+class FileSink : public IndexSink {
+ public:
+  explicit FileSink(AtomicFile& file) : file_(file) {}
+  void WriteEarly(uint64_t offset, std::vector<std::span<const uint8_t>> pieces) override {
+    file_.WriteInBackground(offset, std::move(pieces));
   }
-  return {};
-}
+
+ private:
+  AtomicFile& file_;
+};
 
 }  // namespace
 
-// Writes `bytes` to `path` so that no reader ever sees a partial file: a private temporary
-// file, fsync, rename over the old one, fsync of the directory.
 Result<void> StoreAtomically(const std::string& dir, const std::string& path,
                              std::span<const std::span<const uint8_t>> pieces) {
-  std::random_device random;
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + Hex32(random());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "create " + tmp);
-  Result<void> r = WriteAll(fd, pieces, tmp);
-  if (r && ::fsync(fd) != 0) r = ErrnoError(errno, "fsync " + tmp);
-  if (::close(fd) != 0 && r) r = ErrnoError(errno, "close " + tmp);
-  if (r && ::rename(tmp.c_str(), path.c_str()) != 0) r = ErrnoError(errno, "rename " + tmp);
-  if (!r) {
-    ::unlink(tmp.c_str());
-    return r;
-  }
-  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-  return {};
+  return AtomicFile(dir, path).Commit(pieces);
 }
 
 // Can files be created in `dir`? Asked before an index is built, so that a read-only
@@ -185,13 +150,17 @@ std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& el
     Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
     return nullptr;
   }
-  auto image = IndexBuilder::Build(elf, options, dwarf);
+  // The records are written while the strings compress; the file is renamed into place
+  // only once whole and synced.
+  AtomicFile file(dir, path);
+  FileSink sink(file);
+  auto image = IndexBuilder::Build(elf, options, dwarf, &sink);
   if (!image) {
     Warn("cannot index " + elf->path() + " (" + image.error().ToString() +
          "); symbolizing without it");
     return nullptr;
   }
-  if (Result<void> r = StoreAtomically(dir, path, image->pieces()); !r) {
+  if (Result<void> r = file.Commit(image->pieces(), image->early_begin(), image->early_end()); !r) {
     Warn("symbol cache unusable (" + r.error().ToString() + "); symbolizing without it");
     return nullptr;
   }
