@@ -1015,6 +1015,13 @@ bool DebugInfoSource::IsSplitUnit(size_t index) {
   return main_->ReadUnitDie(unit) && IsSplit(unit);
 }
 
+uint64_t DebugInfoSource::UnitSize(size_t index) {
+  EnsureLoaded();
+  if (!main_ || index >= main_->units().size()) return 0;
+  const UnitInfo& unit = main_->units()[index];
+  return unit.end - unit.offset;
+}
+
 DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   UnitTables out;
   EnsureLoaded();

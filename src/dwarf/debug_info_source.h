@@ -130,6 +130,8 @@ class DebugInfoSource {
     std::vector<std::string_view> paths;     // per file index of the line table; empty: unknown
   };
   bool IsSplitUnit(size_t index);
+  // The unit's bytes in .debug_info (0 past the last): a guess at its cost to export.
+  uint64_t UnitSize(size_t index);
   UnitTables ExportUnit(size_t index);
   // While a streamed .debug_info is still being decompressed: builds the full function table
   // of every unit as soon as its bytes are final, on `threads` threads (0: one per CPU), and

@@ -504,6 +504,10 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     };
     std::vector<size_t> parallel, serial;
     for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
+    // Biggest units first (their size is the best guess of their cost): the threads then
+    // finish together instead of one exporting a big unit while the other idles.
+    std::stable_sort(parallel.begin(), parallel.end(),
+                     [&](size_t a, size_t b) { return src.UnitSize(a) > src.UnitSize(b); });
     std::atomic<size_t> next{0};
     RunOnThreads(ThreadCount(options.threads, parallel.size()), [&](unsigned) {
       for (size_t k = next.fetch_add(1); k < parallel.size(); k = next.fetch_add(1)) {
