@@ -14,12 +14,6 @@
 namespace stacksym::symindex {
 namespace {
 
-std::string Hex32(uint32_t value) {
-  char text[9];
-  std::snprintf(text, sizeof(text), "%08x", value);
-  return text;
-}
-
 // pwritev from `offset`, IOV_MAX pieces at a time, resumed after short writes.
 Result<void> WriteAllAt(int fd, uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                         const std::string& path) {
@@ -58,7 +52,10 @@ uint64_t SizeOf(std::span<const std::span<const uint8_t>> pieces) {
 AtomicFile::AtomicFile(std::string dir, std::string path)
     : dir_(std::move(dir)), path_(std::move(path)) {
   std::random_device random;
-  tmp_ = path_ + ".tmp." + std::to_string(::getpid()) + "." + Hex32(random());
+  char suffix[32];
+  std::snprintf(suffix, sizeof(suffix), ".tmp.%d.%08x", static_cast<int>(::getpid()),
+                static_cast<unsigned>(random()));
+  tmp_ = path_ + suffix;
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) opened_ = ErrnoError(errno, "create " + tmp_);
 }
