@@ -1,5 +1,8 @@
 #include "symbolize_output.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 
@@ -219,12 +222,24 @@ bool ReadAddresses(const std::vector<std::string>& args, std::vector<uint64_t>* 
     }
     return true;
   }
-  std::string line;
-  while (std::getline(std::cin, line)) {
+  // Read whole, then split: std::getline on std::cin takes a character at a time.
+  std::string input;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    input.append(buffer, static_cast<size_t>(n));
+  }
+  std::string_view rest = input;
+  while (!rest.empty()) {
+    size_t newline = rest.find('\n');
+    std::string_view line = rest.substr(0, newline);
+    rest = newline == std::string_view::npos ? std::string_view() : rest.substr(newline + 1);
     size_t b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos || line[b] == '#') continue;
+    if (b == std::string_view::npos || line[b] == '#') continue;
     size_t e = line.find_last_not_of(" \t\r");
-    if (!add(std::string_view(line).substr(b, e - b + 1))) return false;
+    if (!add(line.substr(b, e - b + 1))) return false;
   }
   return true;
 }
