@@ -391,12 +391,14 @@ bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row
   }
   std::span<const RowBlockRecord> blocks =
       row_blocks_.subspan(table.block_begin, static_cast<size_t>(block_count));
-  if (!Verified(blocks)) return false;
-  auto it =
-      std::upper_bound(blocks.begin(), blocks.end(), vaddr,
-                       [](uint64_t a, const RowBlockRecord& b) { return a < b.first_address; });
-  if (it == blocks.begin()) return true;  // before the first row
-  --it;
+  size_t after = 0;
+  if (!VerifiedUpperBound(
+          blocks, vaddr, [](uint64_t a, const RowBlockRecord& b) { return a < b.first_address; },
+          &after)) {
+    return false;
+  }
+  if (after == 0) return true;  // before the first row
+  auto it = blocks.begin() + static_cast<ptrdiff_t>(after - 1);
   size_t block = static_cast<size_t>(it - blocks.begin());
   size_t count = std::min<size_t>(kRowsPerBlock, table.row_count - block * kRowsPerBlock);
   size_t pos = it->offset;
@@ -590,7 +592,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   std::span<const uint32_t> paths;
   if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
       !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
-      !Slice(paths_, unit.path_begin, unit.path_count, &paths) || !Verified(segments)) {
+      !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
     return !(*corrupt = true);
   }
   const LineTableRecord* table = nullptr;
@@ -601,10 +603,13 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   int32_t node = -1;
   if (vaddr >= unit.segment_base) {
     uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
-    auto it =
-        std::upper_bound(segments.begin(), segments.end(), offset,
-                         [](uint64_t a, const FunctionSegmentRecord& s) { return a < s.start; });
-    if (it != segments.begin()) node = (it - 1)->node;
+    size_t after = 0;
+    if (!VerifiedUpperBound(
+            segments, offset,
+            [](uint64_t a, const FunctionSegmentRecord& s) { return a < s.start; }, &after)) {
+      return !(*corrupt = true);
+    }
+    if (after > 0) node = segments[after - 1].node;
   }
   if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
     return !(*corrupt = true);

@@ -142,6 +142,26 @@ class SymbolIndex {
   bool Verified(const T& record) const {
     return Verified(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&record), sizeof(T)));
   }
+  // std::upper_bound over `records` by `key`, each record it probes checked before it is read
+  // (a lookup reads a dozen records of a table that may span a hundred chunks); false when a
+  // probed record is damaged.
+  template <class T, class Key, class Less>
+  bool VerifiedUpperBound(std::span<const T> records, const Key& key, const Less& less,
+                          size_t* position) const {
+    size_t first = 0, count = records.size();
+    while (count > 0) {
+      size_t half = count / 2, mid = first + half;
+      if (!Verified(records[mid])) return false;
+      if (less(key, records[mid])) {
+        count = half;
+      } else {
+        first = mid + 1;
+        count -= half + 1;
+      }
+    }
+    *position = first;
+    return true;
+  }
   struct Row {
     uint64_t address = 0;
     uint32_t line = 0;
