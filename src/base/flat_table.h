@@ -53,7 +53,7 @@ inline uint64_t HashBytes(std::string_view s) {
     lanes[k] = mix(lanes[k], word);
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
+  if (n != 0) std::memcpy(&tail, p, n);  // an empty view's data() may be null
   uint64_t h =
       mix(lanes[0], tail) ^ mix(lanes[1], lanes[2]) * 31 ^ lanes[3] * 0x9e3779b97f4a7c15ULL;
   return MixHash(h);
