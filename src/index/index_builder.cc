@@ -762,7 +762,6 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     placed.push_back({offset, {kZeros, padded - offset}});
     offset = padded;
   }
-  static_assert(kCount >= 1);
   if (entries.size() + 1 != kCount) return Error(ErrorCode::kIo, "index sections miscounted");
   const uint64_t chunks_end = offset;
   const uint64_t table_end = head.size();
