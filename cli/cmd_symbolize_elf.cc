@@ -1,11 +1,6 @@
 // `stacksym symbolize elf --file F [--file-offsets] [ADDR...]` — symbolize addresses of one
 // ELF file with its symbol table and DWARF (separate debug files found automatically).
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <memory>
 #include <span>
@@ -14,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/write_all.h"
 #include "command.h"
 #include "stacksym/symbolize.h"
 #include "symbolize_output.h"
@@ -28,23 +24,6 @@ struct Options {
   std::vector<std::string> addresses;
   SymbolizeCliOptions symbolize;
 };
-
-// writev of every piece, resumed after short writes; false when the file takes no more.
-bool WriteAll(int fd, std::vector<iovec>& iov) {
-  size_t first = 0;
-  while (first < iov.size()) {
-    ssize_t n = ::writev(fd, iov.data() + first, static_cast<int>(iov.size() - first));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    size_t left = static_cast<size_t>(n);
-    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (first < iov.size()) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
-  return true;
-}
 
 // Answers rendered as they come (one reused string per worker thread), kept in each worker's
 // arena until they are written in input order.
@@ -62,17 +41,12 @@ class RenderedAnswers {
   // by writev: copying 7 MB of text into a buffer first cost a millisecond of a warm run).
   void Write() const {
     std::fflush(stdout);
-    const int fd = fileno(stdout);
-    std::vector<iovec> iov;
-    for (size_t i = 0; i < texts_.size();) {
-      iov.clear();
-      for (; i < texts_.size() && iov.size() < IOV_MAX; ++i) {
-        if (!texts_[i].empty()) {
-          iov.push_back({const_cast<char*>(texts_[i].data()), texts_[i].size()});
-        }
-      }
-      if (!WriteAll(fd, iov)) return;  // stdout closed or full: nothing more to do
+    std::vector<std::span<const uint8_t>> pieces;
+    pieces.reserve(texts_.size());
+    for (std::string_view text : texts_) {
+      pieces.push_back({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
     }
+    (void)WriteAll(fileno(stdout), pieces);  // stdout closed or full: nothing more to do
   }
 
  private:

@@ -3,10 +3,18 @@
 // hundreds of thousands of names (an index build, a demangle cache) neither allocate per entry
 // nor free entry by entry.
 //
-//   struct Slot { uint64_t hash = 0; Key key; Value value; bool empty() const { return hash == 0; }
-//   }; FlatTable<Slot> table; Slot& slot = table.Find(h, [&](const Slot& s) { return s.key == key;
-//   });  // h = MixHash(..) if (slot.empty()) { slot = {h, key, value}; table.Filled(); }  //
-//   `slot` is stale after
+//   struct Slot {
+//     uint64_t hash = 0;  // MixHash(key) or HashBytes(text)
+//     Key key;
+//     Value value;
+//     bool empty() const { return hash == 0; }
+//   };
+//   FlatTable<Slot> table;
+//   Slot& slot = table.Find(h, [&](const Slot& s) { return s.key == key; });
+//   if (slot.empty()) {
+//     slot = {h, key, value};
+//     table.Filled();  // `slot` may be stale after this
+//   }
 //
 // Hashes must never be 0 (MixHash and HashBytes make sure): 0 marks an empty slot.
 #pragma once
@@ -84,7 +92,6 @@ class FlatTable {
   void Reserve(size_t count) {
     if (count * 2 > slots_.size()) Grow(count * 2);
   }
-  size_t size() const { return used_; }
   size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot); }
 
  private:

@@ -1,43 +1,22 @@
 #include "index/atomic_file.h"
 
 #include <fcntl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <utility>
 
+#include "base/write_all.h"
+
 namespace stacksym::symindex {
 namespace {
 
-// pwritev from `offset`, IOV_MAX pieces at a time, resumed after short writes.
 Result<void> WriteAllAt(int fd, uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
                         const std::string& path) {
-  std::vector<iovec> iov;
-  size_t next = 0;           // first piece not yet (wholly) written
-  size_t written_of_it = 0;  // its bytes already written
-  while (next < pieces.size()) {
-    iov.clear();
-    for (size_t i = next; i < pieces.size() && iov.size() < IOV_MAX; ++i) {
-      size_t skip = i == next ? written_of_it : 0;
-      iov.push_back({const_cast<uint8_t*>(pieces[i].data()) + skip, pieces[i].size() - skip});
-    }
-    ssize_t n = ::pwritev(fd, iov.data(), static_cast<int>(iov.size()), static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError(n < 0 ? errno : ENOSPC, "write " + path);
-    offset += static_cast<uint64_t>(n);
-    size_t left = static_cast<size_t>(n);
-    while (next < pieces.size() && left >= pieces[next].size() - written_of_it) {
-      left -= pieces[next].size() - written_of_it;
-      written_of_it = 0;
-      ++next;
-    }
-    written_of_it += left;
-  }
+  if (int err = WriteAll(fd, pieces, offset); err != 0) return ErrnoError(err, "write " + path);
   return {};
 }
 

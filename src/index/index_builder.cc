@@ -530,7 +530,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
     size_t segment_count = 0, block_count = 0;
     for (UnitPart& part : parts) {
-      DebugInfoSource::UnitTables& t = part.tables;
+      const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
       if (!t.ok) {
         units.push_back(unit);
@@ -824,16 +824,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
 }
 
 void IndexImage::Append(std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return;
-  pieces_.push_back(bytes);
-  size_ += bytes.size();
-}
-
-std::vector<uint8_t> IndexImage::Flatten() const {
-  std::vector<uint8_t> out;
-  out.reserve(size_);
-  for (std::span<const uint8_t> piece : pieces_) out.insert(out.end(), piece.begin(), piece.end());
-  return out;
+  if (!bytes.empty()) pieces_.push_back(bytes);
 }
 
 }  // namespace stacksym::symindex

@@ -27,9 +27,7 @@ namespace stacksym::symindex {
 // than one copy of them (which would cost as much memory again, every page of it new).
 class IndexImage {
  public:
-  size_t size() const { return size_; }
   std::span<const std::span<const uint8_t>> pieces() const { return pieces_; }
-  std::vector<uint8_t> Flatten() const;
   // pieces()[early_begin(), early_end()) went to the sink, if any (else an empty range).
   size_t early_begin() const { return early_begin_; }
   size_t early_end() const { return early_end_; }
@@ -48,7 +46,6 @@ class IndexImage {
  private:
   std::vector<std::span<const uint8_t>> pieces_;
   std::vector<std::shared_ptr<const void>> owned_;
-  size_t size_ = 0;
   size_t early_begin_ = 0, early_end_ = 0;
 };
 
