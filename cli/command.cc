@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +37,7 @@ std::vector<std::string> SplitWords(const std::string& path) {
 const char* GroupDescription(const std::string& name) {
   if (name == "symbolize")
     return "Symbolize addresses (of an ELF file, a process, the kernel, a build ID)";
+  if (name == "cache") return "Look at and manage the persisted symbol indexes and unwind tables";
   return "";
 }
 
@@ -57,7 +59,25 @@ void KeepUntilExit(const void* object) {
   kept->push_back(object);
 }
 
-CommandTree::CommandTree(CLI::App& app) {
+namespace {
+
+// Whether `words` are the first words of argv that are not options: only the command named
+// on the command line needs its options (building every command's cost a few hundred
+// microseconds of each run; `stacksym --help` lists commands without their options).
+bool Named(const std::vector<std::string>& words, int argc, char** argv) {
+  size_t matched = 0;
+  for (int i = 1; i < argc && matched < words.size(); ++i) {
+    std::string_view arg = argv[i];
+    if (arg.starts_with("-")) continue;
+    if (arg != words[matched]) return false;
+    ++matched;
+  }
+  return matched == words.size();
+}
+
+}  // namespace
+
+CommandTree::CommandTree(CLI::App& app, int argc, char** argv) {
   std::vector<Registered> commands = Registry();
   std::sort(commands.begin(), commands.end(),
             [](const Registered& a, const Registered& b) { return a.path < b.path; });
@@ -78,7 +98,7 @@ CommandTree::CommandTree(CLI::App& app) {
       parent = it->second;
     }
     CLI::App* leaf = parent->add_subcommand(words.back(), command.description);
-    leaves_.push_back({leaf, command.setup(*leaf)});
+    if (Named(words, argc, argv)) leaves_.push_back({leaf, command.setup(*leaf)});
   }
 }
 

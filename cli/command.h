@@ -48,11 +48,12 @@ struct CommandRegistrar {
   CommandRegistrar(std::string path, std::string description, CommandSetup setup);
 };
 
-// Called by main(): adds every registered command to `app`; returns the run function of the
-// command that was selected after parsing (empty when none).
+// Called by main(): adds every registered command to `app`, with its options only when argv
+// names it; returns the run function of the command that was selected after parsing (empty
+// when none).
 class CommandTree {
  public:
-  explicit CommandTree(CLI::App& app);
+  CommandTree(CLI::App& app, int argc, char** argv);
   CommandRun Selected() const;
 
  private:

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
       "symbolize them with ELF symbols and DWARF, and write profiles."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stacksym 0.1");
-  stacksym::cli::CommandTree tree(app);
+  stacksym::cli::CommandTree tree(app, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

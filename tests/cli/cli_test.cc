@@ -46,11 +46,29 @@ TEST(Cli, HelpOnEverySubcommand) {
   int code = 0;
   std::string top = RunCli("--help", &code);
   EXPECT_EQ(code, 0);
-  for (const char* sub : {"buildid", "symbolize elf"}) {
-    std::string out = RunCli(std::string(sub) + " --help", &code);
+  // Only the command named on the command line gets its options built (CommandTree): each
+  // must still show them, found in argv after options that precede it.
+  for (const char* sub :
+       {"buildid", "cache list", "cache build", "cache prune", "convert", "normalize", "record",
+        "report", "serve", "symbolize build-id", "symbolize elf", "symbolize kernel",
+        "symbolize process", "symbolize-profile"}) {
+    std::string name = sub;
+    EXPECT_NE(top.find(name.substr(0, name.find(' '))), std::string::npos) << sub;
+    std::string out = RunCli(name + " --help", &code);
     EXPECT_EQ(code, 0) << sub;
     EXPECT_NE(out.find("Usage"), std::string::npos) << sub << ":\n" << out;
+    EXPECT_NE(out.find("Options:"), std::string::npos) << sub << ":\n" << out;
+    // What the command's setup adds: positionals, or options beside --help.
+    bool more_options = out.find("\n  --", out.find("--help")) != std::string::npos;
+    EXPECT_TRUE(out.find("Positionals:") != std::string::npos || more_options)
+        << sub << " lists neither positionals nor options:\n"
+        << out;
   }
+  std::string elf_help = RunCli("symbolize elf --help", &code);
+  EXPECT_NE(elf_help.find("--file"), std::string::npos) << elf_help;
+  std::string group = RunCli("symbolize --help", &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(group.find("elf"), std::string::npos) << group;
 }
 
 TEST(Cli, BuildIdMatchesReadelf) {
