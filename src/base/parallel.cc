@@ -55,8 +55,11 @@ SpreadThread::SpreadThread(std::function<void()> body, unsigned other)
   if (!start_->running) start_->body();
 }
 
-SpreadThread::~SpreadThread() {
+SpreadThread::~SpreadThread() { Join(); }
+
+void SpreadThread::Join() {
   if (start_->running) ::pthread_join(start_->id, nullptr);
+  start_->running = false;
 }
 
 }  // namespace stacksym

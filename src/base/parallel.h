@@ -30,8 +30,9 @@ class SpreadThread {
  public:
   // `other`: which of the allowed CPUs other than the caller's to start on (modulo their
   // number; none: wherever the kernel puts it).
-  SpreadThread(std::function<void()> body, unsigned other);
+  SpreadThread(std::function<void()> body, unsigned other = 0);
   ~SpreadThread();
+  void Join();  // waits for the body to return; again: nothing
   SpreadThread(const SpreadThread&) = delete;
   SpreadThread& operator=(const SpreadThread&) = delete;
 

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_set>
 
 #include "base/flat_table.h"
@@ -147,9 +146,9 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
     return s;
   }
   Result<void> second_result;
-  std::thread helper([&] { second_result = load(second); });
+  SpreadThread helper([&] { second_result = load(second); });
   Result<void> first_result = load(first);
-  helper.join();
+  helper.Join();
   if (!first_result) return std::move(first_result).error();
   if (!second_result) return std::move(second_result).error();
   return s;

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <new>
 #include <string>
-#include <thread>
 
 #include "base/byte_cursor.h"
+#include "base/parallel.h"
 #include "elf/elf_format.h"
 
 namespace stacksym::elf {
@@ -47,7 +47,7 @@ class PopulateAhead {
  public:
   PopulateAhead(uint8_t* data, size_t size) {
     if (size < kPopulateThreshold) return;
-    worker_ = std::thread([this, data, size] {
+    worker_ = std::make_unique<SpreadThread>([this, data, size] {
       constexpr size_t kChunk = size_t{8} << 20;
       for (size_t at = 0; at < size && !stop_.load(std::memory_order_relaxed); at += kChunk) {
         // Older kernels (before 5.14) reject the advice: the decoder then faults as usual.
@@ -57,13 +57,13 @@ class PopulateAhead {
   }
   ~PopulateAhead() {
     stop_.store(true, std::memory_order_relaxed);
-    if (worker_.joinable()) worker_.join();
+    worker_.reset();  // joins
   }
 
  private:
   static constexpr size_t kPopulateThreshold = size_t{16} << 20;
   std::atomic<bool> stop_{false};
-  std::thread worker_;
+  std::unique_ptr<SpreadThread> worker_;
 };
 
 // Output is produced in steps of this size, each reported as final before the next.

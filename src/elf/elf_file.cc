@@ -2,8 +2,8 @@
 #include <elf.h>
 
 #include <string>
-#include <thread>
 
+#include "base/parallel.h"
 #include "elf/decompress.h"
 #include "elf/elf_format.h"
 #include "elf/elf_notes.h"
@@ -23,8 +23,9 @@ struct ElfFile::Decompressed {
   std::once_flag once;
   elf::DecompressedBytes data;
   std::shared_ptr<SectionStream> stream = std::make_shared<SectionStream>();
-  std::thread worker;  // background decoding (StreamSectionData); joined by ~ElfFile
-  std::mutex join_mu;  // or by the first SectionData call after it ended
+  std::unique_ptr<SpreadThread> worker;  // background decoding (StreamSectionData); joined
+                                         // (reset) by ~ElfFile
+  std::mutex join_mu;                    // or by the first SectionData call after it ended
 };
 
 size_t SectionStream::WaitFor(size_t bytes) const {
@@ -91,7 +92,7 @@ std::string SectionLabel(const ElfSection& s) {
 
 ElfFile::~ElfFile() {
   for (auto& slot : decompressed_) {
-    if (slot && slot->worker.joinable()) slot->worker.join();
+    if (slot) slot->worker.reset();
   }
 }
 
@@ -314,7 +315,7 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   Result<std::span<const uint8_t>> data = slot->stream->Wait();
   // A background decoding is over: its thread is joined now rather than at destruction.
   std::lock_guard<std::mutex> lock(slot->join_mu);
-  if (slot->worker.joinable()) slot->worker.join();
+  slot->worker.reset();
   return data;
 }
 
@@ -344,7 +345,7 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
       }
     };
     if (background) {
-      slot.worker = std::thread(decode);
+      slot.worker = std::make_unique<SpreadThread>(decode);
     } else {
       decode();
     }
