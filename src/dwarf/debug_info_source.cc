@@ -1066,6 +1066,14 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   return out;
 }
 
+void DebugInfoSource::ReleaseUnitFunctions(size_t index) {
+  if (index >= units_.size() || !units_[index] || !units_[index]->ok) return;
+  UnitState& state = *units_[index];
+  state.functions = dwarf::FunctionTable::Unbuilt();
+  std::vector<ResolvedName>().swap(state.names);  // node numbers: of the table just freed
+  state.names_by_origin = FlatTable<UnitState::OriginSlot>();
+}
+
 std::vector<std::shared_ptr<ElfFile>> DebugInfoSource::files_read() const {
   std::vector<std::shared_ptr<ElfFile>> out;
   if (debug_file_ && debug_file_ != binary_) out.push_back(debug_file_);

@@ -133,6 +133,10 @@ class DebugInfoSource {
   // The unit's bytes in .debug_info (0 past the last): a guess at its cost to export.
   uint64_t UnitSize(size_t index);
   UnitTables ExportUnit(size_t index);
+  // Frees the function table of unit `index` (its UnitTables' segments and nodes go with it):
+  // an index build calls it once the unit is encoded, so that the memory serves the units
+  // exported after it instead of new pages (the table is rebuilt if a lookup needs it).
+  void ReleaseUnitFunctions(size_t index);
   // While a streamed .debug_info is still being decompressed: builds the full function table
   // of every unit as soon as its bytes are final, on `threads` threads (0: one per CPU), and
   // returns once the section is complete; ExportUnit then finds them built. Without a

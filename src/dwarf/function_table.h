@@ -44,6 +44,15 @@ class FunctionTable {
   static Result<FunctionTable> Build(DwarfFile& file, UnitInfo& unit,
                                      std::span<const uint64_t> wanted = {});
 
+  // A table that knows no function yet and says so: every Find() is kNoId, which
+  // MayBeIncomplete() flags, so a lookup builds the full table first. What a unit's table
+  // becomes once an index build has encoded it (DebugInfoSource::ReleaseUnitFunctions).
+  static FunctionTable Unbuilt() {
+    FunctionTable table;
+    table.coverage_ = Coverage::kShallow;
+    return table;
+  }
+
   // How much of the unit the table describes. kFull: every function. kShallow (built for
   // `wanted`): exact for those addresses; elsewhere Find() may say kNoId or kIncomplete where
   // a full table knows a function. kDeep (likewise): kNoId is final, kIncomplete is not.

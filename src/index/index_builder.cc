@@ -491,10 +491,14 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       part.tables = src.ExportUnit(i);
       if (!part.tables.ok) return;
       EncodeFunctions(part.tables, &part);
-      // Per node, only what the parts now hold: dropped unit by unit, not after them all.
+      // Per node, only what the parts now hold: dropped unit by unit, not after them all,
+      // the unit's function table included (its memory then serves the next units' parts).
       Release(part.tables.raw_names);
       Release(part.tables.pretty_names);
       Release(part.tables.starts);
+      part.tables.segments = {};
+      part.tables.nodes = {};
+      src.ReleaseUnitFunctions(i);
       if (part.tables.line == nullptr) return;
       {
         std::lock_guard<std::mutex> lock(encoded_mutex);

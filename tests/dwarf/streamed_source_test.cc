@@ -171,6 +171,48 @@ TEST(StreamedDebugInfo, EveryUnitPrebuiltExportsLikeTheSynchronousPath) {
   EXPECT_GT(nodes, 100u);
 }
 
+// An index build frees each unit's function table once encoded (ReleaseUnitFunctions); the
+// source must still answer every address as before (rebuilding the tables it needs), and
+// export the same tables again.
+TEST(StreamedDebugInfo, ReleasedUnitsAnswerAndExportAsBefore) {
+  auto [a, b] = OpenStreamedAndDirect();
+  ASSERT_TRUE(a && b);
+  a->PrebuildEveryUnit(2);
+  std::vector<size_t> node_counts;
+  for (size_t i = 0; i < a->unit_count(); ++i) {
+    node_counts.push_back(a->ExportUnit(i).nodes.size());
+    a->ReleaseUnitFunctions(i);
+  }
+  a->ReleaseUnitFunctions(a->unit_count());  // past the last: nothing
+  std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
+  ASSERT_GT(addresses.size(), 100u);
+  std::vector<std::vector<SourceFrame>> fa(addresses.size()), fb(addresses.size());
+  a->LookupBatch(
+      addresses, [&](size_t i) { return &fa[i]; }, 2);
+  b->LookupBatch(
+      addresses, [&](size_t i) { return &fb[i]; }, 2);
+  size_t frames = 0;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    ASSERT_EQ(fa[i].size(), fb[i].size()) << std::hex << addresses[i];
+    frames += fa[i].size();
+    for (size_t k = 0; k < fa[i].size(); ++k) {
+      EXPECT_EQ(fa[i][k].function, fb[i][k].function);
+      EXPECT_EQ(fa[i][k].file, fb[i][k].file);
+      EXPECT_EQ(fa[i][k].line, fb[i][k].line);
+      EXPECT_EQ(fa[i][k].column, fb[i][k].column);
+    }
+  }
+  EXPECT_GT(frames, addresses.size() / 2);
+  for (size_t i = 0; i < a->unit_count(); ++i) {
+    a->ReleaseUnitFunctions(i);
+    DebugInfoSource::UnitTables again = a->ExportUnit(i), direct = b->ExportUnit(i);
+    EXPECT_EQ(again.nodes.size(), node_counts[i]) << "unit " << i;
+    EXPECT_EQ(again.nodes.size(), direct.nodes.size()) << "unit " << i;
+    EXPECT_EQ(again.segments.size(), direct.segments.size()) << "unit " << i;
+    EXPECT_EQ(again.pretty_names, direct.pretty_names) << "unit " << i;
+  }
+}
+
 // A stream that breaks half-way while every unit is being prebuilt: no unit answers, the
 // source says why, and nothing crashes or hangs.
 TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
