@@ -221,16 +221,27 @@ struct UnitPart {
 class DistinctStrings {
  public:
   uint32_t Id(StrRef ref) {
-    auto [it, inserted] = ids_.try_emplace(uint64_t{ref.offset} << 32 | ref.size,
-                                           static_cast<uint32_t>(refs_.size()));
-    if (inserted) refs_.push_back(ref);
-    return it->second;
+    const uint64_t key = uint64_t{ref.offset} << 32 | ref.size;
+    const uint64_t hash = MixHash(key);
+    Slot& slot = ids_.Find(hash, [&](const Slot& s) { return s.key == key; });
+    if (!slot.empty()) return slot.id;
+    uint32_t id = static_cast<uint32_t>(refs_.size());
+    slot = {hash, key, id};
+    ids_.Filled();
+    refs_.push_back(ref);
+    return id;
   }
   std::vector<StrRef>& refs() { return refs_; }
 
  private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint64_t key = 0;  // the StrRef
+    uint32_t id = 0;   // index into refs_
+    bool empty() const { return hash == 0; }
+  };
   std::vector<StrRef> refs_;
-  std::unordered_map<uint64_t, uint32_t> ids_;  // StrRef → index into refs_
+  FlatTable<Slot> ids_;
 };
 
 void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
