@@ -697,7 +697,28 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   ResolvedName& name = state.names[i];
   if (!name.done) {
     name.done = true;
-    uint64_t die = state.functions.nodes()[i].die_offset;
+    const dwarf::FunctionNode& node_record = state.functions.nodes()[i];
+    // An instance of a function this unit has named already: what the walk saw of its DIE
+    // decides, as the DIE's own attributes would below (without reading it again).
+    if (!options_.start_addresses &&
+        (node_record.flags &
+         (dwarf::FunctionNode::kDescribesItself | dwarf::FunctionNode::kOriginElsewhere)) == 0 &&
+        node_record.origin != 0) {
+      uint64_t origin = node_record.origin;
+      const UnitState::OriginSlot& slot = state.names_by_origin.Find(
+          MixHash(origin), [&](const UnitState::OriginSlot& s) { return s.origin == origin; });
+      if (!slot.empty()) {
+        const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
+        name.call_discriminator = node_record.call_discriminator;
+        name.raw = same.raw;
+        name.pretty = same.pretty;
+        name.has_start_file = same.has_start_file;
+        name.start_file = same.start_file;
+        name.start_line = same.start_line;
+        return name;
+      }
+    }
+    uint64_t die = node_record.die_offset;
     // Name and declaration come from one walk of the DIE's origin chain, each DIE read once.
     dwarf::DieChain chain(*state.function_file, die);
     if (chain.start_read()) {
@@ -962,7 +983,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     if (name.has_start_file) frame.start_file.assign(FilePath(state, name.start_file));
     frame.start_line = name.start_line;
     frame.has_start_address = name.has_low_pc;
-    frame.start_address = name.low_pc;
+    frame.start_address = name.has_low_pc ? name.low_pc : 0;  // as an index answers
   };
   auto nodes = state.functions.nodes();
   if (!options_.inlines) {

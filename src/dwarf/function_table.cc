@@ -40,15 +40,42 @@ struct SubroutineAttrs {
   uint64_t sibling = 0;
 };
 
+// `file` and `unit` (optional): where the DIE is, to resolve its abstract origin.
 bool ReadSubroutineAttrs(ByteCursor& c, const AbbrevTable& abbrevs, const Abbrev& abbrev,
-                         const FormContext& ctx, SubroutineAttrs* out, FunctionNode* node) {
+                         const FormContext& ctx, SubroutineAttrs* out, FunctionNode* node,
+                         DwarfFile* file = nullptr, const UnitInfo* unit = nullptr) {
   auto wanted = [](uint16_t at) {
     return at == DW_AT_low_pc || at == DW_AT_high_pc || at == DW_AT_ranges || at == DW_AT_sibling ||
-           at == DW_AT_call_file || at == DW_AT_call_line || at == DW_AT_call_column;
+           at == DW_AT_call_file || at == DW_AT_call_line || at == DW_AT_call_column ||
+           at == DW_AT_abstract_origin || at == DW_AT_GNU_discriminator || at == DW_AT_name ||
+           at == DW_AT_linkage_name || at == DW_AT_MIPS_linkage_name || at == DW_AT_specification ||
+           at == DW_AT_decl_file || at == DW_AT_decl_line;
   };
   return ReadSelectedDieAttrs(
       c, abbrevs, abbrev, ctx, wanted, [&](uint16_t at, const AttrValue& v) {
         switch (at) {
+          // As DieChain reads the DIE (a reference it cannot resolve leaves the last one).
+          case DW_AT_abstract_origin:
+            if (DieRef ref; file != nullptr && file->Reference(*unit, v, &ref)) {
+              bool here = ref.file == file;
+              node->origin = here ? ref.offset : 0;
+              node->flags =
+                  static_cast<uint8_t>(here ? node->flags & ~FunctionNode::kOriginElsewhere
+                                            : node->flags | FunctionNode::kOriginElsewhere);
+            }
+            break;
+          case DW_AT_GNU_discriminator:
+            node->call_discriminator =
+                static_cast<uint32_t>(std::min<uint64_t>(v.value, 0xffffffff));
+            break;
+          case DW_AT_name:
+          case DW_AT_linkage_name:
+          case DW_AT_MIPS_linkage_name:
+          case DW_AT_specification:
+          case DW_AT_decl_file:
+          case DW_AT_decl_line:
+            node->flags |= FunctionNode::kDescribesItself;
+            break;
           case DW_AT_low_pc:
             out->low_pc = v;
             out->has_low = true;
@@ -221,7 +248,7 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
       node.die_offset = die_offset;
       node.parent = current_parent;
       node.inlined = abbrev->tag == DW_TAG_inlined_subroutine;
-      if (!ReadSubroutineAttrs(c, abbrevs, *abbrev, unit.ctx, &attrs, &node)) {
+      if (!ReadSubroutineAttrs(c, abbrevs, *abbrev, unit.ctx, &attrs, &node, file_, &unit)) {
         return Malformed(kInfo, die_offset, "truncated DIE attributes");
       }
       die_ranges.clear();

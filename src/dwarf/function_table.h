@@ -34,7 +34,16 @@ struct FunctionNode {
   uint32_t call_line = 0;
   uint16_t call_column = 0;  // saturated at 65535
   uint8_t inlined = 0;       // 1 for DW_TAG_inlined_subroutine
-  uint8_t reserved = 0;
+  // What the walk saw of the DIE's own attributes, so that the name of an instance whose
+  // abstract origin's is known already is found without reading the DIE again (an index
+  // build names every node: most are inlined instances of functions named before).
+  uint8_t flags = 0;                // kDescribesItself | kOriginElsewhere
+  uint64_t origin = 0;              // DW_AT_abstract_origin in this file's .debug_info (0: none)
+  uint32_t call_discriminator = 0;  // DW_AT_GNU_discriminator, saturated
+  // It has a name, a linkage name, a specification or a declaration of its own.
+  static constexpr uint8_t kDescribesItself = 1;
+  // Its abstract origin is in another file (supplementary), or could not be resolved.
+  static constexpr uint8_t kOriginElsewhere = 2;
 };
 
 class FunctionTable {

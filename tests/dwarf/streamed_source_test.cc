@@ -213,6 +213,54 @@ TEST(StreamedDebugInfo, ReleasedUnitsAnswerAndExportAsBefore) {
   }
 }
 
+// An inlined instance of a function its unit has named already is named from what the
+// function-table walk saw of its DIE, without reading the DIE again; with start addresses
+// asked for, every DIE is read. Both must give every frame the same name, start, call-site
+// discriminator and location: on gcc's DWARF, and on clang's with -fdebug-info-for-profiling
+// (inlined call sites with discriminators).
+TEST(StreamedDebugInfo, InstancesNamedFromTheWalkAsFromTheirDies) {
+  const std::string profiling = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_clang_cxx_o2_profiling";
+  for (const std::string& path : {kFixture, profiling}) {
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf) << path;
+    SymbolizeOptions shortcut, dies;
+    dies.start_addresses = true;
+    auto a = DebugInfoSource::Open(*elf, shortcut);
+    auto b = DebugInfoSource::Open(*elf, dies);
+    ASSERT_TRUE(a && *a && b && *b);
+    std::vector<uint64_t> addresses = testing::FunctionAddresses(path, 3000);
+    ASSERT_GT(addresses.size(), 100u) << path;
+    std::vector<std::vector<SourceFrame>> fa(addresses.size()), fb(addresses.size());
+    (*a)->LookupBatch(
+        addresses, [&](size_t i) { return &fa[i]; }, 2);
+    (*b)->LookupBatch(
+        addresses, [&](size_t i) { return &fb[i]; }, 2);
+    size_t inlined = 0, call_discriminators = 0;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      ASSERT_EQ(fa[i].size(), fb[i].size()) << path << " " << std::hex << addresses[i];
+      for (size_t k = 0; k < fa[i].size(); ++k) {
+        const SourceFrame &x = fa[i][k], &y = fb[i][k];
+        EXPECT_EQ(x.function, y.function) << path << " " << std::hex << addresses[i];
+        EXPECT_EQ(x.raw_function, y.raw_function);
+        EXPECT_EQ(x.start_file, y.start_file);
+        EXPECT_EQ(x.start_line, y.start_line);
+        EXPECT_EQ(x.discriminator, y.discriminator) << path << " " << std::hex << addresses[i];
+        EXPECT_EQ(x.file, y.file);
+        EXPECT_EQ(x.line, y.line);
+        EXPECT_FALSE(x.has_start_address);
+        EXPECT_EQ(x.start_address, 0u);
+        inlined += x.inlined;
+        // An inlined frame's caller (the next frame) carries the call site's discriminator.
+        if (k > 0 && fa[i][k - 1].inlined && x.discriminator != 0) ++call_discriminators;
+      }
+    }
+    EXPECT_GT(inlined, 100u) << path << " should inline";
+    if (path == profiling) {
+      EXPECT_GT(call_discriminators, 10u) << "no call-site discriminators";
+    }
+  }
+}
+
 // A stream that breaks half-way while every unit is being prebuilt: no unit answers, the
 // source says why, and nothing crashes or hangs.
 TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
