@@ -45,6 +45,39 @@ TEST(AddressRangeTest, SiblingsAndAdjacentRanges) {
   EXPECT_EQ(FindSegment(s, 0x30), 0);
 }
 
+// Ranges numbered as the walk pushes them are sorted by a radix sort on their lows; any other
+// numbering by std::sort. Both must flatten alike: the same ranges, once in walk order (radix)
+// and once pre-sorted by address (their numbers then out of order: std::sort).
+TEST(AddressRangeTest, RadixAndComparisonSortsFlattenAlike) {
+  std::mt19937_64 random(7);
+  for (uint64_t spread : {uint64_t{1} << 12, uint64_t{1} << 24, uint64_t{1} << 44}) {
+    std::vector<TreeRange> walk;
+    for (uint32_t i = 0; i < 5000; ++i) {
+      uint64_t low = 0x400000 + random() % spread;
+      uint64_t high = low + 1 + random() % 256;
+      if (i % 97 == 0) high = low;  // empty: dropped
+      auto order = [&] { return static_cast<uint32_t>(walk.size()); };
+      walk.push_back({low, high, static_cast<int32_t>(i / 2), order()});
+      if (i % 13 == 0) walk.push_back({low, high, static_cast<int32_t>(i), order()});  // deeper
+    }
+    std::vector<TreeRange> by_address = walk;
+    std::sort(by_address.begin(), by_address.end(), [](const TreeRange& a, const TreeRange& b) {
+      return a.low != b.low ? a.low < b.low : a.order > b.order;  // numbers out of order
+    });
+    std::vector<AddressSegment> a = FlattenNested(walk), b = FlattenNested(by_address);
+    ASSERT_EQ(a.size(), b.size()) << spread;
+    ASSERT_GT(a.size(), 1000u);
+    for (size_t k = 0; k < a.size(); ++k) {
+      ASSERT_EQ(a[k].start, b[k].start) << k;
+      ASSERT_EQ(a[k].id, b[k].id) << k;
+    }
+    EXPECT_TRUE(
+        std::is_sorted(walk.begin(), walk.end(), [](const TreeRange& x, const TreeRange& y) {
+          return x.low != y.low ? x.low < y.low : x.order < y.order;
+        }));
+  }
+}
+
 TEST(AddressRangeTest, OverlappingUnitsLowestIdWins) {
   std::vector<IdRange> r = {{0x100, 0x200, 3}, {0x150, 0x300, 1}, {0x400, 0x500, 2}};
   auto s = FlattenByLowestId(r);
