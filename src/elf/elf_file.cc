@@ -85,7 +85,11 @@ bool IsCompressed(const ElfSection& s) {
 
 std::string SectionLabel(const ElfSection& s) {
   if (!s.name.empty()) return std::string(s.name);
-  return "[" + std::to_string(s.index) + "]";
+  // Appended, not "[" + ...: gcc 12 at -O3 warns of an overlapping memcpy in operator+.
+  std::string label = "[";
+  label += std::to_string(s.index);
+  label += ']';
+  return label;
 }
 
 }  // namespace
