@@ -697,25 +697,32 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
   ResolvedName& name = state.names[i];
   if (!name.done) {
     name.done = true;
+    // Instances of one inline function in a unit (often hundreds) share its name and
+    // declaration: resolved once per abstract origin (in this file: the declaration search
+    // does not follow references into another), then taken from its first instance.
+    auto origin_slot = [&](uint64_t origin) -> UnitState::OriginSlot& {
+      return state.names_by_origin.Find(
+          MixHash(origin), [&](const UnitState::OriginSlot& s) { return s.origin == origin; });
+    };
+    auto take_shared = [&](const UnitState::OriginSlot& slot) -> const ResolvedName& {
+      const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
+      name.raw = same.raw;
+      name.pretty = same.pretty;
+      name.has_start_file = same.has_start_file;
+      name.start_file = same.start_file;
+      name.start_line = same.start_line;
+      return name;
+    };
     const dwarf::FunctionNode& node_record = state.functions.nodes()[i];
-    // An instance of a function this unit has named already: what the walk saw of its DIE
-    // decides, as the DIE's own attributes would below (without reading it again).
+    // What the walk saw of the DIE decides, as its own attributes would below (without
+    // reading it again), unless the DIE's low_pc is wanted.
     if (!options_.start_addresses &&
         (node_record.flags &
          (dwarf::FunctionNode::kDescribesItself | dwarf::FunctionNode::kOriginElsewhere)) == 0 &&
         node_record.origin != 0) {
-      uint64_t origin = node_record.origin;
-      const UnitState::OriginSlot& slot = state.names_by_origin.Find(
-          MixHash(origin), [&](const UnitState::OriginSlot& s) { return s.origin == origin; });
-      if (!slot.empty()) {
-        const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
+      if (const UnitState::OriginSlot& slot = origin_slot(node_record.origin); !slot.empty()) {
         name.call_discriminator = node_record.call_discriminator;
-        name.raw = same.raw;
-        name.pretty = same.pretty;
-        name.has_start_file = same.has_start_file;
-        name.start_file = same.start_file;
-        name.start_line = same.start_line;
-        return name;
+        return take_shared(slot);
       }
     }
     uint64_t die = node_record.die_offset;
@@ -726,25 +733,12 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
       name.has_low_pc = start.has_low_pc && options_.start_addresses;
       name.low_pc = start.low_pc;
       name.call_discriminator = start.call_discriminator;
-      // Instances of one inline function in a unit (often hundreds) share its name and
-      // declaration: resolved once per abstract origin (in this file: the declaration search
-      // does not follow references into another).
       if (!start.describes_itself && start.abstract_origin.file == state.function_file) {
         uint64_t origin = start.abstract_origin.offset;
-        UnitState::OriginSlot& slot = state.names_by_origin.Find(
-            MixHash(origin), [&](const UnitState::OriginSlot& s) { return s.origin == origin; });
-        if (slot.empty()) {
-          slot = {MixHash(origin), origin, static_cast<int32_t>(i)};
-          state.names_by_origin.Filled();
-        } else {
-          const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
-          name.raw = same.raw;
-          name.pretty = same.pretty;
-          name.has_start_file = same.has_start_file;
-          name.start_file = same.start_file;
-          name.start_line = same.start_line;
-          return name;
-        }
+        UnitState::OriginSlot& slot = origin_slot(origin);
+        if (!slot.empty()) return take_shared(slot);
+        slot = {MixHash(origin), origin, static_cast<int32_t>(i)};
+        state.names_by_origin.Filled();
       }
     }
     name.raw = chain.Name(options_.short_function_names);

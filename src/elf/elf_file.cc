@@ -85,11 +85,7 @@ bool IsCompressed(const ElfSection& s) {
 
 std::string SectionLabel(const ElfSection& s) {
   if (!s.name.empty()) return std::string(s.name);
-  // Appended, not "[" + ...: gcc 12 at -O3 warns of an overlapping memcpy in operator+.
-  std::string label = "[";
-  label += std::to_string(s.index);
-  label += ']';
-  return label;
+  return "[" + std::to_string(s.index) + "]";
 }
 
 }  // namespace
