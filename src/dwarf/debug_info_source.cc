@@ -715,20 +715,25 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
     };
     const dwarf::FunctionNode& node_record = state.functions.nodes()[i];
     // What the walk saw of the DIE decides, as its own attributes would below (without
-    // reading it again), unless the DIE's low_pc is wanted.
-    if (!options_.start_addresses &&
+    // reading it again), unless the DIE's low_pc is wanted: an instance that describes
+    // nothing itself is named as its origin, by the origin's first instance or, for the
+    // first, by the chain from the origin on.
+    const bool origin_decides =
+        !options_.start_addresses &&
         (node_record.flags &
          (dwarf::FunctionNode::kDescribesItself | dwarf::FunctionNode::kOriginElsewhere)) == 0 &&
-        node_record.origin != 0) {
-      if (const UnitState::OriginSlot& slot = origin_slot(node_record.origin); !slot.empty()) {
-        name.call_discriminator = node_record.call_discriminator;
-        return take_shared(slot);
-      }
+        node_record.origin != 0;
+    if (origin_decides) {
+      name.call_discriminator = node_record.call_discriminator;
+      UnitState::OriginSlot& slot = origin_slot(node_record.origin);
+      if (!slot.empty()) return take_shared(slot);
+      slot = {MixHash(node_record.origin), node_record.origin, static_cast<int32_t>(i)};
+      state.names_by_origin.Filled();
     }
-    uint64_t die = node_record.die_offset;
     // Name and declaration come from one walk of the DIE's origin chain, each DIE read once.
-    dwarf::DieChain chain(*state.function_file, die);
-    if (chain.start_read()) {
+    dwarf::DieChain chain(*state.function_file,
+                          origin_decides ? node_record.origin : node_record.die_offset);
+    if (!origin_decides && chain.start_read()) {
       const dwarf::SubroutineStart& start = chain.start();
       name.has_low_pc = start.has_low_pc && options_.start_addresses;
       name.low_pc = start.low_pc;
