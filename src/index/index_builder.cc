@@ -72,44 +72,69 @@ class PieceStream {
   size_t size_ = 0;
 };
 
-// A dictionary trained on the string stream itself lets blocks a quarter the size of the
-// undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
-// compress slightly better than those did: on libceph-common 5.6 MB against 5.8 MB.
-// fastCover with fixed parameters (k 500, d 8) on about 2 MB of evenly spaced blocks trains
-// in about 0.3 s, as well as the parameter search that takes seconds; it is deterministic,
-// so an index is still byte-identical from build to build.
+// A dictionary trained on the strings the stream is made of lets blocks a quarter the size
+// of the undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
+// compress slightly better than those did. fastCover with fixed parameters (k 500, d 8) on
+// about 2 MB of evenly spaced blocks trains in about 20 ms, as well as the parameter search
+// that takes seconds; it is deterministic, so an index is still byte-identical from build to
+// build.
+//
+// The samples are the merged stream's, but gathered from the strings it will be made of, in
+// the order the merge appends them (paths, demangled names, linkage names; each distinct one
+// once): so the training runs on a thread of its own while the merge numbers the names,
+// instead of after it (on libceph-common the two were 70 ms of one core's work while the
+// other idled; now 52 ms on two).
 constexpr size_t kStringDictSize = 64 << 10;
 constexpr size_t kStringDictSamples = 2 << 20;
 
-// The dictionary for `stream` (at most an eighth of it), or none (empty) when training fails
-// (too few samples: the blocks are then compressed without one).
-std::vector<uint8_t> TrainStringDictionary(const PieceStream& stream) {
-  size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
-  size_t dict_size = std::min(kStringDictSize, stream.size() / 32);
-  if (dict_size < 1024) return {};
-  size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
-  std::vector<uint8_t> samples, scratch;
-  std::vector<size_t> sizes;
-  for (size_t k = 0; k < block_count; k += step) {
-    size_t from = k * kStringBlockSize;
-    size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
-    const uint8_t* bytes = stream.Range(from, size, &scratch);
-    samples.insert(samples.end(), bytes, bytes + size);
-    sizes.push_back(size);
+// Gathers evenly spaced blocks of kStringBlockSize from a sequence of strings, in two passes
+// over the same sequence: Count() each to learn the total, then Take() each.
+class DictionarySamples {
+ public:
+  void Count(std::string_view s) { total_ += s.size(); }
+  void Plan() {
+    size_t block_count = (total_ + kStringBlockSize - 1) / kStringBlockSize;
+    step_ = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
   }
-  ZDICT_fastCover_params_t params{};
-  params.k = 500;
-  params.d = 8;
-  params.f = 20;
-  params.accel = 1;
-  params.zParams.compressionLevel = kStringZstdLevel;
-  std::vector<uint8_t> dict(dict_size);
-  size_t n = ZDICT_trainFromBuffer_fastCover(dict.data(), dict.size(), samples.data(), sizes.data(),
-                                             static_cast<unsigned>(sizes.size()), params);
-  if (ZDICT_isError(n)) return {};
-  dict.resize(n);
-  return dict;
-}
+  void Take(std::string_view s) {
+    while (!s.empty()) {
+      size_t block = at_ / kStringBlockSize;
+      size_t in_block = at_ % kStringBlockSize;
+      size_t n = std::min(s.size(), kStringBlockSize - in_block);
+      if (block % step_ == 0) {
+        if (in_block == 0) sizes_.push_back(0);
+        samples_.insert(samples_.end(), s.data(), s.data() + n);
+        sizes_.back() += n;
+      }
+      at_ += n;
+      s.remove_prefix(n);
+    }
+  }
+  // The dictionary (at most a 32nd of the strings), or none (empty) when training fails (too
+  // few samples: the blocks are then compressed without one).
+  std::vector<uint8_t> Train() const {
+    size_t dict_size = std::min(kStringDictSize, total_ / 32);
+    if (dict_size < 1024 || sizes_.empty()) return {};
+    ZDICT_fastCover_params_t params{};
+    params.k = 500;
+    params.d = 8;
+    params.f = 20;
+    params.accel = 1;
+    params.zParams.compressionLevel = kStringZstdLevel;
+    std::vector<uint8_t> dict(dict_size);
+    size_t n =
+        ZDICT_trainFromBuffer_fastCover(dict.data(), dict.size(), samples_.data(), sizes_.data(),
+                                        static_cast<unsigned>(sizes_.size()), params);
+    if (ZDICT_isError(n)) return {};
+    dict.resize(n);
+    return dict;
+  }
+
+ private:
+  size_t total_ = 0, step_ = 1, at_ = 0;
+  std::vector<uint8_t> samples_;
+  std::vector<size_t> sizes_;
+};
 
 class StringTable {
  public:
@@ -442,6 +467,68 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // points are among them), so asking it at each of those boundaries flattens it exactly.
   const SymbolTable& table = elf->symbols();
   DemangleCache symbol_names;
+  // Each symbol's (linkage, demangled) name, for the dictionary's samples.
+  std::vector<std::pair<std::string_view, std::string_view>> symbol_strings;
+  // The string dictionary, trained from the strings in merge order (DictionarySamples): on a
+  // thread of its own while the merge runs when there are units to merge, else after.
+  std::vector<uint8_t> dictionary;
+  // Per part: how many of its paths the merge adds (set before the training starts).
+  std::vector<size_t> merged_path_counts;
+  auto train_dictionary = [&] {
+    // The strings in the order the merge appends them to each region, each distinct one once
+    // (by content, as the regions' tables tell them apart): the samples are those of the
+    // merged stream, and so is the dictionary.
+    struct Seen {
+      uint64_t hash = 0;
+      std::string_view text;
+      bool empty() const { return hash == 0; }
+    };
+    std::vector<std::string_view> ordered;
+    FlatTable<Seen> seen;
+    auto once = [&](std::string_view text, uint64_t hash) {
+      if (text.empty()) return;
+      Seen& slot = seen.Find(hash, [&](const Seen& s) {
+        return s.text.size() == text.size() &&
+               (s.text.data() == text.data() ||
+                std::memcmp(s.text.data(), text.data(), text.size()) == 0);
+      });
+      if (!slot.empty()) return;
+      slot = {hash, text};
+      seen.Filled();
+      ordered.push_back(text);
+    };
+    seen = FlatTable<Seen>(1024);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const UnitPart& part = parts[i];
+      if (!part.tables.ok) continue;
+      for (const UnitPart::Carrier& c : part.carriers) once(c.start_file, c.start_file_hash);
+      for (size_t p = 0; p < merged_path_counts[i]; ++p) {
+        once(part.tables.paths[p], part.path_hashes[p]);
+      }
+    }
+    seen = FlatTable<Seen>(symbol_strings.size() * 2);
+    for (const auto& [raw, pretty] : symbol_strings) once(pretty, HashBytes(pretty));
+    for (const UnitPart& part : parts) {
+      for (const UnitPart::Carrier& c : part.carriers) once(c.pretty, c.pretty_hash);
+    }
+    seen = FlatTable<Seen>(symbol_strings.size() * 2);
+    for (const auto& [raw, pretty] : symbol_strings) {
+      if (raw != pretty) once(raw, HashBytes(raw));
+    }
+    for (const UnitPart& part : parts) {
+      for (const UnitPart::Carrier& c : part.carriers) {
+        if (c.raw_hash != 0) once(c.raw, c.raw_hash);
+      }
+    }
+    seen = FlatTable<Seen>();
+    DictionarySamples samples;
+    for (std::string_view text : ordered) samples.Count(text);
+    samples.Plan();
+    for (std::string_view text : ordered) samples.Take(text);
+    dictionary = samples.Train();
+  };
+  std::unique_ptr<SpreadThread> trainer;
+  bool trained = false;
   {
     std::vector<uint64_t> bounds;
     for (const ElfSymbol& s : table.symbols()) {
@@ -478,7 +565,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         pretty[k] = &symbol_names.Get(by_record[k]->name);
       }
     });
+    symbol_strings.reserve(symbols.size());
     for (size_t k = 0; k < symbols.size(); ++k) {
+      symbol_strings.push_back({by_record[k]->name, *pretty[k]});
       symbols[k].pretty = add_name(*pretty[k]);
       symbols[k].raw =
           linkage_ref(by_record[k]->name, by_record[k]->name == *pretty[k], symbols[k].pretty);
@@ -544,6 +633,17 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
     size_t segment_count = 0, block_count = 0;
+    merged_path_counts.assign(parts.size(), 0);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const DebugInfoSource::UnitTables& t = parts[i].tables;
+      if (!t.ok || t.line == nullptr) continue;
+      const UnitPart& encoded = parts[encoded_by.at(t.line)];
+      merged_path_counts[i] =
+          std::min(std::max(encoded.row_files, parts[i].call_files), t.paths.size());
+    }
+    if (ThreadCount(options.threads, 2) > 1) {
+      trainer = std::make_unique<SpreadThread>(train_dictionary);
+    }
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -598,7 +698,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         // Only the paths a row or a call site names are ever read: the file table's tail past
         // the last of them is left out (a lookup past the end reads an unknown path, which
         // no lookup asks for).
-        size_t path_count = std::min(std::max(encoded.row_files, part.call_files), t.paths.size());
+        size_t path_count = merged_path_counts[static_cast<size_t>(&part - parts.data())];
         unit.path_begin = static_cast<uint32_t>(paths.size());
         for (size_t p = 0; p < path_count; ++p) {
           paths.push_back(path_strings.Id(add_file(t.paths[p], part.path_hashes[p])));
@@ -608,7 +708,13 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       units.push_back(unit);
     }
     // What only the merge read: freed before the strings are compressed (which then reuses
-    // the memory instead of faulting in more).
+    // the memory instead of faulting in more). The training reads it too.
+    if (trainer) {
+      trainer->Join();
+    } else {
+      train_dictionary();
+    }
+    trained = true;
     for (UnitPart& part : parts) {
       part.tables = {};
       Release(part.carriers);
@@ -708,11 +814,13 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // it. Blocks are taken in runs, each run's frames appended to one buffer of its own: a
   // buffer per frame would hold twice its bytes (room for the worst case) until copied out.
   const size_t block_total = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
-  std::vector<uint8_t>& dictionary = image.Keep(TrainStringDictionary(stream));
+  if (!trained) train_dictionary();
+  const std::vector<uint8_t>& kept_dictionary = image.Keep(std::move(dictionary));
   ZSTD_CDict* cdict =
-      dictionary.empty() ? nullptr
-                         : ZSTD_createCDict(dictionary.data(), dictionary.size(), kStringZstdLevel);
-  if (!dictionary.empty() && cdict == nullptr) {
+      kept_dictionary.empty()
+          ? nullptr
+          : ZSTD_createCDict(kept_dictionary.data(), kept_dictionary.size(), kStringZstdLevel);
+  if (!kept_dictionary.empty() && cdict == nullptr) {
     return Error(ErrorCode::kIo, "out of memory (zstd dictionary)");
   }
   constexpr size_t kBlocksPerRun = 256;
@@ -769,7 +877,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   if (block_total > 0) string_blocks.push_back(compressed_size);
   std::vector<std::span<const uint8_t>> compressed;
   for (const std::vector<uint8_t>& run : runs) compressed.push_back(AsBytes(run));
-  sections.push_back({SectionKind::kStringDict, one(AsBytes(dictionary))});
+  sections.push_back({SectionKind::kStringDict, one(AsBytes(kept_dictionary))});
   sections.push_back({SectionKind::kStringBlocks, one(AsBytes(string_blocks))});
   sections.push_back({SectionKind::kStrings, std::move(compressed)});
   for (size_t i = early_sections; i < sections.size(); ++i) lay_out(sections[i]);

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -247,6 +249,43 @@ void CompareRealBinary(const std::string& path, const char* package, uint64_t st
   RealTempDir cache;
   ExpectSameAnswers(path, addresses, cache.path());
   std::printf("%s: %zu addresses\n", path.c_str(), addresses.size());
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// An index is the same file however many threads build it: the units are exported in any
+// order and the string dictionary is trained beside the merge (or after it, on one thread),
+// but records, strings and dictionary come out in one order. libc (libc6-dbg): strings
+// enough for a dictionary.
+TEST(IndexDiffTest, IndexBytesDoNotDependOnTheThreadCount) {
+  const std::string path = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  auto elf = ElfFile::Open(path);
+  if (!elf) GTEST_SKIP() << path << " missing: install libc6";
+  std::string hex = (*elf)->build_id_hex();
+  std::string debug =
+      "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+  if (access(debug.c_str(), R_OK) != 0) GTEST_SKIP() << debug << " missing: install libc6-dbg";
+  std::vector<uint64_t> addresses = testing::SymbolAddresses(**elf);
+  addresses.resize(std::min<size_t>(addresses.size(), 64));
+  std::string first;
+  for (unsigned threads : {1u, 2u, 4u, 2u}) {
+    RealTempDir cache;
+    SymbolizeOptions options;
+    options.cache_dir = cache.path();
+    options.threads = threads;
+    ASSERT_EQ(Answers(path, addresses, options).size(), addresses.size());
+    std::string bytes = FileBytes(testing::IndexPathFor(path, cache.path(), options));
+    ASSERT_GT(bytes.size(), 100000u) << "no index built on " << threads << " threads";
+    if (first.empty()) {
+      first = bytes;
+    } else {
+      EXPECT_TRUE(bytes == first) << "the index built on " << threads
+                                  << " threads differs from the one built on 1";
+    }
+  }
 }
 
 TEST(IndexDiffTest, LibcFromLibc6Dbg) {
