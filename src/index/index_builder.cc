@@ -138,45 +138,16 @@ class DictionarySamples {
 
 class StringTable {
  public:
-  explicit StringTable(size_t expected) : by_address_(expected), by_bytes_(expected) {}
+  explicit StringTable(size_t expected) : by_bytes_(expected) {}
 
   // `bytes_hash`: HashBytes(s) when the caller has it (worked out on another thread), else 0.
   StrRef Add(std::string_view s, uint64_t bytes_hash = 0) {
+    const uint64_t hash = bytes_hash != 0 ? bytes_hash : HashBytes(s);
     // Most names come again and again from the same storage (a demangle cache entry, the
-    // DWARF string section): known by their address first, without hashing their bytes.
-    uint64_t address_hash = MixHash(reinterpret_cast<uintptr_t>(s.data()) * 31 + s.size());
-    AddressSlot& known = by_address_.Find(address_hash, [&](const AddressSlot& slot) {
-      return slot.data == s.data() && slot.ref.size == s.size();
-    });
-    if (!known.empty()) return known.ref;
-    StrRef ref = AddBytes(s, bytes_hash != 0 ? bytes_hash : HashBytes(s));
-    known = {address_hash, s.data(), ref};
-    by_address_.Filled();
-    return ref;
-  }
-  const PieceStream& bytes() const { return bytes_; }
-  void Reserve(size_t count) {
-    by_address_.Reserve(count);
-    by_bytes_.Reserve(count);
-  }
-
- private:
-  struct AddressSlot {
-    uint64_t hash = 0;
-    const char* data = nullptr;
-    StrRef ref;
-    bool empty() const { return hash == 0; }
-  };
-  struct BytesSlot {
-    uint64_t hash = 0;
-    const char* data = nullptr;
-    StrRef ref;
-    bool empty() const { return hash == 0; }
-  };
-
-  StrRef AddBytes(std::string_view s, uint64_t hash) {
-    BytesSlot& slot = by_bytes_.Find(hash, [&](const BytesSlot& b) {
-      return b.ref.size == s.size() && std::memcmp(b.data, s.data(), s.size()) == 0;
+    // DWARF string section): known by their address before their bytes are compared.
+    Slot& slot = by_bytes_.Find(hash, [&](const Slot& b) {
+      return b.ref.size == s.size() &&
+             (b.data == s.data() || std::memcmp(b.data, s.data(), s.size()) == 0);
     });
     if (!slot.empty()) return slot.ref;
     StrRef ref = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
@@ -185,10 +156,19 @@ class StringTable {
     by_bytes_.Filled();  // may move the slots
     return ref;
   }
+  const PieceStream& bytes() const { return bytes_; }
+  void Reserve(size_t count) { by_bytes_.Reserve(count); }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const char* data = nullptr;
+    StrRef ref;
+    bool empty() const { return hash == 0; }
+  };
 
   PieceStream bytes_;
-  FlatTable<AddressSlot> by_address_;
-  FlatTable<BytesSlot> by_bytes_;
+  FlatTable<Slot> by_bytes_;
 };
 
 void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
@@ -426,8 +406,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
     uint64_t hash = 0;
-    NameRecord name;
-    uint32_t id = 0;
+    uint32_t id = 0;  // into names
     bool empty() const { return hash == 0; }
   };
   FlatTable<NameSlot> name_ids;
@@ -435,15 +414,16 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     uint64_t key_hash = MixHash((uint64_t{raw.offset} << 32 | raw.size) * 0x9e3779b97f4a7c15 ^
                                 (uint64_t{pretty.offset} << 32 | pretty.size) ^
                                 (uint64_t{start_file} << 32 | start_line) * 0xc2b2ae3d27d4eb4f);
-    auto same = [&](const NameSlot& n) {
-      return n.name.raw.offset == raw.offset && n.name.raw.size == raw.size &&
-             n.name.pretty.offset == pretty.offset && n.name.pretty.size == pretty.size &&
-             n.name.start_file == start_file && n.name.start_line == start_line;
+    auto same = [&](const NameSlot& slot) {
+      const NameRecord& n = names[slot.id];
+      return n.raw.offset == raw.offset && n.raw.size == raw.size &&
+             n.pretty.offset == pretty.offset && n.pretty.size == pretty.size &&
+             n.start_file == start_file && n.start_line == start_line;
     };
     NameSlot& slot = name_ids.Find(key_hash, same);
     if (!slot.empty()) return slot.id;
     uint32_t id = static_cast<uint32_t>(names.size());
-    slot = {key_hash, {raw, pretty, start_file, start_line}, id};
+    slot = {key_hash, id};
     names.push_back({raw, pretty, start_file, start_line});
     name_ids.Filled();
     return id;
@@ -506,12 +486,15 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         once(part.tables.paths[p], part.path_hashes[p]);
       }
     }
-    seen = FlatTable<Seen>(symbol_strings.size() * 2);
+    size_t carriers = symbol_strings.size();
+    for (const UnitPart& part : parts) carriers += part.carriers.size();
+    // Distinct names are fewer than the units' ones added up (units share most of them).
+    seen = FlatTable<Seen>(carriers / 2);
     for (const auto& [raw, pretty] : symbol_strings) once(pretty, HashBytes(pretty));
     for (const UnitPart& part : parts) {
       for (const UnitPart::Carrier& c : part.carriers) once(c.pretty, c.pretty_hash);
     }
-    seen = FlatTable<Seen>(symbol_strings.size() * 2);
+    seen = FlatTable<Seen>(carriers / 2);
     for (const auto& [raw, pretty] : symbol_strings) {
       if (raw != pretty) once(raw, HashBytes(raw));
     }
@@ -620,6 +603,18 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     });
     for (size_t i : serial) export_unit(i);
 
+    merged_path_counts.assign(parts.size(), 0);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const DebugInfoSource::UnitTables& t = parts[i].tables;
+      if (!t.ok || t.line == nullptr) continue;
+      const UnitPart& encoded = parts[encoded_by.at(t.line)];
+      merged_path_counts[i] =
+          std::min(std::max(encoded.row_files, parts[i].call_files), t.paths.size());
+    }
+    // The training starts first: it overlaps all of the merge, the tables' set-up included.
+    if (ThreadCount(options.threads, 2) > 1) {
+      trainer = std::make_unique<SpreadThread>(train_dictionary);
+    }
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
     size_t carrier_total = 0;
@@ -633,17 +628,6 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
     size_t segment_count = 0, block_count = 0;
-    merged_path_counts.assign(parts.size(), 0);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const DebugInfoSource::UnitTables& t = parts[i].tables;
-      if (!t.ok || t.line == nullptr) continue;
-      const UnitPart& encoded = parts[encoded_by.at(t.line)];
-      merged_path_counts[i] =
-          std::min(std::max(encoded.row_files, parts[i].call_files), t.paths.size());
-    }
-    if (ThreadCount(options.threads, 2) > 1) {
-      trainer = std::make_unique<SpreadThread>(train_dictionary);
-    }
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
