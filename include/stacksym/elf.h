@@ -179,6 +179,12 @@ class ElfFile {
   // final. SectionData() on the same section afterwards waits for that same decoding. Never
   // null; uncompressed (or already decompressed) sections come as a finished stream.
   std::shared_ptr<const SectionStream> StreamSectionData(const ElfSection& section) const;
+  // Gives back the memory of a compressed section's decompressed bytes; the next
+  // SectionData() decompresses it again. Every span of them handed out before is invalid
+  // afterwards: for an owner that holds the only ones (an index build's DWARF source, done
+  // with them), never while another thread reads or decodes them. Uncompressed sections
+  // (views of the mapping) are left alone.
+  void DiscardDecompressed(const ElfSection& section);
 
   // GNU build ID (NT_GNU_BUILD_ID), any length; empty if the file has none.
   std::span<const uint8_t> build_id() const { return build_id_; }

@@ -205,6 +205,9 @@ class ElfSymbolizer {
   SymbolizeOptions options_;
   std::unique_ptr<DebugInfoSource> debug_info_;
   bool debug_info_loaded_ = false;
+  // An index build's DWARF after it gave its sections back (keep_dwarf_after_index_build):
+  // held only so that it is torn down with the process, never asked.
+  std::unique_ptr<DebugInfoSource> retired_debug_info_;
   std::unique_ptr<DemangleCache> symbol_names_;   // demangled symbol-table names
   std::unique_ptr<symindex::SymbolIndex> index_;  // set when cache_dir gave one
   bool index_tried_ = false;

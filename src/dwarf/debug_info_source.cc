@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/flat_table.h"
@@ -47,6 +49,9 @@ struct DebugInfoSource::UnitState {
   FlatTable<OriginSlot> names_by_origin;  // abstract origin → first node
   std::vector<std::string> paths;
   std::vector<uint8_t> path_state;  // 0 unknown, 1 resolved, 2 no such file
+  // Exported names whose bytes lay in .debug_info itself (DW_FORM_string), copied so that
+  // they outlive the section (ReleaseExportedSections).
+  std::deque<std::string> exported_names;
 };
 
 // The split-DWARF package of the binary, opened once.
@@ -1053,10 +1058,22 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   out.nodes = state->functions.nodes();
   out.raw_names.reserve(out.nodes.size());
   out.pretty_names.reserve(out.nodes.size());
+  // Names are views of .debug_str, the demangle cache or (DW_FORM_string) .debug_info; the
+  // last are copied, once each, to outlive the section.
+  const std::span<const uint8_t> info = state->function_file->sections().info;
+  std::unordered_map<const char*, std::string_view> copied;
+  auto lasting = [&](std::string_view text) {
+    const auto* at = reinterpret_cast<const uint8_t*>(text.data());
+    if (text.empty() || at < info.data() || at >= info.data() + info.size()) return text;
+    auto [it, added] = copied.try_emplace(text.data());
+    if (added) it->second = state->exported_names.emplace_back(text);
+    return it->second;
+  };
   for (size_t n = 0; n < out.nodes.size(); ++n) {
     const ResolvedName& name = NodeName(*state, static_cast<int32_t>(n));
-    out.raw_names.push_back(name.raw);
-    out.pretty_names.push_back(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
+    std::string_view raw = lasting(name.raw);
+    out.raw_names.push_back(raw);
+    out.pretty_names.push_back(name.pretty != nullptr ? std::string_view(*name.pretty) : raw);
   }
   out.starts.resize(out.nodes.size());
   out.line = state->line;
@@ -1084,6 +1101,22 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   std::vector<ResolvedName>().swap(state->names);
   state->names_by_origin = FlatTable<UnitState::OriginSlot>();
   return out;
+}
+
+bool DebugInfoSource::ReleaseExportedSections() {
+  // Only a debug file this source opened itself: the binary's sections may have other
+  // readers (the symbolizer's own DWARF), and spans of them outlive this call.
+  if (!main_ || !debug_file_ || debug_file_ == binary_ || debug_file_.use_count() != 1) {
+    return false;
+  }
+  for (const char* name : {".debug_info", ".debug_line", ".debug_rnglists", ".debug_ranges",
+                           ".debug_abbrev", ".debug_aranges", ".debug_loclists", ".debug_loc"}) {
+    if (const ElfSection* section = debug_file_->FindSection(name)) {
+      debug_file_->DiscardDecompressed(*section);
+    }
+  }
+  retired_ = true;
+  return true;
 }
 
 void DebugInfoSource::ReleaseUnitFunctions(size_t index) {

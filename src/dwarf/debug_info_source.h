@@ -137,6 +137,15 @@ class DebugInfoSource {
   // an index build calls it once the unit is encoded, so that the memory serves the units
   // exported after it instead of new pages (the table is rebuilt if a lookup needs it).
   void ReleaseUnitFunctions(size_t index);
+  // Once an index build has exported every unit: gives back the memory of the decompressed
+  // sections only the export read (.debug_info, .debug_line, range and location lists,
+  // abbreviations, aranges: most of a big binary's DWARF), while the build still points
+  // into .debug_str, the exported names and paths. Only when this source is their one
+  // reader (a separate debug file it opened itself): otherwise nothing happens (false).
+  // Afterwards the source is retired(): it must answer nothing more, and a caller that needs
+  // DWARF again opens a new source (which decompresses them anew).
+  bool ReleaseExportedSections();
+  bool retired() const { return retired_; }
   // While a streamed .debug_info is still being decompressed: builds the full function table
   // of every unit as soon as its bytes are final, on `threads` threads (0: one per CPU), and
   // returns once the section is complete; ExportUnit then finds them built. Without a
@@ -228,6 +237,7 @@ class DebugInfoSource {
   std::string path_;
   std::shared_ptr<ElfFile> binary_;
   std::shared_ptr<ElfFile> debug_file_;
+  bool retired_ = false;  // ReleaseExportedSections() gave its sections back
   std::shared_ptr<ElfFile> supplementary_file_;
   std::vector<std::shared_ptr<ElfFile>> split_files_;  // .dwo files kept alive
   std::unique_ptr<DwpPackage> dwp_;                    // null: none found, or unusable

@@ -373,6 +373,14 @@ std::shared_ptr<const SectionStream> ElfFile::StreamSectionData(const ElfSection
   return slot->stream;
 }
 
+void ElfFile::DiscardDecompressed(const ElfSection& section) {
+  if (section.index >= decompressed_.size() || !decompressed_[section.index]) return;
+  std::unique_ptr<Decompressed>& slot = decompressed_[section.index];
+  slot->worker.reset();  // a decoding still under way ends first
+  heap_bytes_.fetch_sub(slot->data.size(), std::memory_order_relaxed);
+  slot = std::make_unique<Decompressed>();  // the old buffer goes with the old slot
+}
+
 Result<std::span<const uint8_t>> ElfFile::SectionData(std::string_view name) const {
   const ElfSection* s = FindSection(name);
   if (s == nullptr) return std::span<const uint8_t>();

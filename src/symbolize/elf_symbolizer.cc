@@ -43,6 +43,9 @@ size_t ElfSymbolizer::memory_bytes() const {
   size_t total = sizeof(*this) + elf_->heap_bytes();
   if (symbol_names_) total += symbol_names_->memory_bytes();
   if (debug_info_) total += debug_info_->memory_bytes() + debug_info_->file_heap_bytes();
+  if (retired_debug_info_) {
+    total += retired_debug_info_->memory_bytes() + retired_debug_info_->file_heap_bytes();
+  }
   return total;
 }
 
@@ -76,7 +79,10 @@ bool ElfSymbolizer::UseIndex() {
       bool same_source = options_.keep_dwarf_after_index_build && options_.demangle &&
                          options_.inlines && !debug_info_loaded_;
       index_ = symindex::OpenCachedIndex(elf_, options_, same_source ? &built_from : nullptr);
-      if (built_from) {
+      if (built_from && built_from->retired()) {
+        // Its sections are given back: held (its teardown skipped with the rest), never asked.
+        retired_debug_info_ = std::move(built_from);
+      } else if (built_from) {
         debug_info_ = std::move(built_from);
         debug_info_loaded_ = true;
       }

@@ -279,5 +279,72 @@ TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
   std::filesystem::remove(path);
 }
 
+// Once an index build has exported every unit it gives back the sections only the export
+// read (ReleaseExportedSections) -- of a separate, compressed debug file the source opened
+// itself: everything exported stays readable (names that lay in .debug_info itself were
+// copied), the debug file's memory goes, and the source is retired. DWARF inside the binary,
+// which the symbolizer may be reading too, is left alone and still answers.
+TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
+  const std::string dbglink = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
+  auto elf = ElfFile::Open(dbglink);
+  ASSERT_TRUE(elf) << elf.error().ToString();
+  auto opened = DebugInfoSource::Open(*elf, SymbolizeOptions{});
+  ASSERT_TRUE(opened && *opened);
+  DebugInfoSource& source = **opened;
+  ASSERT_NE(source.path(), dbglink) << "the fixture's DWARF is in its separate debug file";
+  struct Copy {
+    std::vector<std::string> raw, pretty, start_files, paths;
+  };
+  std::vector<DebugInfoSource::UnitTables> tables;
+  std::vector<Copy> copies;
+  for (size_t i = 0; i < source.unit_count(); ++i) {
+    tables.push_back(source.ExportUnit(i));
+    const DebugInfoSource::UnitTables& t = tables.back();
+    Copy& c = copies.emplace_back();
+    c.raw.assign(t.raw_names.begin(), t.raw_names.end());
+    c.pretty.assign(t.pretty_names.begin(), t.pretty_names.end());
+    for (const auto& start : t.starts) c.start_files.emplace_back(start.file);
+    c.paths.assign(t.paths.begin(), t.paths.end());
+  }
+  ASSERT_GT(tables.size(), 1u);
+  const size_t held = source.file_heap_bytes();
+  ASSERT_GT(held, 0u) << "the debug file's sections are compressed";
+  EXPECT_TRUE(source.ReleaseExportedSections());
+  EXPECT_TRUE(source.retired());
+  EXPECT_LT(source.file_heap_bytes(), held / 2) << ".debug_info and .debug_line are given back";
+  size_t names = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const DebugInfoSource::UnitTables& t = tables[i];
+    ASSERT_EQ(t.raw_names.size(), copies[i].raw.size());
+    for (size_t n = 0; n < t.raw_names.size(); ++n) {
+      EXPECT_EQ(t.raw_names[n], copies[i].raw[n]) << "unit " << i << " node " << n;
+      EXPECT_EQ(t.pretty_names[n], copies[i].pretty[n]) << "unit " << i << " node " << n;
+      EXPECT_EQ(t.starts[n].file, copies[i].start_files[n]) << "unit " << i << " node " << n;
+      names += !t.raw_names[n].empty();
+    }
+    for (size_t f = 0; f < t.paths.size(); ++f) EXPECT_EQ(t.paths[f], copies[i].paths[f]);
+    if (t.line != nullptr) {
+      EXPECT_GT(t.line->rows().size(), 0u);
+    }
+  }
+  EXPECT_GT(names, 100u);
+
+  // DWARF in the binary: shared with whoever else reads the binary's sections.
+  auto in_binary = ElfFile::Open(kFixture);
+  ASSERT_TRUE(in_binary);
+  auto whole = DebugInfoSource::Open(*in_binary, SymbolizeOptions{});
+  ASSERT_TRUE(whole && *whole);
+  for (size_t i = 0; i < (*whole)->unit_count(); ++i) (*whole)->ExportUnit(i);
+  EXPECT_FALSE((*whole)->ReleaseExportedSections());
+  EXPECT_FALSE((*whole)->retired());
+  std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 300);
+  std::vector<std::vector<SourceFrame>> frames(addresses.size());
+  (*whole)->LookupBatch(
+      addresses, [&](size_t i) { return &frames[i]; }, 2);
+  size_t answered = 0;
+  for (const auto& f : frames) answered += !f.empty();
+  EXPECT_GT(answered, addresses.size() / 2);
+}
+
 }  // namespace
 }  // namespace stacksym

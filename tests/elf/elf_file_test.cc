@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include "stacksym/elf.h"
 #include "tool_runner.h"
@@ -336,6 +338,43 @@ TEST(ElfFileTest, HeapBytesCountDecompressedSectionsAndSymbols) {
   auto plain = OpenOrDie(Fixture("elf_basic_zlib.plain"));
   ASSERT_TRUE(plain->SectionData(".debug_info").ok());
   EXPECT_EQ(plain->heap_bytes(), 0u);
+}
+
+// A discarded decompressed section gives its memory back and is decompressed anew when asked
+// again, to the same bytes; an uncompressed section (a view of the mapping) is left alone.
+TEST(ElfFileTest, DiscardedSectionIsDecompressedAgainWhenAsked) {
+  auto elf = OpenOrDie(Fixture("elf_basic_zlib"));
+  const ElfSection* info = elf->FindSection(".debug_info");
+  ASSERT_NE(info, nullptr);
+  auto first = elf->SectionData(*info);
+  ASSERT_TRUE(first.ok());
+  const std::vector<uint8_t> copy(first->begin(), first->end());
+  ASSERT_FALSE(copy.empty());
+  EXPECT_EQ(elf->heap_bytes(), copy.size());
+  elf->DiscardDecompressed(*info);
+  EXPECT_EQ(elf->heap_bytes(), 0u);
+  elf->DiscardDecompressed(*info);  // twice: nothing more to give back
+  EXPECT_EQ(elf->heap_bytes(), 0u);
+  auto again = elf->SectionData(*info);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(std::equal(again->begin(), again->end(), copy.begin(), copy.end()));
+  EXPECT_EQ(elf->heap_bytes(), copy.size());
+  // Streamed after a discard as well.
+  elf->DiscardDecompressed(*info);
+  auto stream = elf->StreamSectionData(*info);
+  auto streamed = stream->Wait();
+  ASSERT_TRUE(streamed.ok());
+  EXPECT_TRUE(std::equal(streamed->begin(), streamed->end(), copy.begin(), copy.end()));
+
+  auto plain = OpenOrDie(Fixture("elf_basic_zlib.plain"));
+  const ElfSection* plain_info = plain->FindSection(".debug_info");
+  ASSERT_NE(plain_info, nullptr);
+  auto view = plain->SectionData(*plain_info);
+  ASSERT_TRUE(view.ok());
+  plain->DiscardDecompressed(*plain_info);
+  auto view_again = plain->SectionData(*plain_info);
+  ASSERT_TRUE(view_again.ok());
+  EXPECT_EQ(view->data(), view_again->data());
 }
 
 TEST(ElfFileTest, DebugLinkNameAndCrcMatchTheDebugFile) {

@@ -230,6 +230,44 @@ TEST(IndexDiffTest, DwarfOfTheBuildIsKeptOnlyWhenAsked) {
   EXPECT_GT(memory[1], memory[0] + 10000) << "the build's DWARF tables are not held";
 }
 
+// A build from a separate, compressed debug file gives its decompressed sections back once
+// exported, so the DWARF the command line asks to keep is retired: the answers are the direct
+// path's, and what needs DWARF afterwards (frame locals, data declarations) opens it anew.
+TEST(IndexDiffTest, RetiredDwarfOfTheBuildIsNotAskedAgain) {
+  std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
+  auto elf = ElfFile::Open(path);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 3);
+  std::vector<std::string> expected = Answers(path, addresses, SymbolizeOptions{});
+  auto direct = ElfSymbolizer::Open(path, SymbolizeOptions{});
+  ASSERT_TRUE(direct);
+  RealTempDir cache;
+  SymbolizeOptions options;
+  options.cache_dir = cache.path();
+  options.keep_dwarf_after_index_build = true;
+  auto symbolizer = ElfSymbolizer::Open(path, options);
+  ASSERT_TRUE(symbolizer);
+  std::vector<std::string> actual;
+  for (const SymbolizedAddress& a :
+       (*symbolizer)->SymbolizeBatch(addresses, AddressKind::kVirtual)) {
+    actual.push_back(testing::Describe(a));
+  }
+  EXPECT_EQ(FirstDifferences(addresses, expected, actual), "");
+  size_t locals = 0;
+  for (uint64_t a : addresses) {
+    std::vector<FrameLocal> want = (*direct)->FindFrameLocals(a);
+    std::vector<FrameLocal> got = (*symbolizer)->FindFrameLocals(a);
+    ASSERT_EQ(got.size(), want.size()) << std::hex << a;
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].function, want[k].function);
+      EXPECT_EQ(got[k].name, want[k].name);
+      EXPECT_EQ(got[k].decl_line, want[k].decl_line);
+    }
+    locals += got.size();
+  }
+  EXPECT_GT(locals, 0u) << "no frame locals: the DWARF was not read again";
+}
+
 void CompareRealBinary(const std::string& path, const char* package, uint64_t stride) {
 #ifdef STACKSYM_SPARSE_SAMPLES
   stride *= 8;
