@@ -603,9 +603,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     });
     for (size_t i : serial) export_unit(i);
     // Most of the DWARF's memory (the decompressed .debug_info above all) is not read again:
-    // given back now, it serves the merge, the compression and the file's pages (on the
-    // 2-vCPU VM, fresh pages cost several times reused ones: cold 0.93 -> 0.87 s on
-    // libceph-common, peak RSS 559 -> 478 MB).
+    // given back now, it serves the merge, the compression and the file's pages instead of
+    // fresh ones (on libceph-common peak RSS 553 -> 480 MB, and 2-3 % off the cold run on
+    // the 2-vCPU VM, where a fresh page costs several times a reused one).
     src.ReleaseExportedSections();
 
     merged_path_counts.assign(parts.size(), 0);
