@@ -1,12 +1,13 @@
 // libFuzzer target for the ELF reader: parse, read every section (decompressing, both on this
-// thread and streamed on a background one, which must agree), build the symbol table and look
-// addresses up, translate addresses, read notes — and check the invariants the rest of
-// stacksym relies on (sorted unique symbols, Find returns a cover).
+// thread and streamed on a background one, which must agree, and again after a discard),
+// build the symbol table and look addresses up, translate addresses, read notes — and check
+// the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover).
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 
 #include "stacksym/elf.h"
 
@@ -72,6 +73,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       auto later = other.SectionData(section);  // the same decoding, joined
       Check(later.ok() == streamed.ok());
+    }
+    // A discarded section decompresses again to the same outcome and bytes.
+    std::shared_ptr<ElfFile> discarding = *streamed_file;
+    for (const stacksym::ElfSection& section : discarding->sections()) {
+      discarding->DiscardDecompressed(section);
+      auto anew = discarding->SectionData(section);
+      auto direct = elf.SectionData(section);
+      Check(anew.ok() == direct.ok());
+      if (anew && direct) {
+        Check(anew->size() == direct->size());
+        for (size_t i = 0; i < anew->size(); ++i) Check((*anew)[i] == (*direct)[i]);
+      }
     }
   }
   (void)elf.build_id_hex();
