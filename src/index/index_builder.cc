@@ -881,7 +881,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads. A
   // chunk may span pieces: each is summed on from the one before.
   std::vector<uint32_t>& chunk_crcs = image.Keep(std::vector<uint32_t>(chunk_count));
-  unsigned crc_threads = ThreadCount(options.threads, chunk_count / 4096);
+  // On the serial path (4.5 ms for libceph-common's 29 MB on one thread): a thread per
+  // 512 KiB, so every index of more than 1 MiB is summed on all cores.
+  unsigned crc_threads = ThreadCount(options.threads, chunk_count / 128);
   RunOnThreads(crc_threads, [&](unsigned t) {
     const size_t first = chunk_count * t / crc_threads, last = chunk_count * (t + 1) / crc_threads;
     if (first == last) return;
