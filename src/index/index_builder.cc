@@ -87,54 +87,45 @@ class PieceStream {
 constexpr size_t kStringDictSize = 64 << 10;
 constexpr size_t kStringDictSamples = 2 << 20;
 
-// Gathers evenly spaced blocks of kStringBlockSize from a sequence of strings, in two passes
-// over the same sequence: Count() each to learn the total, then Take() each.
-class DictionarySamples {
- public:
-  void Count(std::string_view s) { total_ += s.size(); }
-  void Plan() {
-    size_t block_count = (total_ + kStringBlockSize - 1) / kStringBlockSize;
-    step_ = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
-  }
-  void Take(std::string_view s) {
+// The dictionary for `strings` laid end to end (at most a 32nd of their bytes), trained on
+// evenly spaced blocks of kStringBlockSize of them, or none (empty) when training fails (too
+// few samples: the blocks are then compressed without one).
+std::vector<uint8_t> TrainStringDictionary(std::span<const std::string_view> strings) {
+  size_t total = 0;
+  for (std::string_view s : strings) total += s.size();
+  const size_t dict_size = std::min(kStringDictSize, total / 32);
+  if (dict_size < 1024) return {};
+  const size_t block_count = (total + kStringBlockSize - 1) / kStringBlockSize;
+  const size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
+  std::vector<uint8_t> samples;
+  std::vector<size_t> sizes;
+  size_t at = 0;  // where the next string starts, end to end
+  for (std::string_view s : strings) {
     while (!s.empty()) {
-      size_t block = at_ / kStringBlockSize;
-      size_t in_block = at_ % kStringBlockSize;
-      size_t n = std::min(s.size(), kStringBlockSize - in_block);
-      if (block % step_ == 0) {
-        if (in_block == 0) sizes_.push_back(0);
-        samples_.insert(samples_.end(), s.data(), s.data() + n);
-        sizes_.back() += n;
+      const size_t block = at / kStringBlockSize, in_block = at % kStringBlockSize;
+      const size_t n = std::min(s.size(), kStringBlockSize - in_block);
+      if (block % step == 0) {
+        if (in_block == 0) sizes.push_back(0);
+        samples.insert(samples.end(), s.data(), s.data() + n);
+        sizes.back() += n;
       }
-      at_ += n;
+      at += n;
       s.remove_prefix(n);
     }
   }
-  // The dictionary (at most a 32nd of the strings), or none (empty) when training fails (too
-  // few samples: the blocks are then compressed without one).
-  std::vector<uint8_t> Train() const {
-    size_t dict_size = std::min(kStringDictSize, total_ / 32);
-    if (dict_size < 1024 || sizes_.empty()) return {};
-    ZDICT_fastCover_params_t params{};
-    params.k = 500;
-    params.d = 8;
-    params.f = 20;
-    params.accel = 1;
-    params.zParams.compressionLevel = kStringZstdLevel;
-    std::vector<uint8_t> dict(dict_size);
-    size_t n =
-        ZDICT_trainFromBuffer_fastCover(dict.data(), dict.size(), samples_.data(), sizes_.data(),
-                                        static_cast<unsigned>(sizes_.size()), params);
-    if (ZDICT_isError(n)) return {};
-    dict.resize(n);
-    return dict;
-  }
-
- private:
-  size_t total_ = 0, step_ = 1, at_ = 0;
-  std::vector<uint8_t> samples_;
-  std::vector<size_t> sizes_;
-};
+  ZDICT_fastCover_params_t params{};
+  params.k = 500;
+  params.d = 8;
+  params.f = 20;
+  params.accel = 1;
+  params.zParams.compressionLevel = kStringZstdLevel;
+  std::vector<uint8_t> dict(dict_size);
+  size_t n = ZDICT_trainFromBuffer_fastCover(dict.data(), dict.size(), samples.data(), sizes.data(),
+                                             static_cast<unsigned>(sizes.size()), params);
+  if (ZDICT_isError(n)) return {};
+  dict.resize(n);
+  return dict;
+}
 
 class StringTable {
  public:
@@ -248,6 +239,64 @@ class DistinctStrings {
   std::vector<StrRef> refs_;
   FlatTable<Slot> ids_;
 };
+
+// Each symbol's (linkage, demangled) name, in the symbol records' order.
+using SymbolStrings = std::vector<std::pair<std::string_view, std::string_view>>;
+
+// The strings IndexBuilder::Build's merge appends to the string stream, in its order, each
+// distinct one once by content (as its regions' tables tell them apart): the start files and
+// paths, the demangled names, then the linkage names unlike them. `merged_path_counts`: per
+// part, how many of its paths the merge adds.
+std::vector<std::string_view> StreamStringsInMergeOrder(
+    const std::vector<UnitPart>& parts, const std::vector<size_t>& merged_path_counts,
+    const SymbolStrings& symbols) {
+  struct Seen {
+    uint64_t hash = 0;
+    std::string_view text;
+    bool empty() const { return hash == 0; }
+  };
+  std::vector<std::string_view> ordered;
+  FlatTable<Seen> seen;
+  auto once = [&](std::string_view text, uint64_t hash) {
+    if (text.empty()) return;
+    Seen& slot = seen.Find(hash, [&](const Seen& s) {
+      return s.text.size() == text.size() &&
+             (s.text.data() == text.data() ||
+              std::memcmp(s.text.data(), text.data(), text.size()) == 0);
+    });
+    if (!slot.empty()) return;
+    slot = {hash, text};
+    seen.Filled();
+    ordered.push_back(text);
+  };
+  seen = FlatTable<Seen>(1024);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const UnitPart& part = parts[i];
+    if (!part.tables.ok) continue;
+    for (const UnitPart::Carrier& c : part.carriers) once(c.start_file, c.start_file_hash);
+    for (size_t p = 0; p < merged_path_counts[i]; ++p) {
+      once(part.tables.paths[p], part.path_hashes[p]);
+    }
+  }
+  size_t carriers = symbols.size();
+  for (const UnitPart& part : parts) carriers += part.carriers.size();
+  // Distinct names are fewer than the units' ones added up (units share most of them).
+  seen = FlatTable<Seen>(carriers / 2);
+  for (const auto& [raw, pretty] : symbols) once(pretty, HashBytes(pretty));
+  for (const UnitPart& part : parts) {
+    for (const UnitPart::Carrier& c : part.carriers) once(c.pretty, c.pretty_hash);
+  }
+  seen = FlatTable<Seen>(carriers / 2);
+  for (const auto& [raw, pretty] : symbols) {
+    if (raw != pretty) once(raw, HashBytes(raw));
+  }
+  for (const UnitPart& part : parts) {
+    for (const UnitPart::Carrier& c : part.carriers) {
+      if (c.raw_hash != 0) once(c.raw, c.raw_hash);
+    }
+  }
+  return ordered;
+}
 
 void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
   part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
@@ -447,68 +496,15 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // points are among them), so asking it at each of those boundaries flattens it exactly.
   const SymbolTable& table = elf->symbols();
   DemangleCache symbol_names;
-  // Each symbol's (linkage, demangled) name, for the dictionary's samples.
-  std::vector<std::pair<std::string_view, std::string_view>> symbol_strings;
-  // The string dictionary, trained from the strings in merge order (DictionarySamples): on a
-  // thread of its own while the merge runs when there are units to merge, else after.
+  SymbolStrings symbol_strings;  // for the dictionary's samples
+  // The string dictionary, trained on the strings in merge order: on a thread of its own
+  // while the merge runs when there are units to merge, else after.
   std::vector<uint8_t> dictionary;
   // Per part: how many of its paths the merge adds (set before the training starts).
   std::vector<size_t> merged_path_counts;
   auto train_dictionary = [&] {
-    // The strings in the order the merge appends them to each region, each distinct one once
-    // (by content, as the regions' tables tell them apart): the samples are those of the
-    // merged stream, and so is the dictionary.
-    struct Seen {
-      uint64_t hash = 0;
-      std::string_view text;
-      bool empty() const { return hash == 0; }
-    };
-    std::vector<std::string_view> ordered;
-    FlatTable<Seen> seen;
-    auto once = [&](std::string_view text, uint64_t hash) {
-      if (text.empty()) return;
-      Seen& slot = seen.Find(hash, [&](const Seen& s) {
-        return s.text.size() == text.size() &&
-               (s.text.data() == text.data() ||
-                std::memcmp(s.text.data(), text.data(), text.size()) == 0);
-      });
-      if (!slot.empty()) return;
-      slot = {hash, text};
-      seen.Filled();
-      ordered.push_back(text);
-    };
-    seen = FlatTable<Seen>(1024);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const UnitPart& part = parts[i];
-      if (!part.tables.ok) continue;
-      for (const UnitPart::Carrier& c : part.carriers) once(c.start_file, c.start_file_hash);
-      for (size_t p = 0; p < merged_path_counts[i]; ++p) {
-        once(part.tables.paths[p], part.path_hashes[p]);
-      }
-    }
-    size_t carriers = symbol_strings.size();
-    for (const UnitPart& part : parts) carriers += part.carriers.size();
-    // Distinct names are fewer than the units' ones added up (units share most of them).
-    seen = FlatTable<Seen>(carriers / 2);
-    for (const auto& [raw, pretty] : symbol_strings) once(pretty, HashBytes(pretty));
-    for (const UnitPart& part : parts) {
-      for (const UnitPart::Carrier& c : part.carriers) once(c.pretty, c.pretty_hash);
-    }
-    seen = FlatTable<Seen>(carriers / 2);
-    for (const auto& [raw, pretty] : symbol_strings) {
-      if (raw != pretty) once(raw, HashBytes(raw));
-    }
-    for (const UnitPart& part : parts) {
-      for (const UnitPart::Carrier& c : part.carriers) {
-        if (c.raw_hash != 0) once(c.raw, c.raw_hash);
-      }
-    }
-    seen = FlatTable<Seen>();
-    DictionarySamples samples;
-    for (std::string_view text : ordered) samples.Count(text);
-    samples.Plan();
-    for (std::string_view text : ordered) samples.Take(text);
-    dictionary = samples.Train();
+    dictionary =
+        TrainStringDictionary(StreamStringsInMergeOrder(parts, merged_path_counts, symbol_strings));
   };
   std::unique_ptr<SpreadThread> trainer;
   bool trained = false;
