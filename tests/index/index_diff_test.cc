@@ -203,6 +203,16 @@ TEST(IndexDiffTest, WithoutLinkageNamesRawNamesStayEmpty) {
   }
 }
 
+// `symbolizer`'s answers to one batch, described as Answers() describes them.
+std::vector<std::string> BatchAnswers(ElfSymbolizer& symbolizer,
+                                      const std::vector<uint64_t>& addresses) {
+  std::vector<std::string> out;
+  for (const SymbolizedAddress& a : symbolizer.SymbolizeBatch(addresses, AddressKind::kVirtual)) {
+    out.push_back(testing::Describe(a));
+  }
+  return out;
+}
+
 // A cold build hands its DWARF to the symbolizer only when asked (the command line asks):
 // the answers are the same either way, and only then does the symbolizer hold the DWARF.
 TEST(IndexDiffTest, DwarfOfTheBuildIsKeptOnlyWhenAsked) {
@@ -219,12 +229,8 @@ TEST(IndexDiffTest, DwarfOfTheBuildIsKeptOnlyWhenAsked) {
     options.keep_dwarf_after_index_build = keep;
     auto symbolizer = ElfSymbolizer::Open(path, options);
     ASSERT_TRUE(symbolizer);
-    std::vector<std::string> actual;
-    for (const SymbolizedAddress& a :
-         (*symbolizer)->SymbolizeBatch(addresses, AddressKind::kVirtual)) {
-      actual.push_back(testing::Describe(a));
-    }
-    EXPECT_EQ(FirstDifferences(addresses, expected, actual), "") << "keep " << keep;
+    EXPECT_EQ(FirstDifferences(addresses, expected, BatchAnswers(**symbolizer, addresses)), "")
+        << "keep " << keep;
     memory[keep] = (*symbolizer)->memory_bytes();
   }
   EXPECT_GT(memory[1], memory[0] + 10000) << "the build's DWARF tables are not held";
@@ -232,7 +238,7 @@ TEST(IndexDiffTest, DwarfOfTheBuildIsKeptOnlyWhenAsked) {
 
 // A build from a separate, compressed debug file gives its decompressed sections back once
 // exported, so the DWARF the command line asks to keep is retired: the answers are the direct
-// path's, and what needs DWARF afterwards (frame locals, data declarations) opens it anew.
+// path's, and what needs DWARF afterwards (here frame locals) opens it anew.
 TEST(IndexDiffTest, RetiredDwarfOfTheBuildIsNotAskedAgain) {
   std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
   auto elf = ElfFile::Open(path);
@@ -247,12 +253,7 @@ TEST(IndexDiffTest, RetiredDwarfOfTheBuildIsNotAskedAgain) {
   options.keep_dwarf_after_index_build = true;
   auto symbolizer = ElfSymbolizer::Open(path, options);
   ASSERT_TRUE(symbolizer);
-  std::vector<std::string> actual;
-  for (const SymbolizedAddress& a :
-       (*symbolizer)->SymbolizeBatch(addresses, AddressKind::kVirtual)) {
-    actual.push_back(testing::Describe(a));
-  }
-  EXPECT_EQ(FirstDifferences(addresses, expected, actual), "");
+  EXPECT_EQ(FirstDifferences(addresses, expected, BatchAnswers(**symbolizer, addresses)), "");
   size_t locals = 0;
   for (uint64_t a : addresses) {
     std::vector<FrameLocal> want = (*direct)->FindFrameLocals(a);
