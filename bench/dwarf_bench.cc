@@ -1,8 +1,8 @@
 // DWARF lookup speed (DebugInfoSource): the warm per-address cost once a binary's tables are
-// built (the common case: many addresses against one binary), and the cold cost of opening
-// the DWARF and answering a first batch. Inputs: libc.so.6 with libc6-dbg's separate debug
-// file, and libceph-common.so.2 with librados2-dbg (95 MB of compressed DWARF 5) when present;
-// missing inputs are reported as skipped.
+// built (the common case: many addresses against one binary), the cold cost of opening the
+// DWARF and answering a first batch, and an index build's export of every unit. Inputs:
+// libc.so.6 with libc6-dbg's separate debug file, and libceph-common.so.2 with librados2-dbg
+// (95 MB of compressed DWARF 5) when present; missing inputs are reported as skipped.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -148,6 +148,41 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * loaded.addresses.size());
 }
 
+// An index build's DWARF work without the decompression, on one thread: every unit of the
+// binary exported (IndexBuilder's ExportUnit: its full function table walked, each node's name
+// resolved through its origin chain and demangled, its line table parsed and its paths
+// resolved), from a new source on the kept-open debug file each iteration.
+void ExportEveryUnit(benchmark::State& state, const char* path) {
+  Loaded loaded;
+  std::string why;
+  if (!Load(path, true, &loaded, &why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  auto debug_file = ElfFile::Open(loaded.source->path());
+  if (!debug_file) {
+    state.SkipWithError(debug_file.error().ToString().c_str());
+    return;
+  }
+  {
+    auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    if (primed && *primed) (void)(*primed)->unit_count();
+  }
+  size_t nodes = 0;
+  for (auto _ : state) {
+    auto source = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    nodes = 0;
+    for (size_t i = 0; i < (*source)->unit_count(); ++i) {
+      DebugInfoSource::UnitTables tables = (*source)->ExportUnit(i);
+      nodes += tables.nodes.size();
+      benchmark::DoNotOptimize(tables.pretty_names.data());
+      (*source)->ReleaseUnitFunctions(i);
+    }
+  }
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(nodes));
+}
+
 BENCHMARK_CAPTURE(WarmLookup, libc_raw_names, kLibc, false);
 BENCHMARK_CAPTURE(WarmLookup, libc_demangled, kLibc, true);
 BENCHMARK_CAPTURE(WarmLookup, ceph_raw_names, kCeph, false);
@@ -162,6 +197,8 @@ BENCHMARK_CAPTURE(BatchOnDecompressed, ceph_5000, kCeph)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(ExportEveryUnit, libc, kLibc)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ExportEveryUnit, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(ColdBatch, libc_5000, kLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ColdBatch, ceph_5000, kCeph)->Unit(benchmark::kMillisecond)->Iterations(2);
 

@@ -228,9 +228,13 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
                                            std::span<const uint64_t> wanted,
                                            std::vector<TreeRange>* ranges) {
   const UnitInfo& unit = *unit_;
-  std::vector<AddressRange> die_ranges;
+  // The thread's own, reused subroutine after subroutine (a full walk meets one per
+  // function of the unit): no allocation per subroutine.
+  static thread_local std::vector<AddressRange> die_ranges;
   // parents[d] = node enclosing the DIEs at depth d + 1.
-  std::vector<int32_t> parents;
+  static thread_local std::vector<int32_t> parents;
+  die_ranges.clear();
+  parents.clear();
   int32_t current_parent = -1;
   bool first = true;
   while (first || !parents.empty()) {
