@@ -237,6 +237,10 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
   parents.clear();
   int32_t current_parent = -1;
   bool first = true;
+  // Reset per subroutine DIE below, only in the fields read back: zeroing the whole of them
+  // for each (a `rep stos`) was a fifth of this function's own time.
+  SubroutineAttrs attrs;
+  FunctionNode node;
   while (first || !parents.empty()) {
     uint64_t die_offset = c.offset();
     uint64_t code = c.Uleb128();
@@ -254,8 +258,9 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
     first = false;
     int32_t node_for_children = current_parent;
     if (IsSubroutine(abbrev->tag)) {
-      SubroutineAttrs attrs;
-      FunctionNode node;
+      attrs.has_low = attrs.has_high = attrs.has_ranges = false;  // the values: only if set
+      attrs.sibling = 0;
+      node = FunctionNode{};
       node.die_offset = die_offset;
       node.parent = current_parent;
       node.inlined = abbrev->tag == DW_TAG_inlined_subroutine;
