@@ -648,13 +648,17 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   auto start = [&](SourceFrame& frame, int32_t n) {
     return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame, cache);
   };
-  auto valid_parent = valid_node;
+  // A node's parent comes before it (the walk numbers nodes in DIE order): a parent at or
+  // after its child is damage, so a chain can neither loop nor outgrow the unit's nodes.
+  auto valid_parent = [&](int32_t child, int32_t parent) {
+    return parent < child && valid_node(parent);
+  };
   if (!options.inlines) {
     int32_t outer = node;
-    size_t guard = 0;
     while (outer >= 0 && inlined(outer)) {
-      outer = nodes[static_cast<size_t>(outer)].parent;
-      if (!valid_parent(outer) || ++guard > nodes.size()) return !(*corrupt = true);
+      int32_t parent = nodes[static_cast<size_t>(outer)].parent;
+      if (!valid_parent(outer, parent)) return !(*corrupt = true);
+      outer = parent;
     }
     SourceFrame& frame = NewFrame(frames, spare);
     int32_t named = outer >= 0 ? outer : node;
@@ -686,7 +690,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   size_t guard = 0;
   while (current >= 0 && inlined(current) && ++guard < 4096) {
     const NodeRecord& callee = nodes[static_cast<size_t>(current)];
-    if (!valid_parent(callee.parent)) return !(*corrupt = true);
+    if (!valid_parent(current, callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
     SourceFrame& caller = NewFrame(frames, spare);
     if (!name_frame(caller, callee.parent) || !path(callee.call_file, &caller.file) ||

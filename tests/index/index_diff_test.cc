@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "index/symbol_index.h"
 #include "index_test_util.h"
 #include "real_test_util.h"
 #include "stacksym/symbolize.h"
@@ -101,6 +102,38 @@ TEST(IndexDiffTest, EveryFixtureAddress) {
     compared += addresses.size();
   }
   std::printf("%zu fixtures, %zu addresses each in 3 variants\n", binaries.size(), compared);
+}
+
+// A sound index answers every address itself: Answer() fails only on a record it finds
+// inconsistent, and the symbolizer then answers from DWARF without a word, so a check that
+// wrongly took good records for damage would pass every differential test unseen.
+TEST(IndexDiffTest, SoundIndexAnswersEveryAddressItself) {
+  size_t answered = 0;
+  for (const std::string& path : FixtureBinaries()) {
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf);
+    std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 5);
+    RealTempDir cache;
+    SymbolizeOptions build;
+    build.cache_dir = cache.path();
+    ASSERT_EQ(Answers(path, addresses, build).size(), addresses.size());
+    auto index = symindex::SymbolIndex::Open(testing::IndexPathFor(path, cache.path(), build));
+    ASSERT_TRUE(index) << path << ": " << index.error().ToString();
+    for (const Variant& v : kVariants) {
+      SymbolizeOptions options;
+      options.demangle = v.demangle;
+      options.inlines = v.inlines;
+      options.linkage_names = v.linkage_names;
+      for (uint64_t a : addresses) {
+        SymbolizedAddress out;
+        out.vaddr = a;
+        ASSERT_TRUE((*index)->Answer(a, options, out))
+            << path << " " << v.name << ": 0x" << std::hex << a << " taken for damage";
+        answered += !out.frames.empty();
+      }
+    }
+  }
+  EXPECT_GT(answered, 1000u);
 }
 
 TEST(IndexDiffTest, FileOffsetsOfAFixture) {
