@@ -116,30 +116,39 @@ void ColdBatch(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * addresses.size());
 }
 
+// `path` loaded (with demangling), and its debug file opened apart with its sections
+// decompressed once, for benchmarks of the DWARF work without the decompression: sources
+// opened on it later find the sections there. Null (the benchmark skipped, saying why) when
+// either fails.
+std::shared_ptr<ElfFile> OpenDecompressed(benchmark::State& state, const char* path,
+                                          Loaded* loaded) {
+  std::string why;
+  if (!Load(path, true, loaded, &why)) {
+    state.SkipWithError(why.c_str());
+    return nullptr;
+  }
+  auto debug_file = ElfFile::Open(loaded->source->path());
+  if (!debug_file) {
+    state.SkipWithError(debug_file.error().ToString().c_str());
+    return nullptr;
+  }
+  // Decompresses the sections, once, and waits for them (they may stream in the background).
+  auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+  if (primed && *primed) (void)(*primed)->unit_count();
+  return *debug_file;
+}
+
 // The DWARF work of a batch without the decompression: the debug file (which keeps its
 // decompressed sections) stays open, each iteration opens a new source on it and answers the
 // sample with LookupBatch on `threads` threads (unit map, filtered unit tables, names).
 void BatchOnDecompressed(benchmark::State& state, const char* path) {
   Loaded loaded;
-  std::string why;
-  if (!Load(path, true, &loaded, &why)) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  auto debug_file = ElfFile::Open(loaded.source->path());
-  if (!debug_file) {
-    state.SkipWithError(debug_file.error().ToString().c_str());
-    return;
-  }
-  {
-    // Decompresses the sections, once, and waits for them (they may stream in the background).
-    auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
-    if (primed && *primed) (void)(*primed)->unit_count();
-  }
+  std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
+  if (!debug_file) return;
   unsigned threads = static_cast<unsigned>(state.range(0));
   std::vector<std::vector<SourceFrame>> frames(loaded.addresses.size());
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    auto source = DebugInfoSource::Open(debug_file, SymbolizeOptions{});
     (*source)->LookupBatch(
         loaded.addresses, [&](size_t i) { return &frames[i]; }, threads);
     benchmark::DoNotOptimize(frames.data());
@@ -154,23 +163,11 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
 // resolved), from a new source on the kept-open debug file each iteration.
 void ExportEveryUnit(benchmark::State& state, const char* path) {
   Loaded loaded;
-  std::string why;
-  if (!Load(path, true, &loaded, &why)) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  auto debug_file = ElfFile::Open(loaded.source->path());
-  if (!debug_file) {
-    state.SkipWithError(debug_file.error().ToString().c_str());
-    return;
-  }
-  {
-    auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
-    if (primed && *primed) (void)(*primed)->unit_count();
-  }
+  std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
+  if (!debug_file) return;
   size_t nodes = 0;
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
+    auto source = DebugInfoSource::Open(debug_file, SymbolizeOptions{});
     nodes = 0;
     for (size_t i = 0; i < (*source)->unit_count(); ++i) {
       DebugInfoSource::UnitTables tables = (*source)->ExportUnit(i);

@@ -153,11 +153,6 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
   // thread): grown once instead of faulted in anew for every unit.
   static thread_local std::vector<TreeRange> ranges;
   ranges.clear();
-  // Likewise the nodes, copied out at their final size once the walk is over (grown by
-  // doubling in the table itself, each step copied them into fresh pages).
-  static thread_local std::vector<FunctionNode> walked_nodes;
-  walked_nodes.clear();
-  table.nodes_.swap(walked_nodes);
   std::vector<AddressRange> die_ranges;
   size_t depth = unit_abbrev->has_children ? 1 : 0;
   while (depth > 0 && !c.at_end()) {
@@ -214,8 +209,6 @@ Result<FunctionTable> FunctionTable::Walk(DwarfFile& file, UnitInfo& unit,
   }
   // (Not shrunk to fit: that copied every table once more, and the capacity past the end is
   // never touched, so it costs address space, not memory.)
-  walked_nodes.assign(table.nodes_.begin(), table.nodes_.end());
-  table.nodes_.swap(walked_nodes);
   table.segments_ = FlattenNested(ranges);
   IndexSegments(table.segments_, &table.index_);
   // Only the walk needs them; the table must not keep pointers to a unit that may move.

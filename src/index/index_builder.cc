@@ -72,46 +72,36 @@ class PieceStream {
   size_t size_ = 0;
 };
 
-// A dictionary trained on the strings the stream is made of lets blocks a quarter the size
-// of the undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
+// A dictionary trained on the string stream itself lets blocks a quarter the size of the
+// undictionaried 8 KiB ones (so a lookup decompresses a quarter of the bytes per name)
 // compress slightly better than those did. fastCover with fixed parameters (k 500, d 8) on
 // about 2 MB of evenly spaced blocks trains in about 20 ms, as well as the parameter search
 // that takes seconds; it is deterministic, so an index is still byte-identical from build to
 // build.
 //
-// The samples are the merged stream's, but gathered from the strings it will be made of, in
-// the order the merge appends them (paths, demangled names, linkage names; each distinct one
-// once): so the training runs on a thread of its own while the merge numbers the names,
-// instead of after it (on libceph-common the two were 70 ms of one core's work while the
+// The stream trained on is the merged one, made a second time apart from the merge
+// (StreamAsMerged): so the training runs on a thread of its own while the merge numbers the
+// names, instead of after it (on libceph-common the two were 70 ms of one core's work while the
 // other idled; now 52 ms on two).
 constexpr size_t kStringDictSize = 64 << 10;
 constexpr size_t kStringDictSamples = 2 << 20;
 
-// The dictionary for `strings` laid end to end (at most a 32nd of their bytes), trained on
-// evenly spaced blocks of kStringBlockSize of them, or none (empty) when training fails (too
-// few samples: the blocks are then compressed without one).
-std::vector<uint8_t> TrainStringDictionary(std::span<const std::string_view> strings) {
-  size_t total = 0;
-  for (std::string_view s : strings) total += s.size();
-  const size_t dict_size = std::min(kStringDictSize, total / 32);
+// The dictionary for `stream` (at most a 32nd of it), trained on evenly spaced blocks of
+// kStringBlockSize, or none (empty) when training fails (too few samples: the blocks are then
+// compressed without one).
+std::vector<uint8_t> TrainStringDictionary(const PieceStream& stream) {
+  size_t block_count = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
+  size_t dict_size = std::min(kStringDictSize, stream.size() / 32);
   if (dict_size < 1024) return {};
-  const size_t block_count = (total + kStringBlockSize - 1) / kStringBlockSize;
-  const size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
-  std::vector<uint8_t> samples;
+  size_t step = std::max<size_t>(1, block_count / (kStringDictSamples / kStringBlockSize));
+  std::vector<uint8_t> samples, scratch;
   std::vector<size_t> sizes;
-  size_t at = 0;  // where the next string starts, end to end
-  for (std::string_view s : strings) {
-    while (!s.empty()) {
-      const size_t block = at / kStringBlockSize, in_block = at % kStringBlockSize;
-      const size_t n = std::min(s.size(), kStringBlockSize - in_block);
-      if (block % step == 0) {
-        if (in_block == 0) sizes.push_back(0);
-        samples.insert(samples.end(), s.data(), s.data() + n);
-        sizes.back() += n;
-      }
-      at += n;
-      s.remove_prefix(n);
-    }
+  for (size_t k = 0; k < block_count; k += step) {
+    size_t from = k * kStringBlockSize;
+    size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
+    const uint8_t* bytes = stream.Range(from, size, &scratch);
+    samples.insert(samples.end(), bytes, bytes + size);
+    sizes.push_back(size);
   }
   ZDICT_fastCover_params_t params{};
   params.k = 500;
@@ -243,59 +233,43 @@ class DistinctStrings {
 // Each symbol's (linkage, demangled) name, in the symbol records' order.
 using SymbolStrings = std::vector<std::pair<std::string_view, std::string_view>>;
 
-// The strings IndexBuilder::Build's merge appends to the string stream, in its order, each
-// distinct one once by content (as its regions' tables tell them apart): the start files and
-// paths, the demangled names, then the linkage names unlike them. `merged_path_counts`: per
-// part, how many of its paths the merge adds.
-std::vector<std::string_view> StreamStringsInMergeOrder(
-    const std::vector<UnitPart>& parts, const std::vector<size_t>& merged_path_counts,
-    const SymbolStrings& symbols) {
-  struct Seen {
-    uint64_t hash = 0;
-    std::string_view text;
-    bool empty() const { return hash == 0; }
-  };
-  std::vector<std::string_view> ordered;
-  FlatTable<Seen> seen;
-  auto once = [&](std::string_view text, uint64_t hash) {
-    if (text.empty()) return;
-    Seen& slot = seen.Find(hash, [&](const Seen& s) {
-      return s.text.size() == text.size() &&
-             (s.text.data() == text.data() ||
-              std::memcmp(s.text.data(), text.data(), text.size()) == 0);
-    });
-    if (!slot.empty()) return;
-    slot = {hash, text};
-    seen.Filled();
-    ordered.push_back(text);
-  };
-  seen = FlatTable<Seen>(1024);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const UnitPart& part = parts[i];
-    if (!part.tables.ok) continue;
-    for (const UnitPart::Carrier& c : part.carriers) once(c.start_file, c.start_file_hash);
-    for (size_t p = 0; p < merged_path_counts[i]; ++p) {
-      once(part.tables.paths[p], part.path_hashes[p]);
-    }
-  }
+// The string stream IndexBuilder::Build's merge makes, made apart from it by the same tables
+// fed the same strings in the same order (its three regions: start files and paths, demangled
+// names, linkage names unlike them), for the dictionary to be trained while the merge runs.
+// `merged_path_counts`: per part, how many of its paths the merge adds. The tables go with the
+// call: the stream refers to the strings themselves.
+PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
+                           const std::vector<size_t>& merged_path_counts,
+                           const SymbolStrings& symbols) {
   size_t carriers = symbols.size();
   for (const UnitPart& part : parts) carriers += part.carriers.size();
   // Distinct names are fewer than the units' ones added up (units share most of them).
-  seen = FlatTable<Seen>(carriers / 2);
-  for (const auto& [raw, pretty] : symbols) once(pretty, HashBytes(pretty));
-  for (const UnitPart& part : parts) {
-    for (const UnitPart::Carrier& c : part.carriers) once(c.pretty, c.pretty_hash);
+  StringTable files(1024), names(carriers / 2), linkage(carriers / 2);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const UnitPart& part = parts[i];
+    if (!part.tables.ok) continue;
+    for (const UnitPart::Carrier& c : part.carriers) {
+      if (!c.start_file.empty()) files.Add(c.start_file, c.start_file_hash);
+    }
+    for (size_t p = 0; p < merged_path_counts[i]; ++p) {
+      files.Add(part.tables.paths[p], part.path_hashes[p]);
+    }
   }
-  seen = FlatTable<Seen>(carriers / 2);
+  for (const auto& [raw, pretty] : symbols) names.Add(pretty);
+  for (const UnitPart& part : parts) {
+    for (const UnitPart::Carrier& c : part.carriers) names.Add(c.pretty, c.pretty_hash);
+  }
   for (const auto& [raw, pretty] : symbols) {
-    if (raw != pretty) once(raw, HashBytes(raw));
+    if (raw != pretty) linkage.Add(raw);
   }
   for (const UnitPart& part : parts) {
     for (const UnitPart::Carrier& c : part.carriers) {
-      if (c.raw_hash != 0) once(c.raw, c.raw_hash);
+      if (c.raw_hash != 0) linkage.Add(c.raw, c.raw_hash);
     }
   }
-  return ordered;
+  PieceStream stream;
+  for (const StringTable* region : {&files, &names, &linkage}) stream.Append(region->bytes());
+  return stream;
 }
 
 void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
@@ -503,8 +477,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // Per part: how many of its paths the merge adds (set before the training starts).
   std::vector<size_t> merged_path_counts;
   auto train_dictionary = [&] {
-    dictionary =
-        TrainStringDictionary(StreamStringsInMergeOrder(parts, merged_path_counts, symbol_strings));
+    dictionary = TrainStringDictionary(StreamAsMerged(parts, merged_path_counts, symbol_strings));
   };
   std::unique_ptr<SpreadThread> trainer;
   bool trained = false;
