@@ -10,7 +10,9 @@
 #
 #   bench/index_compare.sh [BUILD_DIR] [INPUT...]
 # Defaults: libc.so.6 (libc6-dbg), /usr/bin/python3.11d (python3.11-dbg), libceph-common.so.2
-# (librados2-dbg; skipped when missing). Environment: ADDRESSES (5000), RUNS (5).
+# (librados2-dbg; skipped when missing). Environment: ADDRESSES (5000), RUNS (5), PAUSE (0: seconds
+# of idle before each timed run; 2.5 measures a run after a pause, when a VM's host may have
+# taken freed memory back, as a profiler's user meets it, instead of back-to-back runs).
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -18,6 +20,7 @@ shift || true
 STACKSYM=$BUILD/stacksym
 ADDRESSES=${ADDRESSES:-5000}
 RUNS=${RUNS:-5}
+PAUSE=${PAUSE:-0}
 if [[ $# -gt 0 ]]; then
   INPUTS=("$@")
 else
@@ -46,7 +49,10 @@ run_once() {
 measure() {
   local mode=$1 file=$2 addrs=$3 out=$4 results=()
   run_once "$mode" "$file" "$addrs" "$out" >/dev/null  # warm-up (page cache; warm: the index)
-  for ((r = 0; r < RUNS; r++)); do results+=("$(run_once "$mode" "$file" "$addrs" "$out")"); done
+  for ((r = 0; r < RUNS; r++)); do
+    sleep "$PAUSE"
+    results+=("$(run_once "$mode" "$file" "$addrs" "$out")")
+  done
   printf '%s\n' "${results[@]}" | sort -n | awk -v n="$RUNS" 'NR == int((n + 1) / 2) {print}'
 }
 
