@@ -2,6 +2,7 @@
 // ELF file with its symbol table and DWARF (separate debug files found automatically).
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,7 +30,9 @@ struct Options {
 // arena until they are written in input order.
 class RenderedAnswers {
  public:
-  RenderedAnswers(size_t count, unsigned workers) : workers_(workers), texts_(count) {}
+  RenderedAnswers(size_t count, unsigned workers, TextPool* pool) : texts_(count) {
+    for (unsigned w = 0; w < workers; ++w) workers_.emplace_back(pool);
+  }
   void Add(unsigned worker, size_t i, const SymbolizedAddress& answer,
            const OutputOptions& options) {
     Worker& w = workers_[worker];
@@ -51,10 +54,11 @@ class RenderedAnswers {
 
  private:
   struct Worker {
+    explicit Worker(TextPool* pool) : arena(pool) {}
     std::string scratch;
     TextArena arena;
   };
-  std::vector<Worker> workers_;
+  std::deque<Worker> workers_;  // built in place: an arena does not move
   std::vector<std::string_view> texts_;
 };
 
@@ -66,28 +70,35 @@ int Run(const Options& o) {
     std::fprintf(stderr, "stacksym symbolize elf: %s\n", error.c_str());
     return kExitBadInput;
   }
+  // Batches let the symbolizer parse the DWARF units they need on all cores; bounded so a
+  // huge address list streams instead of holding every answer.
+  constexpr size_t kBatch = 1 << 16;
+  // Made first: its pages fault in on the other core while the index or the DWARF opens.
+  // Address space for 4 KiB of text per answer (libceph-common's average is 1.4 KiB).
+  TextPool pool(std::min(kBatch, addresses.size()) * 4096);
   auto symbolizer = ElfSymbolizer::Open(o.file, o.symbolize.ToSymbolizeOptions());
   if (!symbolizer) {
     std::fprintf(stderr, "stacksym symbolize elf: %s\n", symbolizer.error().ToString().c_str());
     return kExitBadInput;
   }
   AddressKind kind = o.file_offsets ? AddressKind::kFileOffset : AddressKind::kVirtual;
-  // Batches let the symbolizer parse the DWARF units they need on all cores; bounded so a
-  // huge address list streams instead of holding every answer.
-  constexpr size_t kBatch = 1 << 16;
   for (size_t begin = 0; begin < addresses.size(); begin += kBatch) {
     std::span<const uint64_t> batch(addresses.data() + begin,
                                     std::min(kBatch, addresses.size() - begin));
     // Each answer is rendered as it comes (in address order, from reused storage), then the
     // texts are written in input order.
     constexpr unsigned kWorkers = 4;  // at most; SymbolizeOptions::threads bounds them too
-    RenderedAnswers rendered(batch.size(), kWorkers);
-    (*symbolizer)
-        ->SymbolizeEachConcurrently(
-            batch, kind, kWorkers, [&](unsigned worker, size_t i, const SymbolizedAddress& answer) {
-              rendered.Add(worker, i, answer, o.symbolize.output);
-            });
-    rendered.Write();
+    {
+      RenderedAnswers rendered(batch.size(), kWorkers, &pool);
+      (*symbolizer)
+          ->SymbolizeEachConcurrently(
+              batch, kind, kWorkers,
+              [&](unsigned worker, size_t i, const SymbolizedAddress& answer) {
+                rendered.Add(worker, i, answer, o.symbolize.output);
+              });
+      rendered.Write();
+    }
+    pool.Reuse();
   }
   KeepUntilExit(std::move(*symbolizer));
   return kExitOk;

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -9,40 +10,94 @@
 namespace stacksym::cli {
 namespace {
 
-constexpr size_t kRegion = size_t{2} << 20;  // one huge page
+char* MapPages(size_t size) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
 
 }  // namespace
 
+TextPool::TextPool(size_t bytes) : creator_(std::this_thread::get_id()) {
+  chunk_count_ = (bytes + kChunk - 1) / kChunk;
+  if (chunk_count_ == 0) return;
+  data_ = MapPages(chunk_count_ * kChunk);
+  if (data_ == nullptr) {
+    chunk_count_ = 0;
+    return;
+  }
+  helper_ = std::make_unique<SpreadThread>([this] { KeepAhead(); });
+}
+
+TextPool::~TextPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  helper_.reset();  // joins
+  if (data_ != nullptr) ::munmap(data_, chunk_count_ * kChunk);
+}
+
+void TextPool::KeepAhead() {
+  // Where no thread could be started, this runs in the constructor: it faults in the first
+  // chunks only, and never waits for a Take() that cannot come while it runs.
+  const bool own_thread = std::this_thread::get_id() != creator_;
+  size_t faulted = 0;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_ && faulted < chunk_count_) {
+    if (faulted >= taken_.load(std::memory_order_relaxed) + kChunksAhead) {
+      if (!own_thread) return;
+      wake_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    // Advice only: where it is refused (before Linux 5.14) pages fault in as text is written.
+    bool ok = ::madvise(data_ + faulted * kChunk, kChunk, MADV_POPULATE_WRITE) == 0;
+    lock.lock();
+    if (!ok) return;
+    ++faulted;
+  }
+}
+
+char* TextPool::Take() {
+  size_t k = taken_.fetch_add(1, std::memory_order_relaxed);
+  if (k >= chunk_count_) return nullptr;
+  // Under the lock, so that the helper cannot miss this between its check and its wait.
+  { std::lock_guard<std::mutex> lock(mu_); }
+  wake_.notify_one();
+  return data_ + k * kChunk;
+}
+
+void TextPool::Reuse() { taken_.store(0, std::memory_order_relaxed); }
+
 TextArena::~TextArena() {
   for (const Region& r : regions_) {
-    if (r.mapped) {
+    if (r.owner == Region::kMapped) {
       ::munmap(r.data, r.size);
-    } else {
+    } else if (r.owner == Region::kHeap) {
       delete[] r.data;
     }
   }
 }
 
 void TextArena::Open(size_t at_least) {
-  size_t size = (at_least + kRegion - 1) / kRegion * kRegion;
   Region region;
-  region.size = size;
-  // Huge pages need 2 MiB-aligned addresses: map one region extra and trim both ends.
-  void* p =
-      ::mmap(nullptr, size + kRegion, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p != MAP_FAILED) {
-    uintptr_t base = reinterpret_cast<uintptr_t>(p);
-    uintptr_t aligned = (base + kRegion - 1) & ~uintptr_t{kRegion - 1};
-    size_t head = aligned - base;
-    if (head != 0) ::munmap(p, head);
-    if (kRegion - head != 0) ::munmap(reinterpret_cast<char*>(aligned) + size, kRegion - head);
-    region.data = reinterpret_cast<char*>(aligned);
-    region.mapped = true;
-    ::madvise(region.data, size, MADV_HUGEPAGE);
-    // Advice only: where it is refused the pages fault in as they are written.
-    ::madvise(region.data, size, MADV_POPULATE_WRITE);
+  if (pool_ != nullptr && at_least <= TextPool::kChunk) region.data = pool_->Take();
+  if (region.data != nullptr) {
+    region.size = TextPool::kChunk;
+    region.owner = Region::kPool;
   } else {
-    region.data = new char[size];
+    // The pool used up (or none, or a text bigger than a chunk): a region of its own.
+    region.size = std::max(at_least, TextPool::kChunk * 8);
+    region.data = MapPages(region.size);
+    if (region.data != nullptr) {
+      region.owner = Region::kMapped;
+      ::madvise(region.data, region.size, MADV_POPULATE_WRITE);  // advice only
+    } else {
+      region.data = new char[region.size];
+      region.owner = Region::kHeap;
+    }
   }
   regions_.push_back(region);
   used_ = 0;
