@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/itanium_subset.h"
+
 extern "C" {
 #include <libiberty/demangle.h>
 }
@@ -45,11 +47,15 @@ std::string DemangleItanium(const std::string& name) {
 
 std::string Demangle(std::string_view mangled) {
   if (!LooksMangled(mangled)) return std::string(mangled);
-  std::string name(mangled);
   // Rust v0 names start with _R; legacy ones end in a hash segment "17h" + 16 hex digits, so
   // an _Z name without "17h" is no Rust name, and libiberty's Rust attempt (a scan of the whole
   // name, a tenth of the cost of demangling a long C++ name) can be skipped.
   bool maybe_rust = mangled[1] == 'R' || mangled.find("17h") != std::string_view::npos;
+  if (!maybe_rust) {
+    // The common part of the grammar without libiberty, in its text (base/itanium_subset.h).
+    if (std::optional<std::string> fast = DemangleItaniumSubset(mangled)) return std::move(*fast);
+  }
+  std::string name(mangled);
   std::string out = maybe_rust ? TryStyle(name, DMGL_RUST) : std::string();
   if (out.empty()) out = DemangleItanium(name);
   return out.empty() ? name : out;

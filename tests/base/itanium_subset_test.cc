@@ -1,0 +1,169 @@
+// DemangleItaniumSubset against libiberty: the names it takes get libiberty's exact text (hand
+// cases for each construct, and every linkage name of the C++ test fixtures and, when
+// librados2-dbg is installed, of libceph-common's 266 295), the names outside its grammar are
+// left to libiberty, and stacksym::Demangle answers the same either way.
+#include "base/itanium_subset.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/demangle.h"
+#include "stacksym/elf.h"
+
+// <string.h> already declares basename, which libiberty.h would declare again.
+#define HAVE_DECL_BASENAME 1
+extern "C" {
+#include <libiberty/demangle.h>
+}
+
+namespace stacksym {
+namespace {
+
+// libiberty's text, or empty where it gives up.
+std::string Libiberty(std::string_view mangled) {
+  std::string name(mangled), text;
+  auto append = [](const char* piece, size_t size, void* out) {
+    static_cast<std::string*>(out)->append(piece, size);
+  };
+  if (cplus_demangle_v3_callback(name.c_str(), DMGL_PARAMS | DMGL_ANSI, append, &text) == 0) {
+    return {};
+  }
+  return text;
+}
+
+TEST(ItaniumSubset, EachConstructAsLibibertyPrintsIt) {
+  const char* const kNames[] = {
+      "_ZN3foo3barEv",                              // nested, no parameters
+      "_Z3fooi",                                    // unscoped
+      "_Z3fooIiEvT_",                               // unscoped template: return type, T_
+      "_ZSt4swapIiEvRT_S1_",                        // std::, substitution of a reference
+      "_ZN2ns6VectorIiEixEm",                       // operator[]
+      "_ZNK3Foo3getERKSt6vectorIiSaIiEE",           // const member, Sa, "> >"
+      "_ZN3FooIiEC2Ev",                             // constructor of a template
+      "_ZN3FooIiED0Ev",                             // deleting destructor
+      "_ZN3FooaSERKS_",                             // operator=, S_
+      "_ZN12_GLOBAL__N_13BarclEv",                  // anonymous namespace, operator()
+      "_ZN3BazIiLi5ELj7ELb1ELb0ELin3ELm9EE3getEv",  // integer and bool literals
+      "_ZN5boost7forwardIRKcEEOT_RNS_11move_detail16remove_referenceIS3_E4typeE",  // & &&
+      "_ZNSt10__pair_getILm0EE11__const_getIKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE"
+      "E14conf_section_tEERKT_RKSt4pairISA_T0_E",  // const of a const parameter: one const
+      "_ZN3FooC1EDnPKcPPv",                        // decltype(nullptr), pointers
+      "_ZN3fooL3barE",                             // a variable (L: no, see below)
+  };
+  for (const char* mangled : kNames) {
+    std::optional<std::string> text = DemangleItaniumSubset(mangled);
+    std::string expected = Libiberty(mangled);
+    if (std::string_view(mangled) == "_ZN3fooL3barE") {
+      EXPECT_FALSE(text) << "an internal-linkage prefix is outside the subset";
+      continue;
+    }
+    ASSERT_TRUE(text) << mangled << " should be inside the subset";
+    EXPECT_EQ(*text, expected) << mangled;
+    EXPECT_FALSE(expected.empty()) << mangled;
+  }
+  EXPECT_EQ(*DemangleItaniumSubset("_ZN3foo3barE"), "foo::bar");  // a variable
+}
+
+TEST(ItaniumSubset, LeavesEverythingElseToLibiberty) {
+  const char* const kOutside[] = {
+      "_ZL7isra_fn3Big.isra.0",  // clone suffix
+      "_ZZ4mainENKUlvE_clEv",    // local name, lambda
+      "_ZN3fooB5cxx113barEv",    // ABI tag
+      "_Z3fooSs",                // Ss
+      "_ZTV3Foo",                // special name (vtable)
+      "_ZNV3Foo3getEv",          // volatile member
+      "_Z3fooPFviE",             // function type
+      "_Z3fooA3_i",              // array type
+      "_Z3fooIJiiEEvDpT_",       // pack
+      "_ZN3FoocviEv",            // conversion operator
+      "_ZN3FooltIiEEbRKS_",      // operator with template arguments
+      "_ZNR3Foo3getEv",          // ref-qualifier
+      "_ZN3foo3barEv123",        // trailing garbage
+      "_Z",
+      "_ZN",
+      "_ZN3fooE",  // a variable... (inside: checked below)
+  };
+  for (const char* mangled : kOutside) {
+    if (std::string_view(mangled) == "_ZN3fooE") continue;
+    EXPECT_FALSE(DemangleItaniumSubset(mangled)) << mangled;
+    // Demangle still answers as libiberty does (or keeps the name).
+    std::string expected = Libiberty(mangled);
+    EXPECT_EQ(Demangle(mangled), expected.empty() ? std::string(mangled) : expected) << mangled;
+  }
+  // Templates nested deeper than 18 are left to libiberty (it gives up on some).
+  std::string deep = "_Z1f";
+  for (int i = 0; i < 19; ++i) deep += "I1A";
+  deep += "i";
+  for (int i = 0; i < 19; ++i) deep += "E";
+  deep += "v";
+  EXPECT_FALSE(DemangleItaniumSubset(deep));
+  // Types nested without bound do not recurse without bound.
+  EXPECT_FALSE(DemangleItaniumSubset("_Z1f" + std::string(100000, 'P') + "i"));
+}
+
+// Every _Z name of `path`'s .debug_str and symbol table: where the subset answers, libiberty
+// answers the same text. Returns how many it took.
+size_t CheckCorpus(const std::string& path, size_t* total) {
+  auto elf = ElfFile::Open(path);
+  EXPECT_TRUE(elf) << path;
+  if (!elf) return 0;
+  std::vector<std::string_view> names;
+  if (auto strings = (*elf)->SectionData(".debug_str"); strings) {
+    const char* text = reinterpret_cast<const char*>(strings->data());
+    for (size_t at = 0; at < strings->size();) {
+      size_t length = strnlen(text + at, strings->size() - at);
+      std::string_view name(text + at, length);
+      if (name.substr(0, 2) == "_Z") names.push_back(name);
+      at += length + 1;
+    }
+  }
+  for (const ElfSymbol& s : (*elf)->symbols().symbols()) {
+    if (s.name.substr(0, 2) == "_Z") names.push_back(s.name);
+  }
+  size_t taken = 0, differ = 0;
+  for (std::string_view name : names) {
+    std::optional<std::string> text = DemangleItaniumSubset(name);
+    if (!text) continue;
+    ++taken;
+    std::string expected = Libiberty(name);
+    if (*text != expected && differ++ < 5) {
+      ADD_FAILURE() << name << "\n  libiberty: " << expected << "\n  subset:    " << *text;
+    }
+  }
+  EXPECT_EQ(differ, 0u) << path;
+  *total += names.size();
+  return taken;
+}
+
+TEST(ItaniumSubset, FixtureNamesAsLibiberty) {
+  size_t total = 0, taken = 0;
+  for (const char* fixture : {"dwarf_gcc_cxx_o0_d4", "dwarf_gcc_cxx_o2_d5", "dwarf_clang_cxx_o2_d5",
+                              "dwarf_gcc_cxx_o3_d5"}) {
+    taken += CheckCorpus(std::string(STACKSYM_FIXTURE_DIR) + "/" + fixture, &total);
+  }
+  EXPECT_GT(taken, 50u) << "the fixtures' names should mostly be inside the subset";
+  RecordProperty("names", static_cast<int>(total));
+  RecordProperty("taken", static_cast<int>(taken));
+}
+
+TEST(ItaniumSubset, LibcephCommonNamesAsLibiberty) {
+  // librados2-dbg's debug file for libceph-common.so.2 (266 295 linkage names).
+  const char* const kBinary = "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2";
+  auto elf = ElfFile::Open(kBinary);
+  if (!elf) GTEST_SKIP() << "librados2 is not installed: " << kBinary;
+  std::string hex = (*elf)->build_id_hex();
+  std::string debug =
+      "/usr/lib/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+  if (hex.size() < 3 || !ElfFile::Open(debug)) {
+    GTEST_SKIP() << "librados2-dbg is not installed (no " << debug << ")";
+  }
+  size_t total = 0;
+  size_t taken = CheckCorpus(debug, &total);
+  EXPECT_GT(taken, total / 2) << "most of libceph-common's names should be inside the subset";
+}
+
+}  // namespace
+}  // namespace stacksym
