@@ -546,20 +546,15 @@ void Parser::Print(uint32_t id) {
       break;
     }
     case Node::kPointer:
-      Print(n.left);
-      out_ += '*';
-      break;
     case Node::kRef:
-      Print(n.left);
-      out_ += '&';
-      break;
     case Node::kRvalueRef:
-      Print(n.left);
-      out_ += "&&";
-      break;
     case Node::kConst:
+      // Modifiers follow their type: "char const*", "int&&".
       Print(n.left);
-      out_ += " const";
+      out_ += n.kind == Node::kPointer ? "*"
+              : n.kind == Node::kRef   ? "&"
+              : n.kind == Node::kConst ? " const"
+                                       : "&&";
       break;
   }
   Node& done = nodes_[id];
