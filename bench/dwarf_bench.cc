@@ -186,7 +186,7 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
 
 // libiberty's cost on a big C++ library's names, the piece of a cold index build as big as its
 // gap to 1.5x the direct run: every distinct linkage name in the debug file's .debug_str
-// demangled once per iteration (on libceph-common 266 295 names, 35 MB into 133 MB).
+// demangled once per iteration (on libceph-common 266 295 names, 35 MB into 140 MB).
 void DemangleEveryLinkageName(benchmark::State& state, const char* path) {
   Loaded loaded;
   std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);

@@ -9,7 +9,7 @@ namespace stacksym {
 namespace {
 
 // libiberty gives up on some names whose templates nest this deep (on libceph-common, 12 of
-// the 48 nested 19 or more deep): those are left to it, so that the text stays its own.
+// the 36 nested 19 or more deep): those are left to it, so that the text stays its own.
 constexpr int kMaxTemplateDepth = 18;
 // Types inside types (pointers to pointers, ...): bounds the recursion of parsing and printing.
 constexpr int kMaxTypeDepth = 256;
