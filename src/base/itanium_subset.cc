@@ -1,8 +1,8 @@
 #include "base/itanium_subset.h"
 
+#include <array>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <vector>
 
 namespace stacksym {
@@ -16,6 +16,10 @@ constexpr int kMaxTypeDepth = 256;
 // Parameters of a function, arguments of a template: libiberty gives up past about a thousand
 // (real names have a handful).
 constexpr size_t kMaxListLength = 256;
+// const, volatile and restrict written in one run ("VK"); more is no name a compiler writes.
+constexpr size_t kMaxQualifiers = 8;
+// Printing recursion (nodes inside nodes): libiberty gives up at 1024.
+constexpr int kMaxPrintDepth = 512;
 
 const char* BuiltinType(char c) {
   switch (c) {
@@ -66,7 +70,27 @@ const char* BuiltinType(char c) {
   }
 }
 
-// Operators printed as libiberty prints them when no template arguments follow.
+// The suffix libiberty prints after an integer literal of these types ("5ul"); others are
+// printed as a cast ("(short)5").
+const char* IntegerLiteralSuffix(char type) {
+  switch (type) {
+    case 'i':
+      return "";
+    case 'j':
+      return "u";
+    case 'l':
+      return "l";
+    case 'm':
+      return "ul";
+    case 'x':
+      return "ll";
+    case 'y':
+      return "ull";
+    default:
+      return nullptr;
+  }
+}
+
 const char* OperatorName(char a, char b) {
   struct Operator {
     char code[2];
@@ -103,17 +127,79 @@ const char* OperatorName(char a, char b) {
   return nullptr;
 }
 
+// The bytes compilers write in identifiers (libiberty takes any byte, then fails elsewhere).
+constexpr std::array<bool, 256> kIdentifierByte = [] {
+  std::array<bool, 256> table{};
+  for (int c = 'a'; c <= 'z'; ++c) table[static_cast<size_t>(c)] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) table[static_cast<size_t>(c)] = true;
+  for (int c = '0'; c <= '9'; ++c) table[static_cast<size_t>(c)] = true;
+  table['_'] = table['$'] = true;
+  return table;
+}();
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The standard substitutions Ss, Si, So, Sd: libiberty's short text, and the full one it
+// prints where a constructor or destructor follows (with the name that one then takes).
+struct StandardStream {
+  char code;
+  const char* simple;
+  const char* full;
+  const char* last_name;
+};
+constexpr StandardStream kStandardStreams[] = {
+    {'s', "std::string", "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+     "basic_string"},
+    {'i', "std::istream", "std::basic_istream<char, std::char_traits<char> >", "basic_istream"},
+    {'o', "std::ostream", "std::basic_ostream<char, std::char_traits<char> >", "basic_ostream"},
+    {'d', "std::iostream", "std::basic_iostream<char, std::char_traits<char> >", "basic_iostream"},
+};
+const StandardStream* FindStandardStream(char code) {
+  for (const StandardStream& s : kStandardStreams) {
+    if (s.code == code) return &s;
+  }
+  return nullptr;
+}
+
 // A parsed name as a tree whose shared nodes are the substitutions. Each node's text is
 // printed once; a later reference copies it from the output.
 struct Node {
-  enum Kind : uint8_t { kText, kNested, kTemplate, kPointer, kRef, kRvalueRef, kConst };
+  enum Kind : uint8_t {
+    kText,           // text
+    kDestructor,     // "~" text
+    kInteger,        // ["-"] text suffix: a literal of int, unsigned, long, ... ("5ul")
+    kLiteral,        // "(" left ")" ["-"] text: a literal printed as a cast ("(short)5")
+    kNested,         // left "::" right
+    kTemplate,       // left "<" arguments (list right) ">"
+    kTagged,         // left "[abi:" text "]"
+    kConversion,     // "operator " left
+    kPointer,        // left "*"
+    kRef,            // left "&"
+    kRvalueRef,      // left "&&"
+    kQualified,      // left and its qualifiers (" const", ...)
+    kFunction,       // left (the return type) " (" parameters (list right) ")"
+    kPack,           // a template argument pack (list right), printed where it is an argument
+    kExpansion,      // a pack expansion: its elements (list right) joined by ", "
+    kArray,          // left " [" text "]"
+    kMemberPointer,  // right " " left "::*", or a member function's "ret (left::*)(params)"
+  };
   Kind kind = kText;
-  uint32_t left = 0;   // kNested: the prefix; kTemplate: the name; modifiers: the type
-  uint32_t right = 0;  // kNested: the last component; kTemplate: its argument list
-  std::string_view text;
-  uint32_t printed_at = 0, printed_size = 0;
+  bool negative = false;  // kInteger, kLiteral
   bool printed = false;
+  uint8_t qualifier_count = 0;  // kQualified
+  char qualifiers[3] = {};      // kQualified: 'K', 'V', 'r' outermost first, once each
+  bool mapped = false;          // kPack: made by a modifier over each element
+  uint32_t left = 0;
+  uint32_t right = 0;
+  std::string_view text;
+  std::string_view suffix;  // kInteger
+  uint32_t printed_at = 0, printed_size = 0;
 };
+
+bool IsModifier(Node::Kind kind) {
+  return kind == Node::kPointer || kind == Node::kRef || kind == Node::kRvalueRef ||
+         kind == Node::kQualified;
+}
 
 class Parser {
  public:
@@ -127,13 +213,22 @@ class Parser {
     substitutions_.clear();
     lists_.clear();
     pending_.clear();
-    texts_.clear();
+    marks_.clear();
+    print_depth_ = 0;
+    stale_at_ = std::string::npos;
     function_args_ = -1;
     out_.clear();
   }
   std::optional<std::string> Demangle();
 
  private:
+  struct NameEnd {
+    std::string_view last_identifier;  // the name a constructor or destructor after it takes
+    bool ends_in_template = false;
+    bool ctor_dtor_or_conversion = false;  // no return type, even as a template
+    bool ends_name = false;                // a constructor, destructor or operator
+  };
+
   char Peek(size_t ahead = 0) const { return at_ + ahead < in_.size() ? in_[at_ + ahead] : '\0'; }
   bool Eat(char c) {
     if (Peek() != c) return false;
@@ -145,55 +240,98 @@ class Parser {
     return 0;
   }
   uint32_t Add(Node::Kind kind, uint32_t left = 0, uint32_t right = 0) {
-    Node n;
+    Node& n = nodes_.emplace_back();
     n.kind = kind;
     n.left = left;
     n.right = right;
-    nodes_.push_back(n);
     return static_cast<uint32_t>(nodes_.size() - 1);
   }
-  uint32_t Text(std::string_view text) {
-    uint32_t id = Add(Node::kText);
+  uint32_t Text(std::string_view text, Node::Kind kind = Node::kText) {
+    uint32_t id = Add(kind);
     nodes_[id].text = text;
     return id;
   }
-  uint32_t OwnedText(std::string text) { return Text(texts_.emplace_back(std::move(text))); }
+  // The pending nodes from `base` on, as a list in lists_ (count, then the nodes).
+  uint32_t TakeList(size_t base) {
+    uint32_t list = static_cast<uint32_t>(lists_.size());
+    lists_.push_back(static_cast<uint32_t>(pending_.size() - base));
+    lists_.insert(lists_.end(), pending_.begin() + static_cast<ptrdiff_t>(base), pending_.end());
+    pending_.resize(base);
+    return list;
+  }
+  Node::Kind KindOf(uint32_t id) const { return nodes_[id].kind; }
+  // libiberty prints a function's return type that is (a pointer to) a function, an array or
+  // a pointer to member inside out, "void (*f())(int)"; those, and expansions, are left to it.
+  bool ReturnTypeInReach(uint32_t type) const {
+    if (KindOf(type) == Node::kExpansion) return false;
+    size_t steps = 0;
+    while (IsModifier(KindOf(type)) && ++steps < kMaxPrintDepth) type = nodes_[type].left;
+    return KindOf(type) != Node::kFunction && KindOf(type) != Node::kArray &&
+           KindOf(type) != Node::kMemberPointer;
+  }
 
   bool Number(size_t* value);
+  bool Digits(std::string_view* digits);
   bool SeqId(size_t* index);
+  bool Identifier(std::string_view* identifier);
   uint32_t SourceName(std::string_view* identifier);
+  uint32_t AbiTags(uint32_t name);
   uint32_t TemplateArgs();
+  uint32_t Literal();
   uint32_t Type();
-  uint32_t NestedName(std::string_view* last_identifier, bool* ends_in_template, bool* ctor_or_dtor,
-                      bool* const_member);
-  uint32_t UnqualifiedName(std::string_view* last_identifier, bool* ctor_or_dtor);
-  uint32_t Reference(char code, uint32_t inner);
+  uint32_t ValueType();
+  uint32_t Qualify(const char* qualifiers, size_t count, uint32_t inner);
+  uint32_t Reference(char code, uint32_t inner, bool collapse);
+  uint32_t Modify(char code, uint32_t inner, bool collapse);
+  uint32_t FunctionType();
+  uint32_t Substitution(bool prefix, std::string_view* last_identifier);
+  uint32_t NestedName(NameEnd* end, std::string_view* member_qualifiers);
+  uint32_t UnqualifiedName(NameEnd* end);
   void Print(uint32_t id);
+  void PrintList(uint32_t list);
+  void PrintModifiers(uint32_t outermost, uint32_t base);
+  void PrintFunction(uint32_t function, uint32_t outermost_modifier);
+  void PrintArray(uint32_t array, uint32_t outermost_modifier);
+  void PrintQualifiers(const Node& n);
 
   std::string_view in_;
   size_t at_ = 0;
   bool ok_ = true;
-  int depth_ = 0;       // templates
-  int type_depth_ = 0;  // types
+  bool from_substitution_ = false;  // the last Type() was a substitution reference
+  int depth_ = 0;                   // templates
+  int type_depth_ = 0;              // types
   std::vector<Node> nodes_;
   std::vector<uint32_t> substitutions_;
-  std::vector<uint32_t> lists_;     // argument lists: count, then the nodes
-  std::vector<uint32_t> pending_;   // arguments being parsed (nested lists stack up)
-  std::deque<std::string> texts_;   // literals and destructor names (stable addresses)
-  int64_t function_args_ = -1;      // the function template's argument list in lists_
-  bool last_was_operator_ = false;  // the last unqualified name read
+  std::vector<uint32_t> lists_;    // argument lists: count, then the nodes
+  std::vector<uint32_t> pending_;  // arguments being parsed (nested lists stack up)
+  std::vector<size_t> marks_;      // PrintList's ", " positions (nested lists stack up)
+  int64_t function_args_ = -1;     // the function template's argument list in lists_
+  int print_depth_ = 0;
+  // libiberty takes back an empty list's ", " without forgetting that the last character it
+  // printed was a space: right after that, no space goes between "> >".
+  size_t stale_at_ = std::string::npos;
+  char LastChar() const { return out_.size() == stale_at_ ? ' ' : out_.back(); }
   std::string out_;
 };
 
+// A length or an index: bounded by the name's size.
 bool Parser::Number(size_t* value) {
-  if (Peek() < '0' || Peek() > '9') return false;
+  if (!IsDigit(Peek())) return false;
   size_t v = 0;
-  while (Peek() >= '0' && Peek() <= '9') {
+  while (IsDigit(Peek())) {
     v = v * 10 + static_cast<size_t>(in_[at_++] - '0');
     if (v > in_.size()) return false;
   }
   *value = v;
   return true;
+}
+
+// A literal's value, printed as written (any number of digits).
+bool Parser::Digits(std::string_view* digits) {
+  const size_t from = at_;
+  while (IsDigit(Peek())) ++at_;
+  *digits = in_.substr(from, at_ - from);
+  return at_ > from;
 }
 
 // The index after 'S': "_" is 0, "<base 36>_" is that plus 1.
@@ -219,17 +357,21 @@ bool Parser::SeqId(size_t* index) {
   return true;
 }
 
-uint32_t Parser::SourceName(std::string_view* identifier) {
+bool Parser::Identifier(std::string_view* identifier) {
   size_t length;
-  if (!Number(&length) || length == 0 || length > in_.size() - at_) return Fail();
-  std::string_view id = in_.substr(at_, length);
+  if (!Number(&length) || length == 0 || length > in_.size() - at_) return false;
+  const std::string_view id = in_.substr(at_, length);
   at_ += length;
-  for (char c : id) {  // what compilers write (libiberty takes any byte, then fails elsewhere)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '$')) {
-      return Fail();
-    }
+  for (char c : id) {
+    if (!kIdentifierByte[static_cast<unsigned char>(c)]) return false;
   }
+  *identifier = id;
+  return true;
+}
+
+uint32_t Parser::SourceName(std::string_view* identifier) {
+  std::string_view id;
+  if (!Identifier(&id)) return Fail();
   if (id.size() >= 10 && id.substr(0, 8) == "_GLOBAL_" &&
       (id[8] == '.' || id[8] == '_' || id[8] == '$') && id[9] == 'N') {
     *identifier = {};  // no constructor is named after it
@@ -239,73 +381,189 @@ uint32_t Parser::SourceName(std::string_view* identifier) {
   return Text(id);
 }
 
+// B <source-name>, any number of them: "name[abi:cxx11]".
+uint32_t Parser::AbiTags(uint32_t name) {
+  while (ok_ && Eat('B')) {
+    std::string_view tag;
+    if (!Identifier(&tag)) return Fail();
+    name = Add(Node::kTagged, name);
+    nodes_[name].text = tag;
+  }
+  return name;
+}
+
+// L <type> [n] <digits> E, as libiberty prints it: "5", "5ul", "true", "(short)5", "(E)2".
+uint32_t Parser::Literal() {
+  const char type = Peek();
+  if (const char* suffix = IntegerLiteralSuffix(type)) {
+    ++at_;
+    const bool negative = Eat('n');
+    std::string_view digits;
+    if (!Digits(&digits) || !Eat('E')) return Fail();
+    uint32_t id = Text(digits, Node::kInteger);
+    nodes_[id].negative = negative;
+    nodes_[id].suffix = suffix;
+    return id;
+  }
+  if (type == 'b' && (Peek(1) == '0' || Peek(1) == '1') && Peek(2) == 'E') {
+    at_ += 3;
+    return Text(in_[at_ - 2] == '1' ? "true" : "false");
+  }
+  // Floating-point values (printed in hex, in brackets), external names (L_Z), void and
+  // "..." are left to libiberty.
+  if (type == 'f' || type == 'd' || type == 'e' || type == 'g' || type == '_' || type == 'Z' ||
+      type == 'v' || type == 'z' || type == 'T') {
+    return Fail();
+  }
+  const bool null_pointer = type == 'D' && Peek(1) == 'n';
+  const uint32_t cast = ValueType();
+  if (!ok_) return 0;
+  if (null_pointer && Eat('E')) return cast;  // "LDnE": the type alone
+  const Node::Kind kind = KindOf(cast);
+  if (kind != Node::kText && kind != Node::kNested && kind != Node::kTemplate &&
+      kind != Node::kTagged) {
+    return Fail();
+  }
+  const bool negative = Eat('n');
+  std::string_view digits;
+  if (!Digits(&digits) || !Eat('E')) return Fail();
+  uint32_t id = Add(Node::kLiteral, cast);
+  nodes_[id].negative = negative;
+  nodes_[id].text = digits;
+  return id;
+}
+
 uint32_t Parser::TemplateArgs() {
   if (!Eat('I') || ++depth_ > kMaxTemplateDepth) return Fail();
   const size_t base = pending_.size();
-  while (ok_ && !Eat('E')) {
-    if (at_ >= in_.size()) return Fail();
-    uint32_t arg;
-    if (Eat('L')) {
-      char type = Peek();
-      const char* suffix = nullptr;
-      switch (type) {
-        case 'i':
-          suffix = "";
-          break;
-        case 'j':
-          suffix = "u";
-          break;
-        case 'l':
-          suffix = "l";
-          break;
-        case 'm':
-          suffix = "ul";
-          break;
-        case 'x':
-          suffix = "ll";
-          break;
-        case 'y':
-          suffix = "ull";
-          break;
-        case 'b':
-          break;
-        default:
-          return Fail();
-      }
-      ++at_;
-      bool negative = Eat('n');
-      size_t from = at_, value;
-      if (!Number(&value)) return Fail();
-      std::string_view digits = in_.substr(from, at_ - from);
-      if (!Eat('E')) return Fail();
-      if (type == 'b') {
-        if (negative || (digits != "0" && digits != "1")) return Fail();
-        arg = Text(digits == "1" ? "true" : "false");
-      } else {
-        arg = OwnedText((negative ? "-" : "") + std::string(digits) + suffix);
-      }
-    } else {
-      arg = Type();
+  bool in_pack = false;
+  size_t pack_base = 0;
+  while (ok_) {
+    if (Eat('E')) {
+      if (!in_pack) break;
+      // The pack's arguments become one argument of the template (not a substitution).
+      const uint32_t list = TakeList(pack_base);
+      const uint32_t pack = Add(Node::kPack, 0, list);
+      pending_.push_back(pack);
+      in_pack = false;
+      continue;
     }
+    if (at_ >= in_.size()) return Fail();
+    if (Eat('J')) {
+      if (in_pack) return Fail();  // a pack in a pack
+      in_pack = true;
+      pack_base = pending_.size();
+      continue;
+    }
+    const uint32_t arg = Eat('L') ? Literal() : ValueType();
+    if (!ok_) return 0;
     pending_.push_back(arg);
     if (pending_.size() - base > kMaxListLength) return Fail();
   }
   if (!ok_) return 0;
   --depth_;
-  uint32_t list = static_cast<uint32_t>(lists_.size());
-  lists_.push_back(static_cast<uint32_t>(pending_.size() - base));
-  lists_.insert(lists_.end(), pending_.begin() + static_cast<ptrdiff_t>(base), pending_.end());
-  pending_.resize(base);
-  return list;
+  return TakeList(base);
 }
 
-// R or O applied to `inner`, collapsed as C++ does when `inner` is itself a reference (a
-// template parameter standing for one).
-uint32_t Parser::Reference(char code, uint32_t inner) {
-  const Node::Kind kind = nodes_[inner].kind;
-  if (kind == Node::kRef) return inner;
-  if (kind == Node::kRvalueRef) return code == 'O' ? inner : Add(Node::kRef, nodes_[inner].left);
+// R or O applied to `inner`. Where `inner` was written as a template parameter standing for a
+// reference, the two collapse as C++ does (& + && = &); libiberty collapses no others.
+uint32_t Parser::Reference(char code, uint32_t inner, bool collapse) {
+  const Node::Kind kind = KindOf(inner);
+  if (kind == Node::kMemberPointer) return Fail();
+  if (kind == Node::kRef || kind == Node::kRvalueRef) {
+    if (!collapse) return Fail();
+    if (kind == Node::kRef) return inner;
+    return code == 'O' ? inner : Add(Node::kRef, nodes_[inner].left);
+  }
   return Add(code == 'R' ? Node::kRef : Node::kRvalueRef, inner);
+}
+
+// const, volatile and restrict over `inner`, printed after it innermost first; a qualifier
+// `inner` already has outside any pointer or reference is printed once (as libiberty does).
+uint32_t Parser::Qualify(const char* qualifiers, size_t count, uint32_t inner) {
+  const Node in = nodes_[inner];
+  if (in.kind == Node::kRef || in.kind == Node::kRvalueRef || in.kind == Node::kFunction ||
+      in.kind == Node::kExpansion || in.kind == Node::kArray || in.kind == Node::kMemberPointer) {
+    return Fail();
+  }
+  char all[kMaxQualifiers + 3];
+  size_t total = 0;
+  for (size_t k = 0; k < count; ++k) all[total++] = qualifiers[k];
+  uint32_t base = inner;
+  if (in.kind == Node::kQualified) {
+    for (size_t k = 0; k < in.qualifier_count; ++k) all[total++] = in.qualifiers[k];
+    base = in.left;
+  }
+  uint32_t id = Add(Node::kQualified, base);
+  Node& n = nodes_[id];
+  for (size_t k = 0; k < total; ++k) {
+    if (std::memchr(n.qualifiers, all[k], n.qualifier_count) == nullptr) {
+      n.qualifiers[n.qualifier_count++] = all[k];
+    }
+  }
+  return id;
+}
+
+// A modifier ('P', 'R', 'O', or qualifiers) over `inner`; over a pack, over each of its
+// elements (as libiberty prints an expansion's pattern for each element).
+uint32_t Parser::Modify(char code, uint32_t inner, bool collapse) {
+  if (code == 'P') {
+    if (KindOf(inner) == Node::kMemberPointer) return Fail();
+    return Add(Node::kPointer, inner);
+  }
+  return Reference(code, inner, collapse);
+}
+
+uint32_t Parser::FunctionType() {
+  // F [Y] <return type> <parameters> E; ref-qualified ones ("RE", "OE") are left to libiberty.
+  Eat('Y');
+  const uint32_t return_type = ValueType();
+  if (!ok_) return 0;
+  if (!ReturnTypeInReach(return_type)) return Fail();
+  const size_t first = pending_.size();
+  const bool no_params = Peek() == 'v' && Peek(1) == 'E';
+  if (no_params) ++at_;
+  while (ok_ && !Eat('E')) {
+    if (at_ >= in_.size() || Peek() == 'v' ||
+        ((Peek() == 'R' || Peek() == 'O') && Peek(1) == 'E')) {
+      return Fail();
+    }
+    const uint32_t param = ValueType();
+    pending_.push_back(param);
+    if (pending_.size() - first > kMaxListLength) return Fail();
+  }
+  if (!ok_) return 0;
+  if (!no_params && pending_.size() == first) return Fail();
+  const uint32_t params = TakeList(first);
+  return Add(Node::kFunction, return_type, params);
+}
+
+// S_, S<n>_, Sa, Sb, Ss, Si, So, Sd after the 'S'. In a prefix, Ss.. followed by a constructor or
+// destructor is printed in full and names it.
+uint32_t Parser::Substitution(bool prefix, std::string_view* last_identifier) {
+  const char c = Peek();
+  if (c == 'a' || c == 'b') {
+    ++at_;
+    *last_identifier = c == 'a' ? "allocator" : "basic_string";
+    return Text(c == 'a' ? "std::allocator" : "std::basic_string");
+  }
+  if (const StandardStream* s = FindStandardStream(c)) {
+    ++at_;
+    const bool full = prefix && (Peek() == 'C' || Peek() == 'D');
+    *last_identifier = full ? s->last_name : std::string_view();
+    return Text(full ? s->full : s->simple);
+  }
+  size_t index;
+  if (!SeqId(&index) || index >= substitutions_.size()) return Fail();
+  *last_identifier = {};
+  return substitutions_[index];
+}
+
+// A type that stands for one: not a template argument pack.
+uint32_t Parser::ValueType() {
+  uint32_t type = Type();
+  if (ok_ && KindOf(type) == Node::kPack) return Fail();
+  return type;
 }
 
 uint32_t Parser::Type() {
@@ -315,6 +573,7 @@ uint32_t Parser::Type() {
     ~Nesting() { --depth; }
   } nesting(type_depth_);
   if (type_depth_ > kMaxTypeDepth) return Fail();
+  from_substitution_ = false;
   const char c = Peek();
   if (const char* builtin = BuiltinType(c)) {
     ++at_;
@@ -322,36 +581,103 @@ uint32_t Parser::Type() {
   }
   uint32_t type;
   switch (c) {
+    case 'r':
+    case 'V':
     case 'K': {
-      ++at_;
-      while (Eat('K')) {
-      }  // one qualified type, one substitution candidate, as libiberty reads them
-      if (Peek() == 'V' || Peek() == 'r') return Fail();
-      uint32_t inner = Type();
+      char qualifiers[kMaxQualifiers];
+      size_t count = 0;
+      while (Peek() == 'r' || Peek() == 'V' || Peek() == 'K') {
+        if (count == kMaxQualifiers) return Fail();
+        qualifiers[count++] = in_[at_++];
+      }
+      if (Peek() == 'F') return Fail();  // a member function's qualifiers: left to libiberty
+      const uint32_t inner = Type();
       if (!ok_) return 0;
-      const Node::Kind kind = nodes_[inner].kind;
-      if (kind == Node::kRef || kind == Node::kRvalueRef) return Fail();
-      type = kind == Node::kConst ? inner : Add(Node::kConst, inner);  // const const: one
+      const Node in = nodes_[inner];  // a copy: nodes_ grows below
+      if (in.kind == Node::kPack) {
+        if (in.mapped && from_substitution_) return Fail();
+        const uint32_t list = in.right;
+        const size_t first = pending_.size();
+        for (uint32_t k = 0; k < lists_[list]; ++k) {
+          pending_.push_back(Qualify(qualifiers, count, lists_[list + 1 + k]));
+        }
+        type = Add(Node::kPack, 0, TakeList(first));
+        nodes_[type].mapped = true;
+      } else {
+        type = Qualify(qualifiers, count, inner);
+      }
       break;
     }
-    case 'P': {
-      ++at_;
-      uint32_t inner = Type();
-      if (!ok_) return 0;
-      type = Add(Node::kPointer, inner);
-      break;
-    }
+    case 'P':
     case 'R':
     case 'O': {
       ++at_;
       // libiberty collapses a reference to a reference only where the inner one is a template
       // parameter standing for one; others (which compilers do not write) are left to it.
       const bool template_param = Peek() == 'T';
-      uint32_t inner = Type();
+      const uint32_t inner = Type();
       if (!ok_) return 0;
-      const Node::Kind kind = nodes_[inner].kind;
-      if (!template_param && (kind == Node::kRef || kind == Node::kRvalueRef)) return Fail();
-      type = Reference(c, inner);
+      const Node in = nodes_[inner];  // a copy: nodes_ grows below
+      if (in.kind == Node::kExpansion) return Fail();
+      if (in.kind == Node::kPack) {
+        // The pattern of an expansion: a pack reached through a substitution of a modified
+        // one is printed otherwise by libiberty.
+        if (in.mapped && from_substitution_) return Fail();
+        const uint32_t list = in.right;
+        const size_t first = pending_.size();
+        for (uint32_t k = 0; k < lists_[list] && ok_; ++k) {
+          // References collapse where the pattern's inner type is the parameter itself;
+          // over another modifier libiberty does not collapse them ("char const&&&").
+          pending_.push_back(Modify(c, lists_[list + 1 + k], !in.mapped));
+        }
+        if (!ok_) return 0;
+        type = Add(Node::kPack, 0, TakeList(first));
+        nodes_[type].mapped = true;
+      } else {
+        type = Modify(c, inner, template_param);
+      }
+      break;
+    }
+    case 'F':
+      ++at_;
+      type = FunctionType();
+      break;
+    case 'M': {
+      // M <class> <member type>: "long C::*", "void (C::*)(int)".
+      ++at_;
+      const uint32_t owner = ValueType();
+      if (!ok_) return 0;
+      const Node::Kind owner_kind = KindOf(owner);
+      if (owner_kind != Node::kText && owner_kind != Node::kNested &&
+          owner_kind != Node::kTemplate && owner_kind != Node::kTagged) {
+        return Fail();  // no class
+      }
+      if (Peek() == 'K' || Peek() == 'V' || Peek() == 'r') return Fail();  // const member fns
+      const uint32_t member = ValueType();
+      if (!ok_) return 0;
+      const Node::Kind kind = KindOf(member);
+      if (kind == Node::kRef || kind == Node::kRvalueRef || kind == Node::kExpansion ||
+          kind == Node::kArray || kind == Node::kMemberPointer ||
+          (kind != Node::kFunction && !ReturnTypeInReach(member))) {
+        return Fail();
+      }
+      type = Add(Node::kMemberPointer, owner, member);
+      break;
+    }
+    case 'A': {
+      // A [<digits>] _ <element type>: "int [3]", "T []".
+      ++at_;
+      std::string_view dimension;
+      if (!Eat('_') && (!Digits(&dimension) || !Eat('_'))) return Fail();
+      const uint32_t element = ValueType();
+      if (!ok_) return 0;
+      const Node::Kind kind = KindOf(element);
+      if (kind == Node::kArray || kind == Node::kExpansion || kind == Node::kMemberPointer ||
+          !ReturnTypeInReach(element)) {
+        return Fail();
+      }
+      type = Add(Node::kArray, element);
+      nodes_[type].text = dimension;
       break;
     }
     case 'D':
@@ -359,9 +685,20 @@ uint32_t Parser::Type() {
         at_ += 2;
         return Text("decltype(nullptr)");
       }
-      if (Peek(1) == 'i' || Peek(1) == 's') {
+      if (Peek(1) == 'i' || Peek(1) == 's' || Peek(1) == 'u') {
         at_ += 2;
-        return Text(in_[at_ - 1] == 'i' ? "char32_t" : "char16_t");
+        const char code = in_[at_ - 1];
+        return Text(code == 'i' ? "char32_t" : code == 's' ? "char16_t" : "char8_t");
+      }
+      if (Peek(1) == 'p') {
+        at_ += 2;
+        const uint32_t pattern = Type();
+        if (!ok_) return 0;
+        // An expansion of anything but a template argument pack (a function parameter
+        // pack) is printed "pattern..." by libiberty: left to it.
+        if (KindOf(pattern) != Node::kPack) return Fail();
+        type = Add(Node::kExpansion, 0, nodes_[pattern].right);
+        break;
       }
       return Fail();
     case 'T': {
@@ -375,10 +712,10 @@ uint32_t Parser::Type() {
       break;
     }
     case 'N': {
-      std::string_view last;
-      bool ends_in_template = false, ctor_or_dtor = false, const_member = false;
-      type = NestedName(&last, &ends_in_template, &ctor_or_dtor, &const_member);
-      if (ctor_or_dtor || const_member) return Fail();
+      NameEnd end;
+      std::string_view member_qualifiers;
+      type = NestedName(&end, &member_qualifiers);
+      if (end.ends_name || !member_qualifiers.empty()) return Fail();
       break;
     }
     case 'S': {
@@ -387,27 +724,29 @@ uint32_t Parser::Type() {
         std::string_view identifier;
         uint32_t name = SourceName(&identifier);
         if (!ok_) return 0;
+        name = AbiTags(name);
         type = Add(Node::kNested, Text("std"), name);
         if (Peek() == 'I') {
           substitutions_.push_back(type);
-          uint32_t args = TemplateArgs();
+          const uint32_t args = TemplateArgs();
           type = Add(Node::kTemplate, type, args);
         }
         break;
       }
       ++at_;
-      uint32_t replaced;
-      if (Eat('a')) {
-        replaced = Text("std::allocator");
-      } else if (Eat('b')) {
-        replaced = Text("std::basic_string");
-      } else {
-        size_t index;
-        if (!SeqId(&index) || index >= substitutions_.size()) return Fail();
-        replaced = substitutions_[index];
+      std::string_view ignored;
+      const bool standard = Peek() >= 'a' && Peek() <= 'z';
+      const uint32_t replaced = Substitution(false, &ignored);
+      if (!ok_) return 0;
+      if (Peek() != 'I') {
+        // A substitution is not a candidate again. One standing for an expansion is printed
+        // otherwise by libiberty.
+        if (KindOf(replaced) == Node::kExpansion) return Fail();
+        from_substitution_ = !standard;
+        return replaced;
       }
-      if (Peek() != 'I') return replaced;  // a substitution is not a candidate again
-      uint32_t args = TemplateArgs();
+      if (KindOf(replaced) == Node::kPack) return Fail();
+      const uint32_t args = TemplateArgs();
       type = Add(Node::kTemplate, replaced, args);
       break;
     }
@@ -415,9 +754,10 @@ uint32_t Parser::Type() {
       if (c < '1' || c > '9') return Fail();
       std::string_view identifier;
       type = SourceName(&identifier);
+      type = AbiTags(type);
       if (ok_ && Peek() == 'I') {
         substitutions_.push_back(type);
-        uint32_t args = TemplateArgs();
+        const uint32_t args = TemplateArgs();
         type = Add(Node::kTemplate, type, args);
       }
       break;
@@ -425,85 +765,93 @@ uint32_t Parser::Type() {
   }
   if (!ok_) return 0;
   substitutions_.push_back(type);
+  from_substitution_ = false;
   return type;
 }
 
-uint32_t Parser::UnqualifiedName(std::string_view* last_identifier, bool* ctor_or_dtor) {
+uint32_t Parser::UnqualifiedName(NameEnd* end) {
   const char c = Peek();
-  *ctor_or_dtor = false;
-  last_was_operator_ = false;
+  end->ends_name = false;
+  end->ctor_dtor_or_conversion = false;
+  uint32_t name;
   if (c >= '1' && c <= '9') {
-    uint32_t name = SourceName(last_identifier);
-    if (Peek() == 'B') return Fail();  // ABI tag
-    return name;
-  }
-  if ((c == 'C' && Peek(1) >= '1' && Peek(1) <= '4') ||
-      (c == 'D' && (Peek(1) == '0' || Peek(1) == '1' || Peek(1) == '2' || Peek(1) == '4'))) {
-    if (last_identifier->empty()) return Fail();
+    name = SourceName(&end->last_identifier);
+  } else if (c == 'L' && Peek(1) >= '1' && Peek(1) <= '9') {
+    ++at_;  // internal linkage: printed as any name
+    name = SourceName(&end->last_identifier);
+    if (Peek() == '_') return Fail();  // a discriminator
+  } else if ((c == 'C' && Peek(1) >= '1' && Peek(1) <= '5') ||
+             (c == 'D' && (Peek(1) == '0' || Peek(1) == '1' || Peek(1) == '2' || Peek(1) == '4' ||
+                           Peek(1) == '5'))) {
+    if (end->last_identifier.empty()) return Fail();
     at_ += 2;
-    *ctor_or_dtor = true;
-    return c == 'C' ? Text(*last_identifier) : OwnedText("~" + std::string(*last_identifier));
-  }
-  if (c >= 'a' && c <= 'z') {
-    const char* name = OperatorName(c, Peek(1));
-    if (name == nullptr) return Fail();
+    end->ends_name = end->ctor_dtor_or_conversion = true;
+    name = Text(end->last_identifier, c == 'C' ? Node::kText : Node::kDestructor);
+  } else if (c == 'c' && Peek(1) == 'v') {
     at_ += 2;
-    if (Peek() == 'I' || Peek() == 'B') return Fail();
-    *last_identifier = {};
-    last_was_operator_ = true;
-    return Text(name);
+    const uint32_t type = ValueType();
+    if (!ok_ || Peek() == 'I') return Fail();  // templated conversions: left to libiberty
+    name = Add(Node::kConversion, type);
+    end->last_identifier = {};
+    end->ends_name = end->ctor_dtor_or_conversion = true;
+  } else if (c >= 'a' && c <= 'z') {
+    const char* op = OperatorName(c, Peek(1));
+    if (op == nullptr) return Fail();
+    at_ += 2;
+    end->last_identifier = {};
+    end->ends_name = true;
+    name = Text(op);
+  } else {
+    return Fail();
   }
-  return Fail();
+  return Peek() == 'B' ? AbiTags(name) : name;
 }
 
-// N [K] <component>+ E. Every prefix but the whole name is a substitution candidate, except
-// one made by a substitution alone.
-uint32_t Parser::NestedName(std::string_view* last_identifier, bool* ends_in_template,
-                            bool* ctor_or_dtor, bool* const_member) {
+// N [r][V][K] <component>+ E. Every prefix but the whole name is a substitution candidate,
+// except one made by a substitution alone.
+uint32_t Parser::NestedName(NameEnd* end, std::string_view* member_qualifiers) {
   if (!Eat('N')) return Fail();
-  *const_member = Eat('K');
+  const size_t qualifiers_from = at_;
+  Eat('r');
+  Eat('V');
+  Eat('K');
+  *member_qualifiers = in_.substr(qualifiers_from, at_ - qualifiers_from);
   if (Peek() == 'V' || Peek() == 'r' || Peek() == 'R' || Peek() == 'O' || Peek() == 'K') {
-    return Fail();
+    return Fail();  // ref-qualifiers, qualifiers out of order
   }
   int64_t name = -1;
   bool by_substitution = false;
+  end->last_identifier = {};
   while (ok_ && !Eat('E')) {
     if (at_ >= in_.size()) return Fail();
     by_substitution = false;
-    *ends_in_template = false;
+    end->ends_in_template = false;
     const char c = Peek();
-    if (c == 'S') {
+    if (c == 'S' && Peek(1) == 't') {
       if (name >= 0) return Fail();
+      at_ += 2;
       by_substitution = true;
-      if (Peek(1) == 't') {
-        at_ += 2;
-        name = Text("std");
-        *last_identifier = {};
-      } else if (Peek(1) == 'a' || Peek(1) == 'b') {
-        const bool allocator = Peek(1) == 'a';
-        at_ += 2;
-        name = Text(allocator ? "std::allocator" : "std::basic_string");
-        *last_identifier = allocator ? "allocator" : "basic_string";
-      } else {
-        ++at_;
-        size_t index;
-        if (!SeqId(&index) || index >= substitutions_.size()) return Fail();
-        name = substitutions_[index];
-        *last_identifier = {};
-      }
+      name = Text("std");
+      end->last_identifier = {};
+    } else if (c == 'S') {
+      if (name >= 0) return Fail();
+      ++at_;
+      by_substitution = true;
+      name = Substitution(true, &end->last_identifier);
+      if (!ok_) return 0;
+      const Node::Kind kind = KindOf(static_cast<uint32_t>(name));
+      if (kind == Node::kPack || kind == Node::kExpansion) return Fail();
     } else if (c == 'I') {
       if (name < 0) return Fail();
-      uint32_t args = TemplateArgs();
+      const uint32_t args = TemplateArgs();
       if (!ok_) return 0;
       name = Add(Node::kTemplate, static_cast<uint32_t>(name), args);
-      *ends_in_template = true;
+      end->ends_in_template = true;
     } else {
-      uint32_t component = UnqualifiedName(last_identifier, ctor_or_dtor);
+      const uint32_t component = UnqualifiedName(end);
       if (!ok_) return 0;
       // Constructors, destructors and operators end a name (or come before its arguments).
-      if ((last_was_operator_ || *ctor_or_dtor) && Peek() != 'E' && Peek() != 'I') {
-        return Fail();
-      }
+      if (end->ends_name && Peek() != 'E' && Peek() != 'I') return Fail();
       name = name < 0 ? component : Add(Node::kNested, static_cast<uint32_t>(name), component);
     }
     if (!by_substitution && Peek() != 'E') substitutions_.push_back(static_cast<uint32_t>(name));
@@ -513,12 +861,112 @@ uint32_t Parser::NestedName(std::string_view* last_identifier, bool* ends_in_tem
   return static_cast<uint32_t>(name);
 }
 
+// libiberty's argument lists: ", " between each argument and the rest, taken back when the
+// rest printed nothing (empty packs): "a<, int>", "f<int>".
+void Parser::PrintList(uint32_t list) {
+  const uint32_t count = lists_[list];
+  const size_t marks_base = marks_.size();
+  for (uint32_t k = 0; k < count; ++k) {
+    if (k != 0) {
+      out_ += ", ";
+      marks_.push_back(out_.size());
+    }
+    const uint32_t element = lists_[list + 1 + k];
+    if (KindOf(element) == Node::kPack) {
+      PrintList(nodes_[element].right);
+    } else {
+      Print(element);
+    }
+  }
+  while (marks_.size() > marks_base) {
+    const size_t mark = marks_.back();
+    marks_.pop_back();
+    if (out_.size() == mark) {
+      out_.resize(mark - 2);
+      stale_at_ = out_.size();
+    }
+  }
+  marks_.resize(marks_base);
+}
+
+void Parser::PrintQualifiers(const Node& n) {
+  for (size_t k = n.qualifier_count; k-- > 0;) {
+    out_ += n.qualifiers[k] == 'K' ? " const" : n.qualifiers[k] == 'V' ? " volatile" : " restrict";
+  }
+}
+
+// The modifiers from `outermost` down to `base` (exclusive), innermost first: "* const&".
+void Parser::PrintModifiers(uint32_t outermost, uint32_t base) {
+  uint32_t chain[kMaxPrintDepth];
+  size_t length = 0;
+  for (uint32_t m = outermost; m != base; m = nodes_[m].left) {
+    if (length == kMaxPrintDepth) {
+      ok_ = false;
+      return;
+    }
+    chain[length++] = m;
+  }
+  while (length-- > 0) {
+    const Node& m = nodes_[chain[length]];
+    switch (m.kind) {
+      case Node::kPointer:
+        out_ += '*';
+        break;
+      case Node::kRef:
+        out_ += '&';
+        break;
+      case Node::kRvalueRef:
+        out_ += "&&";
+        break;
+      default:
+        PrintQualifiers(m);
+        break;
+    }
+  }
+}
+
+// A function type under modifiers: "void (* const&)(int)".
+void Parser::PrintFunction(uint32_t function, uint32_t outermost_modifier) {
+  const Node f = nodes_[function];
+  Print(f.left);
+  out_ += ' ';
+  if (outermost_modifier != function) {
+    out_ += '(';
+    PrintModifiers(outermost_modifier, function);
+    out_ += ')';
+  }
+  out_ += '(';
+  PrintList(f.right);
+  out_ += ')';
+}
+
+// An array type under modifiers: "int (&) [3]".
+void Parser::PrintArray(uint32_t array, uint32_t outermost_modifier) {
+  const Node a = nodes_[array];
+  Print(a.left);
+  if (outermost_modifier != array) {
+    out_ += " (";
+    PrintModifiers(outermost_modifier, array);
+    out_ += ')';
+  }
+  out_ += " [";
+  out_ += a.text;
+  out_ += ']';
+}
+
 void Parser::Print(uint32_t id) {
+  struct Nesting {
+    int& depth;
+    explicit Nesting(int& d) : depth(++d) {}
+    ~Nesting() { --depth; }
+  } nesting(print_depth_);
+  if (print_depth_ > kMaxPrintDepth) {
+    ok_ = false;  // Demangle() then answers nothing
+    return;
+  }
   if (nodes_[id].printed) {
     const Node& n = nodes_[id];
-    const size_t at = out_.size();
-    out_.resize(at + n.printed_size);
-    std::memcpy(&out_[at], &out_[n.printed_at], n.printed_size);
+    out_.append(out_, n.printed_at, n.printed_size);  // std::string copes with its own bytes
     return;
   }
   const size_t from = out_.size();
@@ -527,35 +975,102 @@ void Parser::Print(uint32_t id) {
     case Node::kText:
       out_ += n.text;
       break;
+    case Node::kDestructor:
+      out_ += '~';
+      out_ += n.text;
+      break;
+    case Node::kInteger:
+      if (n.negative) out_ += '-';
+      out_ += n.text;
+      out_ += n.suffix;
+      break;
+    case Node::kLiteral:
+      out_ += '(';
+      Print(n.left);
+      out_ += ')';
+      if (n.negative) out_ += '-';
+      out_ += n.text;
+      break;
     case Node::kNested:
       Print(n.left);
       out_ += "::";
       Print(n.right);
       break;
-    case Node::kTemplate: {
+    case Node::kTemplate:
       Print(n.left);
-      if (out_.back() == '<') out_ += ' ';  // as libiberty: never "<<"
+      if (!out_.empty() && LastChar() == '<') out_ += ' ';  // as libiberty: never "<<"
       out_ += '<';
+      PrintList(n.right);
+      if (LastChar() == '>') out_ += ' ';
+      out_ += '>';
+      break;
+    case Node::kTagged:
+      Print(n.left);
+      out_ += "[abi:";
+      out_ += n.text;
+      out_ += ']';
+      break;
+    case Node::kConversion:
+      out_ += "operator ";
+      Print(n.left);
+      break;
+    case Node::kPointer:
+    case Node::kRef:
+    case Node::kRvalueRef:
+    case Node::kQualified: {
+      uint32_t base = n.left;
+      while (IsModifier(KindOf(base))) base = nodes_[base].left;
+      if (KindOf(base) == Node::kFunction) {
+        PrintFunction(base, id);
+        break;
+      }
+      if (KindOf(base) == Node::kArray) {
+        PrintArray(base, id);
+        break;
+      }
+      // Modifiers follow their type: "char const*", "int&&".
+      Print(n.left);
+      if (n.kind == Node::kQualified) {
+        PrintQualifiers(n);
+      } else {
+        out_ += n.kind == Node::kPointer ? "*" : n.kind == Node::kRef ? "&" : "&&";
+      }
+      break;
+    }
+    case Node::kFunction:
+      PrintFunction(id, id);
+      break;
+    case Node::kArray:
+      PrintArray(id, id);
+      break;
+    case Node::kMemberPointer: {
+      const Node member = nodes_[n.right];
+      if (member.kind == Node::kFunction) {
+        Print(member.left);
+        out_ += " (";
+        Print(n.left);
+        out_ += "::*)(";
+        PrintList(member.right);
+        out_ += ')';
+      } else {
+        Print(n.right);
+        if (LastChar() != '(') out_ += ' ';
+        Print(n.left);
+        out_ += "::*";
+      }
+      break;
+    }
+    case Node::kPack:
+      PrintList(n.right);
+      break;
+    case Node::kExpansion: {
       const uint32_t count = lists_[n.right];
       for (uint32_t k = 0; k < count; ++k) {
         if (k != 0) out_ += ", ";
         Print(lists_[n.right + 1 + k]);
       }
-      if (out_.back() == '>') out_ += ' ';
-      out_ += '>';
       break;
     }
-    case Node::kPointer:
-    case Node::kRef:
-    case Node::kRvalueRef:
-    case Node::kConst:
-      // Modifiers follow their type: "char const*", "int&&".
-      Print(n.left);
-      out_ += n.kind == Node::kPointer ? "*"
-              : n.kind == Node::kRef   ? "&"
-              : n.kind == Node::kConst ? " const"
-                                       : "&&";
-      break;
   }
   Node& done = nodes_[id];
   done.printed = true;
@@ -563,69 +1078,107 @@ void Parser::Print(uint32_t id) {
   done.printed_size = static_cast<uint32_t>(out_.size() - from);
 }
 
+// Clone suffixes as libiberty reads them: groups of "." [a-z0-9_]+ then ("." [0-9]+)*, each
+// printed " [clone <group>]" after the name. False if anything else follows the name.
+bool CloneSuffixes(std::string_view s, std::vector<std::string_view>* groups) {
+  auto word = [&](size_t p) {
+    return p < s.size() && ((s[p] >= 'a' && s[p] <= 'z') || IsDigit(s[p]) || s[p] == '_');
+  };
+  size_t p = 0;
+  while (p < s.size() && s[p] == '.' && word(p + 1)) {
+    const size_t start = p;
+    p += 2;
+    while (word(p)) ++p;
+    while (p + 1 < s.size() && s[p] == '.' && IsDigit(s[p + 1])) {
+      p += 2;
+      while (p < s.size() && IsDigit(s[p])) ++p;
+    }
+    groups->push_back(s.substr(start, p - start));
+  }
+  return p == s.size();
+}
+
 std::optional<std::string> Parser::Demangle() {
   if (in_.size() < 3 || in_[0] != '_' || in_[1] != 'Z' || in_.size() > 0xffffff) {
     return std::nullopt;
   }
-  if (in_.find('.') != std::string_view::npos) return std::nullopt;  // clone suffixes
+  std::vector<std::string_view> clones;
+  if (size_t dot = in_.find('.'); dot != std::string_view::npos) {
+    if (!CloneSuffixes(in_.substr(dot), &clones)) return std::nullopt;
+    in_ = in_.substr(0, dot);
+  }
   at_ = 2;
-  std::string_view last;
-  bool ends_in_template = false, ctor_or_dtor = false, const_member = false;
+  NameEnd end;
+  std::string_view member_qualifiers;
   uint32_t name;
   if (Peek() == 'N') {
-    name = NestedName(&last, &ends_in_template, &ctor_or_dtor, &const_member);
-  } else if ((Peek() == 'S' && Peek(1) == 't') || (Peek() >= '1' && Peek() <= '9')) {
-    const bool in_std = Peek() == 'S';
+    name = NestedName(&end, &member_qualifiers);
+  } else {
+    const bool in_std = Peek() == 'S' && Peek(1) == 't';
     if (in_std) at_ += 2;
-    name = SourceName(&last);
+    if (Peek() == 'C' || Peek() == 'D' || (Peek() == 'c' && Peek(1) == 'v')) return std::nullopt;
+    name = UnqualifiedName(&end);
     if (!ok_) return std::nullopt;
     if (in_std) name = Add(Node::kNested, Text("std"), name);
     if (Peek() == 'I') {
       substitutions_.push_back(name);
-      uint32_t args = TemplateArgs();
+      const uint32_t args = TemplateArgs();
       name = Add(Node::kTemplate, name, args);
-      ends_in_template = true;
+      end.ends_in_template = true;
     }
-  } else {
-    return std::nullopt;
   }
   if (!ok_) return std::nullopt;
-  if (at_ == in_.size()) {  // a variable
-    if (const_member) return std::nullopt;
-    Print(name);
+  auto finish = [&]() -> std::optional<std::string> {
+    if (!ok_) return std::nullopt;
+    for (std::string_view clone : clones) {
+      out_ += " [clone ";
+      out_ += clone;
+      out_ += ']';
+    }
     return out_;
+  };
+  if (at_ == in_.size()) {  // a variable
+    if (!member_qualifiers.empty()) return std::nullopt;
+    Print(name);
+    return finish();
   }
   // A function template's signature starts with its return type (not a constructor's).
   int64_t return_type = -1;
-  if (ends_in_template && !ctor_or_dtor) {
-    function_args_ = nodes_[name].right;
-    return_type = Type();
+  if (end.ends_in_template) function_args_ = nodes_[name].right;
+  if (end.ends_in_template && !end.ctor_dtor_or_conversion) {
+    return_type = ValueType();
+    if (!ok_) return std::nullopt;
+    if (!ReturnTypeInReach(static_cast<uint32_t>(return_type))) return std::nullopt;
   }
   // "v" alone is an empty list; a parameter that stands for void (T_) is printed as one.
   const bool no_params = in_.size() - at_ == 1 && in_[at_] == 'v';
   const size_t first_param = pending_.size();
-  while (ok_ && at_ < in_.size()) {
-    if (Peek() == 'v' && !no_params) return std::nullopt;  // void among other parameters
-    uint32_t param = Type();
-    pending_.push_back(param);
-    if (pending_.size() - first_param > kMaxListLength) return std::nullopt;
+  if (no_params) {
+    ++at_;
+  } else {
+    while (ok_ && at_ < in_.size()) {
+      if (Peek() == 'v') return std::nullopt;  // void among other parameters
+      const uint32_t param = ValueType();
+      pending_.push_back(param);
+      if (pending_.size() - first_param > kMaxListLength) return std::nullopt;
+    }
+    if (!ok_ || pending_.size() == first_param) return std::nullopt;
   }
-  if (!ok_ || pending_.size() == first_param) return std::nullopt;
+  const uint32_t params = TakeList(first_param);
   if (return_type >= 0) {
     Print(static_cast<uint32_t>(return_type));
     out_ += ' ';
   }
   Print(name);
   out_ += '(';
-  if (!no_params) {
-    for (size_t k = first_param; k < pending_.size(); ++k) {
-      if (k != first_param) out_ += ", ";
-      Print(pending_[k]);
-    }
-  }
+  PrintList(params);
   out_ += ')';
-  if (const_member) out_ += " const";
-  return out_;
+  // Member function qualifiers, innermost first as libiberty prints them.
+  for (size_t k = member_qualifiers.size(); k-- > 0;) {
+    const char q = member_qualifiers[k];
+    out_ += q == 'K' ? " const" : q == 'V' ? " volatile" : " restrict";
+  }
+  return finish();
 }
 
 }  // namespace

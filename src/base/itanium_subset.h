@@ -12,17 +12,22 @@
 // fifths of its time printing, printing out again each substitution of a long template name
 // every time it recurs; this prints each node once and copies its text for every reference.
 //
-// Taken: nested names (const member functions), unscoped and std:: names, source names with the
-// anonymous namespace, template arguments (types, integer and bool literals), substitutions
-// (S_, S<n>_, Sa, Sb, St), template parameters in a function template's signature, builtin
-// types, const, pointers and references (collapsed as C++ does), constructors, destructors,
-// and operators without template arguments. Everything else (special names, local names,
-// lambdas, ABI tags, function and array types, packs, expressions, clone suffixes, volatile,
-// ref-qualifiers, Ss/Si/So/Sd, ...) is left to libiberty, as are names nested more than 18
-// templates deep (libiberty gives up on some of them). tests/base/itanium_subset_test.cc
-// checks the text against libiberty on every name of the test fixtures and, when installed,
-// of libceph-common's debug file; fuzz/fuzz_demangle on random input (wherever libiberty
-// answers).
+// Taken: nested names (with const, volatile and restrict member functions), unscoped and std::
+// names, internal-linkage names, source names with the anonymous namespace, ABI tags, template
+// arguments (types, integer, bool, enum and other integer-typed literals, null pointers),
+// template argument packs and their expansions (with libiberty's quirks around empty packs),
+// substitutions (S_, S<n>_, Sa, Sb, Ss, Si, So, Sd, St), template parameters in a function
+// template's signature, builtin types, const/volatile/restrict, pointers and references
+// (collapsed as C++ does), function types (also under pointers and references),
+// constructors, destructors, operators (with template arguments too), conversion operators,
+// and clone suffixes (" [clone .isra.0]"). Everything else (special names, local names,
+// lambdas, array and pointer-to-member types, expressions, ref-qualifiers, floating-point
+// literals, ...) is left to libiberty, as are names nested more than 18 templates deep
+// (libiberty gives up on some of them) and the forms libiberty prints in ways of its own (a
+// pack outside an expansion, a function returning a function pointer).
+// tests/base/itanium_subset_test.cc checks the text against libiberty on every name of the
+// test fixtures and, when installed, of libceph-common's debug file; fuzz/fuzz_demangle on
+// random input (wherever libiberty answers).
 #pragma once
 
 #include <optional>

@@ -51,6 +51,37 @@ TEST(ItaniumSubset, EachConstructAsLibibertyPrintsIt) {
       "_ZNSt10__pair_getILm0EE11__const_getIKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE"
       "E14conf_section_tEERKT_RKSt4pairISA_T0_E",  // const of a const parameter: one const
       "_ZN3FooC1EDnPKcPPv",                        // decltype(nullptr), pointers
+      "_ZN3FooILt31ELsn5ELc65EE3getEv",            // literals printed as casts
+      "_Z1fILN3Foo4KindE2EEvS0_",                  // an enum literal; its type a candidate
+      "_ZN1aILDnEE1fEv",                           // a null pointer literal
+      "_ZNVK3Foo3getEPVKiPrKc",                    // volatile member, volatile, restrict
+      "_ZN1a1fIKiEEvPVT_",                         // volatile over a const parameter
+      "_ZN1a1fEPKVKi",                             // a qualifier written twice: once
+      "_Znwm",                                     // an unscoped operator
+      "_ZN3FooltIiEEbRKS_",                        // operator with template arguments: "< <"
+      "_ZN3FoocvPKcEv",                            // conversion operator
+      "_ZN3fooB5cxx113barB3tagEv",                 // ABI tags
+      "_ZN3FooB5cxx11C2Ev",                        // a tagged class's constructor
+      "_Z3fooSsSiSoSd",                            // std::string, std::istream, ...
+      "_ZNSsC1Ev",                                 // ... in full before a constructor
+      "_ZN3fooL3barEv",                            // internal-linkage prefix
+      "_ZL7isra_fn3Big.isra.0",                    // clone suffix
+      "_ZN1a1fEv.constprop.0.isra.0",              // clone suffixes
+      "_ZN1a1fEPFviEPS0_RKS1_",                    // function types under modifiers
+      "_ZN1a1fESt8functionIFPviEE",                // a function type as an argument
+      "_ZN1a1fEPFvPFviEE",                         // a function type in a function type
+      "_ZN6MMDSOpC2IJiRKiS2_EEEDpOT_",             // pack, expansion, collapsing per element
+      "_ZN1aIJicEEEvDpPKT_",                       // an expansion of a qualified pattern
+      "_ZN1bIJEiE1fEv",                            // an empty pack first: "b<, int>"
+      "_ZN1aIJEEEvDpOT_i",                         // ... and among parameters: "(, int)"
+      "_ZN1bIJiEJEE1fEv",                          // an empty pack last: no ", "
+      "_ZN5boost6fusion13sequence_baseINS0_13vector_detail11vector_dataISt16integer_sequenceImJE"
+      "EJEEEE7derivedEv",  // ">>" where an empty pack took back its ", "
+      "_ZN4ceph6buffer7v15_2_04list9buffers_t16buffers_iteratorINS1_8ptr_nodeEEC2INS1_8ptr_hook"
+      "EEEPT_",                // a constructor template: T_ without a return type
+      "_Z3fooA3_iRA4_KcPA_i",  // arrays, under modifiers, unbounded
+      "_ZNSt10unique_ptrIA_St6atomicImESt14default_deleteIS2_EE3getEv",  // "<T []>"
+      "_Z3fooM1aFviEM1bi",                                               // pointers to members
   };
   for (const char* mangled : kNames) {
     std::optional<std::string> text = DemangleItaniumSubset(mangled);
@@ -64,22 +95,24 @@ TEST(ItaniumSubset, EachConstructAsLibibertyPrintsIt) {
 
 TEST(ItaniumSubset, LeavesEverythingElseToLibiberty) {
   const char* const kOutside[] = {
-      "_ZL7isra_fn3Big.isra.0",  // clone suffix
       "_ZZ4mainENKUlvE_clEv",    // local name, lambda
-      "_ZN3fooB5cxx113barEv",    // ABI tag
-      "_Z3fooSs",                // Ss
       "_ZTV3Foo",                // special name (vtable)
-      "_ZNV3Foo3getEv",          // volatile member
-      "_Z3fooPFviE",             // function type
-      "_Z3fooA3_i",              // array type
-      "_Z3fooIJiiEEvDpT_",       // pack
-      "_ZN3FoocviEv",            // conversion operator
-      "_ZN3FooltIiEEbRKS_",      // operator with template arguments
+      "_ZN1a1fEM1bKFviE",        // a pointer to a const member function
+      "_Z1fIiERA3_iv",           // an array return type (printed inside out)
       "_ZNR3Foo3getEv",          // ref-qualifier
+      "_ZNKV3Foo3getEv",         // member qualifiers out of order
+      "_Z1fIJicEEvT_",           // a pack outside an expansion
+      "_Z1fIJicEEvDpRKT_S2_",    // a substitution of an expansion
+      "_Z1fIiEPFviEv",           // a return type printed inside out
+      "_ZN1a1fEPKFviE",          // a qualified function type
+      "_ZN1aILf3f800000EE1fEv",  // a floating-point literal
+      "_ZN1aCI11bEi",            // inheriting constructor
+      "_ZN1acvT_IiEEv",          // templated conversion
       "_ZN3foo3barEv123",        // trailing garbage
+      "_ZN3foo3barEv.",          // a bare dot
+      "_ZN3foo3barEv.isra.0.X",  // a clone suffix with more after it
       "_Z",
       "_ZN",
-      "_ZN3fooL3barE",  // internal-linkage prefix
   };
   for (const char* mangled : kOutside) {
     EXPECT_FALSE(DemangleItaniumSubset(mangled)) << mangled;
@@ -98,8 +131,8 @@ TEST(ItaniumSubset, LeavesEverythingElseToLibiberty) {
   EXPECT_FALSE(DemangleItaniumSubset("_Z1f" + std::string(100000, 'P') + "i"));
 }
 
-// Every _Z name of `path`'s .debug_str and symbol table: where the subset answers, libiberty
-// answers the same text. Returns how many it took.
+// Every _Z name of `path`'s .debug_str and symbol table: where the subset and libiberty both
+// answer, the same text. Returns how many the subset took.
 size_t CheckCorpus(const std::string& path, size_t* total) {
   auto elf = ElfFile::Open(path);
   EXPECT_TRUE(elf) << path;
@@ -123,6 +156,9 @@ size_t CheckCorpus(const std::string& path, size_t* total) {
     if (!text) continue;
     ++taken;
     std::string expected = Libiberty(name);
+    // libiberty gives up on some names nested very deep (its recursion limits); the subset
+    // answers them, as it answers every name it takes.
+    if (expected.empty()) continue;
     if (*text != expected && differ++ < 5) {
       ADD_FAILURE() << name << "\n  libiberty: " << expected << "\n  subset:    " << *text;
     }
