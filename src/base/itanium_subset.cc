@@ -139,6 +139,12 @@ constexpr std::array<bool, 256> kIdentifierByte = [] {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// GCC's name for an anonymous namespace, which libiberty prints "(anonymous namespace)".
+bool IsAnonymousNamespace(std::string_view id) {
+  return id.size() >= 10 && id.substr(0, 8) == "_GLOBAL_" &&
+         (id[8] == '.' || id[8] == '_' || id[8] == '$') && id[9] == 'N';
+}
+
 // The standard substitutions Ss, Si, So, Sd: libiberty's short text, and the full one it
 // prints where a constructor or destructor follows (with the name that one then takes).
 struct StandardStream {
@@ -283,6 +289,8 @@ class Parser {
   uint32_t Qualify(const char* qualifiers, size_t count, uint32_t inner);
   uint32_t Reference(char code, uint32_t inner, bool collapse);
   uint32_t Modify(char code, uint32_t inner, bool collapse);
+  template <typename Each>
+  uint32_t MapPack(uint32_t pack, Each each);
   uint32_t FunctionType();
   uint32_t Substitution(bool prefix, std::string_view* last_identifier);
   uint32_t NestedName(NameEnd* end, std::string_view* member_qualifiers);
@@ -372,8 +380,7 @@ bool Parser::Identifier(std::string_view* identifier) {
 uint32_t Parser::SourceName(std::string_view* identifier) {
   std::string_view id;
   if (!Identifier(&id)) return Fail();
-  if (id.size() >= 10 && id.substr(0, 8) == "_GLOBAL_" &&
-      (id[8] == '.' || id[8] == '_' || id[8] == '$') && id[9] == 'N') {
+  if (IsAnonymousNamespace(id)) {
     *identifier = {};  // no constructor is named after it
     return Text("(anonymous namespace)");
   }
@@ -385,7 +392,8 @@ uint32_t Parser::SourceName(std::string_view* identifier) {
 uint32_t Parser::AbiTags(uint32_t name) {
   while (ok_ && Eat('B')) {
     std::string_view tag;
-    if (!Identifier(&tag)) return Fail();
+    // A tag named like an anonymous namespace is printed as one by libiberty: left to it.
+    if (!Identifier(&tag) || IsAnonymousNamespace(tag)) return Fail();
     name = Add(Node::kTagged, name);
     nodes_[name].text = tag;
   }
@@ -514,6 +522,20 @@ uint32_t Parser::Modify(char code, uint32_t inner, bool collapse) {
   return Reference(code, inner, collapse);
 }
 
+// A modifier over a pack, as the pattern of an expansion: the pack of `each` element. A pack
+// reached through a substitution of a modified one is printed otherwise by libiberty.
+template <typename Each>
+uint32_t Parser::MapPack(uint32_t pack, Each each) {
+  if (nodes_[pack].mapped && from_substitution_) return Fail();
+  const uint32_t list = nodes_[pack].right;
+  const size_t first = pending_.size();
+  for (uint32_t k = 0; k < lists_[list] && ok_; ++k) pending_.push_back(each(lists_[list + 1 + k]));
+  if (!ok_) return 0;
+  const uint32_t mapped = Add(Node::kPack, 0, TakeList(first));
+  nodes_[mapped].mapped = true;
+  return mapped;
+}
+
 uint32_t Parser::FunctionType() {
   // F [Y] <return type> <parameters> E; ref-qualified ones ("RE", "OE") are left to libiberty.
   Eat('Y');
@@ -593,16 +615,9 @@ uint32_t Parser::Type() {
       if (Peek() == 'F') return Fail();  // a member function's qualifiers: left to libiberty
       const uint32_t inner = Type();
       if (!ok_) return 0;
-      const Node in = nodes_[inner];  // a copy: nodes_ grows below
-      if (in.kind == Node::kPack) {
-        if (in.mapped && from_substitution_) return Fail();
-        const uint32_t list = in.right;
-        const size_t first = pending_.size();
-        for (uint32_t k = 0; k < lists_[list]; ++k) {
-          pending_.push_back(Qualify(qualifiers, count, lists_[list + 1 + k]));
-        }
-        type = Add(Node::kPack, 0, TakeList(first));
-        nodes_[type].mapped = true;
+      if (KindOf(inner) == Node::kPack) {
+        type =
+            MapPack(inner, [&](uint32_t element) { return Qualify(qualifiers, count, element); });
       } else {
         type = Qualify(qualifiers, count, inner);
       }
@@ -617,22 +632,12 @@ uint32_t Parser::Type() {
       const bool template_param = Peek() == 'T';
       const uint32_t inner = Type();
       if (!ok_) return 0;
-      const Node in = nodes_[inner];  // a copy: nodes_ grows below
-      if (in.kind == Node::kExpansion) return Fail();
-      if (in.kind == Node::kPack) {
-        // The pattern of an expansion: a pack reached through a substitution of a modified
-        // one is printed otherwise by libiberty.
-        if (in.mapped && from_substitution_) return Fail();
-        const uint32_t list = in.right;
-        const size_t first = pending_.size();
-        for (uint32_t k = 0; k < lists_[list] && ok_; ++k) {
-          // References collapse where the pattern's inner type is the parameter itself;
-          // over another modifier libiberty does not collapse them ("char const&&&").
-          pending_.push_back(Modify(c, lists_[list + 1 + k], !in.mapped));
-        }
-        if (!ok_) return 0;
-        type = Add(Node::kPack, 0, TakeList(first));
-        nodes_[type].mapped = true;
+      if (KindOf(inner) == Node::kExpansion) return Fail();
+      if (KindOf(inner) == Node::kPack) {
+        // References collapse where the pattern's inner type is the parameter itself; over
+        // another modifier libiberty does not collapse them ("char const&&&").
+        const bool collapse = !nodes_[inner].mapped;
+        type = MapPack(inner, [&](uint32_t element) { return Modify(c, element, collapse); });
       } else {
         type = Modify(c, inner, template_param);
       }

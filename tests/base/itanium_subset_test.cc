@@ -107,6 +107,7 @@ TEST(ItaniumSubset, LeavesEverythingElseToLibiberty) {
       "_ZN1a1fEPKFviE",          // a qualified function type
       "_ZN1aILf3f800000EE1fEv",  // a floating-point literal
       "_ZN1aCI11bEi",            // inheriting constructor
+      "_Z1fB12_GLOBAL__N_1v",    // an ABI tag named like an anonymous namespace
       "_ZN1acvT_IiEEv",          // templated conversion
       "_ZN3foo3barEv123",        // trailing garbage
       "_ZN3foo3barEv.",          // a bare dot
