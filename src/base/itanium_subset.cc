@@ -202,6 +202,12 @@ struct Node {
   uint32_t printed_at = 0, printed_size = 0;
 };
 
+// What names a scope or a template: not a type built from others.
+bool IsName(Node::Kind kind) {
+  return kind == Node::kText || kind == Node::kNested || kind == Node::kTemplate ||
+         kind == Node::kTagged;
+}
+
 bool IsModifier(Node::Kind kind) {
   return kind == Node::kPointer || kind == Node::kRef || kind == Node::kRvalueRef ||
          kind == Node::kQualified;
@@ -427,11 +433,7 @@ uint32_t Parser::Literal() {
   const uint32_t cast = ValueType();
   if (!ok_) return 0;
   if (null_pointer && Eat('E')) return cast;  // "LDnE": the type alone
-  const Node::Kind kind = KindOf(cast);
-  if (kind != Node::kText && kind != Node::kNested && kind != Node::kTemplate &&
-      kind != Node::kTagged) {
-    return Fail();
-  }
+  if (!IsName(KindOf(cast))) return Fail();
   const bool negative = Eat('n');
   std::string_view digits;
   if (!Digits(&digits) || !Eat('E')) return Fail();
@@ -652,11 +654,7 @@ uint32_t Parser::Type() {
       ++at_;
       const uint32_t owner = ValueType();
       if (!ok_) return 0;
-      const Node::Kind owner_kind = KindOf(owner);
-      if (owner_kind != Node::kText && owner_kind != Node::kNested &&
-          owner_kind != Node::kTemplate && owner_kind != Node::kTagged) {
-        return Fail();  // no class
-      }
+      if (!IsName(KindOf(owner))) return Fail();                           // no class
       if (Peek() == 'K' || Peek() == 'V' || Peek() == 'r') return Fail();  // const member fns
       const uint32_t member = ValueType();
       if (!ok_) return 0;
@@ -750,7 +748,7 @@ uint32_t Parser::Type() {
         from_substitution_ = !standard;
         return replaced;
       }
-      if (KindOf(replaced) == Node::kPack) return Fail();
+      if (!IsName(KindOf(replaced))) return Fail();
       const uint32_t args = TemplateArgs();
       type = Add(Node::kTemplate, replaced, args);
       break;
@@ -845,9 +843,11 @@ uint32_t Parser::NestedName(NameEnd* end, std::string_view* member_qualifiers) {
       name = Substitution(true, &end->last_identifier);
       if (!ok_) return 0;
       const Node::Kind kind = KindOf(static_cast<uint32_t>(name));
-      if (kind == Node::kPack || kind == Node::kExpansion) return Fail();
+      if (!IsName(kind)) return Fail();  // a type as a scope: printed otherwise by libiberty
     } else if (c == 'I') {
-      if (name < 0) return Fail();
+      // Arguments of arguments ("C1IiEIiE"): libiberty then looks no further for a
+      // constructor and prints a return type; left to it.
+      if (name < 0 || KindOf(static_cast<uint32_t>(name)) == Node::kTemplate) return Fail();
       const uint32_t args = TemplateArgs();
       if (!ok_) return 0;
       name = Add(Node::kTemplate, static_cast<uint32_t>(name), args);
@@ -883,14 +883,19 @@ void Parser::PrintList(uint32_t list) {
       Print(element);
     }
   }
+  int taken_back = 0;
   while (marks_.size() > marks_base) {
     const size_t mark = marks_.back();
     marks_.pop_back();
     if (out_.size() == mark) {
       out_.resize(mark - 2);
       stale_at_ = out_.size();
+      ++taken_back;
     }
   }
+  // Two or more empty arguments last ("IJEJEE"): whether libiberty takes back the earlier
+  // ", " depends on where its 256-byte print buffer was flushed. Left to it.
+  if (taken_back > 1) ok_ = false;
   marks_.resize(marks_base);
 }
 

@@ -108,6 +108,9 @@ TEST(ItaniumSubset, LeavesEverythingElseToLibiberty) {
       "_ZN1aILf3f800000EE1fEv",  // a floating-point literal
       "_ZN1aCI11bEi",            // inheriting constructor
       "_Z1fB12_GLOBAL__N_1v",    // an ABI tag named like an anonymous namespace
+      "_ZN1aD5IiEIcEEsv",        // arguments of arguments after a destructor
+      "_ZN1a1fEPFviEPNS0_1bE",   // a function type as a scope
+      "_ZN1bIJiEJEJEE1fEv",      // two empty packs last: as libiberty's print buffer falls
       "_ZN1acvT_IiEEv",          // templated conversion
       "_ZN3foo3barEv123",        // trailing garbage
       "_ZN3foo3barEv.",          // a bare dot
