@@ -139,6 +139,23 @@ constexpr std::array<bool, 256> kIdentifierByte = [] {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// Counts one level of recursion for as long as it lives.
+class DepthGuard {
+ public:
+  explicit DepthGuard(int& depth) : depth_(++depth) {}
+  ~DepthGuard() { --depth_; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+
+ private:
+  int& depth_;
+};
+
+// How libiberty prints a qualifier: 'K', 'V' or 'r'.
+const char* QualifierText(char q) {
+  return q == 'K' ? " const" : q == 'V' ? " volatile" : " restrict";
+}
+
 // GCC's name for an anonymous namespace, which libiberty prints "(anonymous namespace)".
 bool IsAnonymousNamespace(std::string_view id) {
   return id.size() >= 10 && id.substr(0, 8) == "_GLOBAL_" &&
@@ -289,6 +306,13 @@ class Parser {
   uint32_t SourceName(std::string_view* identifier);
   uint32_t AbiTags(uint32_t name);
   uint32_t TemplateArgs();
+  // An unscoped template name followed by its arguments: the name is a substitution
+  // candidate, then the template.
+  uint32_t CandidateWithArgs(uint32_t name) {
+    substitutions_.push_back(name);
+    const uint32_t args = TemplateArgs();
+    return Add(Node::kTemplate, name, args);
+  }
   uint32_t Literal();
   uint32_t Type();
   uint32_t ValueType();
@@ -591,11 +615,7 @@ uint32_t Parser::ValueType() {
 }
 
 uint32_t Parser::Type() {
-  struct Nesting {
-    int& depth;
-    explicit Nesting(int& d) : depth(++d) {}
-    ~Nesting() { --depth; }
-  } nesting(type_depth_);
+  const DepthGuard nesting(type_depth_);
   if (type_depth_ > kMaxTypeDepth) return Fail();
   from_substitution_ = false;
   const char c = Peek();
@@ -729,11 +749,7 @@ uint32_t Parser::Type() {
         if (!ok_) return 0;
         name = AbiTags(name);
         type = Add(Node::kNested, Text("std"), name);
-        if (Peek() == 'I') {
-          substitutions_.push_back(type);
-          const uint32_t args = TemplateArgs();
-          type = Add(Node::kTemplate, type, args);
-        }
+        if (ok_ && Peek() == 'I') type = CandidateWithArgs(type);
         break;
       }
       ++at_;
@@ -758,11 +774,7 @@ uint32_t Parser::Type() {
       std::string_view identifier;
       type = SourceName(&identifier);
       type = AbiTags(type);
-      if (ok_ && Peek() == 'I') {
-        substitutions_.push_back(type);
-        const uint32_t args = TemplateArgs();
-        type = Add(Node::kTemplate, type, args);
-      }
+      if (ok_ && Peek() == 'I') type = CandidateWithArgs(type);
       break;
     }
   }
@@ -900,9 +912,7 @@ void Parser::PrintList(uint32_t list) {
 }
 
 void Parser::PrintQualifiers(const Node& n) {
-  for (size_t k = n.qualifier_count; k-- > 0;) {
-    out_ += n.qualifiers[k] == 'K' ? " const" : n.qualifiers[k] == 'V' ? " volatile" : " restrict";
-  }
+  for (size_t k = n.qualifier_count; k-- > 0;) out_ += QualifierText(n.qualifiers[k]);
 }
 
 // The modifiers from `outermost` down to `base` (exclusive), innermost first: "* const&".
@@ -965,11 +975,7 @@ void Parser::PrintArray(uint32_t array, uint32_t outermost_modifier) {
 }
 
 void Parser::Print(uint32_t id) {
-  struct Nesting {
-    int& depth;
-    explicit Nesting(int& d) : depth(++d) {}
-    ~Nesting() { --depth; }
-  } nesting(print_depth_);
+  const DepthGuard nesting(print_depth_);
   if (print_depth_ > kMaxPrintDepth) {
     ok_ = false;  // Demangle() then answers nothing
     return;
@@ -1131,9 +1137,7 @@ std::optional<std::string> Parser::Demangle() {
     if (!ok_) return std::nullopt;
     if (in_std) name = Add(Node::kNested, Text("std"), name);
     if (Peek() == 'I') {
-      substitutions_.push_back(name);
-      const uint32_t args = TemplateArgs();
-      name = Add(Node::kTemplate, name, args);
+      name = CandidateWithArgs(name);
       end.ends_in_template = true;
     }
   }
@@ -1184,10 +1188,7 @@ std::optional<std::string> Parser::Demangle() {
   PrintList(params);
   out_ += ')';
   // Member function qualifiers, innermost first as libiberty prints them.
-  for (size_t k = member_qualifiers.size(); k-- > 0;) {
-    const char q = member_qualifiers[k];
-    out_ += q == 'K' ? " const" : q == 'V' ? " volatile" : " restrict";
-  }
+  for (size_t k = member_qualifiers.size(); k-- > 0;) out_ += QualifierText(member_qualifiers[k]);
   return finish();
 }
 
