@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "dwarf/debug_info_source.h"
+#include "dwarf/dwarf_file.h"
+#include "dwarf/function_table.h"
 #include "stacksym/demangle.h"
 #include "stacksym/elf.h"
 
 namespace {
 
 using stacksym::DebugInfoSource;
+namespace dwarf = stacksym::dwarf;
 using stacksym::ElfFile;
 using stacksym::SourceFrame;
 using stacksym::SymbolizeOptions;
@@ -184,6 +187,44 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(nodes));
 }
 
+// The function-table walks of an index build, on one thread: every unit's full table
+// (FunctionTable::Build: each subroutine DIE read, the rest of each subtree skipped) over the
+// kept-open debug file each iteration, no names, no line tables.
+void WalkEveryUnit(benchmark::State& state, const char* path) {
+  Loaded loaded;
+  std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
+  if (!debug_file) return;
+  auto section = [&](const char* name) {
+    stacksym::Result<std::span<const uint8_t>> data = debug_file->SectionData(name);
+    return data ? *data : std::span<const uint8_t>();
+  };
+  dwarf::DwarfSections sections;
+  sections.info = section(".debug_info");
+  sections.abbrev = section(".debug_abbrev");
+  sections.str = section(".debug_str");
+  sections.line_str = section(".debug_line_str");
+  sections.str_offsets = section(".debug_str_offsets");
+  sections.addr = section(".debug_addr");
+  sections.ranges = section(".debug_ranges");
+  sections.rnglists = section(".debug_rnglists");
+  size_t nodes = 0;
+  for (auto _ : state) {
+    dwarf::DwarfFile file(sections);
+    if (stacksym::Result<void> r = file.ScanUnits(); !r) {
+      state.SkipWithError(r.error().ToString().c_str());
+      return;
+    }
+    nodes = 0;
+    for (dwarf::UnitInfo& unit : file.units()) {
+      if (unit.is_type_unit()) continue;
+      stacksym::Result<dwarf::FunctionTable> table = dwarf::FunctionTable::Build(file, unit);
+      if (table) nodes += table->nodes().size();
+    }
+  }
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(nodes));
+}
+
 // libiberty's cost on a big C++ library's names, the piece of a cold index build as big as its
 // gap to 1.5x the direct run: every distinct linkage name in the debug file's .debug_str
 // demangled once per iteration (on libceph-common 266 295 names, 35 MB into 140 MB).
@@ -230,6 +271,8 @@ BENCHMARK_CAPTURE(BatchOnDecompressed, ceph_5000, kCeph)
     ->UseRealTime();
 BENCHMARK_CAPTURE(ExportEveryUnit, libc, kLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ExportEveryUnit, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(WalkEveryUnit, libc, kLibc)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(WalkEveryUnit, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(DemangleEveryLinkageName, ceph, kCeph)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
