@@ -16,6 +16,7 @@
 #include "dwarf/debug_info_source.h"
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
+#include "dwarf/line_table.h"
 #include "stacksym/demangle.h"
 #include "stacksym/elf.h"
 
@@ -225,6 +226,53 @@ void WalkEveryUnit(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(nodes));
 }
 
+// The line programs of an index build, on one thread: every unit's (LineTable::Parse: the
+// state machine run into sorted rows), each distinct program once per iteration.
+void ParseEveryLineTable(benchmark::State& state, const char* path) {
+  Loaded loaded;
+  std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
+  if (!debug_file) return;
+  auto section = [&](const char* name) {
+    stacksym::Result<std::span<const uint8_t>> data = debug_file->SectionData(name);
+    return data ? *data : std::span<const uint8_t>();
+  };
+  dwarf::DwarfSections sections;
+  sections.info = section(".debug_info");
+  sections.abbrev = section(".debug_abbrev");
+  sections.str = section(".debug_str");
+  sections.line_str = section(".debug_line_str");
+  sections.str_offsets = section(".debug_str_offsets");
+  dwarf::DwarfFile file(sections);
+  if (stacksym::Result<void> r = file.ScanUnits(); !r) {
+    state.SkipWithError(r.error().ToString().c_str());
+    return;
+  }
+  std::vector<std::pair<uint64_t, uint8_t>> programs;  // offset, address size
+  for (dwarf::UnitInfo& unit : file.units()) {
+    if (!file.ReadUnitDie(unit) || !unit.has_stmt_list) continue;
+    programs.emplace_back(unit.stmt_list, unit.ctx.address_size);
+  }
+  std::sort(programs.begin(), programs.end());
+  programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
+  dwarf::LineSections lines;
+  lines.line = section(".debug_line");
+  lines.line_str = sections.line_str;
+  lines.str = sections.str;
+  lines.str_offsets = sections.str_offsets;
+  size_t rows = 0;
+  for (auto _ : state) {
+    rows = 0;
+    for (const auto& [offset, address_size] : programs) {
+      stacksym::Result<dwarf::LineTable> table =
+          dwarf::LineTable::Parse(lines, offset, address_size);
+      if (table) rows += table->rows().size();
+    }
+  }
+  state.counters["rows"] = static_cast<double>(rows);
+  state.counters["MB"] = static_cast<double>(lines.line.size()) / 1e6;
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(rows));
+}
+
 // libiberty's cost on a big C++ library's names, the piece of a cold index build as big as its
 // gap to 1.5x the direct run: every distinct linkage name in the debug file's .debug_str
 // demangled once per iteration (on libceph-common 266 295 names, 35 MB into 140 MB).
@@ -273,6 +321,8 @@ BENCHMARK_CAPTURE(ExportEveryUnit, libc, kLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ExportEveryUnit, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(WalkEveryUnit, libc, kLibc)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(WalkEveryUnit, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK_CAPTURE(ParseEveryLineTable, libc, kLibc)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ParseEveryLineTable, ceph, kCeph)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK_CAPTURE(DemangleEveryLinkageName, ceph, kCeph)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
