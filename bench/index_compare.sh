@@ -6,7 +6,9 @@
 #   warm    stacksym with the index in place
 #   llvm    llvm-symbolizer --inlines
 # Prints wall time and peak RSS (median of RUNS, bench/timed_run.py), whether the outputs are identical
-# to the direct path's, and the index size against the debug file's.
+# to the direct path's, and the index size against the debug file's. Direct and cold runs
+# alternate (direct, cold, cold, direct, ...) and cold/direct is the median of each pair's
+# ratio: the host's speed drifts over minutes, and the goal is that ratio.
 #
 #   bench/index_compare.sh [BUILD_DIR] [INPUT...]
 # Defaults: libc.so.6 (libc6-dbg), /usr/bin/python3.11d (python3.11-dbg), libceph-common.so.2
@@ -56,8 +58,36 @@ measure() {
   printf '%s\n' "${results[@]}" | sort -n | awk -v n="$RUNS" 'NR == int((n + 1) / 2) {print}'
 }
 
-echo "| input | debug file | index | index/debug | direct (--no-cache) | cold (build + answer) | warm (index) | llvm-symbolizer | warm vs llvm | identical |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+# Direct and cold in alternating pairs: prints the direct median, the cold median (each
+# "wall rss cpu") and the median of the pairs' cold/direct ratios.
+measure_pairs() {
+  local file=$1 addrs=$2 pairs=() direct cold r
+  run_once direct "$file" "$addrs" "$WORK/direct.out" >/dev/null  # warm-up (page cache)
+  run_once cold "$file" "$addrs" "$WORK/cold.out" >/dev/null
+  for ((r = 0; r < RUNS; r++)); do
+    if ((r % 2 == 0)); then
+      sleep "$PAUSE"; direct=$(run_once direct "$file" "$addrs" "$WORK/direct.out")
+      sleep "$PAUSE"; cold=$(run_once cold "$file" "$addrs" "$WORK/cold.out")
+    else
+      sleep "$PAUSE"; cold=$(run_once cold "$file" "$addrs" "$WORK/cold.out")
+      sleep "$PAUSE"; direct=$(run_once direct "$file" "$addrs" "$WORK/direct.out")
+    fi
+    pairs+=("$direct $cold")
+  done
+  printf '%s\n' "${pairs[@]}" | awk -v n="$RUNS" '
+    function median(a, k,   i, j, t) {
+      for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return a[int((k + 1) / 2)]
+    }
+    { dw[NR] = $1; dm[NR] = $2; dc[NR] = $3; cw[NR] = $4; cm[NR] = $5; cc[NR] = $6; q[NR] = $4 / $1 }
+    END {
+      printf "%s %s %s %s %s %s %.2f\n", median(dw, n), median(dm, n), median(dc, n),
+        median(cw, n), median(cm, n), median(cc, n), median(q, n)
+    }'
+}
+
+echo "| input | debug file | index | index/debug | direct (--no-cache) | cold (build + answer) | cold/direct | warm (index) | llvm-symbolizer | warm vs llvm | identical |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for file in "${INPUTS[@]}"; do
   [[ -r $file ]] || { echo "skipped $file: not installed" >&2; continue; }
   hex=$(readelf -n "$file" 2>/dev/null | awk '/Build ID/ {print $3}')
@@ -68,8 +98,7 @@ for file in "${INPUTS[@]}"; do
   fi
   addrs=$WORK/addrs
   sample_addresses "$file" "$ADDRESSES" >"$addrs"
-  read -r dw dm dc < <(measure direct "$file" "$addrs" "$WORK/direct.out")
-  read -r cw cm cc < <(measure cold "$file" "$addrs" "$WORK/cold.out")
+  read -r dw dm dc cw cm cc cold_ratio < <(measure_pairs "$file" "$addrs")
   read -r ww wm wc < <(measure warm "$file" "$addrs" "$WORK/warm.out")
   lw=- lm=0 lc=-
   if command -v llvm-symbolizer >/dev/null; then
@@ -82,9 +111,9 @@ for file in "${INPUTS[@]}"; do
   debug_bytes=$(stat -L -c %s "$debug" 2>/dev/null || echo 0)
   ratio=$(awk -v a="$index_bytes" -v b="$debug_bytes" 'BEGIN {printf (b > 0 ? "%.3f" : "-"), a / b}')
   speed=$(awk -v a="$lw" -v b="$ww" 'BEGIN {printf (b > 0 && a != "-" ? "%.1f×" : "-"), a / b}')
-  printf '| %s | %.1f MB | %.1f MB | %s | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s | %s |\n' \
+  printf '| %s | %.1f MB | %.1f MB | %s | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s× | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s | %s |\n' \
     "$(basename "$file")" "$(awk -v b="$debug_bytes" 'BEGIN {print b / 1e6}')" \
     "$(awk -v b="$index_bytes" 'BEGIN {print b / 1e6}')" "$ratio" \
-    "$dw" "$dc" $((dm / 1024)) "$cw" "$cc" $((cm / 1024)) "$ww" "$wc" $((wm / 1024)) \
+    "$dw" "$dc" $((dm / 1024)) "$cw" "$cc" $((cm / 1024)) "$cold_ratio" "$ww" "$wc" $((wm / 1024)) \
     "$lw" "$lc" $((lm / 1024)) "$speed" "$same"
 done
