@@ -17,7 +17,7 @@ for bin in "$build"/bench/*_bench; do
 done
 if want symbolize_compare; then
   echo "== symbolize_compare"
-  STACKSYM_BENCH_DEPS=1 ./scripts/setup.sh
+  ./scripts/setup.sh
   bench/symbolize_compare.sh "$build"
 fi
 if want llvm_symbolizer_protocol; then

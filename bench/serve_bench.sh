@@ -2,7 +2,7 @@
 # `stacksym serve` as deployed (its own process, loopback): requests/s and p50/p99 latency
 # for requests of 1000 file offsets sampled inside a library's functions, with its debug
 # package giving the DWARF (libc.so.6 with libc6-dbg; libceph-common.so.2 with librados2-dbg
-# when installed: STACKSYM_BENCH_DEPS=1 scripts/setup.sh):
+# when installed: scripts/setup.sh installs it when it can):
 #   cold          a fresh server per round, no symbol index (--no-cache): the first requests
 #                 find, open and parse the files (the page cache is warm);
 #   cold, index   a fresh server per round whose --cache-dir already holds the build ID's

@@ -9,8 +9,8 @@
 #   bench/symbolize_compare.sh [BUILD_DIR] [INPUT...]
 #
 # Defaults: BUILD_DIR=build; inputs libc.so.6 (DWARF from libc6-dbg), /usr/bin/python3.11d
-# (python3.11-dbg) and libceph-common.so.2 (librados2 + librados2-dbg; install them with
-# STACKSYM_BENCH_DEPS=1 scripts/setup.sh). Missing inputs are skipped with a note.
+# (python3.11-dbg) and libceph-common.so.2 (librados2 + librados2-dbg; scripts/setup.sh installs
+# them when it can). Missing inputs are skipped with a note.
 # Environment: ADDRESSES (default 5000), RUNS (timed runs per tool, median kept; default 3;
 # a tool whose first run exceeds SLOW_SECONDS=20 is timed once; TOOL_TIMEOUT=900 s kills it), TOOLS (default "stacksym llvm-symbolizer addr2line eu-addr2line").
 set -euo pipefail

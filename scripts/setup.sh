@@ -16,12 +16,9 @@ PACKAGES=(
   python3
 )
 # Large packages used by differential tests (librados2: libceph-common, a large C++ library
-# for the unwind-table test), benchmarks and the flame graph browser test
-# (chromium); wanted but not fatal.
-OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium librados2)
-if [[ "${STACKSYM_BENCH_DEPS:-0}" == 1 ]]; then
-  OPTIONAL_PACKAGES+=(librados2 librados2-dbg)
-fi
+# for the unwind-table test; librados2-dbg: its DWARF, for the index's differential test),
+# benchmarks and the flame graph browser test (chromium); wanted but not fatal.
+OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium librados2 librados2-dbg)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
