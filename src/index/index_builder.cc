@@ -177,7 +177,10 @@ struct UnitPart {
   DebugInfoSource::UnitTables tables;
   uint64_t segment_base = 0;
   bool too_big = false;
-  std::vector<FunctionSegmentRecord> segments;
+  // The function segments encoded in blocks, block offsets relative to segment_bytes.
+  uint32_t segment_count = 0;
+  std::vector<FunctionSegmentBlockRecord> segment_blocks;
+  std::vector<uint8_t> segment_bytes;
   std::vector<NodeRecord> nodes;
   std::vector<RowBlockRecord> blocks;
   std::vector<uint8_t> rows;
@@ -274,10 +277,28 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
 
 void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
   part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
-  part->segments.reserve(t.segments.size());
-  for (const dwarf::AddressSegment& s : t.segments) {
+  part->too_big |= t.segments.size() > 0xffffffffu;
+  part->segment_count = static_cast<uint32_t>(t.segments.size());
+  part->segment_blocks.reserve((t.segments.size() + kSegmentsPerBlock - 1) / kSegmentsPerBlock);
+  part->segment_bytes.reserve(t.segments.size() * 3);
+  std::vector<uint8_t>& bytes = part->segment_bytes;
+  uint64_t previous_start = 0;
+  int64_t previous_node = 0;
+  for (size_t k = 0; k < t.segments.size(); ++k) {
+    const dwarf::AddressSegment& s = t.segments[k];
     part->too_big |= s.start < part->segment_base || s.start - part->segment_base > 0xffffffffu;
-    part->segments.push_back({static_cast<uint32_t>(s.start - part->segment_base), s.id});
+    const uint64_t start = s.start - part->segment_base;
+    if (k % kSegmentsPerBlock == 0) {
+      part->segment_blocks.push_back(
+          {static_cast<uint32_t>(start), static_cast<uint32_t>(bytes.size())});
+      AppendUleb(static_cast<uint64_t>(int64_t{s.id} + 1), &bytes);
+    } else {
+      AppendUleb(start - previous_start, &bytes);
+      const int64_t delta = int64_t{s.id} - previous_node;
+      AppendUleb((static_cast<uint64_t>(delta) << 1) ^ static_cast<uint64_t>(delta >> 63), &bytes);
+    }
+    previous_start = start;
+    previous_node = s.id;
   }
   part->nodes.reserve(t.nodes.size());
   for (const dwarf::FunctionNode& f : t.nodes) {
@@ -417,7 +438,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   std::vector<UnitRecord> units;
   // Sections written from the units' parts, one piece per unit (or line table).
   std::vector<UnitPart> parts;
-  std::vector<std::span<const uint8_t>> function_segments, nodes, row_blocks, row_bytes;
+  std::vector<std::span<const uint8_t>> function_segments, function_segment_bytes, nodes,
+      row_blocks, row_bytes;
   size_t node_count = 0;
   uint64_t row_byte_count = 0;
   std::vector<NameRecord> names;
@@ -601,7 +623,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     // sections are written from them, without a merged copy.
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
-    size_t segment_count = 0, block_count = 0;
+    uint64_t segment_block_count = 0, segment_byte_count = 0, block_count = 0;
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -611,11 +633,18 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       }
       unit.ok = 1;
       too_big |= part.too_big;
-      unit.segment_begin = static_cast<uint32_t>(segment_count);
+      unit.segment_begin = static_cast<uint32_t>(segment_block_count);
       unit.segment_base = part.segment_base;
-      unit.segment_count = static_cast<uint32_t>(part.segments.size());
-      segment_count += part.segments.size();
-      function_segments.push_back(AsBytes(part.segments));
+      unit.segment_count = part.segment_count;
+      too_big |= segment_block_count + part.segment_blocks.size() > 0xffffffffu ||
+                 segment_byte_count + part.segment_bytes.size() > 0xffffffffu;
+      for (FunctionSegmentBlockRecord& block : part.segment_blocks) {
+        block.offset = static_cast<uint32_t>(segment_byte_count + block.offset);
+      }
+      segment_block_count += part.segment_blocks.size();
+      segment_byte_count += part.segment_bytes.size();
+      function_segments.push_back(AsBytes(part.segment_blocks));
+      function_segment_bytes.push_back(AsBytes(part.segment_bytes));
       unit.node_begin = static_cast<uint32_t>(node_count);
       name_numbers.clear();
       for (const UnitPart::Carrier& c : part.carriers) {
@@ -729,6 +758,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   sections.push_back({SectionKind::kUnitSegments, kept(std::move(unit_segments))});
   sections.push_back({SectionKind::kUnits, kept(std::move(units))});
   sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments)});
+  sections.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segment_bytes)});
   sections.push_back({SectionKind::kNodes, std::move(nodes)});
   sections.push_back({SectionKind::kLineTables, kept(std::move(line_tables))});
   sections.push_back({SectionKind::kRowBlocks, std::move(row_blocks)});

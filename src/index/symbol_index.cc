@@ -243,6 +243,7 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   identity_ = std::string_view(reinterpret_cast<const char*>(identity.data()), identity.size());
   strings_ = section(SectionKind::kStrings);
   row_bytes_ = section(SectionKind::kRowBytes);
+  function_segment_bytes_ = section(SectionKind::kFunctionSegmentBytes);
 #define STACKSYM_RECORDS(member, Type, kind, what)            \
   {                                                           \
     auto r = Records<Type>(section(SectionKind::kind), what); \
@@ -253,7 +254,7 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(symbol_segments_, SegmentRecord, kSymbolSegments, "symbol segments")
   STACKSYM_RECORDS(unit_segments_, SegmentRecord, kUnitSegments, "unit segments")
   STACKSYM_RECORDS(units_, UnitRecord, kUnits, "units")
-  STACKSYM_RECORDS(function_segments_, FunctionSegmentRecord, kFunctionSegments,
+  STACKSYM_RECORDS(function_segments_, FunctionSegmentBlockRecord, kFunctionSegments,
                    "function segments")
   STACKSYM_RECORDS(names_, NameRecord, kNames, "names")
   STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
@@ -334,11 +335,16 @@ std::string SymbolIndex::damage() const {
 std::vector<uint64_t> SymbolIndex::function_segment_starts(size_t limit) const {
   std::vector<uint64_t> out;
   for (const UnitRecord& unit : units_) {
-    std::span<const FunctionSegmentRecord> segments;
-    if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments)) continue;
-    for (const FunctionSegmentRecord& s : segments) {
-      if (out.size() >= limit) return out;
-      out.push_back(unit.segment_base + s.start);
+    std::span<const FunctionSegmentBlockRecord> blocks;
+    if (!SegmentBlocks(unit, &blocks)) continue;
+    for (size_t b = 0; b < blocks.size() && out.size() < limit; ++b) {
+      if (!DecodeSegmentBlock(blocks, b, unit.segment_count, [&](uint64_t start, int32_t) {
+            if (out.size() >= limit) return false;
+            out.push_back(unit.segment_base + start);
+            return true;
+          })) {
+        break;
+      }
     }
   }
   return out;
@@ -352,7 +358,7 @@ std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() 
       "line-tables", "row-blocks",        "paths",
       "row-bytes",   "chunk-crcs",        "string-blocks",
       "names",       "start-files",       "call-discriminators",
-      "string-dict", "path-strings"};
+      "string-dict", "path-strings",      "function-segment-bytes"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -380,6 +386,51 @@ bool ReadUleb(std::span<const uint8_t> bytes, size_t* pos, uint64_t* value) {
 }
 
 }  // namespace
+
+bool SymbolIndex::SegmentBlocks(const UnitRecord& unit,
+                                std::span<const FunctionSegmentBlockRecord>* blocks) const {
+  const uint64_t count = (uint64_t{unit.segment_count} + kSegmentsPerBlock - 1) / kSegmentsPerBlock;
+  return Slice(function_segments_, unit.segment_begin, count, blocks);
+}
+
+template <class Each>
+bool SymbolIndex::DecodeSegmentBlock(std::span<const FunctionSegmentBlockRecord> blocks,
+                                     size_t block, uint64_t segment_count, const Each& each) const {
+  const FunctionSegmentBlockRecord& record = blocks[block];
+  if (!Verified(record)) return false;
+  const uint64_t first = uint64_t{block} * kSegmentsPerBlock;
+  if (first >= segment_count) return false;
+  const size_t count =
+      static_cast<size_t>(std::min<uint64_t>(kSegmentsPerBlock, segment_count - first));
+  // The longest block the builder writes: a first node of at most 5 bytes, then per segment a
+  // start delta (below 2^32) and a zigzag node delta (below 2^33) of at most 5 bytes each.
+  // Decoding an intact block stays inside it; a damaged one still stops at the end of the
+  // bytes.
+  constexpr size_t kMaxBlockBytes = 5 + (kSegmentsPerBlock - 1) * 10;
+  const std::span<const uint8_t> bytes = function_segment_bytes_;
+  size_t pos = record.offset;
+  if (pos > bytes.size() ||
+      !Verified(bytes.subspan(pos, std::min(kMaxBlockBytes, bytes.size() - pos)))) {
+    return false;
+  }
+  uint64_t first_node = 0;
+  if (!ReadUleb(bytes, &pos, &first_node) || first_node > uint64_t{INT32_MAX} + 1) return false;
+  int64_t node = static_cast<int64_t>(first_node) - 1;
+  uint64_t start = record.first_start;
+  if (!each(start, static_cast<int32_t>(node))) return true;
+  for (size_t i = 1; i < count; ++i) {
+    uint64_t delta = 0, zigzag = 0;
+    if (!ReadUleb(bytes, &pos, &delta) || !ReadUleb(bytes, &pos, &zigzag) || delta > 0xffffffffu ||
+        zigzag > (uint64_t{1} << 34)) {
+      return false;
+    }
+    start += delta;
+    node += static_cast<int64_t>(zigzag >> 1) ^ -static_cast<int64_t>(zigzag & 1);
+    if (start > 0xffffffffu || node < -1 || node > INT32_MAX) return false;
+    if (!each(start, static_cast<int32_t>(node))) return true;
+  }
+  return true;
+}
 
 bool SymbolIndex::FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row,
                           bool* found) const {
@@ -587,10 +638,10 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   if (static_cast<uint32_t>(unit_id) >= units_.size()) return !(*corrupt = true);
   const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
   if (unit.ok == 0) return false;
-  std::span<const FunctionSegmentRecord> segments;
+  std::span<const FunctionSegmentBlockRecord> segment_blocks;
   std::span<const NodeRecord> nodes;
   std::span<const uint32_t> paths;
-  if (!Slice(function_segments_, unit.segment_begin, unit.segment_count, &segments) ||
+  if (!SegmentBlocks(unit, &segment_blocks) ||
       !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
       !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
     return !(*corrupt = true);
@@ -605,11 +656,19 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
     size_t after = 0;
     if (!VerifiedUpperBound(
-            segments, offset,
-            [](uint64_t a, const FunctionSegmentRecord& s) { return a < s.start; }, &after)) {
+            segment_blocks, offset,
+            [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
+            &after)) {
       return !(*corrupt = true);
     }
-    if (after > 0) node = segments[after - 1].node;
+    if (after > 0 && !DecodeSegmentBlock(segment_blocks, after - 1, unit.segment_count,
+                                         [&](uint64_t start, int32_t n) {
+                                           if (start > offset) return false;
+                                           node = n;
+                                           return true;
+                                         })) {
+      return !(*corrupt = true);
+    }
   }
   if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
     return !(*corrupt = true);

@@ -169,6 +169,15 @@ class SymbolIndex {
     uint16_t file = 0;
     uint32_t discriminator = 0;
   };
+  // A unit's function segment blocks: false when its record points outside them.
+  bool SegmentBlocks(const UnitRecord& unit,
+                     std::span<const FunctionSegmentBlockRecord>* blocks) const;
+  // Decodes block `block` of a unit's `blocks` (`segment_count`: the unit's segments), calling
+  // each(start, node) segment after segment until it returns false; false when the block's
+  // bytes are inconsistent.
+  template <class Each>
+  bool DecodeSegmentBlock(std::span<const FunctionSegmentBlockRecord> blocks, size_t block,
+                          uint64_t segment_count, const Each& each) const;
   // The row of line table `table` covering `vaddr`: true with *found set or cleared (no row);
   // false when the table's records or bytes are inconsistent.
   bool FindRow(const LineTableRecord& table, uint64_t vaddr, Row* row, bool* found) const;
@@ -195,7 +204,8 @@ class SymbolIndex {
   std::span<const SegmentRecord> symbol_segments_;
   std::span<const SegmentRecord> unit_segments_;
   std::span<const UnitRecord> units_;
-  std::span<const FunctionSegmentRecord> function_segments_;
+  std::span<const FunctionSegmentBlockRecord> function_segments_;
+  std::span<const uint8_t> function_segment_bytes_;
   std::span<const NodeRecord> nodes_;
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;
