@@ -283,6 +283,48 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   EXPECT_LT(frames, addresses_.size() * 64) << "a looping chain was followed";
 }
 
+// Function segment blocks whose bytes do not decode (a ULEB128 that never ends, damage the
+// checksums would catch, read here without them) make the lookups that reach them report
+// damage instead of answering from garbage or reading past the section.
+TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
+  ExpectDirectAnswers("first build");
+  std::vector<uint8_t> bytes = ReadBytes(index_path_);
+  symindex::FileHeader header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  symindex::SectionEntry segment_bytes{};
+  for (uint32_t i = 0; i < header.section_count; ++i) {
+    symindex::SectionEntry entry;
+    std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
+    if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kFunctionSegmentBytes)) {
+      segment_bytes = entry;
+    }
+  }
+  ASSERT_GT(segment_bytes.size, 0u);
+  std::memset(bytes.data() + segment_bytes.offset, 0xff, segment_bytes.size);
+  symindex::SymbolIndex::OpenOptions unchecked;
+  unchecked.verify_checksums = false;
+  auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
+  ASSERT_TRUE(index) << index.error().ToString();
+  size_t damaged = 0;
+  for (uint64_t a : addresses_) {
+    SymbolizedAddress out;
+    out.vaddr = a;
+    damaged += !(*index)->Answer(a, SymbolizeOptions{}, out);
+  }
+  EXPECT_GT(damaged, addresses_.size() / 2) << "lookups answered from undecodable segments";
+  // With checksums verified, the chunks' sums find the same damage: on open (a chunk it shares
+  // with a section checked then) or at the first lookup that reads it.
+  auto checked = symindex::SymbolIndex::FromBytes(bytes, {});
+  if (checked) {
+    SymbolizedAddress out;
+    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, SymbolizeOptions{}, out);
+    EXPECT_TRUE((*checked)->damaged());
+  } else {
+    EXPECT_NE(checked.error().ToString().find("checksum"), std::string::npos)
+        << checked.error().ToString();
+  }
+}
+
 TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
