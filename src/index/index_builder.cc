@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -181,7 +182,8 @@ struct UnitPart {
   uint32_t segment_count = 0;
   std::vector<FunctionSegmentBlockRecord> segment_blocks;
   std::vector<uint8_t> segment_bytes;
-  std::vector<NodeRecord> nodes;
+  std::vector<NodeRecord> nodes;  // names: numbers of carriers until the merge packs them
+  NodeWidths node_widths;         // of every field but the name (the merge numbers names)
   std::vector<RowBlockRecord> blocks;
   std::vector<uint8_t> rows;
   // 1 + the highest file index a row of the encoded line table / an inlined node's call site
@@ -301,17 +303,29 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     previous_node = s.id;
   }
   part->nodes.reserve(t.nodes.size());
-  for (const dwarf::FunctionNode& f : t.nodes) {
+  uint64_t max_distance = 0, max_line = 0, max_file = 0, max_column = 0;
+  for (size_t k = 0; k < t.nodes.size(); ++k) {
+    const dwarf::FunctionNode& f = t.nodes[k];
     NodeRecord r;
     r.parent = f.parent;
-    part->too_big |= f.call_file > 0xffff;
+    // The walk numbers nodes depth first: a parent comes before its children.
+    part->too_big |= f.call_file > 0xffff || f.parent >= static_cast<int64_t>(k);
+    if (f.parent >= 0) max_distance = std::max<uint64_t>(max_distance, k - f.parent);
     if (f.inlined) part->call_files = std::max<size_t>(part->call_files, f.call_file + size_t{1});
     r.call_file = static_cast<uint16_t>(f.call_file);
     r.call_line = f.call_line;
     r.call_column = f.call_column;
     r.name = f.inlined ? kNodeInlined : 0;
+    max_line = std::max<uint64_t>(max_line, r.call_line);
+    max_file = std::max<uint64_t>(max_file, r.call_file);
+    max_column = std::max<uint64_t>(max_column, r.call_column);
     part->nodes.push_back(r);
   }
+  part->too_big |= max_distance > 0x7fffffff;
+  part->node_widths.parent = static_cast<uint8_t>(std::bit_width(max_distance));
+  part->node_widths.line = static_cast<uint8_t>(std::bit_width(max_line));
+  part->node_widths.file = static_cast<uint8_t>(std::bit_width(max_file));
+  part->node_widths.column = static_cast<uint8_t>(std::bit_width(max_column));
   struct NameSlot {
     uint64_t hash = 0;
     uint32_t node = 0;
@@ -438,8 +452,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   std::vector<UnitRecord> units;
   // Sections written from the units' parts, one piece per unit (or line table).
   std::vector<UnitPart> parts;
-  std::vector<std::span<const uint8_t>> function_segments, function_segment_bytes, nodes,
-      row_blocks, row_bytes;
+  std::vector<std::span<const uint8_t>> function_segments, function_segment_bytes, row_blocks,
+      row_bytes;
+  std::vector<uint8_t> packed_nodes;  // kNodes
   size_t node_count = 0;
   uint64_t row_byte_count = 0;
   std::vector<NameRecord> names;
@@ -623,6 +638,13 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     // sections are written from them, without a merged copy.
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
     std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
+    // Room for every unit's packed nodes at their widest (names of 31 bits), so that they are
+    // packed in place, never moved (the pages past what they take are never touched).
+    uint64_t packed_bound = kNodePadding;
+    for (const UnitPart& part : parts) {
+      packed_bound += (part.nodes.size() * (part.node_widths.bits() + 31) + 7) / 8 + kNodePadding;
+    }
+    packed_nodes.reserve(packed_bound);
     uint64_t segment_block_count = 0, segment_byte_count = 0, block_count = 0;
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
@@ -653,16 +675,52 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         name_numbers.push_back(
             name_id(raw, pretty, start_file_id(c.start_file, c.start_file_hash), c.start_line));
       }
-      for (NodeRecord& r : part.nodes) {
-        r.name = (r.name & kNodeInlined) | name_numbers[r.name & ~kNodeInlined];
+      // The unit's nodes packed as wide as its values need, names now numbered.
+      NodeWidths widths = part.node_widths;
+      uint32_t max_name = 0;
+      for (uint32_t id : name_numbers) max_name = std::max(max_name, id);
+      widths.name = static_cast<uint8_t>(std::bit_width(max_name));
+      const uint64_t node_bits = widths.bits(), packed_at = packed_nodes.size();
+      const uint64_t packed_size = (part.nodes.size() * node_bits + 7) / 8;
+      too_big |= packed_at + packed_size > 0xffffffffu;
+      unit.node_offset = static_cast<uint32_t>(packed_at);
+      unit.node_widths = widths.Packed();
+      // Room for the last fields' 8-byte writes; the bytes past the unit stay zero.
+      packed_nodes.resize(packed_at + packed_size + kNodePadding);
+      uint8_t* packed = packed_nodes.data() + packed_at;
+      const unsigned name_at = widths.parent, inlined_at = name_at + widths.name,
+                     line_at = inlined_at + 1, file_at = line_at + widths.line,
+                     column_at = file_at + widths.file;
+      for (size_t k = 0; k < part.nodes.size(); ++k) {
+        const NodeRecord& r = part.nodes[k];
+        const uint64_t fields[] = {r.parent < 0 ? 0 : k - static_cast<uint64_t>(r.parent),
+                                   name_numbers[r.name & ~kNodeInlined],
+                                   (r.name & kNodeInlined) != 0 ? 1u : 0u,
+                                   r.call_line,
+                                   r.call_file,
+                                   r.call_column};
+        const unsigned field_at[] = {0, name_at, inlined_at, line_at, file_at, column_at};
+        const uint64_t bit = k * node_bits;
+        if (node_bits <= 57) {
+          // The whole record in one word: with the bit offset in its first byte (below 8) it
+          // still fits one 8-byte write.
+          uint64_t record = 0;
+          for (size_t f = 0; f < 6; ++f) record |= fields[f] << field_at[f];
+          PutBits(packed, bit, record);
+        } else {
+          for (size_t f = 0; f < 6; ++f) {
+            if (fields[f] != 0) PutBits(packed, bit + field_at[f], fields[f]);
+          }
+        }
       }
+      packed_nodes.resize(packed_at + packed_size);
       for (const CallDiscriminatorRecord& d : part.call_discriminators) {
         call_discriminators.push_back(
             {static_cast<uint32_t>(node_count + d.node), d.discriminator});
       }
       unit.node_count = static_cast<uint32_t>(part.nodes.size());
       node_count += part.nodes.size();
-      nodes.push_back(AsBytes(part.nodes));
+      Release(part.nodes);
       if (t.line != nullptr) {
         auto [it, inserted] =
             table_ids.try_emplace(t.line, static_cast<uint32_t>(line_tables.size()));
@@ -759,7 +817,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   sections.push_back({SectionKind::kUnits, kept(std::move(units))});
   sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments)});
   sections.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segment_bytes)});
-  sections.push_back({SectionKind::kNodes, std::move(nodes)});
+  packed_nodes.resize(packed_nodes.size() + kNodePadding);  // every field one 8-byte load
+  sections.push_back({SectionKind::kNodes, kept(std::move(packed_nodes))});
   sections.push_back({SectionKind::kLineTables, kept(std::move(line_tables))});
   sections.push_back({SectionKind::kRowBlocks, std::move(row_blocks)});
   sections.push_back({SectionKind::kPaths, kept(std::move(paths))});

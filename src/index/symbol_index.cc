@@ -244,6 +244,7 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   strings_ = section(SectionKind::kStrings);
   row_bytes_ = section(SectionKind::kRowBytes);
   function_segment_bytes_ = section(SectionKind::kFunctionSegmentBytes);
+  nodes_ = section(SectionKind::kNodes);
 #define STACKSYM_RECORDS(member, Type, kind, what)            \
   {                                                           \
     auto r = Records<Type>(section(SectionKind::kind), what); \
@@ -257,7 +258,6 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(function_segments_, FunctionSegmentBlockRecord, kFunctionSegments,
                    "function segments")
   STACKSYM_RECORDS(names_, NameRecord, kNames, "names")
-  STACKSYM_RECORDS(nodes_, NodeRecord, kNodes, "nodes")
   STACKSYM_RECORDS(line_tables_, LineTableRecord, kLineTables, "line tables")
   STACKSYM_RECORDS(row_blocks_, RowBlockRecord, kRowBlocks, "row blocks")
   STACKSYM_RECORDS(paths_, uint32_t, kPaths, "paths")
@@ -593,9 +593,43 @@ void RecycleFrames(std::vector<SourceFrame>* frames, std::vector<SourceFrame>* s
 
 }  // namespace
 
-bool SymbolIndex::Start(uint32_t node, SourceFrame* frame, StringCache& cache) const {
-  if (node >= nodes_.size()) return false;
-  uint32_t id = nodes_[node].name & ~kNodeInlined;
+NodeRecord SymbolIndex::UnitNodes::Get(size_t n) const {
+  uint64_t bit = n * bits_;
+  NodeRecord r;
+  const uint64_t distance = GetBits(bytes_, bit, widths_.parent);
+  bit += widths_.parent;
+  r.parent = distance == 0 ? -1 : static_cast<int32_t>(distance > n ? n : n - distance);
+  r.name = static_cast<uint32_t>(GetBits(bytes_, bit, widths_.name));
+  bit += widths_.name;
+  if (GetBits(bytes_, bit, 1) != 0) r.name |= kNodeInlined;
+  bit += 1;
+  r.call_line = static_cast<uint32_t>(GetBits(bytes_, bit, widths_.line));
+  bit += widths_.line;
+  r.call_file = static_cast<uint16_t>(GetBits(bytes_, bit, widths_.file));
+  bit += widths_.file;
+  r.call_column = static_cast<uint16_t>(GetBits(bytes_, bit, widths_.column));
+  return r;
+}
+
+bool SymbolIndex::NodesOf(const UnitRecord& unit, UnitNodes* nodes) const {
+  const NodeWidths widths = NodeWidths::Unpack(unit.node_widths);
+  if (!widths.Valid() || unit.node_count >= uint64_t{1} << 31) return false;
+  const uint64_t bits = widths.bits();
+  const uint64_t size = (uint64_t{unit.node_count} * bits + 7) / 8;
+  if (nodes_.size() < kNodePadding || unit.node_offset > nodes_.size() - kNodePadding ||
+      size > nodes_.size() - kNodePadding - unit.node_offset) {
+    return false;
+  }
+  nodes->bytes_ = nodes_.data() + unit.node_offset;
+  nodes->count_ = unit.node_count;
+  nodes->widths_ = widths;
+  nodes->bits_ = bits;
+  nodes->inlined_at_ = uint64_t{widths.parent} + widths.name;
+  return true;
+}
+
+bool SymbolIndex::Start(uint32_t name, SourceFrame* frame, StringCache& cache) const {
+  uint32_t id = name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
   const NameRecord& record = names_[id];
   frame->start_line = record.start_line;
@@ -639,10 +673,9 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
   if (unit.ok == 0) return false;
   std::span<const FunctionSegmentBlockRecord> segment_blocks;
-  std::span<const NodeRecord> nodes;
+  UnitNodes nodes;
   std::span<const uint32_t> paths;
-  if (!SegmentBlocks(unit, &segment_blocks) ||
-      !Slice(nodes_, unit.node_begin, unit.node_count, &nodes) ||
+  if (!SegmentBlocks(unit, &segment_blocks) || !NodesOf(unit, &nodes) ||
       !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
     return !(*corrupt = true);
   }
@@ -682,19 +715,17 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   // Nodes and paths are checked one record at a time: a big unit has thousands.
   auto valid_node = [&](int32_t n) {
     return n >= -1 && (n < 0 || (static_cast<size_t>(n) < nodes.size() &&
-                                 Verified(nodes[static_cast<size_t>(n)])));
+                                 Verified(nodes.RecordBytes(static_cast<size_t>(n)))));
   };
   if (!valid_node(node)) return !(*corrupt = true);
-  auto inlined = [&](int32_t n) {
-    return (nodes[static_cast<size_t>(n)].name & kNodeInlined) != 0;
-  };
+  auto inlined = [&](int32_t n) { return nodes.Inlined(static_cast<size_t>(n)); };
   // The outermost frame is named from the symbol table when a symbol covers the address
   // (Answer): its DWARF name is then not even read. `n` has been checked.
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
     if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
-    return Name(nodes[static_cast<size_t>(n)].name, options, &frame.function, &frame.raw_function,
-                cache);
+    return Name(nodes.Get(static_cast<size_t>(n)).name, options, &frame.function,
+                &frame.raw_function, cache);
   };
   auto path = [&](uint64_t file, std::string* out) {
     out->clear();
@@ -705,7 +736,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
            String(path_strings_[id], out, cache);
   };
   auto start = [&](SourceFrame& frame, int32_t n) {
-    return n < 0 || Start(unit.node_begin + static_cast<uint32_t>(n), &frame, cache);
+    return n < 0 || Start(nodes.Get(static_cast<size_t>(n)).name, &frame, cache);
   };
   // A node's parent comes before it (the walk numbers nodes in DIE order): a parent at or
   // after its child is damage, so a chain can neither loop nor outgrow the unit's nodes.
@@ -715,15 +746,15 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   if (!options.inlines) {
     int32_t outer = node;
     while (outer >= 0 && inlined(outer)) {
-      int32_t parent = nodes[static_cast<size_t>(outer)].parent;
+      int32_t parent = nodes.Get(static_cast<size_t>(outer)).parent;
       if (!valid_parent(outer, parent)) return !(*corrupt = true);
       outer = parent;
     }
     SourceFrame& frame = NewFrame(frames, spare);
     int32_t named = outer >= 0 ? outer : node;
     if (name_outermost && named >= 0 &&
-        !Name(nodes[static_cast<size_t>(named)].name, options, &frame.function, &frame.raw_function,
-              cache)) {
+        !Name(nodes.Get(static_cast<size_t>(named)).name, options, &frame.function,
+              &frame.raw_function, cache)) {
       return !(*corrupt = true);
     }
     if (!start(frame, named)) return !(*corrupt = true);
@@ -748,7 +779,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   int32_t current = node;
   size_t guard = 0;
   while (current >= 0 && inlined(current) && ++guard < 4096) {
-    const NodeRecord& callee = nodes[static_cast<size_t>(current)];
+    const NodeRecord callee = nodes.Get(static_cast<size_t>(current));
     if (!valid_parent(current, callee.parent)) return !(*corrupt = true);
     frames->back().inlined = true;
     SourceFrame& caller = NewFrame(frames, spare);

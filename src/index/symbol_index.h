@@ -97,7 +97,6 @@ class SymbolIndex {
   // Record counts, for `stacksym cache list` and tests.
   size_t symbol_count() const { return symbols_.size(); }
   size_t unit_count() const { return units_.size(); }
-  size_t node_count() const { return nodes_.size(); }
   size_t line_block_count() const { return row_blocks_.size(); }
   // Each section's name and size in bytes, in file order (`stacksym cache list --sections`).
   std::vector<std::pair<std::string_view, uint64_t>> section_sizes() const;
@@ -124,9 +123,32 @@ class SymbolIndex {
              std::string* function, std::string* raw, StringCache& cache) const;
   bool Name(uint32_t name, const SymbolizeOptions& options, std::string* function, std::string* raw,
             StringCache& cache) const;
-  // SourceFrame's start_file and start_line of node `node` (global index); false when a
-  // record is inconsistent or damaged.
-  bool Start(uint32_t node, SourceFrame* frame, StringCache& cache) const;
+  // SourceFrame's start_file and start_line of the function named by name record `name`;
+  // false when a record is inconsistent or damaged.
+  bool Start(uint32_t name, SourceFrame* frame, StringCache& cache) const;
+  // A unit's nodes, read out of their packed records (index_format.h: NodeWidths).
+  class UnitNodes {
+   public:
+    size_t size() const { return count_; }
+    // Node n (below size()) decoded; its parent is n itself when the record's distance
+    // reaches before the unit's first node (damage, as a parent at or after its child).
+    NodeRecord Get(size_t n) const;
+    bool Inlined(size_t n) const { return GetBits(bytes_, n * bits_ + inlined_at_, 1) != 0; }
+    // The bytes node n's fields are read from (its record and the 8-byte loads past it).
+    std::span<const uint8_t> RecordBytes(size_t n) const {
+      return {bytes_ + n * bits_ / 8, (bits_ + 7) / 8 + kNodePadding};
+    }
+
+   private:
+    friend class SymbolIndex;
+    const uint8_t* bytes_ = nullptr;
+    size_t count_ = 0;
+    NodeWidths widths_;
+    uint64_t bits_ = 1;
+    uint64_t inlined_at_ = 0;
+  };
+  // False when the unit's record puts its nodes outside the section or with impossible widths.
+  bool NodesOf(const UnitRecord& unit, UnitNodes* nodes) const;
   std::unique_ptr<StringCache> NewStringCache(bool shared) const;
   // The call-site discriminator of inlined node `node` (global index; 0 when it has none).
   bool CallDiscriminator(uint32_t node, uint32_t* out) const;
@@ -206,7 +228,7 @@ class SymbolIndex {
   std::span<const UnitRecord> units_;
   std::span<const FunctionSegmentBlockRecord> function_segments_;
   std::span<const uint8_t> function_segment_bytes_;
-  std::span<const NodeRecord> nodes_;
+  std::span<const uint8_t> nodes_;  // packed, every unit's
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;
   std::span<const uint8_t> row_bytes_;

@@ -242,32 +242,39 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
 // An inlined node whose parent is itself or a later node (damage the checksums would catch,
 // read here without them) is damage: the chain stops at once and the address is left to the
 // direct path, instead of thousands of frames per lookup (which a fuzzer found: a mutated
-// index took 12 s to answer a few hundred addresses).
+// index took 12 s to answer a few hundred addresses). Parents are stored as distances back
+// (at least 1), so the only such damage left is a distance reaching before the unit's first
+// node: here every node's distance field set to all ones.
 TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
   symindex::FileHeader header;
   std::memcpy(&header, bytes.data(), sizeof(header));
-  symindex::SectionEntry nodes_section{};
+  symindex::SectionEntry nodes_section{}, units_section{};
   for (uint32_t i = 0; i < header.section_count; ++i) {
     symindex::SectionEntry entry;
     std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
     if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kNodes)) nodes_section = entry;
+    if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kUnits)) units_section = entry;
   }
   ASSERT_GT(nodes_section.size, 0u);
-  size_t looped = 0;
-  for (uint64_t at = nodes_section.offset;
-       at + sizeof(symindex::NodeRecord) <= nodes_section.offset + nodes_section.size;
-       at += sizeof(symindex::NodeRecord)) {
-    symindex::NodeRecord node;
-    std::memcpy(&node, bytes.data() + at, sizeof(node));
-    if ((node.name & symindex::kNodeInlined) == 0 || node.parent < 0) continue;
-    // The unit-local index of this node is above its parent's: point it at itself.
-    node.parent += static_cast<int32_t>(looped % 2 == 0 ? 0 : 1) + 1;
-    std::memcpy(bytes.data() + at, &node, sizeof(node));
-    ++looped;
+  size_t damaged_nodes = 0;
+  for (uint64_t at = units_section.offset;
+       at + sizeof(symindex::UnitRecord) <= units_section.offset + units_section.size;
+       at += sizeof(symindex::UnitRecord)) {
+    symindex::UnitRecord unit;
+    std::memcpy(&unit, bytes.data() + at, sizeof(unit));
+    const symindex::NodeWidths widths = symindex::NodeWidths::Unpack(unit.node_widths);
+    if (widths.parent == 0) continue;
+    uint8_t* packed = bytes.data() + nodes_section.offset + unit.node_offset;
+    const uint64_t all_ones = (uint64_t{1} << widths.parent) - 1;
+    for (uint64_t n = 0; n < unit.node_count; ++n) {
+      const uint64_t bit = n * widths.bits();
+      if (n < all_ones) ++damaged_nodes;  // the distance now reaches before the first node
+      symindex::PutBits(packed, bit, all_ones);
+    }
   }
-  ASSERT_GT(looped, 10u) << "the fixture has inlined nodes";
+  ASSERT_GT(damaged_nodes, 10u) << "the fixture has nodes with parents";
   symindex::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
   auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
@@ -279,8 +286,8 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
     damaged += !(*index)->Answer(a, SymbolizeOptions{}, out);
     frames += out.frames.size();
   }
-  EXPECT_GT(damaged, 0u) << "no lookup met a looping chain";
-  EXPECT_LT(frames, addresses_.size() * 64) << "a looping chain was followed";
+  EXPECT_GT(damaged, 0u) << "no lookup met a parent before the unit's first node";
+  EXPECT_LT(frames, addresses_.size() * 64) << "a damaged chain was followed";
 }
 
 // Function segment blocks whose bytes do not decode (a ULEB128 that never ends, damage the
