@@ -188,26 +188,6 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(nodes));
 }
 
-// A decompressed debug file's section, or an empty span.
-std::span<const uint8_t> SectionOf(const ElfFile& file, const char* name) {
-  stacksym::Result<std::span<const uint8_t>> data = file.SectionData(name);
-  return data ? *data : std::span<const uint8_t>();
-}
-
-// The DWARF sections a unit walk reads.
-dwarf::DwarfSections DwarfSectionsOf(const ElfFile& file) {
-  dwarf::DwarfSections sections;
-  sections.info = SectionOf(file, ".debug_info");
-  sections.abbrev = SectionOf(file, ".debug_abbrev");
-  sections.str = SectionOf(file, ".debug_str");
-  sections.line_str = SectionOf(file, ".debug_line_str");
-  sections.str_offsets = SectionOf(file, ".debug_str_offsets");
-  sections.addr = SectionOf(file, ".debug_addr");
-  sections.ranges = SectionOf(file, ".debug_ranges");
-  sections.rnglists = SectionOf(file, ".debug_rnglists");
-  return sections;
-}
-
 // The function-table walks of an index build, on one thread: every unit's full table
 // (FunctionTable::Build: each subroutine DIE read, the rest of each subtree skipped) over the
 // kept-open debug file each iteration, no names, no line tables.
@@ -215,10 +195,14 @@ void WalkEveryUnit(benchmark::State& state, const char* path) {
   Loaded loaded;
   std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
   if (!debug_file) return;
-  const dwarf::DwarfSections sections = DwarfSectionsOf(*debug_file);
+  stacksym::Result<dwarf::DwarfSections> sections = stacksym::LoadDwarfSections(*debug_file);
+  if (!sections) {
+    state.SkipWithError(sections.error().ToString().c_str());
+    return;
+  }
   size_t nodes = 0;
   for (auto _ : state) {
-    dwarf::DwarfFile file(sections);
+    dwarf::DwarfFile file(*sections);
     if (stacksym::Result<void> r = file.ScanUnits(); !r) {
       state.SkipWithError(r.error().ToString().c_str());
       return;
@@ -240,8 +224,12 @@ void ParseEveryLineTable(benchmark::State& state, const char* path) {
   Loaded loaded;
   std::shared_ptr<ElfFile> debug_file = OpenDecompressed(state, path, &loaded);
   if (!debug_file) return;
-  const dwarf::DwarfSections sections = DwarfSectionsOf(*debug_file);
-  dwarf::DwarfFile file(sections);
+  stacksym::Result<dwarf::DwarfSections> sections = stacksym::LoadDwarfSections(*debug_file);
+  if (!sections) {
+    state.SkipWithError(sections.error().ToString().c_str());
+    return;
+  }
+  dwarf::DwarfFile file(*sections);
   if (stacksym::Result<void> r = file.ScanUnits(); !r) {
     state.SkipWithError(r.error().ToString().c_str());
     return;
@@ -254,10 +242,10 @@ void ParseEveryLineTable(benchmark::State& state, const char* path) {
   std::sort(programs.begin(), programs.end());
   programs.erase(std::unique(programs.begin(), programs.end()), programs.end());
   dwarf::LineSections lines;
-  lines.line = SectionOf(*debug_file, ".debug_line");
-  lines.line_str = sections.line_str;
-  lines.str = sections.str;
-  lines.str_offsets = sections.str_offsets;
+  lines.line = sections->line;
+  lines.line_str = sections->line_str;
+  lines.str = sections->str;
+  lines.str_offsets = sections->str_offsets;
   size_t rows = 0;
   for (auto _ : state) {
     rows = 0;

@@ -161,6 +161,8 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
 
 }  // namespace
 
+Result<DwarfSections> LoadDwarfSections(const ElfFile& elf) { return LoadSections(elf, false); }
+
 DebugInfoSource::~DebugInfoSource() = default;
 
 Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<ElfFile> binary,

@@ -58,6 +58,10 @@ inline void ClearKeepingStorage(SourceFrame& frame) {
   frame.start_address = 0;
 }
 
+// The DWARF sections of `elf`, decompressed, as a DebugInfoSource over it reads them (an error
+// when one does not decompress): for tools and tests that drive dwarf::DwarfFile directly.
+Result<dwarf::DwarfSections> LoadDwarfSections(const ElfFile& elf);
+
 class DebugInfoSource {
  public:
   struct OpenTuning {

@@ -171,6 +171,27 @@ std::span<const uint8_t> AsBytes(const std::vector<T>& v) {
   return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)};
 }
 
+// A section of fixed-size blocks over encoded bytes (function segments, line rows), put
+// together from the units' parts without copying them: each part's block offsets (into its
+// own bytes) are rebased onto the bytes appended before it.
+struct BlockedSection {
+  std::vector<std::span<const uint8_t>> blocks, bytes;
+  uint64_t block_count = 0, byte_count = 0;
+  // False when the blocks or the bytes would pass what 32-bit records can number.
+  template <class Block>
+  bool Append(std::vector<Block>& part_blocks, const std::vector<uint8_t>& part_bytes) {
+    const bool fits = block_count + part_blocks.size() <= 0xffffffffu &&
+                      byte_count + part_bytes.size() <= 0xffffffffu;
+    for (Block& block : part_blocks)
+      block.offset = static_cast<uint32_t>(byte_count + block.offset);
+    block_count += part_blocks.size();
+    byte_count += part_bytes.size();
+    blocks.push_back(AsBytes(part_blocks));
+    bytes.push_back(AsBytes(part_bytes));
+    return fits;
+  }
+};
+
 // A unit's records before the merge: function segments relative to the unit's first, nodes
 // with only the inlined bit in their name, and (for the first unit with its line table) the
 // encoded rows with block offsets relative to `rows`.
@@ -452,11 +473,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   std::vector<UnitRecord> units;
   // Sections written from the units' parts, one piece per unit (or line table).
   std::vector<UnitPart> parts;
-  std::vector<std::span<const uint8_t>> function_segments, function_segment_bytes, row_blocks,
-      row_bytes;
+  BlockedSection function_segments, rows;
   std::vector<uint8_t> packed_nodes;  // kNodes
   size_t node_count = 0;
-  uint64_t row_byte_count = 0;
   std::vector<NameRecord> names;
   std::vector<CallDiscriminatorRecord> call_discriminators;
   DistinctStrings start_files;
@@ -645,7 +664,6 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       packed_bound += (part.nodes.size() * (part.node_widths.bits() + 31) + 7) / 8 + kNodePadding;
     }
     packed_nodes.reserve(packed_bound);
-    uint64_t segment_block_count = 0, segment_byte_count = 0, block_count = 0;
     for (UnitPart& part : parts) {
       const DebugInfoSource::UnitTables& t = part.tables;
       UnitRecord unit;
@@ -655,18 +673,10 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       }
       unit.ok = 1;
       too_big |= part.too_big;
-      unit.segment_begin = static_cast<uint32_t>(segment_block_count);
+      unit.segment_begin = static_cast<uint32_t>(function_segments.block_count);
       unit.segment_base = part.segment_base;
       unit.segment_count = part.segment_count;
-      too_big |= segment_block_count + part.segment_blocks.size() > 0xffffffffu ||
-                 segment_byte_count + part.segment_bytes.size() > 0xffffffffu;
-      for (FunctionSegmentBlockRecord& block : part.segment_blocks) {
-        block.offset = static_cast<uint32_t>(segment_byte_count + block.offset);
-      }
-      segment_block_count += part.segment_blocks.size();
-      segment_byte_count += part.segment_bytes.size();
-      function_segments.push_back(AsBytes(part.segment_blocks));
-      function_segment_bytes.push_back(AsBytes(part.segment_bytes));
+      too_big |= !function_segments.Append(part.segment_blocks, part.segment_bytes);
       unit.node_begin = static_cast<uint32_t>(node_count);
       name_numbers.clear();
       for (const UnitPart::Carrier& c : part.carriers) {
@@ -727,16 +737,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
         UnitPart& encoded = parts[encoded_by.at(t.line)];
         if (inserted) {
           LineTableRecord record;
-          record.block_begin = static_cast<uint32_t>(block_count);
+          record.block_begin = static_cast<uint32_t>(rows.block_count);
           record.row_count = static_cast<uint32_t>(t.line->rows().size());
-          too_big |= row_byte_count + encoded.rows.size() > 0xffffffffu;
-          for (RowBlockRecord& block : encoded.blocks) {
-            block.offset = static_cast<uint32_t>(row_byte_count + block.offset);
-          }
-          block_count += encoded.blocks.size();
-          row_byte_count += encoded.rows.size();
-          row_blocks.push_back(AsBytes(encoded.blocks));
-          row_bytes.push_back(AsBytes(encoded.rows));
+          too_big |= !rows.Append(encoded.blocks, encoded.rows);
           line_tables.push_back(record);
         }
         unit.line_table = it->second;
@@ -785,7 +788,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   for (StrRef& ref : path_strings.refs()) place(ref);
   PieceStream stream;
   for (const StringTable* region : {&files, &strings, &linkage}) stream.Append(region->bytes());
-  if (row_byte_count > 0xffffffffu || node_count > 0xffffffffu || stream.size() > 0xffffffffu ||
+  if (rows.byte_count > 0xffffffffu || node_count > 0xffffffffu || stream.size() > 0xffffffffu ||
       names.size() >= kNodeInlined || too_big) {
     return Error(ErrorCode::kUnsupported,
                  "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
@@ -815,14 +818,14 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   sections.push_back({SectionKind::kSymbolSegments, kept(std::move(symbol_segments))});
   sections.push_back({SectionKind::kUnitSegments, kept(std::move(unit_segments))});
   sections.push_back({SectionKind::kUnits, kept(std::move(units))});
-  sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments)});
-  sections.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segment_bytes)});
+  sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments.blocks)});
+  sections.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segments.bytes)});
   packed_nodes.resize(packed_nodes.size() + kNodePadding);  // every field one 8-byte load
   sections.push_back({SectionKind::kNodes, kept(std::move(packed_nodes))});
   sections.push_back({SectionKind::kLineTables, kept(std::move(line_tables))});
-  sections.push_back({SectionKind::kRowBlocks, std::move(row_blocks)});
+  sections.push_back({SectionKind::kRowBlocks, std::move(rows.blocks)});
   sections.push_back({SectionKind::kPaths, kept(std::move(paths))});
-  sections.push_back({SectionKind::kRowBytes, std::move(row_bytes)});
+  sections.push_back({SectionKind::kRowBytes, std::move(rows.bytes)});
   sections.push_back({SectionKind::kStartFiles, kept(std::move(start_files.refs()))});
   sections.push_back({SectionKind::kCallDiscrims, kept(std::move(call_discriminators))});
   sections.push_back({SectionKind::kPathStrings, kept(std::move(path_strings.refs()))});

@@ -599,10 +599,8 @@ NodeRecord SymbolIndex::UnitNodes::Get(size_t n) const {
   const uint64_t distance = GetBits(bytes_, bit, widths_.parent);
   bit += widths_.parent;
   r.parent = distance == 0 ? -1 : static_cast<int32_t>(distance > n ? n : n - distance);
-  r.name = static_cast<uint32_t>(GetBits(bytes_, bit, widths_.name));
-  bit += widths_.name;
-  if (GetBits(bytes_, bit, 1) != 0) r.name |= kNodeInlined;
-  bit += 1;
+  r.name = Name(n);
+  bit += widths_.name + 1u;
   r.call_line = static_cast<uint32_t>(GetBits(bytes_, bit, widths_.line));
   bit += widths_.line;
   r.call_file = static_cast<uint16_t>(GetBits(bytes_, bit, widths_.file));
@@ -724,8 +722,8 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   auto name_frame = [&](SourceFrame& frame, int32_t n) {
     if (n < 0) return true;
     if (!inlined(n) && !name_outermost) return true;  // the last frame: see the loop below
-    return Name(nodes.Get(static_cast<size_t>(n)).name, options, &frame.function,
-                &frame.raw_function, cache);
+    return Name(nodes.Name(static_cast<size_t>(n)), options, &frame.function, &frame.raw_function,
+                cache);
   };
   auto path = [&](uint64_t file, std::string* out) {
     out->clear();
@@ -736,7 +734,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
            String(path_strings_[id], out, cache);
   };
   auto start = [&](SourceFrame& frame, int32_t n) {
-    return n < 0 || Start(nodes.Get(static_cast<size_t>(n)).name, &frame, cache);
+    return n < 0 || Start(nodes.Name(static_cast<size_t>(n)), &frame, cache);
   };
   // A node's parent comes before it (the walk numbers nodes in DIE order): a parent at or
   // after its child is damage, so a chain can neither loop nor outgrow the unit's nodes.
@@ -753,8 +751,8 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
     SourceFrame& frame = NewFrame(frames, spare);
     int32_t named = outer >= 0 ? outer : node;
     if (name_outermost && named >= 0 &&
-        !Name(nodes.Get(static_cast<size_t>(named)).name, options, &frame.function,
-              &frame.raw_function, cache)) {
+        !Name(nodes.Name(static_cast<size_t>(named)), options, &frame.function, &frame.raw_function,
+              cache)) {
       return !(*corrupt = true);
     }
     if (!start(frame, named)) return !(*corrupt = true);

@@ -134,6 +134,12 @@ class SymbolIndex {
     // reaches before the unit's first node (damage, as a parent at or after its child).
     NodeRecord Get(size_t n) const;
     bool Inlined(size_t n) const { return GetBits(bytes_, n * bits_ + inlined_at_, 1) != 0; }
+    // Node n's name number (kNodeInlined set when inlined), without the other fields.
+    uint32_t Name(size_t n) const {
+      const uint32_t name =
+          static_cast<uint32_t>(GetBits(bytes_, n * bits_ + widths_.parent, widths_.name));
+      return Inlined(n) ? name | kNodeInlined : name;
+    }
     // The bytes node n's fields are read from (its record and the 8-byte loads past it).
     std::span<const uint8_t> RecordBytes(size_t n) const {
       return {bytes_ + n * bits_ / 8, (bits_ + 7) / 8 + kNodePadding};

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dwarf/debug_info_source.h"
 #include "dwarf/dwarf_file.h"
 #include "dwarf/function_table.h"
 #include "stacksym/elf.h"
@@ -19,24 +20,6 @@
 
 namespace stacksym::dwarf {
 namespace {
-
-std::span<const uint8_t> Section(const ElfFile& elf, const char* name) {
-  Result<std::span<const uint8_t>> data = elf.SectionData(name);
-  return data ? *data : std::span<const uint8_t>();
-}
-
-DwarfSections Sections(const ElfFile& elf) {
-  DwarfSections s;
-  s.info = Section(elf, ".debug_info");
-  s.abbrev = Section(elf, ".debug_abbrev");
-  s.str = Section(elf, ".debug_str");
-  s.line_str = Section(elf, ".debug_line_str");
-  s.str_offsets = Section(elf, ".debug_str_offsets");
-  s.addr = Section(elf, ".debug_addr");
-  s.ranges = Section(elf, ".debug_ranges");
-  s.rnglists = Section(elf, ".debug_rnglists");
-  return s;
-}
 
 // DIE offsets of the inline chain at `address`, innermost first, ending at the out-of-line
 // function (what a lookup reports); empty when no function.
@@ -57,7 +40,9 @@ TEST_P(FunctionTableFilterTest, WantedAddressesMatchTheFullTable) {
   std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam();
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  DwarfFile file(Sections(**elf));
+  Result<DwarfSections> sections = LoadDwarfSections(**elf);
+  ASSERT_TRUE(sections) << sections.error().ToString();
+  DwarfFile file(*sections);
   ASSERT_TRUE(file.ScanUnits());
   std::vector<uint64_t> addresses = testing::FunctionAddresses(path, 30000);
   ASSERT_GT(addresses.size(), 100u);
@@ -121,7 +106,9 @@ TEST(FunctionTableFilter, NestedDefinitionsNeedTheDeepWalk) {
   std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o0_d4";
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  DwarfFile file(Sections(**elf));
+  Result<DwarfSections> sections = LoadDwarfSections(**elf);
+  ASSERT_TRUE(sections) << sections.error().ToString();
+  DwarfFile file(*sections);
   ASSERT_TRUE(file.ScanUnits());
   size_t deep_found = 0;
   for (UnitInfo& unit : file.units()) {

@@ -41,6 +41,18 @@ std::vector<uint8_t> ReadBytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// The section table entry of `kind` in an index file's bytes (size 0: no such section).
+symindex::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, symindex::SectionKind kind) {
+  symindex::FileHeader header;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  for (uint32_t i = 0; i < header.section_count; ++i) {
+    symindex::SectionEntry entry;
+    std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
+    if (entry.kind == static_cast<uint32_t>(kind)) return entry;
+  }
+  return {};
+}
+
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),
@@ -139,14 +151,7 @@ TEST_F(IndexCacheTest, IndexOfAnotherBuildIdIsRebuilt) {
 TEST_F(IndexCacheTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  symindex::FileHeader header;
-  std::memcpy(&header, good.data(), sizeof(header));
-  symindex::SectionEntry dict{};
-  for (uint32_t i = 0; i < header.section_count; ++i) {
-    symindex::SectionEntry e;
-    std::memcpy(&e, good.data() + sizeof(header) + i * sizeof(e), sizeof(e));
-    if (e.kind == static_cast<uint32_t>(symindex::SectionKind::kStringDict)) dict = e;
-  }
+  const symindex::SectionEntry dict = SectionOf(good, symindex::SectionKind::kStringDict);
   ASSERT_GT(dict.size, 0u) << "the fixture's strings got no dictionary";
   for (uint64_t o : {dict.offset, dict.offset + dict.size / 2, dict.offset + dict.size - 1}) {
     std::vector<uint8_t> bad = good;
@@ -248,15 +253,8 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
 TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  symindex::FileHeader header;
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  symindex::SectionEntry nodes_section{}, units_section{};
-  for (uint32_t i = 0; i < header.section_count; ++i) {
-    symindex::SectionEntry entry;
-    std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
-    if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kNodes)) nodes_section = entry;
-    if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kUnits)) units_section = entry;
-  }
+  const symindex::SectionEntry nodes_section = SectionOf(bytes, symindex::SectionKind::kNodes);
+  const symindex::SectionEntry units_section = SectionOf(bytes, symindex::SectionKind::kUnits);
   ASSERT_GT(nodes_section.size, 0u);
   size_t damaged_nodes = 0;
   for (uint64_t at = units_section.offset;
@@ -296,16 +294,8 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
 TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  symindex::FileHeader header;
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  symindex::SectionEntry segment_bytes{};
-  for (uint32_t i = 0; i < header.section_count; ++i) {
-    symindex::SectionEntry entry;
-    std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
-    if (entry.kind == static_cast<uint32_t>(symindex::SectionKind::kFunctionSegmentBytes)) {
-      segment_bytes = entry;
-    }
-  }
+  const symindex::SectionEntry segment_bytes =
+      SectionOf(bytes, symindex::SectionKind::kFunctionSegmentBytes);
   ASSERT_GT(segment_bytes.size, 0u);
   std::memset(bytes.data() + segment_bytes.offset, 0xff, segment_bytes.size);
   symindex::SymbolIndex::OpenOptions unchecked;
