@@ -12,4 +12,8 @@ namespace stacksym {
 
 std::string Demangle(std::string_view mangled);
 
+// False for names Demangle() returns unchanged without looking further (they do not start
+// like an Itanium or Rust name): callers can then use the name itself and skip the copy.
+bool MaybeMangled(std::string_view name);
+
 }  // namespace stacksym

@@ -17,10 +17,6 @@ namespace stacksym {
 
 namespace {
 
-bool LooksMangled(std::string_view name) {
-  return name.size() > 2 && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
-}
-
 std::string TryStyle(const std::string& name, int style) {
   char* out = cplus_demangle(name.c_str(), DMGL_PARAMS | DMGL_ANSI | style);
   if (out == nullptr) return {};
@@ -45,8 +41,12 @@ std::string DemangleItanium(const std::string& name) {
 
 }  // namespace
 
+bool MaybeMangled(std::string_view name) {
+  return name.size() > 2 && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+}
+
 std::string Demangle(std::string_view mangled) {
-  if (!LooksMangled(mangled)) return std::string(mangled);
+  if (!MaybeMangled(mangled)) return std::string(mangled);
   // Rust v0 names start with _R; legacy ones end in a hash segment "17h" + 16 hex digits, so
   // an _Z name without "17h" is no Rust name, and libiberty's Rust attempt (a scan of the whole
   // name, a tenth of the cost of demangling a long C++ name) can be skipped.

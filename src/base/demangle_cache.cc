@@ -10,7 +10,8 @@ uint64_t DemangleCache::HashOf(const char* key) {
   return MixHash(reinterpret_cast<uintptr_t>(key) * 0xbf58476d1ce4e5b9ULL);
 }
 
-const std::string& DemangleCache::Get(std::string_view raw) {
+std::string_view DemangleCache::Get(std::string_view raw) {
+  if (!MaybeMangled(raw)) return raw;
   const uint64_t hash = HashOf(raw.data());
   Shard& shard = ShardOf(hash);
   auto same = [&](const Slot& slot) { return slot.key == raw.data(); };

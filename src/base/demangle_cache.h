@@ -1,8 +1,10 @@
 // DemangleCache — each distinct mangled name demangled once, however many frames carry it.
 //
 //   DemangleCache cache;
-//   const std::string& pretty = cache.Get(raw);  // stable reference, valid as long as `cache`
+//   std::string_view pretty = cache.Get(raw);  // valid as long as `cache` and `raw`'s memory
 //
+// A name that is not mangled (C names: MaybeMangled) is its own demangled form: Get() returns
+// `raw` itself, without a copy or a lock (a C binary's index build asks for every name).
 // Keys are the names' addresses, not their text: callers pass views into memory that outlives
 // the cache and holds NUL-terminated names (string tables, .debug_str), so one address is one
 // name and a lookup hashes a pointer instead of a long template name.
@@ -23,7 +25,7 @@ namespace stacksym {
 
 class DemangleCache {
  public:
-  const std::string& Get(std::string_view raw);
+  std::string_view Get(std::string_view raw);
   size_t memory_bytes() const;
 
  private:

@@ -754,7 +754,7 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
       }
     }
     name.raw = chain.Name(options_.short_function_names);
-    if (options_.demangle && !name.raw.empty()) name.pretty = &demangled_.Get(name.raw);
+    if (options_.demangle && !name.raw.empty()) name.pretty = demangled_.Get(name.raw);
     // The declaration as llvm-symbolizer reads it: a file index into the line table of the
     // unit holding the function (a DW_FORM_implicit_const one it cannot resolve).
     dwarf::DeclAttrs decl;
@@ -985,7 +985,7 @@ bool DebugInfoSource::LookupInUnit(UnitState& state, uint64_t vaddr,
     if (n < 0) return;
     const ResolvedName& name = NodeName(state, n);
     frame.raw_function.assign(name.raw);
-    frame.function.assign(name.pretty != nullptr ? std::string_view(*name.pretty) : name.raw);
+    frame.function.assign(name.pretty.empty() ? name.raw : name.pretty);
     if (name.has_start_file) frame.start_file.assign(FilePath(state, name.start_file));
     frame.start_line = name.start_line;
     frame.has_start_address = name.has_low_pc;
@@ -1075,7 +1075,9 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
     const ResolvedName& name = NodeName(*state, static_cast<int32_t>(n));
     std::string_view raw = lasting(name.raw);
     out.raw_names.push_back(raw);
-    out.pretty_names.push_back(name.pretty != nullptr ? std::string_view(*name.pretty) : raw);
+    // An unmangled name is its own demangled form: then the lasting copy serves both.
+    out.pretty_names.push_back(
+        name.pretty.empty() || name.pretty.data() == name.raw.data() ? raw : name.pretty);
   }
   out.starts.resize(out.nodes.size());
   out.line = state->line;

@@ -211,11 +211,12 @@ class DebugInfoSource {
   Result<void> OpenSplitUnit(dwarf::UnitInfo& skeleton, UnitState* state);
   const DwpPackage* Package();
   Result<std::unique_ptr<DwpPackage>> OpenPackage(std::shared_ptr<ElfFile> elf);
-  // A function node's name, resolved on first use. `pretty` points into the demangle cache,
-  // so a warm lookup copies the name without hashing it.
+  // A function node's name, resolved on first use. `pretty` points into the demangle cache
+  // (or is `raw`, for a name that is not mangled), so a warm lookup copies the name without
+  // hashing it.
   struct ResolvedName {
     std::string_view raw;
-    const std::string* pretty = nullptr;  // null: not demangling
+    std::string_view pretty;  // empty: not demangling
     bool done = false;
     // Where the function starts (SourceFrame::start_*), read with the name.
     bool has_start_file = false;  // start_file indexes the unit's line table

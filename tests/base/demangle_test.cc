@@ -1,5 +1,7 @@
 #include "stacksym/demangle.h"
 
+#include "base/demangle_cache.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -22,6 +24,33 @@ TEST(Demangle, PlainAndInvalidNamesUnchanged) {
   EXPECT_EQ(Demangle("foo__bar"), "foo__bar");  // not GNAT-demangled
   EXPECT_EQ(Demangle("_Zinvalid"), "_Zinvalid");
   EXPECT_EQ(Demangle(""), "");
+}
+
+TEST(Demangle, MaybeMangledTellsWhatDemangleLeavesAlone) {
+  EXPECT_TRUE(MaybeMangled("_ZN3foo3barEv"));
+  EXPECT_TRUE(MaybeMangled("_RNvC3foo3bar"));
+  EXPECT_TRUE(MaybeMangled("_Zinvalid"));  // mangled-looking: Demangle decides
+  EXPECT_FALSE(MaybeMangled("main"));
+  EXPECT_FALSE(MaybeMangled("_Z"));
+  EXPECT_FALSE(MaybeMangled("__libc_start_main"));
+  EXPECT_FALSE(MaybeMangled(""));
+}
+
+TEST(DemangleCache, PlainNamesComeBackThemselvesMangledOnesDemangledOnce) {
+  DemangleCache cache;
+  const char plain[] = "main";
+  std::string_view got = cache.Get(plain);
+  EXPECT_EQ(got, "main");
+  EXPECT_EQ(got.data(), plain);  // no copy
+  const char mangled[] = "_ZN3foo3barEv";
+  std::string_view first = cache.Get(mangled);
+  EXPECT_EQ(first, "foo::bar()");
+  EXPECT_EQ(cache.Get(mangled).data(), first.data());  // the cached text, not demangled again
+  // Keys are addresses: the same text elsewhere is another entry, with the same answer.
+  const std::string copy(mangled);
+  EXPECT_EQ(cache.Get(copy), "foo::bar()");
+  EXPECT_NE(cache.Get(copy).data(), first.data());
+  EXPECT_EQ(cache.Get("_Zinvalid"), "_Zinvalid");
 }
 
 TEST(Demangle, RustLegacy) {
