@@ -263,8 +263,14 @@ class DistinctStrings {
   FlatTable<Slot> ids_;
 };
 
-// Each symbol's (linkage, demangled) name, in the symbol records' order.
-using SymbolStrings = std::vector<std::pair<std::string_view, std::string_view>>;
+// Each symbol's (linkage, demangled) name, in the symbol records' order, with their byte
+// hashes (worked out in parallel, for both tables the names go into; raw_hash 0: the two are
+// equal).
+struct SymbolString {
+  std::string_view raw, pretty;
+  uint64_t pretty_hash = 0, raw_hash = 0;
+};
+using SymbolStrings = std::vector<SymbolString>;
 
 // The string stream IndexBuilder::Build's merge makes, made apart from it by the same tables
 // fed the same strings in the same order (its three regions: start files and paths, demangled
@@ -288,12 +294,12 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
       files.Add(part.tables.paths[p], part.path_hashes[p]);
     }
   }
-  for (const auto& [raw, pretty] : symbols) names.Add(pretty);
+  for (const SymbolString& s : symbols) names.Add(s.pretty, s.pretty_hash);
   for (const UnitPart& part : parts) {
     for (const UnitPart::Carrier& c : part.carriers) names.Add(c.pretty, c.pretty_hash);
   }
-  for (const auto& [raw, pretty] : symbols) {
-    if (raw != pretty) linkage.Add(raw);
+  for (const SymbolString& s : symbols) {
+    if (s.raw_hash != 0) linkage.Add(s.raw, s.raw_hash);
   }
   for (const UnitPart& part : parts) {
     for (const UnitPart::Carrier& c : part.carriers) {
@@ -545,8 +551,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // The names are the first the string table numbers (nothing else adds any before the merge).
   auto index_symbols = [&] {
     const SymbolTable& table = elf->symbols();
-    strings.Reserve(table.symbols().size() * 4);
-    linkage.Reserve(table.symbols().size() * 2);
+    strings.Reserve(table.symbols().size());
+    linkage.Reserve(table.symbols().size() / 4);
     std::vector<uint64_t> bounds;
     for (const ElfSymbol& s : table.symbols()) {
       bounds.push_back(s.address);
@@ -574,19 +580,21 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     for (size_t i = 0; i < record_of.size(); ++i) {
       if (record_of[i] >= 0) by_record[static_cast<size_t>(record_of[i])] = &table.symbols()[i];
     }
-    std::vector<std::string_view> pretty(symbols.size());
+    symbol_strings.resize(symbols.size());
     unsigned threads = ThreadCount(options.threads, symbols.size() / 512);
     RunOnThreads(threads, [&](unsigned t) {
       for (size_t k = t; k < by_record.size(); k += threads) {
-        pretty[k] = symbol_names.Get(by_record[k]->name);
+        SymbolString& s = symbol_strings[k];
+        s.raw = by_record[k]->name;
+        s.pretty = symbol_names.Get(s.raw);
+        s.pretty_hash = HashBytes(s.pretty);
+        s.raw_hash = s.raw == s.pretty ? 0 : HashBytes(s.raw);
       }
     });
-    symbol_strings.reserve(symbols.size());
     for (size_t k = 0; k < symbols.size(); ++k) {
-      symbol_strings.push_back({by_record[k]->name, pretty[k]});
-      symbols[k].pretty = add_name(pretty[k]);
-      symbols[k].raw =
-          linkage_ref(by_record[k]->name, by_record[k]->name == pretty[k], symbols[k].pretty);
+      const SymbolString& s = symbol_strings[k];
+      symbols[k].pretty = add_name(s.pretty, s.pretty_hash);
+      symbols[k].raw = linkage_ref(s.raw, s.raw_hash == 0, symbols[k].pretty, s.raw_hash);
     }
   };
   // On a thread of its own, while the DWARF's units are walked and exported: on a binary
