@@ -86,6 +86,20 @@ class SymbolTable {
   // highest address — is returned.
   const ElfSymbol* Find(uint64_t addr) const;
   const ElfSymbol* FindByName(std::string_view name) const;  // linear; for tests and tools
+
+  // Find() for addresses asked in ascending order, each in amortized constant time instead of
+  // two binary searches (an index build asks at every symbol boundary).
+  class AscendingFinder {
+   public:
+    explicit AscendingFinder(const SymbolTable& table) : table_(table) {}
+    // As table.Find(addr); `addr` must not be below the previous call's.
+    const ElfSymbol* Find(uint64_t addr);
+
+   private:
+    const SymbolTable& table_;
+    size_t next_symbol_ = 0;  // the first symbol starting past the last address asked
+    size_t next_resume_ = 0;  // the first resume point past it (advanced only when needed)
+  };
   std::span<const ElfSymbol> symbols() const { return symbols_; }
   bool empty() const { return symbols_.empty(); }
   bool has_symtab() const { return has_symtab_; }  // .symtab was present

@@ -22,6 +22,19 @@ const ElfSymbol* SymbolTable::Find(uint64_t addr) const {
   return addr - outer.address < outer.size ? &outer : nullptr;
 }
 
+const ElfSymbol* SymbolTable::AscendingFinder::Find(uint64_t addr) {
+  const std::vector<ElfSymbol>& symbols = table_.symbols_;
+  while (next_symbol_ < symbols.size() && symbols[next_symbol_].address <= addr) ++next_symbol_;
+  if (next_symbol_ == 0) return nullptr;
+  const ElfSymbol& last = symbols[next_symbol_ - 1];
+  if (addr - last.address < last.size) return &last;
+  const std::vector<Resume>& resumes = table_.resumes_;
+  while (next_resume_ < resumes.size() && resumes[next_resume_].position <= addr) ++next_resume_;
+  if (next_resume_ == 0) return nullptr;
+  const ElfSymbol& outer = symbols[resumes[next_resume_ - 1].index];
+  return addr - outer.address < outer.size ? &outer : nullptr;
+}
+
 const ElfSymbol* SymbolTable::FindByName(std::string_view name) const {
   for (const ElfSymbol& s : symbols_) {
     if (s.name == name) return &s;

@@ -562,8 +562,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
     std::vector<int32_t> record_of(table.symbols().size(), -1);
     int32_t previous = -1;
+    SymbolTable::AscendingFinder finder(table);
     for (size_t i = 0; i < bounds.size(); ++i) {
-      const ElfSymbol* s = table.Find(bounds[i]);
+      const ElfSymbol* s = finder.Find(bounds[i]);
       int32_t id = s == nullptr ? -1 : static_cast<int32_t>(s - table.symbols().data());
       if (id >= 0 && record_of[static_cast<size_t>(id)] < 0) {
         record_of[static_cast<size_t>(id)] = static_cast<int32_t>(symbols.size());

@@ -289,12 +289,17 @@ TEST(CraftedElfTest, FindMatchesBruteForceOnRandomTables) {
     });
     ASSERT_NE(elf, nullptr);
     const SymbolTable& t = elf->symbols();
+    SymbolTable::AscendingFinder every_address(t), every_third(t);
     for (uint64_t addr = 0xff0; addr < 0x1200; ++addr) {
       const ElfSymbol* best = nullptr;
       for (const ElfSymbol& s : t.symbols()) {
         if (s.address <= addr && addr - s.address < s.size) best = &s;  // sorted: last wins
       }
       ASSERT_EQ(t.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+      ASSERT_EQ(every_address.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+      if (addr % 3 == 0) {
+        ASSERT_EQ(every_third.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+      }
     }
   }
 }
@@ -325,10 +330,13 @@ TEST(CraftedElfTest, DeepNestingIsAnsweredExactly) {
   const SymbolTable& t = elf->symbols();
   ASSERT_EQ(t.symbols().size(), static_cast<size_t>(depth));
   // Right of the middle, address base + 2*depth - k - 1 is the last byte of range k.
-  for (int k = 0; k < depth; ++k) {
-    const ElfSymbol* s = t.Find(0x100000 + 2 * depth - k - 1);
+  SymbolTable::AscendingFinder ascending(t);
+  for (int k = depth; k-- > 0;) {  // ascending addresses: the innermost range first
+    const uint64_t addr = 0x100000 + 2 * depth - k - 1;
+    const ElfSymbol* s = t.Find(addr);
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->name, "n" + std::to_string(k));
+    EXPECT_EQ(ascending.Find(addr), s);
   }
   EXPECT_EQ(t.Find(0x100000 + 2 * depth), nullptr);
 }
