@@ -1,13 +1,16 @@
 // libFuzzer target for the ELF reader: parse, read every section (decompressing, both on this
 // thread and streamed on a background one, which must agree, and again after a discard),
 // build the symbol table and look addresses up, translate addresses, read notes — and check
-// the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover).
+// the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover,
+// the ascending finder answers as Find).
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "stacksym/elf.h"
 
@@ -104,6 +107,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint64_t addr : {uint64_t{0}, uint64_t{0x1000}, uint64_t{0x401000}, ~uint64_t{0}}) {
     CheckFind(table, addr);
   }
+  // Every symbol boundary and the addresses around them, ascending, as an index build asks.
+  std::vector<uint64_t> bounds;
+  for (size_t i = 0; i < symbols.size() && i < 2000; ++i) {
+    const ElfSymbol& s = symbols[i];
+    for (uint64_t a : {s.address - 1, s.address, s.address + s.size - 1, s.address + s.size}) {
+      bounds.push_back(a);
+    }
+  }
+  std::sort(bounds.begin(), bounds.end());
+  stacksym::SymbolTable::AscendingFinder ascending(table);
+  for (uint64_t addr : bounds) Check(ascending.Find(addr) == table.Find(addr));
 
   for (const stacksym::ElfSegment& seg : elf.segments()) {
     for (uint64_t delta : {uint64_t{0}, seg.filesz / 2, seg.filesz}) {

@@ -119,6 +119,8 @@ class ByteCursor {
 
   // A NUL-terminated string; a missing terminator fails the cursor.
   std::string_view CStr() {
+    // (An empty cursor may have no bytes at all: memchr must not see its null pointer.)
+    if (remaining() == 0) return Fail(), std::string_view();
     const void* nul = std::memchr(pos_, 0, remaining());
     if (nul == nullptr) return Fail(), std::string_view();
     const char* start = reinterpret_cast<const char*>(pos_);

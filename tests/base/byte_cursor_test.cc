@@ -61,6 +61,10 @@ TEST(ByteCursor, CStringsAndSubCursors) {
   EXPECT_TRUE(sub.at_end());
   EXPECT_EQ(c.CStr(), "");  // 'x' has no terminator
   EXPECT_FALSE(c.ok());
+  // A cursor over no bytes at all (a null pointer, as an empty span gives) fails the same way.
+  ByteCursor empty(nullptr, 0);
+  EXPECT_EQ(empty.CStr(), "");
+  EXPECT_FALSE(empty.ok());
 }
 
 TEST(ByteCursor, SeekAndSkipBounds) {
