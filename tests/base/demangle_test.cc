@@ -1,13 +1,13 @@
 #include "stacksym/demangle.h"
 
-#include "base/demangle_cache.h"
-
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
 #include <memory>
 #include <string>
+
+#include "base/demangle_cache.h"
 
 namespace stacksym {
 namespace {

@@ -296,9 +296,11 @@ TEST(CraftedElfTest, FindMatchesBruteForceOnRandomTables) {
         if (s.address <= addr && addr - s.address < s.size) best = &s;  // sorted: last wins
       }
       ASSERT_EQ(t.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
-      ASSERT_EQ(every_address.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+      ASSERT_EQ(every_address.Find(addr), best)
+          << "round " << round << " addr " << std::hex << addr;
       if (addr % 3 == 0) {
-        ASSERT_EQ(every_third.Find(addr), best) << "round " << round << " addr " << std::hex << addr;
+        ASSERT_EQ(every_third.Find(addr), best)
+            << "round " << round << " addr " << std::hex << addr;
       }
     }
   }
