@@ -123,6 +123,10 @@ class SymbolTable {
     uint64_t position;
     uint32_t index;  // into symbols_
   };
+  // Find's answer given how many symbols start at or before `addr` and, asked only when the
+  // last of them does not cover it, how many resume points lie at or before it.
+  template <class ResumeEnd>
+  const ElfSymbol* CoverOf(uint64_t addr, size_t symbol_end, const ResumeEnd& resume_end) const;
   std::vector<Resume> resumes_;
   size_t skipped_ = 0;
   std::vector<Error> problems_;

@@ -272,6 +272,20 @@ struct SymbolString {
 };
 using SymbolStrings = std::vector<SymbolString>;
 
+// How many names the units' parts carry, and how many of them are mangled (only those have
+// a linkage name of their own): what the name tables are sized by.
+struct NameCounts {
+  size_t carriers = 0, mangled = 0;
+};
+NameCounts CountNames(const std::vector<UnitPart>& parts) {
+  NameCounts counts;
+  for (const UnitPart& part : parts) {
+    counts.carriers += part.carriers.size();
+    for (const UnitPart::Carrier& c : part.carriers) counts.mangled += c.raw_hash != 0;
+  }
+  return counts;
+}
+
 // The string stream IndexBuilder::Build's merge makes, made apart from it by the same tables
 // fed the same strings in the same order (its three regions: start files and paths, demangled
 // names, linkage names unlike them), for the dictionary to be trained while the merge runs.
@@ -280,15 +294,11 @@ using SymbolStrings = std::vector<SymbolString>;
 PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
                            const std::vector<size_t>& merged_path_counts,
                            const SymbolStrings& symbols) {
-  size_t carriers = symbols.size(), mangled = 0;
-  for (const SymbolString& s : symbols) mangled += s.raw_hash != 0;
-  for (const UnitPart& part : parts) {
-    carriers += part.carriers.size();
-    for (const UnitPart::Carrier& c : part.carriers) mangled += c.raw_hash != 0;
-  }
-  // Distinct names are fewer than the units' ones added up (units share most of them); only
-  // mangled ones have a linkage name of their own.
-  StringTable files(1024), names(carriers / 2), linkage(mangled / 2);
+  NameCounts counts = CountNames(parts);
+  counts.carriers += symbols.size();
+  for (const SymbolString& s : symbols) counts.mangled += s.raw_hash != 0;
+  // Distinct names are fewer than the units' ones added up (units share most of them).
+  StringTable files(1024), names(counts.carriers / 2), linkage(counts.mangled / 2);
   for (size_t i = 0; i < parts.size(); ++i) {
     const UnitPart& part = parts[i];
     if (!part.tables.ok) continue;
@@ -680,17 +690,13 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     }
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});
-    size_t carrier_total = 0, mangled_total = 0;
-    for (const UnitPart& part : parts) {
-      carrier_total += part.carriers.size();
-      for (const UnitPart::Carrier& c : part.carriers) mangled_total += c.raw_hash != 0;
-    }
-    // Distinct names are fewer than the units' ones added up (units share most of them).
-    // Only mangled names have a linkage name of their own: a C binary's table stays empty
-    // (sized like the names', it was 1.5 MB of fresh pages on python3.11d).
-    name_ids.Reserve(carrier_total / 2);
-    strings.Reserve(carrier_total / 2);
-    linkage.Reserve(mangled_total / 2);
+    // Distinct names are fewer than the units' ones added up (units share most of them). A
+    // C binary's linkage table stays empty (sized like the names', it was 1.5 MB of fresh
+    // pages on python3.11d).
+    const NameCounts counts = CountNames(parts);
+    name_ids.Reserve(counts.carriers / 2);
+    strings.Reserve(counts.carriers / 2);
+    linkage.Reserve(counts.mangled / 2);
     // The parts' records become the file's in place (node names, row block offsets): the
     // sections are written from them, without a merged copy.
     std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
