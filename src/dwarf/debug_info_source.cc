@@ -715,6 +715,8 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
       const ResolvedName& same = state.names[static_cast<size_t>(slot.node)];
       name.raw = same.raw;
       name.pretty = same.pretty;
+      name.pretty_hash = same.pretty_hash;
+      name.raw_hash = same.raw_hash;
       name.has_start_file = same.has_start_file;
       name.start_file = same.start_file;
       name.start_line = same.start_line;
@@ -754,7 +756,12 @@ const DebugInfoSource::ResolvedName& DebugInfoSource::NodeName(UnitState& state,
       }
     }
     name.raw = chain.Name(options_.short_function_names);
-    if (options_.demangle && !name.raw.empty()) name.pretty = demangled_.Get(name.raw);
+    if (options_.demangle && !name.raw.empty()) {
+      const DemangleCache::Hashed demangled = demangled_.GetHashed(name.raw);
+      name.pretty = demangled.pretty;
+      name.pretty_hash = demangled.pretty_hash;
+      name.raw_hash = demangled.raw_hash;
+    }
     // The declaration as llvm-symbolizer reads it: a file index into the line table of the
     // unit holding the function (a DW_FORM_implicit_const one it cannot resolve).
     dwarf::DeclAttrs decl;
@@ -1060,6 +1067,7 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
   out.nodes = state->functions.nodes();
   out.raw_names.reserve(out.nodes.size());
   out.pretty_names.reserve(out.nodes.size());
+  out.name_hashes.reserve(out.nodes.size());
   // Names are views of .debug_str, the demangle cache or (DW_FORM_string) .debug_info; the
   // last are copied, once each, to outlive the section.
   const std::span<const uint8_t> info = state->function_file->sections().info;
@@ -1076,8 +1084,9 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
     std::string_view raw = lasting(name.raw);
     out.raw_names.push_back(raw);
     // An unmangled name is its own demangled form: then the lasting copy serves both.
-    out.pretty_names.push_back(
-        name.pretty.empty() || name.pretty.data() == name.raw.data() ? raw : name.pretty);
+    const bool pretty_is_raw = name.pretty.empty() || name.pretty.data() == name.raw.data();
+    out.pretty_names.push_back(pretty_is_raw ? raw : name.pretty);
+    out.name_hashes.push_back({pretty_is_raw ? name.raw_hash : name.pretty_hash, name.raw_hash});
   }
   out.starts.resize(out.nodes.size());
   out.line = state->line;
@@ -1096,6 +1105,7 @@ DebugInfoSource::UnitTables DebugInfoSource::ExportUnit(size_t index) {
     UnitTables::NodeStart& start = out.starts[n];
     if (name.has_start_file && name.start_file < out.paths.size()) {
       start.file = out.paths[name.start_file];
+      start.file_index = name.start_file;
     }
     start.line = name.start_line;
     start.call_discriminator = name.call_discriminator;

@@ -122,10 +122,17 @@ class DebugInfoSource {
     std::span<const dwarf::AddressSegment> segments;  // address → node
     std::span<const dwarf::FunctionNode> nodes;
     std::vector<std::string_view> raw_names, pretty_names;  // per node (pretty: demangled)
+    // Per node: HashBytes of its pretty and raw names where already known (else 0): names
+    // that the demangle cache hashed once for every unit that shares them.
+    struct NameHashes {
+      uint64_t pretty = 0, raw = 0;
+    };
+    std::vector<NameHashes> name_hashes;
     // Per node: SourceFrame's start_file and start_line, and (inlined nodes) the call site's
     // discriminator. (Not start_address: persisted indexes are not used with it.)
     struct NodeStart {
-      std::string_view file;  // a path of `paths` below, or empty
+      std::string_view file;    // a path of `paths` below, or empty
+      uint32_t file_index = 0;  // of `file` in `paths` (when not empty)
       uint32_t line = 0;
       uint32_t call_discriminator = 0;
     };
@@ -217,6 +224,8 @@ class DebugInfoSource {
   struct ResolvedName {
     std::string_view raw;
     std::string_view pretty;  // empty: not demangling
+    // HashBytes of pretty and raw, when the demangle cache worked them out (else 0).
+    uint64_t pretty_hash = 0, raw_hash = 0;
     bool done = false;
     // Where the function starts (SourceFrame::start_*), read with the name.
     bool has_start_file = false;  // start_file indexes the unit's line table

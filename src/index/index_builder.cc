@@ -381,6 +381,9 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     uint32_t number = 0;
     bool empty() const { return hash == 0; }
   };
+  // The paths' hashes first: a name's start file is one of them.
+  part->path_hashes.reserve(t.paths.size());
+  for (std::string_view path : t.paths) part->path_hashes.push_back(HashBytes(path));
   FlatTable<NameSlot> numbers(t.nodes.size() / 4);
   for (uint32_t n = 0; n < t.nodes.size(); ++n) {
     const std::string_view raw = t.raw_names[n], pretty = t.pretty_names[n];
@@ -401,8 +404,17 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     uint32_t number = static_cast<uint32_t>(part->carriers.size());
     if (slot.empty()) {
       slot = {hash, n, number};
-      part->carriers.push_back({raw, pretty, start.file, start.line, HashBytes(pretty),
-                                raw == pretty ? 0 : HashBytes(raw), HashBytes(start.file)});
+      // Hashes the demangle cache worked out once for every unit naming the same function,
+      // and the paths' of this unit, where known.
+      const DebugInfoSource::UnitTables::NameHashes known =
+          n < t.name_hashes.size() ? t.name_hashes[n] : DebugInfoSource::UnitTables::NameHashes{};
+      const uint64_t raw_hash = raw == pretty ? 0 : (known.raw != 0 ? known.raw : HashBytes(raw));
+      const uint64_t file_hash = !start.file.empty() && start.file_index < part->path_hashes.size()
+                                     ? part->path_hashes[start.file_index]
+                                     : HashBytes(start.file);
+      part->carriers.push_back({raw, pretty, start.file, start.line,
+                                known.pretty != 0 ? known.pretty : HashBytes(pretty), raw_hash,
+                                file_hash});
       numbers.Filled();  // may move the slots: `slot` is not read after it
     } else {
       number = slot.number;
@@ -412,8 +424,6 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
       part->call_discriminators.push_back({n, start.call_discriminator});
     }
   }
-  part->path_hashes.reserve(t.paths.size());
-  for (std::string_view path : t.paths) part->path_hashes.push_back(HashBytes(path));
 }
 
 // Rows in blocks of kRowsPerBlock (index_format.h); a block with discriminators is flagged and
@@ -670,12 +680,6 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     });
     for (size_t i : serial) export_unit(i);
     if (symbol_worker) symbol_worker->Join();
-    // Most of the DWARF's memory (the decompressed .debug_info above all) is not read again:
-    // given back now, it serves the merge, the compression and the file's pages instead of
-    // fresh ones (on libceph-common peak RSS 553 -> 480 MB, and 2-3 % off the cold run on
-    // the 2-vCPU VM, where a fresh page costs several times a reused one).
-    src.ReleaseExportedSections();
-
     merged_path_counts.assign(parts.size(), 0);
     for (size_t i = 0; i < parts.size(); ++i) {
       const DebugInfoSource::UnitTables& t = parts[i].tables;
@@ -684,9 +688,21 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       merged_path_counts[i] =
           std::min(std::max(encoded.row_files, parts[i].call_files), t.paths.size());
     }
+    // Most of the DWARF's memory (the decompressed .debug_info above all) is not read again:
+    // given back now, it serves the merge, the compression and the file's pages instead of
+    // fresh ones (on libceph-common peak RSS 553 -> 480 MB, and 2-3 % off the cold run on
+    // the 2-vCPU VM, where a fresh page costs several times a reused one). Nothing from here
+    // on reads those sections: on the training's thread, before it trains, the 10-12 ms the
+    // kernel takes to free them overlap the merge instead of delaying it.
+    auto release_then_train = [&] {
+      src.ReleaseExportedSections();
+      train_dictionary();
+    };
     // The training starts first: it overlaps all of the merge, the tables' set-up included.
     if (ThreadCount(options.threads, 2) > 1) {
-      trainer = std::make_unique<SpreadThread>(train_dictionary);
+      trainer = std::make_unique<SpreadThread>(release_then_train);
+    } else {
+      src.ReleaseExportedSections();
     }
     for (const dwarf::AddressSegment& s : src.unit_map())
       unit_segments.push_back({s.start, s.id, 0});

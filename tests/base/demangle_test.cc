@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/demangle_cache.h"
+#include "base/flat_table.h"
 
 namespace stacksym {
 namespace {
@@ -51,6 +52,31 @@ TEST(DemangleCache, PlainNamesComeBackThemselvesMangledOnesDemangledOnce) {
   EXPECT_EQ(cache.Get(copy), "foo::bar()");
   EXPECT_NE(cache.Get(copy).data(), first.data());
   EXPECT_EQ(cache.Get("_Zinvalid"), "_Zinvalid");
+}
+
+TEST(DemangleCache, HashesBothNamesOnceForMangledOnesOnly) {
+  DemangleCache cache;
+  const char plain[] = "main";
+  DemangleCache::Hashed got = cache.GetHashed(plain);
+  EXPECT_EQ(got.pretty.data(), plain);
+  EXPECT_EQ(got.pretty_hash, 0u);  // not mangled: the caller hashes it if it needs to
+  EXPECT_EQ(got.raw_hash, 0u);
+  const char mangled[] = "_ZN3foo3barIiEEvT_";
+  DemangleCache::Hashed first = cache.GetHashed(mangled);
+  EXPECT_EQ(first.pretty, "void foo::bar<int>(int)");
+  EXPECT_EQ(first.pretty_hash, HashBytes(first.pretty));
+  EXPECT_EQ(first.raw_hash, HashBytes(mangled));
+  // Cached: the same text and hashes again, and Get agrees.
+  DemangleCache::Hashed again = cache.GetHashed(mangled);
+  EXPECT_EQ(again.pretty.data(), first.pretty.data());
+  EXPECT_EQ(again.pretty_hash, first.pretty_hash);
+  EXPECT_EQ(again.raw_hash, first.raw_hash);
+  EXPECT_EQ(cache.Get(mangled).data(), first.pretty.data());
+  // A mangled-looking name that does not demangle is its own text, hashed as such.
+  DemangleCache::Hashed invalid = cache.GetHashed("_Zinvalid");
+  EXPECT_EQ(invalid.pretty, "_Zinvalid");
+  EXPECT_EQ(invalid.pretty_hash, HashBytes("_Zinvalid"));
+  EXPECT_EQ(invalid.raw_hash, invalid.pretty_hash);
 }
 
 TEST(Demangle, RustLegacy) {
