@@ -8,9 +8,10 @@
 namespace stacksym {
 namespace {
 
-// libiberty gives up on some names whose templates nest this deep (on libceph-common, 12 of
-// the 36 nested 19 or more deep): those are left to it, so that the text stays its own.
-constexpr int kMaxTemplateDepth = 18;
+// Bounds the recursion of parsing and printing templates inside templates. Real names nest
+// up to about 40 deep (boost::proto, boost::spirit); libiberty gives up on some of those
+// nested 19 or more deep, which the subset still demangles (as llvm-cxxfilt does).
+constexpr int kMaxTemplateDepth = 64;
 // Types inside types (pointers to pointers, ...): bounds the recursion of parsing and printing.
 constexpr int kMaxTypeDepth = 256;
 // Parameters of a function, arguments of a template: libiberty gives up past about a thousand
@@ -856,6 +857,20 @@ uint32_t Parser::NestedName(NameEnd* end, std::string_view* member_qualifiers) {
       if (!ok_) return 0;
       const Node::Kind kind = KindOf(static_cast<uint32_t>(name));
       if (!IsName(kind)) return Fail();  // a type as a scope: printed otherwise by libiberty
+    } else if (c == 'T') {
+      // A template parameter as the scope ("NT_10value_typeE" in a function template's
+      // signature): the argument it stands for, when that is a name. Unlike a substitution,
+      // it is a substitution candidate itself.
+      if (name >= 0 || function_args_ < 0) return Fail();
+      ++at_;
+      size_t index;
+      if (!SeqId(&index)) return Fail();
+      const uint32_t list = static_cast<uint32_t>(function_args_);
+      if (index >= lists_[list] || Peek() == 'I') return Fail();
+      const uint32_t argument = lists_[list + 1 + index];
+      if (!IsName(KindOf(argument))) return Fail();
+      name = argument;
+      end->last_identifier = {};
     } else if (c == 'I') {
       // Arguments of arguments ("C1IiEIiE"): libiberty then looks no further for a
       // constructor and prints a return type; left to it.
