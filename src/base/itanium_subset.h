@@ -19,12 +19,11 @@
 // substitutions (S_, S<n>_, Sa, Sb, Ss, Si, So, Sd, St), template parameters in a function
 // template's signature (also as a scope: T_::value_type), builtin types, const/volatile/restrict,
 // pointers and references (collapsed as C++ does), function types (also under pointers and
-// references), constructors, destructors, operators (with template arguments too), conversion
-// operators, and clone suffixes (" [clone .isra.0]"). Everything else (special names, local names,
-// lambdas, array and pointer-to-member types, expressions, ref-qualifiers, floating-point
-// literals, ...) is left to libiberty, as are names nested more than 64 templates deep
-// and the forms libiberty prints in ways of its own (a pack outside an expansion, a function
-// returning a function pointer).
+// references), arrays, pointers to members, constructors, destructors, operators (with template
+// arguments too), conversion operators, and clone suffixes (" [clone .isra.0]"). Everything else
+// (special names, local names, lambdas, expressions, ref-qualifiers, floating-point literals, ...)
+// is left to libiberty, as are names nested more than 64 templates deep and the forms libiberty
+// prints in ways of its own (a pack outside an expansion, a function returning a function pointer).
 // tests/base/itanium_subset_test.cc checks the text against libiberty on every name of the
 // test fixtures and, when installed, of libceph-common's debug file; fuzz/fuzz_demangle on
 // random input (wherever libiberty answers).
