@@ -14,6 +14,8 @@
 
 #include "command.h"
 #include "llvm_demangle.h"
+#include "llvm_json_pretty.h"
+#include "llvm_source_context.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
 #include "stacksym/symbolize.h"
@@ -29,6 +31,10 @@ struct Config {
   bool demangle = true;
   bool print_address = false;
   bool basenames = false;
+  bool pretty = false;      // --pretty-print: "function at file:line:column", one line a frame
+  bool verbose = false;     // --verbose: each location as a block of named fields
+  uint64_t adjust_vma = 0;  // subtracted from every address before it is looked up
+  int source_lines = 0;     // --print-source-context-lines
   FunctionNames functions = FunctionNames::kLinkage;
   Style style = Style::kLlvm;
   std::string obj;
@@ -82,13 +88,54 @@ constexpr const char* kUsage =
     "  --output-style=LLVM|GNU|JSON       answer layout (default LLVM)\n"
     "  --print-address, --addresses, -a   print the address before its answer\n"
     "  --basenames, -s                    strip directories from file names\n"
+    "  --pretty-print, -p                 one line a frame: \"function at file:line:column\"\n"
+    "  --verbose                          each location as named fields (start line, ...)\n"
+    "  --adjust-vma=N                     subtract N from every address before the lookup\n"
+    "  --print-source-context-lines=N     print N source lines around each answer\n"
     "  --debug-file-directory=DIR         root of separate debug files\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
     "  x86_64 ELF, as in llvm-symbolizer)\n"
-    "Options are also read from LLVM_SYMBOLIZER_OPTS.\n";
+    "Short options may be grouped (-pai, -Cfe FILE). Options are also read from\n"
+    "LLVM_SYMBOLIZER_OPTS.\n";
+
+// llvm-symbolizer's one-letter flags, which its option table lets a caller group ("-pai");
+// 'e' (the module) takes the rest of the group or the next argument as its value.
+constexpr std::string_view kGroupableFlags = "aCfips";
+
+// "-pai" as "-p", "-a", "-i"; "-peFILE" and "-pe FILE" as "-p", "-e", "FILE". Arguments that
+// are not such a group stay as they are (a long option may be spelled with one dash).
+std::vector<std::string> ExpandShortGroups(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& arg : args) {
+    bool group = arg.size() > 2 && arg[0] == '-' && arg[1] != '-';
+    for (size_t k = 1; group && k < arg.size(); ++k) {
+      if (arg[k] == 'e') break;  // the rest is its value
+      group = kGroupableFlags.find(arg[k]) != std::string_view::npos;
+    }
+    if (!group) {
+      out.push_back(arg);
+      continue;
+    }
+    for (size_t k = 1; k < arg.size(); ++k) {
+      out.push_back(std::string("-") + arg[k]);
+      if (arg[k] == 'e') {
+        if (k + 1 < arg.size()) out.push_back(arg.substr(k + 1));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// A non-negative integer option's value as llvm::to_integer reads it (0x hex, 0 octal, else
+// decimal); false on anything else.
+bool ParseUnsignedOption(std::string_view value, uint64_t* out) {
+  return ParseLlvmAddress(value, out);
+}
 
 // False (after printing why) on a bad command line; *exit_now set for --help/--version.
-bool ParseFlags(const std::vector<std::string>& args, Config* config, bool* exit_now) {
+bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exit_now) {
+  const std::vector<std::string> args = ExpandShortGroups(given);
   auto fail = [](const std::string& arg, const char* why) {
     std::fprintf(stderr, "llvm-symbolizer: %s '%s'. Try: 'llvm-symbolizer --help'\n", why,
                  arg.c_str());
@@ -158,6 +205,30 @@ bool ParseFlags(const std::vector<std::string>& args, Config* config, bool* exit
       if (!flag(&config->print_address)) return fail(arg, "Invalid boolean value in");
     } else if (name == "basenames" || name == "s") {
       if (!flag(&config->basenames)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "pretty-print" || name == "p") {
+      if (!flag(&config->pretty)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "verbose") {
+      if (!flag(&config->verbose)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "adjust-vma" || name == "print-source-context-lines") {
+      std::string text;
+      if (!take_value(&text)) return fail(arg, "Missing value for option");
+      uint64_t number = 0;
+      bool ok;
+      if (name == "adjust-vma") {
+        ok = ParseUnsignedOption(text, &number);
+        config->adjust_vma = number;
+      } else {
+        // LLVM reads it into an int: a negative count is taken (and prints no context).
+        bool negative = text.starts_with('-');
+        ok = ParseUnsignedOption(std::string_view(text).substr(negative ? 1 : 0), &number) &&
+             number <= (negative ? 0x80000000u : 0x7fffffffu);
+        config->source_lines = negative ? 0 : static_cast<int>(number);
+      }
+      if (!ok) {
+        std::fprintf(stderr, "--%s=: expected a non-negative integer, but got '%s'\n",
+                     std::string(name).c_str(), text.c_str());
+        return false;
+      }
     } else if (name == "debug-file-directory") {
       std::string dir;
       if (!take_value(&dir)) return fail(arg, "Missing value for option");
@@ -241,7 +312,7 @@ std::string Hex(uint64_t v) {
 
 class Session {
  public:
-  explicit Session(const Config& config) : config_(config) {
+  explicit Session(const Config& config) : config_(config), source_(config.source_lines) {
     options_.demangle = config.demangle;
     options_.inlines = true;  // --no-inlines still needs the innermost location
     options_.threads = 0;
@@ -262,29 +333,37 @@ class Session {
     out_.clear();
     if (list_separator) out_ += list_separator;
     if (config_.style == Style::kJson) {
+      if (config_.pretty && list_separator) out_ += "\n  ";  // an element of the array
+      const size_t start = out_.size();
       AnswerJson(line, request, written_module);
+      if (config_.pretty) {
+        std::string compact = out_.substr(start);
+        out_.resize(start);
+        AppendPrettyJson(compact, list_separator ? 2 : 0, &out_);
+      }
       if (!list_separator) out_ += '\n';
     } else if (!request) {
       out_.append(line);
       out_ += '\n';
     } else {
       if (config_.print_address) {
-        out_ += Hex(request->address);
-        out_ += '\n';
+        out_ += Hex(request->address);  // as asked, before --adjust-vma
+        out_ += config_.pretty ? ": " : "\n";
       }
       std::string error;
       Module* module = Open(request->module, &error);
       if (!error.empty())
         std::fprintf(stderr, "LLVMSymbolizer: error reading file: %s\n", error.c_str());
+      const uint64_t address = request->address - config_.adjust_vma;  // wraps, as in LLVM
       switch (request->command) {
         case LlvmCommand::kCode:
-          AppendCode(module, request->address);
+          AppendCode(module, address);
           break;
         case LlvmCommand::kData:
-          AppendData(module, request->address);
+          AppendData(module, address);
           break;
         case LlvmCommand::kFrame:
-          AppendFrameLocals(module, request->address);
+          AppendFrameLocals(module, address);
           break;
       }
       if (config_.style == Style::kLlvm) out_ += '\n';
@@ -347,25 +426,57 @@ class Session {
     return slash == std::string::npos ? file : file.substr(slash + 1);
   }
 
-  void AppendFrame(const CodeLine& frame) {
+  // The JSON StartAddress / --verbose "Function start address" of a frame, when known.
+  static std::optional<uint64_t> StartAddress(const CodeLine& frame) {
+    if (frame.start_address) return frame.start_address;
+    if (frame.start && frame.start->has_start_address) return frame.start->start_address;
+    return std::nullopt;
+  }
+
+  // One frame of a text answer; `inlined`: not the first of its chain (--pretty-print then
+  // says "(inlined by)").
+  void AppendFrame(const CodeLine& frame, bool inlined) {
     if (config_.functions != FunctionNames::kNone) {
+      if (config_.pretty && inlined) out_ += " (inlined by) ";
       out_ += frame.function.empty() ? "??" : frame.function;
-      out_ += '\n';
+      out_ += config_.pretty ? " at " : "\n";
     }
     std::string file = FileName(frame.location);
-    out_ += file.empty() ? "??" : file;
+    const uint32_t line = file.empty() ? 0 : frame.location->line;
+    const uint32_t column = file.empty() ? 0 : frame.location->column;
+    const uint32_t discriminator = frame.location ? frame.location->discriminator : 0;
+    if (file.empty()) file = "??";
+    if (config_.verbose) {
+      // LLVM's printVerbose: no source context, the start address in LLVM style only.
+      out_ += "  Filename: " + file + '\n';
+      if (frame.start && frame.start->start_line != 0) {
+        out_ += "  Function start filename: " + BaseName(frame.start->start_file) + '\n';
+        out_ += "  Function start line: " + std::to_string(frame.start->start_line) + '\n';
+      }
+      if (std::optional<uint64_t> start = StartAddress(frame);
+          start && config_.style == Style::kLlvm) {
+        out_ += "  Function start address: " + Hex(*start) + '\n';
+      }
+      out_ += "  Line: " + std::to_string(line) + '\n';
+      out_ += "  Column: " + std::to_string(column) + '\n';
+      if (discriminator != 0) out_ += "  Discriminator: " + std::to_string(discriminator) + '\n';
+      return;
+    }
+    out_ += file;
     out_ += ':';
-    out_ += std::to_string(file.empty() ? 0 : frame.location->line);
+    out_ += std::to_string(line);
     if (config_.style == Style::kLlvm) {
       out_ += ':';
-      out_ += std::to_string(file.empty() ? 0 : frame.location->column);
-    } else if (!file.empty() && frame.location->discriminator != 0) {
+      out_ += std::to_string(column);
+    } else if (file != "??" && discriminator != 0) {
       // GNU style: as addr2line (LLVM's GNUPrinter).
       out_ += " (discriminator ";
-      out_ += std::to_string(frame.location->discriminator);
+      out_ += std::to_string(discriminator);
       out_ += ')';
     }
     out_ += '\n';
+    // (An unknown file is looked for as "??", as LLVM does.)
+    out_ += source_.Around(file, line);
   }
 
   // llvm-symbolizer's JSON frame (14 and 16 agree): the location's discriminator, the
@@ -384,10 +495,16 @@ class Session {
     AppendJsonString(&out_, config_.functions == FunctionNames::kNone ? "" : frame.function);
     out_ += ",\"Line\":";
     out_ += std::to_string(file.empty() ? 0 : frame.location->line);
-    std::optional<uint64_t> start_address = frame.start_address;
-    if (!start_address && frame.start && frame.start->has_start_address) {
-      start_address = frame.start->start_address;
+    if (source_.lines() > 0) {
+      // (An unknown file is looked for under LLVM's name for it.)
+      std::string source = source_.Around(file.empty() ? "<invalid>" : file,
+                                          file.empty() ? 0 : frame.location->line);
+      if (!source.empty()) {
+        out_ += ",\"Source\":";
+        AppendJsonString(&out_, source);
+      }
     }
+    std::optional<uint64_t> start_address = StartAddress(frame);
     out_ += ",\"StartAddress\":";
     AppendJsonString(&out_, start_address ? Hex(*start_address) : std::string());
     out_ += ",\"StartFileName\":";
@@ -452,7 +569,8 @@ class Session {
   }
 
   void AppendCode(Module* module, uint64_t address) {
-    for (const CodeLine& line : CodeLines(module, address)) AppendFrame(line);
+    std::vector<CodeLine> lines = CodeLines(module, address);
+    for (size_t i = 0; i < lines.size(); ++i) AppendFrame(lines[i], i > 0);
   }
 
   // A DATA answer as llvm-symbolizer 16 prints it (LLVM and GNU styles alike): the symbol's
@@ -534,7 +652,8 @@ class Session {
     std::string error;
     Module* module = Open(request->module, &error);
     out_ += "{\"Address\":";
-    AppendJsonString(&out_, Hex(request->address));
+    AppendJsonString(&out_, Hex(request->address));  // as asked, before --adjust-vma
+    const uint64_t address = request->address - config_.adjust_vma;
     auto module_name = [&] {
       out_ += ",\"ModuleName\":";
       AppendJsonString(&out_, written_module);
@@ -554,7 +673,7 @@ class Session {
         // A module that failed before answers with no frames (with one unknown frame
         // under --no-inlines), as llvm-symbolizer's cached failure does.
         if (module || !config_.inlines) {
-          std::vector<CodeLine> lines = CodeLines(module, request->address);
+          std::vector<CodeLine> lines = CodeLines(module, address);
           for (size_t i = 0; i < lines.size(); ++i) {
             if (i) out_ += ',';
             AppendJsonFrame(lines[i]);
@@ -564,8 +683,7 @@ class Session {
         break;
       }
       case LlvmCommand::kData: {
-        const LlvmSymbolNames::Entry* symbol =
-            module ? module->names->Find(request->address) : nullptr;
+        const LlvmSymbolNames::Entry* symbol = module ? module->names->Find(address) : nullptr;
         out_ += ",\"Data\":{\"Name\":";
         AppendJsonString(&out_, symbol ? Name(symbol->name) : std::string());
         out_ += ",\"Size\":";
@@ -580,7 +698,7 @@ class Session {
       case LlvmCommand::kFrame: {
         out_ += ",\"Frame\":[";
         std::vector<FrameLocal> locals;
-        if (module) locals = module->symbolizer->FindFrameLocals(request->address);
+        if (module) locals = module->symbolizer->FindFrameLocals(address);
         for (size_t i = 0; i < locals.size(); ++i) {
           const FrameLocal& l = locals[i];
           if (i) out_ += ',';
@@ -611,6 +729,7 @@ class Session {
   }
 
   Config config_;
+  LlvmSourceContext source_;  // --print-source-context-lines: the files read so far
   SymbolizeOptions options_;
   std::unordered_map<std::string, Module> modules_;
   std::string out_;
@@ -642,7 +761,7 @@ int RunLlvmSymbolizer(int argc, char** argv) {
     bool list = config.style == Style::kJson;
     for (size_t i = 0; i < config.inputs.size(); ++i)
       session->Answer(config.inputs[i], list ? (i == 0 ? '[' : ',') : 0);
-    if (list) std::fputs("]\n", stdout);
+    if (list) std::fputs(config.pretty ? "\n]\n" : "]\n", stdout);
     return kExitOk;
   }
   char* line = nullptr;

@@ -180,9 +180,48 @@ dropin)
   : >"$work/requests"
   compare "-e with arguments" -e "$fixture" "$addr" 0x1
   compare_json "JSON -e with arguments" -e "$fixture" "$addr" 0x1 "not a request"
+  # The other layouts (--pretty-print, --verbose, source lines, pretty JSON), --adjust-vma and
+  # grouped short options, on a fixture with inline chains built here (its source is where
+  # its DWARF says, so the source lines print), a line that does not parse and a missing
+  # module (DATA and FRAME in these layouts: step dropin_llvm16).
+  inline_bin="$work/inline_fixture"
+  g++ -g -O2 -o "$inline_bin" "$SOURCE_DIR/tests/install/inline_fixture.cc" || fail "cannot build the inline fixture"
+  code_requests "$inline_bin" >"$work/requests"
+  printf 'not a request\nCODE "/nonexistent" 0x10\n' >>"$work/requests"
+  compare "--pretty-print" --pretty-print
+  inlined_by=$(grep -c '^ (inlined by) [^ ]* at /' "$work/dropin.out" || true)
+  compare "-p -a" -p -a
+  compare "-pai GNU" -pai --output-style=GNU
+  compare "-p --functions=none --no-inlines" -p --functions=none --no-inlines
+  compare "--verbose" --verbose
+  grep -q '^  Function start address: 0x' "$work/dropin.out" || fail "--verbose: no start address"
+  compare "--verbose -p GNU --basenames" --verbose -p --output-style=GNU --basenames
+  compare "--print-source-context-lines=3" --print-source-context-lines=3
+  marked=$(grep -c '^ *[0-9]* >: ' "$work/dropin.out" || true)
+  compare "--print-source-context-lines=4 -p GNU" --print-source-context-lines=4 -p --output-style=GNU
+  compare "--print-source-context-lines=-1" --print-source-context-lines=-1
+  compare_json "JSON --print-source-context-lines=5" --print-source-context-lines=5
+  grep -q '"Source":"[0-9]* *: ' "$work/dropin.json" || fail "JSON: no Source"
+  compare_json "JSON -p" -p
+  compare_json "JSON -pa --verbose --adjust-vma=1" -pa --verbose --adjust-vma=1
+  compare "--adjust-vma=0x10 -a" --adjust-vma=0x10 -a
+  compare "--adjust-vma 4096 -pa --no-inlines" --adjust-vma 4096 -pa --no-inlines
+  echo "== layouts: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14 ($inlined_by inlined-by lines, $marked marked source lines)"
+  (( inlined_by >= 5 && marked >= 20 )) || fail "layouts: too few inlined frames or source lines"
+  addr=$(addresses_of "$inline_bin" 400 | sed -n 10p)
+  : >"$work/requests"
+  compare "-Cfpie FILE" -Cfpie "$inline_bin" "$addr"
+  compare "-pe FILE -s" -pe "$inline_bin" -s "$addr"
+  compare "-peFILE --verbose" "-pe$inline_bin" --verbose "$addr"
+  compare_json "JSON -p with arguments" -p -e "$inline_bin" "$addr" 0x1 "not a request"
+  for bad in --adjust-vma=-5 --adjust-vma=zz --print-source-context-lines=1x -pq; do
+    if "$dropin" "$bad" -e "$inline_bin" "$addr" >/dev/null 2>"$work/err"; then fail "$bad accepted"; fi
+    [[ -s "$work/err" ]] || fail "$bad: no message"
+  done
   # libc with its separate debug file (libc6-dbg).
   addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
   compare "libc"
+  compare "libc -p --verbose" -p --verbose
   compare_json "libc JSON"
   grep -q '"StartLine":[1-9]' "$work/dropin.json" || fail "libc JSON: no start line"
   compare_json "libc JSON --no-inlines --basenames" --no-inlines --basenames
@@ -290,6 +329,8 @@ dropin_llvm16)
     locals=$(grep -c '^[-0-9?]* [0-9?]* [0-9?]*$' "$work/dropin.out" || true)
     frames=$(grep -c '^-[0-9]* [0-9]* ??$' "$work/dropin.out" || true)
     compare16 "$b FRAME JSON" --output-style=JSON
+    compare16 "$b FRAME -pa --adjust-vma=2" -pa --adjust-vma=2
+    compare16 "$b FRAME JSON -p" --output-style=JSON -p
     echo "== $b: $(wc -l <"$work/requests") FRAME requests identical to llvm-symbolizer-16 ($locals locals, $frames with a frame offset)"
     (( locals >= 20 )) || fail "$b: only $locals locals"
     # gcc's locals in memory are DW_OP_fbreg; clang -O1 keeps them in registers or as rsp+N.
@@ -307,6 +348,8 @@ dropin_llvm16)
     compare16 "$b GNU" --output-style=GNU
     compare16 "$b JSON" --output-style=JSON
     compare16 "$b --print-address --basenames --no-demangle" --print-address --basenames --no-demangle
+    compare16 "$b -pa GNU --adjust-vma=1" -pa --output-style=GNU --adjust-vma=1
+    compare16 "$b JSON -p" --output-style=JSON -p
     improved >"$work/improved"
     # Every difference: LLVM 16's "??:?" against the declaration's file:line.
     if awk -F'|' '$1 != "??:?" || $2 !~ /data_fixture\.cc:[1-9][0-9]*$/' "$work/improved" | grep -q .; then
