@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "llvm_source_context.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
+#include "stacksym/elf.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -38,6 +40,7 @@ struct Config {
   FunctionNames functions = FunctionNames::kLinkage;
   Style style = Style::kLlvm;
   std::string obj;
+  std::vector<uint8_t> build_id;  // --build-id: the module of address-only requests
   std::vector<std::string> debug_dirs;
   std::vector<std::string> inputs;  // positional arguments: requests, like stdin lines
   // Hidden (tests): DATA answers lose a DW_AT_decl_file written as DW_FORM_implicit_const,
@@ -77,9 +80,11 @@ constexpr const char* kUsage =
     "OVERVIEW: stacksym as a drop-in llvm-symbolizer\n\n"
     "USAGE: llvm-symbolizer [options] [requests...]\n\n"
     "Requests (arguments, else stdin lines): [CODE|DATA|FRAME] \"module[:arch]\" address,\n"
-    "or addresses alone with --obj.\n\n"
+    "the module also as FILE:path or BUILDID:hex (found as <debug dir>/.build-id/xx/rest.debug),\n"
+    "or addresses alone with --obj or --build-id.\n\n"
     "OPTIONS:\n"
     "  --obj=FILE, -e FILE, --exe=FILE   module of address-only requests\n"
+    "  --build-id=HEX                     module of address-only requests, by GNU build ID\n"
     "  --inlines, -i, --inlining[=BOOL]   report inlined frames (default)\n"
     "  --no-inlines                       report only the out-of-line function\n"
     "  --demangle, -C, --demangle=BOOL    demangle names (default)\n"
@@ -170,6 +175,15 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
     auto flag = [&](bool* out) { return ParseBool(value, out); };
     if (name == "obj" || name == "exe" || name == "e") {
       if (!take_value(&config->obj)) return fail(arg, "Missing value for option");
+    } else if (name == "build-id") {
+      std::string hex;
+      if (!take_value(&hex)) return fail(arg, "Missing value for option");
+      std::optional<std::vector<uint8_t>> id = ParseLlvmBuildId(hex);
+      if (!id) {
+        std::fprintf(stderr, "--build-id=: expected a build ID, but got '%s'\n", hex.c_str());
+        return false;
+      }
+      config->build_id = std::move(*id);
     } else if (name == "inlines" || name == "inlining" || name == "i") {
       if (!flag(&config->inlines)) return fail(arg, "Invalid boolean value in");
     } else if (name == "no-inlines") {
@@ -253,6 +267,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       return fail(arg, "Unknown command line argument");
     }
   }
+  if (!config->obj.empty() && !config->build_id.empty()) {
+    std::fprintf(stderr, "error: cannot specify both --build-id and --obj\n");
+    return false;
+  }
   return true;
 }
 
@@ -329,7 +347,8 @@ class Session {
   // as one array ('[' before the first, ',' before the others); 0 otherwise.
   void Answer(std::string_view line, char list_separator = 0) {
     std::string written_module;
-    std::optional<LlvmRequest> request = ParseLlvmRequest(line, config_.obj, &written_module);
+    std::optional<LlvmRequest> request =
+        ParseLlvmRequest(line, config_.obj, &written_module, config_.build_id);
     out_.clear();
     if (list_separator) out_ += list_separator;
     if (config_.style == Style::kJson) {
@@ -351,7 +370,7 @@ class Session {
         out_ += config_.pretty ? ": " : "\n";
       }
       std::string error;
-      Module* module = Open(request->module, &error);
+      Module* module = Open(*request, &error);
       if (!error.empty())
         std::fprintf(stderr, "LLVMSymbolizer: error reading file: %s\n", error.c_str());
       const uint64_t address = request->address - config_.adjust_vma;  // wraps, as in LLVM
@@ -380,6 +399,37 @@ class Session {
     const SourceFrame* start = nullptr;     // the DWARF function's start_* (null: unknown)
     std::optional<uint64_t> start_address;  // JSON StartAddress, when known
   };
+
+  // The file llvm-symbolizer 16 takes for a build ID: <dir>/.build-id/xx/rest.debug under
+  // each --debug-file-directory (/usr/lib/debug when none is given), the first that exists
+  // and carries that build ID (llvm-symbolizer only asks that it exists); empty when none.
+  std::string FindByBuildId(std::span<const uint8_t> build_id) const {
+    if (build_id.size() < 2) return {};
+    std::string hex = ToHex(build_id);
+    std::vector<std::string> dirs = config_.debug_dirs;
+    if (dirs.empty()) dirs.push_back("/usr/lib/debug");
+    for (const std::string& dir : dirs) {
+      std::string path = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
+      if (::access(path.c_str(), F_OK) != 0) continue;
+      Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
+      if (elf && std::ranges::equal((*elf)->build_id(), build_id)) return path;
+    }
+    return {};
+  }
+
+  // The module a request names, or nullptr (with *error set as for Open). A build ID that no
+  // debug dir has is reported at every request, as llvm-symbolizer 16 does.
+  Module* Open(const LlvmRequest& request, std::string* error) {
+    if (request.build_id.empty()) return Open(request.module, error);
+    auto found = build_id_paths_.find(request.module);
+    if (found == build_id_paths_.end())
+      found = build_id_paths_.emplace(request.module, FindByBuildId(request.build_id)).first;
+    if (found->second.empty()) {
+      *error = "could not find build ID '" + request.module + "'";
+      return nullptr;
+    }
+    return Open(found->second, error);
+  }
 
   // The module for `path`, or nullptr. The first time a path fails, *error gets why (in
   // llvm-symbolizer's words); later requests for it get no error, as in llvm-symbolizer,
@@ -650,7 +700,7 @@ class Session {
       return;
     }
     std::string error;
-    Module* module = Open(request->module, &error);
+    Module* module = Open(*request, &error);
     out_ += "{\"Address\":";
     AppendJsonString(&out_, Hex(request->address));  // as asked, before --adjust-vma
     const uint64_t address = request->address - config_.adjust_vma;
@@ -732,6 +782,7 @@ class Session {
   LlvmSourceContext source_;  // --print-source-context-lines: the files read so far
   SymbolizeOptions options_;
   std::unordered_map<std::string, Module> modules_;
+  std::unordered_map<std::string, std::string> build_id_paths_;  // build ID name → its file
   std::string out_;
   std::vector<SourceFrame> frames_;  // of the last CODE request (CodeLine points into them)
   SourceFrame symbol_file_;          // likewise: the STT_FILE stand-in

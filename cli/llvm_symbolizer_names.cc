@@ -81,6 +81,10 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
     bool in_section =
         raw.shndx != SHN_UNDEF && (raw.shndx < SHN_LORESERVE || raw.shndx == SHN_XINDEX);
     if (!wanted || !in_section || raw.name >= strings->size()) continue;
+    // Symbols of sections that are not loaded (a debug file's .gnu.warning.* notes, all at
+    // address 0) name no address of the running program: LLVM 15+ leave them out too.
+    if (raw.shndx < elf.sections().size() && (elf.sections()[raw.shndx].flags & SHF_ALLOC) == 0)
+      continue;
     entries_.push_back({raw.value, raw.size, name_at(raw.name),
                         raw.binding == STB_LOCAL ? file : std::string_view()});
   }

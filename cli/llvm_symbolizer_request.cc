@@ -51,9 +51,44 @@ bool ParseLlvmAddress(std::string_view text, uint64_t* value) {
   return true;
 }
 
+std::optional<std::vector<uint8_t>> ParseLlvmBuildId(std::string_view hex) {
+  if (hex.empty()) return std::nullopt;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::vector<uint8_t> bytes;
+  size_t at = 0;
+  if (hex.size() % 2 == 1) {  // as if it had a leading 0
+    int d = digit(hex[0]);
+    if (d < 0) return std::nullopt;
+    bytes.push_back(static_cast<uint8_t>(d));
+    at = 1;
+  }
+  for (; at < hex.size(); at += 2) {
+    int hi = digit(hex[at]), lo = digit(hex[at + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    bytes.push_back(static_cast<uint8_t>(hi << 4 | lo));
+  }
+  return bytes;
+}
+
+std::string LlvmBuildIdName(std::span<const uint8_t> build_id) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string name;
+  for (uint8_t b : build_id) {
+    name += kDigits[b >> 4];
+    name += kDigits[b & 15];
+  }
+  return name;
+}
+
 std::optional<LlvmRequest> ParseLlvmRequest(std::string_view line,
                                             const std::string& default_module,
-                                            std::string* written_module) {
+                                            std::string* written_module,
+                                            std::span<const uint8_t> default_build_id) {
   LlvmRequest request;
   if (written_module) written_module->clear();
   if (line.starts_with("CODE ")) {
@@ -75,7 +110,27 @@ std::optional<LlvmRequest> ParseLlvmRequest(std::string_view line,
     line.remove_prefix(t.size());
     return t;
   };
-  if (default_module.empty()) {
+  if (!default_build_id.empty()) {
+    request.build_id.assign(default_build_id.begin(), default_build_id.end());
+    request.module = LlvmBuildIdName(default_build_id);
+    // (ModuleName stays empty for a line that does not parse, as in llvm-symbolizer.)
+  } else if (default_module.empty()) {
+    // LLVM 16's prefixes, right after the command (before any delimiter), each at most once.
+    bool file_prefix = false, build_id_prefix = false;
+    for (;;) {
+      if (line.starts_with("FILE:")) {
+        if (file_prefix) return std::nullopt;
+        file_prefix = true;
+        line.remove_prefix(5);
+      } else if (line.starts_with("BUILDID:")) {
+        if (build_id_prefix) return std::nullopt;
+        build_id_prefix = true;
+        line.remove_prefix(8);
+      } else {
+        break;
+      }
+    }
+    if (file_prefix && build_id_prefix) return std::nullopt;
     skip_delimiters();
     if (!line.empty() && (line[0] == '"' || line[0] == '\'')) {
       size_t end = line.find(line[0], 1);
@@ -86,16 +141,25 @@ std::optional<LlvmRequest> ParseLlvmRequest(std::string_view line,
       request.module = std::string(token());
     }
     if (written_module) *written_module = request.module;
-    size_t colon = request.module.rfind(':');
-    if (colon != std::string::npos &&
-        IsArchName(std::string_view(request.module).substr(colon + 1)))
-      request.module.resize(colon);
+    if (build_id_prefix) {
+      std::optional<std::vector<uint8_t>> id = ParseLlvmBuildId(request.module);
+      if (!id) return std::nullopt;
+      request.build_id = std::move(*id);
+      request.module = LlvmBuildIdName(request.build_id);
+      if (written_module) *written_module = request.module;
+    } else {
+      size_t colon = request.module.rfind(':');
+      if (colon != std::string::npos &&
+          IsArchName(std::string_view(request.module).substr(colon + 1)))
+        request.module.resize(colon);
+    }
   } else {
     request.module = default_module;
     if (written_module) *written_module = default_module;
   }
   skip_delimiters();
   if (!ParseLlvmAddress(token(), &request.address)) return std::nullopt;
+  if (written_module && !default_build_id.empty()) *written_module = request.module;
   return request;
 }
 

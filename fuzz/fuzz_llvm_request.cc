@@ -1,7 +1,8 @@
 // Fuzzes the llvm-symbolizer drop-in's request parser (cli/llvm_symbolizer_request.cc) on
 // arbitrary stdin lines: no crash, and whatever parses re-parses to the same request when
-// written back in the canonical `COMMAND "module" 0xADDRESS` form; the module as written
-// is the module plus at most an ":arch" suffix.
+// written back in the canonical `COMMAND "module" 0xADDRESS` form (`COMMAND BUILDID:"HEX"
+// 0xADDRESS` for a build ID); the module as written is the module plus at most an ":arch"
+// suffix.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,10 +34,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     char address[24];
     std::snprintf(address, sizeof address, "0x%llx",
                   static_cast<unsigned long long>(request->address));
-    std::string canonical = std::string(command) + " \"" + request->module + "\" " + address;
+    // A build ID's module is its name (hex in capitals), written back with its prefix.
+    std::string canonical = std::string(command) + (request->build_id.empty() ? " " : " BUILDID:") +
+                            "\"" + request->module + "\" " + address;
     auto again = ParseLlvmRequest(canonical, "");
     if (!again || again->command != request->command || again->module != request->module ||
-        again->address != request->address)
+        again->build_id != request->build_id || again->address != request->address)
+      std::abort();
+    if (!request->build_id.empty() &&
+        stacksym::cli::LlvmBuildIdName(request->build_id) != request->module)
       std::abort();
   }
   return 0;

@@ -66,5 +66,56 @@ TEST(LlvmRequest, ModuleAsWrittenForJson) {
   EXPECT_EQ(written, "/bin/true");
 }
 
+TEST(LlvmRequest, FileAndBuildIdPrefixesAsLlvm16) {
+  std::string written;
+  auto r = ParseLlvmRequest("DATA BUILDID:\"0aBc\" 0x10", "", &written);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->command, LlvmCommand::kData);
+  EXPECT_EQ(r->build_id, (std::vector<uint8_t>{0x0a, 0xbc}));
+  EXPECT_EQ(r->module, "0ABC") << "a build ID's module is its hex in capitals";
+  EXPECT_EQ(written, "0ABC");
+  r = ParseLlvmRequest("BUILDID:f 1", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->build_id, (std::vector<uint8_t>{0x0f})) << "an odd count: a leading 0";
+  EXPECT_EQ(r->module, "0F");
+  r = ParseLlvmRequest("CODE FILE:/bin/true:x86_64 0x10", "", &written);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->build_id.empty());
+  EXPECT_EQ(r->module, "/bin/true");
+  EXPECT_EQ(written, "/bin/true:x86_64");
+  // A prefix only right after the command: after a delimiter it is part of the file name.
+  r = ParseLlvmRequest("CODE  FILE:/bin/true 0x10", "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->module, "FILE:/bin/true");
+  for (const char* line : {"BUILDID:zz 0x1", "BUILDID: 0x1", "BUILDID:0x12 0x1",
+                           "FILE:BUILDID:00 0x1", "BUILDID:FILE:00 0x1", "BUILDID:BUILDID:00 0x1",
+                           "FILE:FILE:/bin/true 0x1", "BUILDID:00:x86_64 0x1"}) {
+    EXPECT_FALSE(ParseLlvmRequest(line, "", &written)) << line;
+  }
+  EXPECT_FALSE(ParseLlvmRequest("BUILDID:zz 0x1", "", &written));
+  EXPECT_EQ(written, "zz") << "JSON's ModuleName of a build ID that does not parse";
+}
+
+TEST(LlvmRequest, DefaultBuildIdTakesAddressesAlone) {
+  const std::vector<uint8_t> id = {0xf6, 0xe9};
+  std::string written = "stale";
+  auto r = ParseLlvmRequest("0x1050", "", &written, id);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->build_id, id);
+  EXPECT_EQ(r->module, "F6E9");
+  EXPECT_EQ(written, "F6E9");
+  EXPECT_FALSE(ParseLlvmRequest("FILE:/bin/true 0x1", "", &written, id));
+  EXPECT_EQ(written, "") << "llvm-symbolizer names no module for a line that does not parse";
+}
+
+TEST(LlvmRequest, BuildIdHex) {
+  EXPECT_EQ(ParseLlvmBuildId("00FFab"), (std::vector<uint8_t>{0x00, 0xff, 0xab}));
+  EXPECT_EQ(ParseLlvmBuildId("abc"), (std::vector<uint8_t>{0x0a, 0xbc}));
+  EXPECT_FALSE(ParseLlvmBuildId(""));
+  EXPECT_FALSE(ParseLlvmBuildId("0g"));
+  EXPECT_FALSE(ParseLlvmBuildId("g"));
+  EXPECT_EQ(LlvmBuildIdName(std::vector<uint8_t>{0x0a, 0xbc, 0xff}), "0ABCFF");
+}
+
 }  // namespace
 }  // namespace stacksym::cli

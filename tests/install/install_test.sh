@@ -369,6 +369,39 @@ dropin_llvm16)
         ;;
     esac
   done
+  # Modules named by build ID (BUILDID:hex, --build-id; FILE:path too), as LLVM 16 finds
+  # them: <debug dir>/.build-id/xx/rest.debug, here a separate debug file made with objcopy
+  # --only-keep-debug (the code is not in it: symbols and DWARF are). Also a build ID no
+  # directory has (an error at every request), and lines that do not parse (bad hex, both
+  # prefixes, a prefix twice).
+  bin="$work/inline_fixture.0"
+  id=$(readelf -n "$bin" | awk '/Build ID/ { print $3 }')
+  mkdir -p "$work/dbg/.build-id/${id:0:2}"
+  objcopy --only-keep-debug "$bin" "$work/dbg/.build-id/${id:0:2}/${id:2}.debug"
+  { code_requests "$bin" | sed "s|^CODE $bin |CODE BUILDID:$id |"
+    nm --defined-only "$bin" | awk '$2 ~ /^[dDbBrR]$/ { print $1 }' |
+      while read -r a; do printf 'DATA BUILDID:"%s" 0x%x\n' "$id" $((16#$a)); done
+    frame_requests "$bin" | sed -n '1~25p' | sed "s|^FRAME $bin |FRAME BUILDID:${id^^} |"
+    printf 'CODE FILE:%s 0x%x\n' "$bin" $((16#$(nm "$bin" | awk '$3 == "main" { print $1 }')))
+    printf 'BUILDID:00ff 0x10\nDATA BUILDID:0abc 0x10\nBUILDID:f 0x1\nBUILDID:zz 0x1\nBUILDID: 0x1\n'
+    printf 'FILE:BUILDID:00 0x1\nBUILDID:BUILDID:00 0x1\nFILE:FILE:%s 0x1\n' "$bin"; } >"$work/requests"
+  compare16 "BUILDID" --debug-file-directory="$work/dbg"
+  by_id=$(grep -c '^add$' "$work/dropin.out" || true)
+  compare16 "BUILDID -pa GNU" --debug-file-directory="$work/dbg" -pa --output-style=GNU
+  compare16 "BUILDID JSON" --debug-file-directory="$work/dbg" --output-style=JSON
+  grep -q "\"ModuleName\":\"${id^^}\",\"Symbol\":\[{\"Column\":[1-9]" "$work/dropin.out" ||
+    fail "BUILDID JSON: no answer named by the build ID"
+  : >"$work/requests"
+  compare16 "--build-id" --debug-file-directory="$work/dbg" --build-id="$id" -a 0x1 "FILE:$bin 0x1" \
+    "$(code_requests "$bin" | sed -n 20p | awk '{ print $3 }')"
+  compare16 "--build-id JSON" --debug-file-directory="$work/dbg" --build-id "$id" --output-style=JSON 0x1 "$bin 0x1"
+  for bad in "--build-id=zz" "--build-id=$id --obj=$bin"; do
+    if "$dropin" $bad 0x1 >/dev/null 2>"$work/err"; then fail "$bad accepted"; fi
+    [[ -s "$work/err" ]] || fail "$bad: no message"
+  done
+  echo "== build IDs: answers identical to llvm-symbolizer-16 ($by_id frames of add found by build ID)"
+  (( by_id >= 3 )) || fail "BUILDID: too few inlined frames of add"
+
   # libc: the data symbols of its debug file (start and middle), and every 8th byte of .data,
   # .bss and .data.rel.ro.
   build_id=$(readelf -n "$libc" | awk '/Build ID/ { print $3 }')
@@ -384,6 +417,10 @@ dropin_llvm16)
   answered=$(grep -c '^\./.*:[1-9][0-9]*$' "$work/dropin.out" || true)
   (( answered >= 500 )) || fail "libc: only $answered declarations answered"
   compare16 "libc GNU" --output-style=GNU
+  # The same by build ID, in the default debug directory (/usr/lib/debug): its debug file is
+  # the module then, as in llvm-symbolizer 16.
+  sed -i "s|^DATA $libc |DATA BUILDID:$build_id |" "$work/requests"
+  compare16 "libc BUILDID"
   echo "== libc: $(wc -l <"$work/requests") DATA requests identical to llvm-symbolizer-16 ($answered with a declaration line)"
   addresses_of "$libc" 600 | sed "s|^|FRAME $libc |" >"$work/requests"
   compare16 "libc FRAME"
