@@ -19,7 +19,9 @@
 #include "llvm_source_context.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
+#include "stacksym/build_id_fetcher.h"
 #include "stacksym/elf.h"
+#include "stacksym/remote.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::cli {
@@ -41,6 +43,9 @@ struct Config {
   Style style = Style::kLlvm;
   std::string obj;
   std::vector<uint8_t> build_id;  // --build-id: the module of address-only requests
+  // --debuginfod / --no-debuginfod: debug files (and BUILDID: modules) no debug dir has are
+  // fetched from $DEBUGINFOD_URLS, by default when it is set (as llvm-symbolizer 16 does).
+  bool debuginfod = true;
   std::vector<std::string> debug_dirs;
   std::vector<std::string> inputs;  // positional arguments: requests, like stdin lines
   // Hidden (tests): DATA answers lose a DW_AT_decl_file written as DW_FORM_implicit_const,
@@ -98,6 +103,8 @@ constexpr const char* kUsage =
     "  --adjust-vma=N                     subtract N from every address before the lookup\n"
     "  --print-source-context-lines=N     print N source lines around each answer\n"
     "  --debug-file-directory=DIR         root of separate debug files\n"
+    "  --debuginfod, --no-debuginfod      fetch missing debug files from $DEBUGINFOD_URLS\n"
+    "                                     (default: when it is set)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
     "  x86_64 ELF, as in llvm-symbolizer)\n"
     "Short options may be grouped (-pai, -Cfe FILE). Options are also read from\n"
@@ -243,6 +250,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
                      std::string(name).c_str(), text.c_str());
         return false;
       }
+    } else if (name == "debuginfod") {
+      if (!flag(&config->debuginfod)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "no-debuginfod") {
+      config->debuginfod = false;
     } else if (name == "debug-file-directory") {
       std::string dir;
       if (!take_value(&dir)) return fail(arg, "Missing value for option");
@@ -335,7 +346,8 @@ class Session {
     options_.inlines = true;  // --no-inlines still needs the innermost location
     options_.threads = 0;
     options_.short_function_names = config.functions == FunctionNames::kShort;
-    options_.start_addresses = true;  // JSON StartAddress
+    options_.start_addresses = true;                                      // JSON StartAddress
+    if (config.debuginfod) options_.fetcher = MakeDebuginfodFetcher({});  // null: no URLs
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),
                                  config.debug_dirs.end());
@@ -402,7 +414,8 @@ class Session {
 
   // The file llvm-symbolizer 16 takes for a build ID: <dir>/.build-id/xx/rest.debug under
   // each --debug-file-directory (/usr/lib/debug when none is given), the first that exists
-  // and carries that build ID (llvm-symbolizer only asks that it exists); empty when none.
+  // and carries that build ID (llvm-symbolizer only asks that it exists), else the debug file
+  // debuginfod has for it; empty when none.
   std::string FindByBuildId(std::span<const uint8_t> build_id) const {
     if (build_id.size() < 2) return {};
     std::string hex = ToHex(build_id);
@@ -413,6 +426,11 @@ class Session {
       if (::access(path.c_str(), F_OK) != 0) continue;
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
       if (elf && std::ranges::equal((*elf)->build_id(), build_id)) return path;
+    }
+    if (options_.fetcher) {  // (the fetcher checks the build ID of what it brings)
+      Result<std::string> fetched =
+          options_.fetcher->Fetch(build_id, BuildIdFetcher::Kind::kDebugInfo);
+      if (fetched) return *fetched;
     }
     return {};
   }

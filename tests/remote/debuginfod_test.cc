@@ -268,6 +268,75 @@ TEST(Debuginfod, FetchesEqualLocalAnswersCachesAndFailsFastWhenDown) {
   EXPECT_LT(took, 6.0);
 }
 
+// The llvm-symbolizer drop-in against llvm-symbolizer 16, both with nothing local and the
+// same debuginfod server: BUILDID: modules (the debug file debuginfod has) and a stripped
+// file module (its debug file fetched), byte for byte in LLVM and JSON layouts; with
+// --no-debuginfod, both answer without them (a BUILDID: error each time, no lines).
+TEST(Debuginfod, DropInFetchesAsLlvmSymbolizer16) {
+  std::string why;
+  if (::system("command -v debuginfod >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs Debian's debuginfod server (package debuginfod)";
+  }
+  if (::system("command -v llvm-symbolizer-16 >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs llvm-symbolizer-16 (package llvm-16) as the reference";
+  }
+  if (!EnterPrivateNetwork(&why)) GTEST_SKIP() << "needs a private network namespace: " << why;
+
+  TempDir served, work, empty, bin, llvm_cache, our_cache;
+  std::string hex = ToHex(testing::BuildIdOf(FixturePath("remote_prog")));
+  std::filesystem::copy_file(FixturePath("remote_prog.debug"),
+                             served.path() + "/remote_prog.debug");
+  std::filesystem::copy_file(FixturePath("remote_prog.stripped"), served.path() + "/remote_prog");
+  std::string dropin = bin.path() + "/llvm-symbolizer";
+  std::filesystem::create_symlink(STACKSYM_CLI, dropin);
+
+  // CODE at every function symbol of the program and 5 bytes in, by build ID and through the
+  // stripped file; DATA and FRAME by build ID; a build ID no one has.
+  std::string stripped = FixturePath("remote_prog.stripped");
+  std::string requests;
+  std::istringstream nm(testing::RunCommand("nm --defined-only " + FixturePath("remote_prog")));
+  size_t functions = 0;
+  for (std::string address, type, name; nm >> address >> type >> name;) {
+    if (type != "T" && type != "t") continue;
+    ++functions;
+    for (int delta : {0, 5}) {
+      char at[32];
+      std::snprintf(at, sizeof at, "0x%llx",
+                    std::stoull(address, nullptr, 16) + static_cast<unsigned long long>(delta));
+      requests += "CODE BUILDID:" + hex + " " + at + "\nCODE \"" + stripped + "\" " + at + "\n";
+      requests += "FRAME BUILDID:" + hex + " " + at + "\nDATA BUILDID:" + hex + " " + at + "\n";
+    }
+  }
+  ASSERT_GE(functions, 3u);
+  requests += "BUILDID:00ff 0x10\n";
+  std::ofstream(work.path() + "/requests") << requests;
+
+  DebuginfodServer server;
+  ASSERT_TRUE(server.Start(served.path(), work.path(), hex))
+      << "debuginfod did not come up; log:\n"
+      << ReadFile(work.path() + "/debuginfod.log");
+  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  ::unsetenv("DEBUGINFOD_PROGRESS");
+  auto run = [&](const std::string& tool, const std::string& cache, const std::string& flags) {
+    int code = -1;
+    std::string out =
+        testing::RunCommand("DEBUGINFOD_URLS=" + url + " DEBUGINFOD_CACHE_PATH=" + cache + " " +
+                                tool + " --debug-file-directory=" + empty.path() + " " + flags +
+                                " <" + work.path() + "/requests 2>/dev/null",
+                            &code);
+    EXPECT_EQ(code, 0) << tool << " " << flags;
+    return out;
+  };
+  for (const char* flags : {"", "--output-style=JSON", "--no-debuginfod", "-pa --no-debuginfod"}) {
+    std::string expected = run("llvm-symbolizer-16", llvm_cache.path(), flags);
+    std::string got = run(dropin, our_cache.path(), flags);
+    EXPECT_EQ(got, expected) << "flags: " << flags;
+    bool fetched = std::string(flags).find("no-debuginfod") == std::string::npos;
+    // Lines of remote_prog.c only come with its DWARF, which only debuginfod has.
+    EXPECT_EQ(got.find("remote_prog.c") != std::string::npos, fetched) << flags;
+  }
+}
+
 // libdebuginfod (and libcurl's ~30 libraries behind it) is dlopen'ed on the first fetch: a
 // command that never fetches, such as every llvm-symbolizer drop-in start, does not load it.
 TEST(Debuginfod, LibraryIsLoadedOnlyWhenAFetchIsWanted) {
