@@ -35,10 +35,11 @@ struct Config {
   bool demangle = true;
   bool print_address = false;
   bool basenames = false;
-  bool pretty = false;      // --pretty-print: "function at file:line:column", one line a frame
-  bool verbose = false;     // --verbose: each location as a block of named fields
-  uint64_t adjust_vma = 0;  // subtracted from every address before it is looked up
-  int source_lines = 0;     // --print-source-context-lines
+  bool relativenames = false;  // --relativenames: paths without the compilation directory
+  bool pretty = false;         // --pretty-print: "function at file:line:column", one line a frame
+  bool verbose = false;        // --verbose: each location as a block of named fields
+  uint64_t adjust_vma = 0;     // subtracted from every address before it is looked up
+  int source_lines = 0;        // --print-source-context-lines
   FunctionNames functions = FunctionNames::kLinkage;
   Style style = Style::kLlvm;
   std::string obj;
@@ -98,6 +99,7 @@ constexpr const char* kUsage =
     "  --output-style=LLVM|GNU|JSON       answer layout (default LLVM)\n"
     "  --print-address, --addresses, -a   print the address before its answer\n"
     "  --basenames, -s                    strip directories from file names\n"
+    "  --relativenames                    file names without the compilation directory\n"
     "  --pretty-print, -p                 one line a frame: \"function at file:line:column\"\n"
     "  --verbose                          each location as named fields (start line, ...)\n"
     "  --adjust-vma=N                     subtract N from every address before the lookup\n"
@@ -226,6 +228,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       if (!flag(&config->print_address)) return fail(arg, "Invalid boolean value in");
     } else if (name == "basenames" || name == "s") {
       if (!flag(&config->basenames)) return fail(arg, "Invalid boolean value in");
+      config->relativenames = false;  // the last of the two decides
+    } else if (name == "relativenames") {
+      if (!flag(&config->relativenames)) return fail(arg, "Invalid boolean value in");
+      config->basenames = false;
     } else if (name == "pretty-print" || name == "p") {
       if (!flag(&config->pretty)) return fail(arg, "Invalid boolean value in");
     } else if (name == "verbose") {
@@ -346,7 +352,8 @@ class Session {
     options_.inlines = true;  // --no-inlines still needs the innermost location
     options_.threads = 0;
     options_.short_function_names = config.functions == FunctionNames::kShort;
-    options_.start_addresses = true;                                      // JSON StartAddress
+    options_.start_addresses = true;  // JSON StartAddress
+    options_.relative_paths = config.relativenames;
     if (config.debuginfod) options_.fetcher = MakeDebuginfodFetcher({});  // null: no URLs
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),

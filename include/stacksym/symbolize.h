@@ -40,6 +40,10 @@ struct SymbolizeOptions {
   // Fill SourceFrame::start_address (each frame's DWARF DW_AT_low_pc, llvm-symbolizer's JSON
   // StartAddress). Persisted indexes do not keep it and are not used with it.
   bool start_addresses = false;
+  // Source paths without the compilation directory (llvm-symbolizer --relativenames): line
+  // rows', call sites' and function starts' files as their line table names them relative to
+  // it (DWARF 5's directory 0 left out too). Persisted indexes are not used with it.
+  bool relative_paths = false;
   // Fill SymbolizedAddress::raw_symbol and SourceFrame::raw_function (linkage names). Off,
   // they stay empty: an index then reads no linkage name at all (they are stored apart from
   // the demangled ones), which is what a caller that prints only demangled names wants.

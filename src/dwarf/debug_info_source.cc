@@ -783,7 +783,11 @@ const std::string& DebugInfoSource::FilePath(UnitState& state, uint32_t file) {
     state.path_state.resize(file + 1, 0);
   }
   if (state.path_state[file] == 0) {
-    state.path_state[file] = state.line->FilePath(file, state.comp_dir, &state.paths[file]) ? 1 : 2;
+    state.path_state[file] =
+        state.line->FilePath(file, state.comp_dir, &state.paths[file],
+                             /*comp_dir_before_dir0=*/true, options_.relative_paths)
+            ? 1
+            : 2;
   }
   return state.path_state[file] == 1 ? state.paths[file] : kEmpty;
 }

@@ -361,7 +361,7 @@ uint32_t LineTable::Discriminator(const LineRow* row) const {
 }
 
 bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
-                         bool comp_dir_before_dir0) const {
+                         bool comp_dir_before_dir0, bool relative) const {
   const FileEntry* entry = nullptr;
   if (version_ >= 5) {
     if (index < files_.size()) entry = &files_[index];
@@ -386,6 +386,10 @@ bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string*
   // LLVM 15+ no longer does that for directory 0 (comp_dir_before_dir0 false).
   bool dir_absolute = !dir.empty() && dir.front() == '/';
   bool dir0 = version_ >= 5 && entry->dir_index == 0;
+  if (relative) {
+    if (dir0) dir = {};
+    comp_dir = {};
+  }
   if (!comp_dir.empty() && !dir_absolute && (comp_dir_before_dir0 || !dir0)) {
     AppendPath(out, comp_dir);
   }

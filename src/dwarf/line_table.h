@@ -65,8 +65,10 @@ class LineTable {
   // as they are, otherwise comp_dir / include directory / name joined with '/'.
   // `comp_dir_before_dir0`: also before DWARF 5's directory 0 (which already is the
   // compilation directory), as llvm-symbolizer 14 does; LLVM 15+ (false) does not.
+  // `relative` (llvm-symbolizer --relativenames): without the compilation directory, neither
+  // `comp_dir` nor DWARF 5's directory 0; other include directories stay (absolute ones too).
   bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
-                bool comp_dir_before_dir0 = true) const;
+                bool comp_dir_before_dir0 = true, bool relative = false) const;
 
   uint16_t version() const { return version_; }
   std::span<const LineRow> rows() const { return rows_; }

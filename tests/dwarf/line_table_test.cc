@@ -47,6 +47,11 @@ TEST(LineTableTest, TinyProgramRows) {
   EXPECT_EQ(path, "/src/tiny.c");
   EXPECT_FALSE(table->FilePath(0, "/src", &path));  // v4 files start at 1
   EXPECT_FALSE(table->FilePath(3, "/src", &path));
+  // Relative: without the compilation directory, with the include directory.
+  ASSERT_TRUE(table->FilePath(2, "/src", &path, true, /*relative=*/true));
+  EXPECT_EQ(path, "inc/tiny.h");
+  ASSERT_TRUE(table->FilePath(1, "/src", &path, true, /*relative=*/true));
+  EXPECT_EQ(path, "tiny.c");
 }
 
 // Two sequences written high-address first; special opcodes; equal addresses keep the last.
@@ -192,6 +197,14 @@ TEST(LineTableTest, Version5EntryFormatsAndPaths) {
   // relative include directory, as llvm-symbolizer 14 does.
   ASSERT_TRUE(table->FilePath(2, "./lib", &p));
   EXPECT_EQ(p, "./lib/include/util.h");
+  // Relative (--relativenames): neither the compilation directory nor directory 0, which is
+  // it; other directories stay, absolute ones too.
+  ASSERT_TRUE(table->FilePath(0, "/build", &p, true, /*relative=*/true));
+  EXPECT_EQ(p, "main.c");
+  ASSERT_TRUE(table->FilePath(2, "/build", &p, true, /*relative=*/true));
+  EXPECT_EQ(p, "include/util.h");
+  ASSERT_TRUE(table->FilePath(3, "/build", &p, true, /*relative=*/true));
+  EXPECT_EQ(p, "/usr/include/stdio.h");
   ASSERT_NE(table->Find(0x2000), nullptr);
   EXPECT_EQ(table->Find(0x2000)->file, 0u);
 }

@@ -401,6 +401,21 @@ TEST_F(IndexCacheTest, UnusableDirectoryFallsBackToTheDirectPath) {
   EXPECT_EQ(FirstDifferences(addresses_, expected_, Answers(path_, addresses_, options)), "");
 }
 
+// Relative paths (llvm-symbolizer --relativenames) are not what an index holds: with them the
+// cache is left alone and the answers are the direct path's, whether or not an index is
+// already in place. (This fixture's sources are named by absolute paths, so its answers are
+// the same either way; the drop-in's install tests compare relative ones with llvm-symbolizer.)
+TEST_F(IndexCacheTest, RelativePathsAreAnsweredWithoutTheIndex) {
+  SymbolizeOptions relative;
+  relative.relative_paths = true;
+  std::vector<std::string> expected = Answers(path_, addresses_, relative);
+  relative.cache_dir = cache_.path();
+  EXPECT_EQ(FirstDifferences(addresses_, expected, Answers(path_, addresses_, relative)), "");
+  EXPECT_NE(access(index_path_.c_str(), F_OK), 0) << "no index built for relative paths";
+  ExpectDirectAnswers("absolute paths through the cache");
+  EXPECT_EQ(FirstDifferences(addresses_, expected, Answers(path_, addresses_, relative)), "");
+}
+
 TEST(IndexCacheDirTest, PruneDropsLeastRecentlyUsedFirst) {
   RealTempDir dir;
   auto make = [&](const std::string& name, size_t bytes, time_t mtime) {

@@ -184,8 +184,11 @@ dropin)
   # grouped short options, on a fixture with inline chains built here (its source is where
   # its DWARF says, so the source lines print), a line that does not parse and a missing
   # module (DATA and FRAME in these layouts: step dropin_llvm16).
+  # (Compiled from its directory: its DWARF names it relative to the compilation directory, as
+  # a build tree does, so --relativenames has a directory to leave out.)
   inline_bin="$work/inline_fixture"
-  g++ -g -O2 -o "$inline_bin" "$SOURCE_DIR/tests/install/inline_fixture.cc" || fail "cannot build the inline fixture"
+  (cd "$SOURCE_DIR/tests/install" && g++ -g -O2 -o "$inline_bin" inline_fixture.cc) ||
+    fail "cannot build the inline fixture"
   code_requests "$inline_bin" >"$work/requests"
   printf 'not a request\nCODE "/nonexistent" 0x10\n' >>"$work/requests"
   compare "--pretty-print" --pretty-print
@@ -206,6 +209,10 @@ dropin)
   compare_json "JSON -pa --verbose --adjust-vma=1" -pa --verbose --adjust-vma=1
   compare "--adjust-vma=0x10 -a" --adjust-vma=0x10 -a
   compare "--adjust-vma 4096 -pa --no-inlines" --adjust-vma 4096 -pa --no-inlines
+  compare "--relativenames" --relativenames
+  grep -q '^inline_fixture.cc:[1-9]' "$work/dropin.out" || fail "--relativenames: no relative path"
+  compare "--basenames --relativenames -p" --basenames --relativenames -p
+  compare_json "JSON --relativenames --basenames" --relativenames --basenames
   echo "== layouts: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14 ($inlined_by inlined-by lines, $marked marked source lines)"
   (( inlined_by >= 5 && marked >= 20 )) || fail "layouts: too few inlined frames or source lines"
   addr=$(addresses_of "$inline_bin" 400 | sed -n 10p)
@@ -222,6 +229,8 @@ dropin)
   addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
   compare "libc"
   compare "libc -p --verbose" -p --verbose
+  compare "libc --relativenames" --relativenames
+  compare_json "libc JSON --relativenames" --relativenames
   compare_json "libc JSON"
   grep -q '"StartLine":[1-9]' "$work/dropin.json" || fail "libc JSON: no start line"
   compare_json "libc JSON --no-inlines --basenames" --no-inlines --basenames
@@ -297,6 +306,7 @@ dropin_llvm16)
     compare16 "$b CODE JSON" --output-style=JSON
     compare16 "$b CODE JSON --no-inlines --basenames" --output-style=JSON --no-inlines --basenames
     compare16 "$b CODE JSON --functions=short" --output-style=JSON --functions=short
+    compare16 "$b CODE JSON --relativenames" --output-style=JSON --relativenames
     compare16 "$b CODE JSON" --output-style=JSON
     discriminators=$(grep -o '"Discriminator":[1-9][0-9]*' "$work/dropin.out" | wc -l)
     starts=$(grep -o '"StartLine":[1-9][0-9]*' "$work/dropin.out" | wc -l)
