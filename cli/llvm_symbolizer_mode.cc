@@ -432,7 +432,8 @@ class Session {
       std::string path = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
       if (::access(path.c_str(), F_OK) != 0) continue;
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
-      if (elf && std::ranges::equal((*elf)->build_id(), build_id)) return path;
+      std::span<const uint8_t> found = elf ? (*elf)->build_id() : std::span<const uint8_t>();
+      if (std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) return path;
     }
     if (options_.fetcher) {  // (the fetcher checks the build ID of what it brings)
       Result<std::string> fetched =
