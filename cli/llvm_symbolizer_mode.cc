@@ -19,6 +19,7 @@
 #include "llvm_source_context.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
+#include "stacksym/build_id.h"
 #include "stacksym/build_id_fetcher.h"
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
@@ -141,12 +142,6 @@ std::vector<std::string> ExpandShortGroups(const std::vector<std::string>& args)
   return out;
 }
 
-// A non-negative integer option's value as llvm::to_integer reads it (0x hex, 0 octal, else
-// decimal); false on anything else.
-bool ParseUnsignedOption(std::string_view value, uint64_t* out) {
-  return ParseLlvmAddress(value, out);
-}
-
 // False (after printing why) on a bad command line; *exit_now set for --help/--version.
 bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exit_now) {
   const std::vector<std::string> args = ExpandShortGroups(given);
@@ -241,13 +236,14 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       if (!take_value(&text)) return fail(arg, "Missing value for option");
       uint64_t number = 0;
       bool ok;
+      // (Numbers as llvm::to_integer reads them: 0x hex, 0 octal, else decimal.)
       if (name == "adjust-vma") {
-        ok = ParseUnsignedOption(text, &number);
+        ok = ParseLlvmAddress(text, &number);
         config->adjust_vma = number;
       } else {
         // LLVM reads it into an int: a negative count is taken (and prints no context).
         bool negative = text.starts_with('-');
-        ok = ParseUnsignedOption(std::string_view(text).substr(negative ? 1 : 0), &number) &&
+        ok = ParseLlvmAddress(std::string_view(text).substr(negative ? 1 : 0), &number) &&
              number <= (negative ? 0x80000000u : 0x7fffffffu);
         config->source_lines = negative ? 0 : static_cast<int>(number);
       }
@@ -425,12 +421,10 @@ class Session {
   // debuginfod has for it; empty when none.
   std::string FindByBuildId(std::span<const uint8_t> build_id) const {
     if (build_id.size() < 2) return {};
-    std::string hex = ToHex(build_id);
     std::vector<std::string> dirs = config_.debug_dirs;
     if (dirs.empty()) dirs.push_back("/usr/lib/debug");
     for (const std::string& dir : dirs) {
-      std::string path = dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
-      if (::access(path.c_str(), F_OK) != 0) continue;
+      std::string path = BuildIdPaths(dir, build_id)[1];  // the ".debug" one
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
       std::span<const uint8_t> found = elf ? (*elf)->build_id() : std::span<const uint8_t>();
       if (std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) return path;

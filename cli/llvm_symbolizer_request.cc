@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "stacksym/elf.h"
+
 namespace stacksym::cli {
 namespace {
 
@@ -53,34 +55,14 @@ bool ParseLlvmAddress(std::string_view text, uint64_t* value) {
 
 std::optional<std::vector<uint8_t>> ParseLlvmBuildId(std::string_view hex) {
   if (hex.empty()) return std::nullopt;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::vector<uint8_t> bytes;
-  size_t at = 0;
-  if (hex.size() % 2 == 1) {  // as if it had a leading 0
-    int d = digit(hex[0]);
-    if (d < 0) return std::nullopt;
-    bytes.push_back(static_cast<uint8_t>(d));
-    at = 1;
-  }
-  for (; at < hex.size(); at += 2) {
-    int hi = digit(hex[at]), lo = digit(hex[at + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    bytes.push_back(static_cast<uint8_t>(hi << 4 | lo));
-  }
-  return bytes;
+  if (hex.size() % 2 == 0) return FromHex(hex);
+  return FromHex("0" + std::string(hex));  // an odd count: as if it had a leading 0
 }
 
 std::string LlvmBuildIdName(std::span<const uint8_t> build_id) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string name;
-  for (uint8_t b : build_id) {
-    name += kDigits[b >> 4];
-    name += kDigits[b & 15];
+  std::string name = ToHex(build_id);
+  for (char& c : name) {
+    if (c >= 'a' && c <= 'f') c = static_cast<char>(c - 'a' + 'A');
   }
   return name;
 }
