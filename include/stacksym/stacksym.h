@@ -67,6 +67,9 @@ typedef enum stacksym_status {
   STACKSYM_ERROR_UNSUPPORTED = 5,      /* well-formed but not handled (big-endian ELF, ...) */
   STACKSYM_ERROR_INVALID_ARGUMENT = 6, /* NULL where a value is needed, pid <= 0, ... */
   STACKSYM_ERROR_INTERNAL = 7,         /* a bug, or out of memory */
+  /* Not a value: makes any int a value of the type, so that stacksym_status_name of an
+   * unknown one is "unknown" instead of undefined behaviour in C++. */
+  STACKSYM_STATUS_MAX_ENUM_ = 0x7fffffff
 } stacksym_status;
 
 /* "ok", "io", "not_found", ... (never NULL). */
@@ -95,6 +98,7 @@ typedef enum stacksym_reason {
   STACKSYM_REASON_CORRUPT_DATA = 12,     /* the data needed for the address is malformed */
   STACKSYM_REASON_NOT_FOUND = 13,        /* no file with the requested build ID was found */
   STACKSYM_REASON_KERNEL_ADDRESSES_HIDDEN = 14,
+  STACKSYM_REASON_MAX_ENUM_ = 0x7fffffff /* not a value (as for stacksym_status) */
 } stacksym_reason;
 
 /* "none", "no_symbol", ... and a sentence; never NULL ("unknown" for other values). */
@@ -258,6 +262,7 @@ typedef enum stacksym_module_kind {
   STACKSYM_MODULE_VDSO = 1,      /* file_offset is the offset in the vDSO image */
   STACKSYM_MODULE_ANONYMOUS = 2, /* heap, stack, JIT code: offset from the mapping's start */
   STACKSYM_MODULE_UNKNOWN = 3,   /* other special mappings */
+  STACKSYM_MODULE_KIND_MAX_ENUM_ = 0x7fffffff /* not a value (as for stacksym_status) */
 } stacksym_module_kind;
 
 typedef struct stacksym_module {

@@ -58,6 +58,8 @@ const char* stacksym_status_name(stacksym_status status) {
       return "invalid_argument";
     case STACKSYM_ERROR_INTERNAL:
       return "internal";
+    case STACKSYM_STATUS_MAX_ENUM_:
+      break;
   }
   return "unknown";
 }

@@ -128,7 +128,10 @@ TEST(CApi, ErrorsAreCodesAndMessages) {
             STACKSYM_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(stacksym_status_name(STACKSYM_ERROR_INVALID_ARGUMENT), "invalid_argument");
   EXPECT_STREQ(stacksym_reason_name(STACKSYM_REASON_NO_SYMBOL), "no_symbol");
+  // Any int is a value of the C enums (clang's -fsanitize=enum checks that it is one).
   EXPECT_STREQ(stacksym_reason_name(static_cast<stacksym_reason>(99)), "unknown");
+  EXPECT_STREQ(stacksym_reason_text(static_cast<stacksym_reason>(1000000)), "unknown reason");
+  EXPECT_STREQ(stacksym_status_name(static_cast<stacksym_status>(99)), "unknown");
   ASSERT_EQ(stacksym_elf_open(Fixture().c_str(), nullptr, &elf), STACKSYM_OK);
   EXPECT_STREQ(stacksym_last_error(), "") << "a successful call clears the last error";
   stacksym_symbolized_list* list = nullptr;
