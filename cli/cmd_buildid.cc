@@ -7,7 +7,8 @@
 #include "command.h"
 #include "stacksym/elf.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_buildid {
 namespace {
 
 int RunBuildId(const std::vector<std::string>& files) {
@@ -37,4 +38,4 @@ CommandRegistrar registrar("buildid", "Print the GNU build ID of ELF files (lowe
                            });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_buildid

@@ -13,7 +13,8 @@
 #include "stacksym/symbol_cache.h"
 #include "symbolize_output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_cache {
 namespace {
 
 std::string CacheDir(const std::string& dir) { return dir.empty() ? DefaultSymbolCacheDir() : dir; }
@@ -167,4 +168,4 @@ CommandRegistrar prune_registrar("cache prune",
                                  });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_cache

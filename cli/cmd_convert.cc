@@ -6,7 +6,8 @@
 #include "command.h"
 #include "stacksym/output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_convert {
 namespace {
 
 struct ConvertArgs {
@@ -67,4 +68,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_convert

@@ -12,7 +12,8 @@
 #include "stacksym/normalize.h"
 #include "symbolize_output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_normalize {
 namespace {
 
 struct Options {
@@ -144,4 +145,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_normalize

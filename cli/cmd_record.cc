@@ -19,7 +19,8 @@
 #include "stacksym/remote.h"
 #include "stacksym/symbolize_profile.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_record {
 namespace {
 
 struct Options {
@@ -389,4 +390,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_record

@@ -7,7 +7,8 @@
 #include "command.h"
 #include "stacksym/output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_report {
 namespace {
 
 struct ReportArgs {
@@ -56,4 +57,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_report

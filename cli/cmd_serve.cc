@@ -16,7 +16,8 @@
 #include "debug_dir_options.h"
 #include "stacksym/remote.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_serve {
 namespace {
 
 struct ServeArgs {
@@ -151,4 +152,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_serve

@@ -11,7 +11,8 @@
 #include "stacksym/elf.h"
 #include "symbolize_output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_symbolize_build_id {
 namespace {
 
 struct Options {
@@ -61,4 +62,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_symbolize_build_id

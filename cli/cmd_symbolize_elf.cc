@@ -16,7 +16,8 @@
 #include "symbolize_output.h"
 #include "text_arena.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_symbolize_elf {
 namespace {
 
 struct Options {
@@ -117,4 +118,4 @@ CommandRegistrar registrar("symbolize elf", "Symbolize addresses (or file offset
                            });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_symbolize_elf

@@ -9,7 +9,8 @@
 #include "stacksym/kernel.h"
 #include "symbolize_output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_symbolize_kernel {
 namespace {
 
 struct Options {
@@ -58,4 +59,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_symbolize_kernel

@@ -13,7 +13,8 @@
 #include "stacksym/process.h"
 #include "symbolize_output.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_symbolize_process {
 namespace {
 
 struct Options {
@@ -75,4 +76,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_symbolize_process

@@ -12,7 +12,8 @@
 #include "stacksym/output.h"
 #include "stacksym/remote.h"
 
-namespace stacksym::cli {
+// Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
+namespace stacksym::cli::cmd_symbolize_profile {
 namespace {
 
 struct SymbolizeProfileArgs {
@@ -128,4 +129,4 @@ CommandRegistrar registrar(
     });
 
 }  // namespace
-}  // namespace stacksym::cli
+}  // namespace stacksym::cli::cmd_symbolize_profile

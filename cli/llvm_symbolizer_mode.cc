@@ -24,6 +24,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
 #include "stacksym/symbolize.h"
+#include "symbolize_output.h"
 
 namespace stacksym::cli {
 namespace {
@@ -308,33 +309,6 @@ std::string LlvmOpenError(const std::string& path, const Error& error) {
   return error.ToString();  // an ELF file stacksym cannot use: its own reason
 }
 
-// A JSON string as llvm::json writes it: '"' and '\\' escaped, \t \n \r short, other
-// control characters as \u00XX, everything else (UTF-8 included) as is.
-void AppendJsonString(std::string* out, std::string_view s) {
-  *out += '"';
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') *out += '\\';
-    if (c >= 0x20) {
-      *out += ch;
-      continue;
-    }
-    *out += '\\';
-    if (c == '\t') {
-      *out += 't';
-    } else if (c == '\n') {
-      *out += 'n';
-    } else if (c == '\r') {
-      *out += 'r';
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "u%04x", c);
-      *out += buf;
-    }
-  }
-  *out += '"';
-}
-
 std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -560,9 +534,9 @@ class Session {
     out_ += ",\"Discriminator\":";
     out_ += std::to_string(frame.location ? frame.location->discriminator : 0);
     out_ += ",\"FileName\":";
-    AppendJsonString(&out_, file);
+    AppendJsonString(file, &out_);
     out_ += ",\"FunctionName\":";
-    AppendJsonString(&out_, config_.functions == FunctionNames::kNone ? "" : frame.function);
+    AppendJsonString(config_.functions == FunctionNames::kNone ? "" : frame.function, &out_);
     out_ += ",\"Line\":";
     out_ += std::to_string(file.empty() ? 0 : frame.location->line);
     if (source_.lines() > 0) {
@@ -571,14 +545,14 @@ class Session {
                                           file.empty() ? 0 : frame.location->line);
       if (!source.empty()) {
         out_ += ",\"Source\":";
-        AppendJsonString(&out_, source);
+        AppendJsonString(source, &out_);
       }
     }
     std::optional<uint64_t> start_address = StartAddress(frame);
     out_ += ",\"StartAddress\":";
-    AppendJsonString(&out_, start_address ? Hex(*start_address) : std::string());
+    AppendJsonString(start_address ? Hex(*start_address) : std::string(), &out_);
     out_ += ",\"StartFileName\":";
-    AppendJsonString(&out_, frame.start ? BaseName(frame.start->start_file) : std::string());
+    AppendJsonString(frame.start ? BaseName(frame.start->start_file) : std::string(), &out_);
     out_ += ",\"StartLine\":";
     out_ += std::to_string(frame.start ? frame.start->start_line : 0);
     out_ += '}';
@@ -713,24 +687,24 @@ class Session {
                   const std::string& written_module) {
     if (!request) {
       out_ += "{\"Error\":{\"Message\":";
-      AppendJsonString(&out_, std::string("unable to parse arguments: ") + std::string(line));
+      AppendJsonString(std::string("unable to parse arguments: ") + std::string(line), &out_);
       out_ += "},\"ModuleName\":";
-      AppendJsonString(&out_, written_module);
+      AppendJsonString(written_module, &out_);
       out_ += '}';
       return;
     }
     std::string error;
     Module* module = Open(*request, &error);
     out_ += "{\"Address\":";
-    AppendJsonString(&out_, Hex(request->address));  // as asked, before --adjust-vma
+    AppendJsonString(Hex(request->address), &out_);  // as asked, before --adjust-vma
     const uint64_t address = request->address - config_.adjust_vma;
     auto module_name = [&] {
       out_ += ",\"ModuleName\":";
-      AppendJsonString(&out_, written_module);
+      AppendJsonString(written_module, &out_);
     };
     if (!error.empty()) {
       out_ += ",\"Error\":{\"Message\":";
-      AppendJsonString(&out_, error);
+      AppendJsonString(error, &out_);
       out_ += '}';
       module_name();
       out_ += '}';
@@ -755,11 +729,11 @@ class Session {
       case LlvmCommand::kData: {
         const LlvmSymbolNames::Entry* symbol = module ? module->names->Find(address) : nullptr;
         out_ += ",\"Data\":{\"Name\":";
-        AppendJsonString(&out_, symbol ? Name(symbol->name) : std::string());
+        AppendJsonString(symbol ? Name(symbol->name) : std::string(), &out_);
         out_ += ",\"Size\":";
-        AppendJsonString(&out_, Hex(symbol ? symbol->size : 0));
+        AppendJsonString(Hex(symbol ? symbol->size : 0), &out_);
         out_ += ",\"Start\":";
-        AppendJsonString(&out_, Hex(symbol ? symbol->address : 0));
+        AppendJsonString(Hex(symbol ? symbol->address : 0), &out_);
         out_ += '}';
         module_name();
         out_ += '}';
@@ -773,7 +747,7 @@ class Session {
           const FrameLocal& l = locals[i];
           if (i) out_ += ',';
           out_ += "{\"DeclFile\":";
-          AppendJsonString(&out_, l.decl_file);
+          AppendJsonString(l.decl_file, &out_);
           out_ += ",\"DeclLine\":";
           out_ += std::to_string(l.decl_line);
           if (l.frame_offset) {
@@ -781,13 +755,13 @@ class Session {
             out_ += std::to_string(*l.frame_offset);
           }
           out_ += ",\"FunctionName\":";
-          AppendJsonString(&out_, l.function);
+          AppendJsonString(l.function, &out_);
           out_ += ",\"Name\":";
-          AppendJsonString(&out_, l.name);
+          AppendJsonString(l.name, &out_);
           out_ += ",\"Size\":";
-          AppendJsonString(&out_, l.size ? Hex(*l.size) : std::string());
+          AppendJsonString(l.size ? Hex(*l.size) : std::string(), &out_);
           out_ += ",\"TagOffset\":";
-          AppendJsonString(&out_, l.tag_offset ? Hex(*l.tag_offset) : std::string());
+          AppendJsonString(l.tag_offset ? Hex(*l.tag_offset) : std::string(), &out_);
           out_ += '}';
         }
         out_ += ']';

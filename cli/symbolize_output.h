@@ -70,7 +70,8 @@ bool ReadAddresses(const std::vector<std::string>& args, std::vector<uint64_t>* 
                    std::string* error);
 bool ParseHexAddress(std::string_view text, uint64_t* value);
 
-// JSON string escaping (quotes included).
+// JSON string escaping (quotes included): \" \\ \n \t \r short, other control characters
+// as \u00XX, the rest (UTF-8 included) as is, which is also what llvm::json writes.
 void AppendJsonString(std::string_view s, std::string* out);
 
 }  // namespace stacksym::cli
