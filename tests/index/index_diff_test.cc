@@ -83,12 +83,18 @@ std::vector<std::string> FixtureBinaries() {
   return out;
 }
 
-TEST(IndexDiffTest, EveryFixtureAddress) {
+// In shards, one fixture in kFixtureShards to each, so that ctest spreads the work (minutes
+// under ASan) over the cores.
+constexpr int kFixtureShards = 4;
+class EveryFixtureAddress : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryFixtureAddress, IndexAnswersAsTheDirectPath) {
   RealTempDir cache;
   std::vector<std::string> binaries = FixtureBinaries();
   ASSERT_GE(binaries.size(), 30u) << "fixtures missing in " << STACKSYM_FIXTURE_DIR;
-  size_t compared = 0;
-  for (const std::string& path : binaries) {
+  size_t compared = 0, fixtures = 0;
+  for (size_t i = GetParam(); i < binaries.size(); i += kFixtureShards) {
+    const std::string& path = binaries[i];
     auto elf = ElfFile::Open(path);
     ASSERT_TRUE(elf);
     std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
@@ -100,9 +106,12 @@ TEST(IndexDiffTest, EveryFixtureAddress) {
     ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << dir;
     ExpectSameAnswers(path, addresses, dir);
     compared += addresses.size();
+    ++fixtures;
   }
-  std::printf("%zu fixtures, %zu addresses each in 3 variants\n", binaries.size(), compared);
+  std::printf("%zu fixtures, %zu addresses each in %zu variants\n", fixtures, compared,
+              std::size(kVariants));
 }
+INSTANTIATE_TEST_SUITE_P(IndexDiffTest, EveryFixtureAddress, ::testing::Range(0, kFixtureShards));
 
 // A sound index answers every address itself: Answer() fails only on a record it finds
 // inconsistent, and the symbolizer then answers from DWARF without a word, so a check that
