@@ -2,13 +2,12 @@
 # Both install what a fresh Debian bookworm machine lacks first (scripts/setup.sh).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
-FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all setup build demo test test-sanitize fuzz fuzz-ci bench format clean install deb
+.PHONY: all setup build demo test test-sanitize fuzz bench format clean install deb
 
 all: build
 
@@ -28,20 +27,26 @@ demo: build
 test: build
 	./scripts/ctest.sh $(BUILD) $(JOBS)
 
-# ASan + UBSan build of the whole test suite.
+# One clang tree serves the sanitizer tests and the fuzzers: ASan + UBSan everywhere, with
+# libFuzzer's coverage instrumentation, so CI compiles the library and the tests once for both
+# (clang compiles instrumented code about twice as fast as gcc; the two trees took ~38 min).
+SANITIZE_CONFIGURE = CC=clang CXX=clang++ cmake -S . -B $(ASAN_BUILD) -G Ninja \
+  -DCMAKE_BUILD_TYPE=Debug -DSTACKSYM_WERROR=ON -DSTACKSYM_SANITIZE=ON -DSTACKSYM_FUZZ=ON \
+  -DSTACKSYM_BENCH=OFF $(CMAKE_FLAGS)
+
+# ASan + UBSan build of the whole test suite (and the fuzz targets).
 test-sanitize: setup
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTACKSYM_WERROR=ON \
-	  -DSTACKSYM_SANITIZE=ON -DSTACKSYM_BENCH=OFF $(CMAKE_FLAGS)
+	$(SANITIZE_CONFIGURE)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ./scripts/ctest.sh $(ASAN_BUILD) $(JOBS)
 
-# libFuzzer targets (clang), each run for FUZZ_SECONDS from a seed corpus made of fixtures.
+# libFuzzer targets, each run for FUZZ_SECONDS from a seed corpus made of fixtures; after
+# test-sanitize there is nothing left to build.
 fuzz: setup
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DSTACKSYM_FUZZ=ON -DSTACKSYM_TESTS=ON -DSTACKSYM_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
-	./scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	$(SANITIZE_CONFIGURE)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target fuzzers
+	./scripts/run-fuzzers.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	./bench/run.sh $(BUILD)
@@ -59,4 +64,4 @@ format:
 	git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -4,7 +4,7 @@
 # seed file paths, e.g. fixtures compiled by the test build; otherwise the target starts from
 # an empty corpus. Fails when any target finds a crash, leak or timeout (its log is printed).
 set -euo pipefail
-build=${1:-build-fuzz}
+build=${1:-build-asan}
 seconds=${2:-60}
 jobs=${3:-$(nproc)}
 here=$(cd "$(dirname "$0")/.." && pwd)
