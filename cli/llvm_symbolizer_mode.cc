@@ -50,6 +50,7 @@ struct Config {
   // fetched from $DEBUGINFOD_URLS, by default when it is set (as llvm-symbolizer 16 does).
   bool debuginfod = true;
   std::vector<std::string> debug_dirs;
+  std::string dwp;                  // --dwp: the split-DWARF package of every module
   std::vector<std::string> inputs;  // positional arguments: requests, like stdin lines
   // Hidden (tests): DATA answers lose a DW_AT_decl_file written as DW_FORM_implicit_const,
   // as llvm-symbolizer 15 and 16 do, so that the answers can be compared byte for byte.
@@ -107,6 +108,8 @@ constexpr const char* kUsage =
     "  --adjust-vma=N                     subtract N from every address before the lookup\n"
     "  --print-source-context-lines=N     print N source lines around each answer\n"
     "  --debug-file-directory=DIR         root of separate debug files\n"
+    "  --dwp=FILE                         split-DWARF package of every module (default:\n"
+    "                                     MODULE.dwp)\n"
     "  --debuginfod, --no-debuginfod      fetch missing debug files from $DEBUGINFOD_URLS\n"
     "                                     (default: when it is set)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
@@ -261,6 +264,8 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       std::string dir;
       if (!take_value(&dir)) return fail(arg, "Missing value for option");
       config->debug_dirs.push_back(dir);
+    } else if (name == "dwp") {
+      if (!take_value(&config->dwp)) return fail(arg, "Missing value for option");
     } else if (name == "default-arch") {
       std::string ignored;
       if (!take_value(&ignored)) return fail(arg, "Missing value for option");
@@ -324,6 +329,7 @@ class Session {
     options_.short_function_names = config.functions == FunctionNames::kShort;
     options_.start_addresses = true;  // JSON StartAddress
     options_.relative_paths = config.relativenames;
+    options_.dwp_path = config.dwp;
     if (config.debuginfod) options_.fetcher = MakeDebuginfodFetcher({});  // null: no URLs
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),

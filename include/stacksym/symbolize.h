@@ -44,6 +44,10 @@ struct SymbolizeOptions {
   // rows', call sites' and function starts' files as their line table names them relative to
   // it (DWARF 5's directory 0 left out too). Persisted indexes are not used with it.
   bool relative_paths = false;
+  // The split-DWARF package of every binary's split units (llvm-symbolizer --dwp), in place
+  // of "<binary>.dwp" and "<debug file>.dwp"; empty: those. The .dwo files are still looked
+  // for when it lacks a unit. Persisted indexes are not used with it.
+  std::string dwp_path;
   // Fill SymbolizedAddress::raw_symbol and SourceFrame::raw_function (linkage names). Off,
   // they stay empty: an index then reads no linkage name at all (they are stored apart from
   // the demangled ones), which is what a caller that prints only demangled names wants.

@@ -369,10 +369,15 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwo(const ElfFile& binary,
 Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwp(const ElfFile& file,
                                                           FinderTrace* trace) const {
   CandidateSearch search(trace);
-  std::vector<std::string> paths = {file.path() + ".dwp"};
-  std::error_code ec;
-  fs::path canonical = fs::canonical(fs::path(file.path()), ec);
-  if (!ec && canonical.string() != file.path()) paths.push_back(canonical.string() + ".dwp");
+  std::vector<std::string> paths;
+  if (!dwp_path_.empty()) {
+    paths.push_back(dwp_path_);
+  } else {
+    paths.push_back(file.path() + ".dwp");
+    std::error_code ec;
+    fs::path canonical = fs::canonical(fs::path(file.path()), ec);
+    if (!ec && canonical.string() != file.path()) paths.push_back(canonical.string() + ".dwp");
+  }
   for (const std::string& path : paths) {
     std::shared_ptr<ElfFile> elf = search.Open(path);
     if (elf) return search.Accept(std::move(elf));

@@ -57,6 +57,10 @@ class DebugFileFinder {
                            std::string known_path = {}, std::string known_root = {},
                            std::shared_ptr<const BuildIdFetcher> fetcher = nullptr);
 
+  // The package FindDwp gives for every file instead of "<file path>.dwp" (see
+  // SymbolizeOptions::dwp_path); empty: the usual names.
+  void set_dwp_path(std::string path) { dwp_path_ = std::move(path); }
+
   // Separate debug file for a binary without (enough) DWARF, in this order:
   //   <dir>/.build-id/xx/rest.debug for each debug dir (build ID must match);
   //   .gnu_debuglink name next to the binary, in its .debug/ folder, and under
@@ -83,8 +87,9 @@ class DebugFileFinder {
                                            std::string_view dwo_name,
                                            FinderTrace* trace = nullptr) const;
 
-  // "<file path>.dwp" (and the same for the path with symlinks resolved); nullptr when absent.
-  // Call it with the binary, then with the separate debug file if there is one.
+  // "<file path>.dwp" (and the same for the path with symlinks resolved), or the dwp_path
+  // when one is set; nullptr when absent. Call it with the binary, then with the separate
+  // debug file if there is one.
   Result<std::shared_ptr<ElfFile>> FindDwp(const ElfFile& file, FinderTrace* trace = nullptr) const;
 
   const std::vector<std::string>& debug_dirs() const { return debug_dirs_; }
@@ -94,6 +99,7 @@ class DebugFileFinder {
   std::string known_path_;
   std::string known_root_;
   std::shared_ptr<const BuildIdFetcher> fetcher_;
+  std::string dwp_path_;
 };
 
 // The supplementary-file reference of a DWARF 5 .debug_sup section (is_supplementary == 0).

@@ -173,6 +173,7 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
   source->binary_ = binary;
   source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs, options.known_path,
                                                       options.known_root, options.fetcher);
+  source->finder_->set_dwp_path(options.dwp_path);
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;

@@ -72,7 +72,7 @@ bool ElfSymbolizer::UseIndex() {
     index_tried_ = true;
     // (An index keeps linkage names: short names are read from the DWARF itself.)
     if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names &&
-        !options_.start_addresses && !options_.relative_paths) {
+        !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
       // A build's DWARF source is the one LoadDebugInfo would open when demangling and
       // inlines are on: kept for the answers the index leaves to it, and not torn down now.
       std::unique_ptr<DebugInfoSource> built_from;

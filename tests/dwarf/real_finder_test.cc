@@ -505,6 +505,30 @@ TEST(RealDwpTest, FindsPackageNextToBinary) {
   EXPECT_EQ(*dwp, nullptr);
 }
 
+// A named package (llvm-symbolizer --dwp) is the only one looked for, for every file: the
+// binary's own "<binary>.dwp" is passed over, and a named one that is missing is nothing.
+TEST(RealDwpTest, NamedPackageReplacesTheUsualNames) {
+  RealTempDir tmp;
+  std::string named = tmp.Make("elsewhere/named");
+  ASSERT_TRUE(RealCopy(RealFixture("real_dwp_gnu4.dwp"), named));
+  std::shared_ptr<ElfFile> plain = OpenOrDie(RealFixture("real_split4.split"));
+  std::shared_ptr<ElfFile> with_own = OpenOrDie(RealFixture("real_dwp_gnu4"));
+  ASSERT_NE(plain, nullptr);
+  ASSERT_NE(with_own, nullptr);
+  DebugFileFinder finder(std::vector<std::string>{});
+  finder.set_dwp_path(named);
+  for (const ElfFile* file : {plain.get(), with_own.get()}) {
+    Result<std::shared_ptr<ElfFile>> dwp = finder.FindDwp(*file);
+    ASSERT_TRUE(dwp) << dwp.error().ToString();
+    ASSERT_NE(*dwp, nullptr) << file->path();
+    EXPECT_EQ((*dwp)->path(), named);
+  }
+  finder.set_dwp_path(tmp.path() + "/missing.dwp");
+  Result<std::shared_ptr<ElfFile>> dwp = finder.FindDwp(*with_own);
+  ASSERT_TRUE(dwp);
+  EXPECT_EQ(*dwp, nullptr);
+}
+
 // llvm-dwarfdump --debug-cu-index: DWO id -> column name -> [begin, end).
 using DumpedIndex = std::map<uint64_t, std::map<std::string, std::pair<uint64_t, uint64_t>>>;
 

@@ -416,6 +416,37 @@ TEST_F(IndexCacheTest, RelativePathsAreAnsweredWithoutTheIndex) {
   EXPECT_EQ(FirstDifferences(addresses_, expected, Answers(path_, addresses_, relative)), "");
 }
 
+// A split-DWARF package named by SymbolizeOptions::dwp_path (llvm-symbolizer --dwp) answers
+// as the same package next to the binary does, where the binary alone answers less; an index
+// holds what the usual search finds, so none is built or read with it.
+TEST(IndexDwpPathTest, NamedPackageAnswersAsOneNextToTheBinaryWithoutAnIndex) {
+  RealTempDir tmp;
+  const std::string binary = tmp.path() + "/program";
+  const std::string next_to_it = binary + ".dwp";
+  const std::string elsewhere = tmp.Make("elsewhere/package");
+  ASSERT_TRUE(testing::RealCopy(testing::RealFixture("real_dwp_gnu4"), binary));
+  ASSERT_TRUE(testing::RealCopy(testing::RealFixture("real_dwp_gnu4.dwp"), next_to_it));
+  auto elf = ElfFile::Open(binary);
+  ASSERT_TRUE(elf);
+  std::vector<uint64_t> addresses = testing::SegmentAddresses(**elf, 1);
+  std::vector<std::string> expected = Answers(binary, addresses, {});
+  ASSERT_EQ(rename(next_to_it.c_str(), elsewhere.c_str()), 0);
+  std::vector<std::string> alone = Answers(binary, addresses, {});
+  EXPECT_NE(FirstDifferences(addresses, expected, alone), "")
+      << "the package changes no answer: the test proves nothing";
+
+  SymbolizeOptions named;
+  named.dwp_path = elsewhere;
+  named.cache_dir = tmp.path() + "/cache";
+  ASSERT_EQ(mkdir(named.cache_dir.c_str(), 0700), 0);
+  EXPECT_EQ(FirstDifferences(addresses, expected, Answers(binary, addresses, named)), "");
+  EXPECT_NE(access(testing::IndexPathFor(binary, named.cache_dir, named).c_str(), F_OK), 0)
+      << "an index was built with a named package";
+  // A named package that is not there: the .dwo files, as without one (here: none).
+  named.dwp_path = tmp.path() + "/missing.dwp";
+  EXPECT_EQ(FirstDifferences(addresses, alone, Answers(binary, addresses, named)), "");
+}
+
 TEST(IndexCacheDirTest, PruneDropsLeastRecentlyUsedFirst) {
   RealTempDir dir;
   auto make = [&](const std::string& name, size_t bytes, time_t mtime) {

@@ -533,6 +533,37 @@ dropin_split)
     total=$((total + 2 * n + 2 * $(wc -l <"$work/requests")))
     echo "== $name: $n DATA and $(wc -l <"$work/requests") FRAME requests as llvm-symbolizer-16 on the twin ($answered declarations; $named by default, as on the twin; $locals locals, $listed of Spill's a with a frame offset; $lines globals' lines as in the source)"
   }
+  # check_dwp NAME BINARY: with its package moved away and renamed, --dwp names it. CODE
+  # answers (names and inline chains only the split units hold), in the LLVM and JSON
+  # layouts, as llvm-symbolizer 14 and 16 give them; and with a --dwp that does not exist,
+  # as they give them without the package.
+  check_dwp() {
+    local name=$1 bin=$2 tool style pkg
+    mkdir -p elsewhere && mv "$bin.dwp" elsewhere/package
+    readelf -SW "$bin" | sed 's/\[ */[/' | awk '$2 == ".text" { print $4, $6 }' |
+      while read -r a s; do
+        for ((x = 16#$a; x < 16#$a + 16#$s; x += 3)); do printf 'CODE %s 0x%x\n' "$bin" $x; done
+      done >"$work/requests"
+    for pkg in "$PWD/elsewhere/package" /nonexistent/package.dwp; do
+      for style in LLVM JSON; do
+        "$dropin" --dwp="$pkg" --output-style=$style <"$work/requests" >"$work/dropin.out" ||
+          fail "$name --dwp: drop-in exited with $?"
+        for tool in llvm-symbolizer "$llvm16"; do
+          command -v "$tool" >/dev/null || continue
+          "$tool" --dwp="$pkg" --output-style=$style <"$work/requests" >"$work/llvm.out" 2>/dev/null
+          diff -u "$work/llvm.out" "$work/dropin.out" >"$work/diff" ||
+            { head -n 40 "$work/diff" >&2; fail "$name --dwp=$pkg $style differs from $tool"; }
+        done
+      done
+    done
+    "$dropin" --dwp="$PWD/elsewhere/package" <"$work/requests" >"$work/with.out"
+    "$dropin" <"$work/requests" >"$work/without.out"
+    # (At -O0 nothing is inlined: the skeleton's lines and the symbol table say it all.)
+    [[ $name == *-O0* ]] || ! cmp -s "$work/with.out" "$work/without.out" ||
+      fail "$name: --dwp changed no answer"
+    mv elsewhere/package "$bin.dwp"
+    echo "== $name --dwp: $(wc -l <"$work/requests") CODE requests as llvm-symbolizer 14 and 16 (with the package moved and named, and with a missing one)"
+  }
   builds=("g++ -gdwarf-5 -O1" "g++ -gdwarf-4 -O1" "g++ -gdwarf-5 -O2" "g++ -gdwarf-4 -O0")
   command -v clang++ >/dev/null && builds+=("clang++ -gdwarf-5 -O1")
   i=0
@@ -555,6 +586,7 @@ dropin_split)
       $packer -e split -o split.dwp || fail "$packer"
       rm -f ./*.dwo
       run_twin "$b -gsplit-dwarf ($packer .dwp)" "$d/plain" "$d/split"
+      check_dwp "$b -gsplit-dwarf ($packer .dwp)" "$d/split"
     fi
   done
   # A missing, truncated or damaged .dwo: answers without its DWARF (or with what of it is
