@@ -50,7 +50,10 @@ struct Config {
   // fetched from $DEBUGINFOD_URLS, by default when it is set (as llvm-symbolizer 16 does).
   bool debuginfod = true;
   std::vector<std::string> debug_dirs;
-  std::string dwp;                  // --dwp: the split-DWARF package of every module
+  std::string dwp;  // --dwp: the split-DWARF package of every module
+  // --fallback-debug-path: where llvm-symbolizer looks for .gnu_debuglink files under the
+  // binary's absolute directory in place of /usr/lib/debug.
+  std::string fallback_debug_path;
   std::vector<std::string> inputs;  // positional arguments: requests, like stdin lines
   // Hidden (tests): DATA answers lose a DW_AT_decl_file written as DW_FORM_implicit_const,
   // as llvm-symbolizer 15 and 16 do, so that the answers can be compared byte for byte.
@@ -110,6 +113,8 @@ constexpr const char* kUsage =
     "  --debug-file-directory=DIR         root of separate debug files\n"
     "  --dwp=FILE                         split-DWARF package of every module (default:\n"
     "                                     MODULE.dwp)\n"
+    "  --fallback-debug-path=DIR          root of .gnu_debuglink files, looked for under the\n"
+    "                                     module's directory (before /usr/lib/debug)\n"
     "  --debuginfod, --no-debuginfod      fetch missing debug files from $DEBUGINFOD_URLS\n"
     "                                     (default: when it is set)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
@@ -264,6 +269,8 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       std::string dir;
       if (!take_value(&dir)) return fail(arg, "Missing value for option");
       config->debug_dirs.push_back(dir);
+    } else if (name == "fallback-debug-path") {
+      if (!take_value(&config->fallback_debug_path)) return fail(arg, "Missing value for option");
     } else if (name == "dwp") {
       if (!take_value(&config->dwp)) return fail(arg, "Missing value for option");
     } else if (name == "default-arch") {
@@ -330,6 +337,11 @@ class Session {
     options_.start_addresses = true;  // JSON StartAddress
     options_.relative_paths = config.relativenames;
     options_.dwp_path = config.dwp;
+    // llvm-symbolizer searches it instead of /usr/lib/debug for a debuglink name under the
+    // module's directory; first here, where every debug dir is searched both ways (a build ID
+    // match is checked, a debuglink one by CRC, so an extra root cannot give a wrong file).
+    if (!config.fallback_debug_path.empty())
+      options_.debug_dirs.insert(options_.debug_dirs.begin(), config.fallback_debug_path);
     if (config.debuginfod) options_.fetcher = MakeDebuginfodFetcher({});  // null: no URLs
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),

@@ -225,6 +225,21 @@ dropin)
     if "$dropin" "$bad" -e "$inline_bin" "$addr" >/dev/null 2>"$work/err"; then fail "$bad accepted"; fi
     [[ -s "$work/err" ]] || fail "$bad: no message"
   done
+  # --fallback-debug-path: the inline fixture's DWARF moved to a .gnu_debuglink file under
+  # DIR/<the binary's absolute directory>/, where only that flag finds it.
+  linked="$work/linked/inline_fixture"
+  fallback="$work/fallback"
+  mkdir -p "$(dirname "$linked")" "$fallback$work/linked"
+  objcopy --only-keep-debug "$inline_bin" "$fallback$work/linked/inline.debug" &&
+    objcopy --strip-debug --add-gnu-debuglink="$fallback$work/linked/inline.debug" "$inline_bin" "$linked" ||
+    fail "cannot split the inline fixture's debug info"
+  code_requests "$linked" >"$work/requests"
+  compare "--fallback-debug-path" --fallback-debug-path="$fallback"
+  grep -q 'inline_fixture.cc:[1-9]' "$work/dropin.out" || fail "--fallback-debug-path: no line found"
+  compare_json "JSON -p --fallback-debug-path" -p --fallback-debug-path "$fallback"
+  compare "without --fallback-debug-path"
+  ! grep -q 'inline_fixture.cc:[1-9]' "$work/dropin.out" || fail "the debuglink file was found without the flag"
+  echo "== --fallback-debug-path: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14, with and without it"
   # libc with its separate debug file (libc6-dbg).
   addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
   compare "libc"
