@@ -1,7 +1,9 @@
 // libFuzzer target for the CFI reader, the DW_CFA interpreter and the unwind-table compiler.
 // The input is one section's bytes: read as .eh_frame and as .debug_frame, every FDE
 // interpreted; then wrapped into a minimal ELF (as .eh_frame, .debug_frame and .eh_frame_hdr)
-// and compiled into an UnwindTable. Checks: interpreted rows never go backwards nor leave the
+// and compiled into an UnwindTable; and read as .eh_frame_hdr of an ELF file with program
+// headers only, whose pointer leads to the .eh_frame (found as in a file without section
+// headers). Checks: interpreted rows never go backwards nor leave the
 // FDE, table rows are strictly sorted with no equal neighbours, Find() returns the row that
 // covers the address, nothing outside [base_pc, end_pc).
 #include <elf.h>
@@ -94,6 +96,35 @@ std::vector<uint8_t> WrapInElf(std::span<const uint8_t> data) {
   return out;
 }
 
+// ELF64 header + program headers only (no section headers, as after llvm-objcopy
+// --strip-sections): one executable PT_LOAD over the whole file and PT_GNU_EH_FRAME over the
+// input, which is read as .eh_frame_hdr; its pointer leads to the .eh_frame inside the load.
+std::vector<uint8_t> WrapInSegments(std::span<const uint8_t> data) {
+  constexpr uint64_t kLoadVaddr = 0x10000;
+  std::vector<uint8_t> out(sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Phdr));
+  const uint64_t data_off = out.size();
+  out.insert(out.end(), data.begin(), data.end());
+  Elf64_Phdr ph[2] = {};
+  ph[0] = {PT_LOAD, PF_R | PF_X, 0, kLoadVaddr, kLoadVaddr, out.size(), out.size(), 0x1000};
+  ph[1] = {PT_GNU_EH_FRAME,       PF_R,        data_off,    kLoadVaddr + data_off,
+           kLoadVaddr + data_off, data.size(), data.size(), 4};
+  std::memcpy(out.data() + sizeof(Elf64_Ehdr), ph, sizeof ph);
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phoff = sizeof(Elf64_Ehdr);
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 2;
+  std::memcpy(out.data(), &eh, sizeof eh);
+  return out;
+}
+
 void CheckTable(const stacksym::UnwindTable& table) {
   std::span<const UnwindRow> rows = table.rows();
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -134,5 +165,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckTable(**table);
   stacksym::UnwindTableCache cache({.max_bytes = 1024});
   Check(cache.Get(**elf) != nullptr);
+
+  std::vector<uint8_t> headerless = WrapInSegments(bytes);
+  auto segments_only = stacksym::ElfFile::FromBytes(headerless, "fuzz-cfi-segments");
+  if (!segments_only) return 0;
+  auto from_segments = stacksym::UnwindTable::Build(**segments_only);
+  if (!from_segments) {
+    Check(!from_segments.error().message.empty());
+    return 0;
+  }
+  CheckTable(**from_segments);
   return 0;
 }

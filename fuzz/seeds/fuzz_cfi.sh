@@ -13,6 +13,12 @@ for name in unwind_gcc_o2 unwind_gcc_o0 unwind_clang_o2 unwind_clang_o0 unwind_g
     rm -f "$seed"
     if objcopy --dump-section ".$sec=$seed" "$f" /dev/null 2>/dev/null && [ -s "$seed" ]; then
       echo "$seed"
+      # Read as .eh_frame_hdr of the program-headers-only image: a version 1 header whose
+      # pc-relative pointer (4, from its own field) leads just past it, to the .eh_frame.
+      if [ "$sec" = eh_frame ]; then
+        { printf '\001\033\377\377\004\000\000\000'; cat "$seed"; } >"$seed.behind-hdr"
+        echo "$seed.behind-hdr"
+      fi
     fi
   done
 done

@@ -1,6 +1,7 @@
 // cfi_sources.h — where an ELF file's call frame information is: its .eh_frame (with the
 // bases its pointer encodings need) and the .debug_frame of the file or of its separate
-// debug file.
+// debug file. A file without section headers has its .eh_frame found through the
+// PT_GNU_EH_FRAME segment (.eh_frame_hdr's pointer), as the runtime finds it.
 #pragma once
 
 #include <vector>

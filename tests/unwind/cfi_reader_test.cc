@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "../elf/tool_runner.h"
@@ -182,6 +184,37 @@ TEST(EhFrameHdr, AgreesWithEhFrameAndCorruptionIsReported) {
     Result<EhFrameHdr> h = ReadEhFrameHdr(s.eh_frame_hdr, s.eh_frame_hdr_vaddr);
     ASSERT_FALSE(h.ok());
     EXPECT_NE(h.error().message.find("does not fit"), std::string::npos);
+  }
+}
+
+// A file without section headers (llvm-objcopy --strip-sections): .eh_frame is found through
+// PT_GNU_EH_FRAME, and the table is the intact file's, row for row, its header agreeing.
+TEST(EhFrameHdr, FileWithoutSectionHeadersUnwindsAsTheIntactOne) {
+  if (!ToolAvailable("llvm-objcopy")) GTEST_SKIP() << "llvm-objcopy is not installed (llvm)";
+  for (const char* name : {"unwind_gxx_o2", "unwind_clang_o2"}) {
+    const std::string intact_path = Fixture(name);
+    const std::string stripped_path = ::testing::TempDir() + "/" + name + ".no-sections";
+    int code = -1;
+    RunTool("llvm-objcopy --strip-sections " + ShellQuote(intact_path) + " " +
+                ShellQuote(stripped_path),
+            &code);
+    ASSERT_EQ(code, 0) << "llvm-objcopy --strip-sections " << intact_path;
+    Result<std::shared_ptr<ElfFile>> intact = ElfFile::Open(intact_path);
+    Result<std::shared_ptr<ElfFile>> stripped = ElfFile::Open(stripped_path);
+    ASSERT_TRUE(intact && stripped);
+    ASSERT_EQ((*stripped)->FindSection(".eh_frame"), nullptr) << "section headers left";
+    Result<std::shared_ptr<const UnwindTable>> want = UnwindTable::Build(**intact);
+    Result<std::shared_ptr<const UnwindTable>> got = UnwindTable::Build(**stripped);
+    ASSERT_TRUE(want && got) << name;
+    ASSERT_GT((*want)->rows().size(), 20u) << name;
+    EXPECT_EQ((*got)->base_pc(), (*want)->base_pc()) << name;
+    EXPECT_EQ((*got)->stats().fdes, (*want)->stats().fdes) << name;
+    EXPECT_TRUE(std::equal((*got)->rows().begin(), (*got)->rows().end(), (*want)->rows().begin(),
+                           (*want)->rows().end()))
+        << name << ": " << (*got)->rows().size() << " rows against " << (*want)->rows().size();
+    EXPECT_EQ((*got)->stats().eh_frame_hdr_fdes, (*want)->stats().eh_frame_hdr_fdes) << name;
+    EXPECT_EQ((*got)->stats().eh_frame_hdr_problem, "") << name;
+    std::remove(stripped_path.c_str());
   }
 }
 
