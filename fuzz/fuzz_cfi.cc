@@ -55,6 +55,20 @@ void InterpretAll(std::span<const uint8_t> data, cfi::CfiSectionKind kind) {
   for (const cfi::CfiProblem& p : entries.problems) Check(!p.message.empty());
 }
 
+// An x86_64 ELF64 shared-object header with no sections or segments yet.
+Elf64_Ehdr X86_64Header() {
+  Elf64_Ehdr eh = {};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_DYN;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  return eh;
+}
+
 // ELF64 header + sections: null, .text, .eh_frame, .eh_frame_hdr, .debug_frame, .shstrtab.
 std::vector<uint8_t> WrapInElf(std::span<const uint8_t> data) {
   const char names[] = "\0.text\0.eh_frame\0.eh_frame_hdr\0.debug_frame\0.shstrtab";
@@ -79,15 +93,7 @@ std::vector<uint8_t> WrapInElf(std::span<const uint8_t> data) {
   sh[4] = {name_at[4], SHT_PROGBITS, 0, 0, data_off, data.size(), 0, 0, 8, 0};
   sh[5] = {name_at[5], SHT_STRTAB, 0, 0, names_off, sizeof names, 0, 0, 1, 0};
   append(sh, sizeof sh);
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_DYN;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  Elf64_Ehdr eh = X86_64Header();
   eh.e_shoff = shoff;
   eh.e_shentsize = sizeof(Elf64_Shdr);
   eh.e_shnum = 6;
@@ -109,15 +115,7 @@ std::vector<uint8_t> WrapInSegments(std::span<const uint8_t> data) {
   ph[1] = {PT_GNU_EH_FRAME,       PF_R,        data_off,    kLoadVaddr + data_off,
            kLoadVaddr + data_off, data.size(), data.size(), 4};
   std::memcpy(out.data() + sizeof(Elf64_Ehdr), ph, sizeof ph);
-  Elf64_Ehdr eh = {};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_DYN;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  Elf64_Ehdr eh = X86_64Header();
   eh.e_phoff = sizeof(Elf64_Ehdr);
   eh.e_phentsize = sizeof(Elf64_Phdr);
   eh.e_phnum = 2;
@@ -147,33 +145,27 @@ void CheckTable(const stacksym::UnwindTable& table) {
   }
 }
 
+// Builds the image's table and checks it (a failure must say why); the cache must hold it.
+void BuildAndCheck(const std::vector<uint8_t>& image, const char* name) {
+  auto elf = stacksym::ElfFile::FromBytes(image, name);
+  if (!elf) return;
+  auto table = stacksym::UnwindTable::Build(**elf);
+  if (!table) {
+    Check(!table.error().message.empty());
+    return;
+  }
+  CheckTable(**table);
+  stacksym::UnwindTableCache cache({.max_bytes = 1024});
+  Check(cache.Get(**elf) != nullptr);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> bytes(data, size);
   InterpretAll(bytes, cfi::CfiSectionKind::kEhFrame);
   InterpretAll(bytes, cfi::CfiSectionKind::kDebugFrame);
-
-  std::vector<uint8_t> image = WrapInElf(bytes);
-  auto elf = stacksym::ElfFile::FromBytes(image, "fuzz-cfi");
-  if (!elf) return 0;
-  auto table = stacksym::UnwindTable::Build(**elf);
-  if (!table) {
-    Check(!table.error().message.empty());
-    return 0;
-  }
-  CheckTable(**table);
-  stacksym::UnwindTableCache cache({.max_bytes = 1024});
-  Check(cache.Get(**elf) != nullptr);
-
-  std::vector<uint8_t> headerless = WrapInSegments(bytes);
-  auto segments_only = stacksym::ElfFile::FromBytes(headerless, "fuzz-cfi-segments");
-  if (!segments_only) return 0;
-  auto from_segments = stacksym::UnwindTable::Build(**segments_only);
-  if (!from_segments) {
-    Check(!from_segments.error().message.empty());
-    return 0;
-  }
-  CheckTable(**from_segments);
+  BuildAndCheck(WrapInElf(bytes), "fuzz-cfi");
+  BuildAndCheck(WrapInSegments(bytes), "fuzz-cfi-segments");
   return 0;
 }

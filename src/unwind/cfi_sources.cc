@@ -85,9 +85,9 @@ bool ReadEhFrameThroughHeader(const ElfFile& elf, CfiSources* out, CfiSectionInf
     const uint64_t at = parsed->eh_frame_vaddr;
     for (const ElfSegment& load : elf.segments()) {
       if (load.type != PT_LOAD || at < load.vaddr || at - load.vaddr >= load.filesz) continue;
-      const uint64_t begin = load.offset + (at - load.vaddr);
       if (load.offset > bytes.size() || bytes.size() - load.offset < load.filesz) break;
-      std::span<const uint8_t> rest = bytes.subspan(begin, load.offset + load.filesz - begin);
+      std::span<const uint8_t> rest =
+          bytes.subspan(load.offset, load.filesz).subspan(at - load.vaddr);
       eh->data = rest.first(EntriesUpToTerminator(rest));
       eh->vaddr = at;
       out->eh_frame_hdr = hdr;
