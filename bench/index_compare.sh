@@ -3,7 +3,9 @@
 # (same sampling as symbolize_compare.sh) symbolized by
 #   direct  stacksym --no-cache (parses DWARF, today's cold path)
 #   cold    stacksym with an empty cache directory (parses everything and writes the index)
-#   warm    stacksym with the index in place
+#   warm    stacksym with the index in place (and the memo of the names it demangled)
+#   other   warm, on 5000 other addresses (another seed): names the memo lacks are demangled;
+#           each run starts from the memo the warm runs left
 #   llvm    llvm-symbolizer --inlines
 # Prints wall time and peak RSS (median of RUNS, bench/timed_run.py), whether the outputs are identical
 # to the direct path's, and the index size against the debug file's. Direct and cold runs
@@ -43,6 +45,8 @@ run_once() {
     direct) cmd="$STACKSYM symbolize elf --no-cache --output-style=llvm --file $file" ;;
     cold) rm -rf "$WORK/cache"; cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
     warm) cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
+    other) cp "$WORK"/memo.keep/*.symnames "$WORK/cache/" 2>/dev/null || true  # C: no memo
+           cmd="$STACKSYM symbolize elf --cache-dir $WORK/cache --output-style=llvm --file $file" ;;
     llvm) cmd="llvm-symbolizer --inlines --obj=$file" ;;
   esac
   "$(dirname "$0")/timed_run.py" "$addrs" "$out" $cmd
@@ -86,8 +90,8 @@ measure_pairs() {
     }'
 }
 
-echo "| input | debug file | index | index/debug | direct (--no-cache) | cold (build + answer) | cold/direct | warm (index) | llvm-symbolizer | warm vs llvm | identical |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+echo "| input | debug file | index | index/debug | direct (--no-cache) | cold (build + answer) | cold/direct | warm (index) | warm, other addresses | llvm-symbolizer | warm vs llvm | identical |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for file in "${INPUTS[@]}"; do
   [[ -r $file ]] || { echo "skipped $file: not installed" >&2; continue; }
   hex=$(readelf -n "$file" 2>/dev/null | awk '/Build ID/ {print $3}')
@@ -100,20 +104,27 @@ for file in "${INPUTS[@]}"; do
   sample_addresses "$file" "$ADDRESSES" >"$addrs"
   read -r dw dm dc cw cm cc cold_ratio < <(measure_pairs "$file" "$addrs")
   read -r ww wm wc < <(measure warm "$file" "$addrs" "$WORK/warm.out")
+  other=$WORK/other
+  sample_addresses "$file" "$ADDRESSES" 1126 >"$other"
+  rm -rf "$WORK/memo.keep" && mkdir "$WORK/memo.keep"
+  cp "$WORK"/cache/*.symnames "$WORK/memo.keep/" 2>/dev/null || true
+  read -r ow om oc < <(measure other "$file" "$other" "$WORK/other.out")
+  $STACKSYM symbolize elf --no-cache --output-style=llvm --file "$file" <"$other" >"$WORK/other-direct.out"
   lw=- lm=0 lc=-
   if command -v llvm-symbolizer >/dev/null; then
     read -r lw lm lc < <(measure llvm "$file" "$addrs" "$WORK/llvm.out")
   fi
   same=no
-  cmp -s "$WORK/direct.out" "$WORK/cold.out" && cmp -s "$WORK/direct.out" "$WORK/warm.out" && same=yes
+  cmp -s "$WORK/direct.out" "$WORK/cold.out" && cmp -s "$WORK/direct.out" "$WORK/warm.out" &&
+    cmp -s "$WORK/other-direct.out" "$WORK/other.out" && same=yes
   debug=$($STACKSYM cache list --cache-dir "$WORK/cache" 2>/dev/null | awk -F'\t' '{print $6}' | head -1)
   index_bytes=$(du -b "$WORK"/cache/*.symidx | awk '{s += $1} END {print s}')
   debug_bytes=$(stat -L -c %s "$debug" 2>/dev/null || echo 0)
   ratio=$(awk -v a="$index_bytes" -v b="$debug_bytes" 'BEGIN {printf (b > 0 ? "%.3f" : "-"), a / b}')
   speed=$(awk -v a="$lw" -v b="$ww" 'BEGIN {printf (b > 0 && a != "-" ? "%.1f×" : "-"), a / b}')
-  printf '| %s | %.1f MB | %.1f MB | %s | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s× | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s | %s |\n' \
+  printf '| %s | %.1f MB | %.1f MB | %s | %.3f s (CPU %.2f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s× | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.3f s), %d MB | %.3f s (CPU %.2f s), %d MB | %s | %s |\n' \
     "$(basename "$file")" "$(awk -v b="$debug_bytes" 'BEGIN {print b / 1e6}')" \
     "$(awk -v b="$index_bytes" 'BEGIN {print b / 1e6}')" "$ratio" \
     "$dw" "$dc" $((dm / 1024)) "$cw" "$cc" $((cm / 1024)) "$cold_ratio" "$ww" "$wc" $((wm / 1024)) \
-    "$lw" "$lc" $((lm / 1024)) "$speed" "$same"
+    "$ow" "$oc" $((om / 1024)) "$lw" "$lc" $((lm / 1024)) "$speed" "$same"
 done

@@ -28,8 +28,8 @@ uint64_t SizeOf(std::span<const std::span<const uint8_t>> pieces) {
 
 }  // namespace
 
-AtomicFile::AtomicFile(std::string dir, std::string path)
-    : dir_(std::move(dir)), path_(std::move(path)) {
+AtomicFile::AtomicFile(std::string dir, std::string path, Durability durability)
+    : dir_(std::move(dir)), path_(std::move(path)), durability_(durability) {
   std::random_device random;
   char suffix[32];
   std::snprintf(suffix, sizeof(suffix), ".tmp.%d.%08x", static_cast<int>(::getpid()),
@@ -73,12 +73,14 @@ Result<void> AtomicFile::Commit(std::span<const std::span<const uint8_t>> pieces
   if (r) {
     r = WriteAllAt(fd_, SizeOf(pieces.first(end_written)), pieces.subspan(end_written), tmp_);
   }
-  if (r && ::fsync(fd_) != 0) r = ErrnoError(errno, "fsync " + tmp_);
+  const bool sync = durability_ == Durability::kSynced;
+  if (r && sync && ::fsync(fd_) != 0) r = ErrnoError(errno, "fsync " + tmp_);
   if (::close(fd_) != 0 && r) r = ErrnoError(errno, "close " + tmp_);
   fd_ = -1;
   if (r && ::rename(tmp_.c_str(), path_.c_str()) != 0) r = ErrnoError(errno, "rename " + tmp_);
   if (!r) return r;  // the destructor removes the temporary
   renamed_ = true;
+  if (!sync) return {};
   int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd >= 0) {
     ::fsync(dir_fd);

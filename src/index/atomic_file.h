@@ -7,7 +7,9 @@
 //   file.WriteInBackground(offset, pieces);  // optional; the pieces stay valid until Commit
 //   Result<void> r = file.Commit(all_pieces, first_written, end_written);
 //
-// Destroyed without a successful Commit, it removes the temporary.
+// Destroyed without a successful Commit, it removes the temporary. Durability::kRenameOnly
+// skips both fsyncs, for files a reader checks whole and can do without (a crash may then
+// leave an empty or partial file under `path`, which its checksums reject).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +25,8 @@ namespace stacksym::symindex {
 
 class AtomicFile {
  public:
-  AtomicFile(std::string dir, std::string path);
+  enum class Durability { kSynced, kRenameOnly };
+  AtomicFile(std::string dir, std::string path, Durability durability = Durability::kSynced);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -41,6 +44,7 @@ class AtomicFile {
   void Discard();
 
   std::string dir_, path_, tmp_;
+  Durability durability_;
   int fd_ = -1;
   Result<void> opened_;
   bool renamed_ = false;

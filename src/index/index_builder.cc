@@ -13,7 +13,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "base/demangle_cache.h"
 #include "base/flat_table.h"
 #include "base/parallel.h"
 #include "dwarf/debug_info_source.h"
@@ -553,13 +552,14 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // DWARF: the source the direct path would open, every unit built in full. Opened first: a
   // compressed .debug_info inflates on a thread of its own from then on.
   SymbolizeOptions dwarf_options = options;
-  dwarf_options.demangle = true;
+  // Linkage names only: demangling all of a big C++ binary's names was a third of a build,
+  // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
+  dwarf_options.demangle = false;
   dwarf_options.inlines = true;
   dwarf_options.use_debug_info = true;
   std::unique_ptr<DebugInfoSource> source;
   if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
 
-  DemangleCache symbol_names;
   SymbolStrings symbol_strings;  // for the dictionary's samples
   // The string dictionary, trained on the strings in merge order: on a thread of its own
   // while the merge runs when there are units to merge, else after.
@@ -601,7 +601,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       }
       previous = record;
     }
-    // Names: demangled on all cores (the cost of big C++ symbol tables), each once.
+    // Names: stored as they are (linkage names: lookups demangle what they print), hashed on
+    // all cores.
     std::vector<const ElfSymbol*> by_record(symbols.size());
     for (size_t i = 0; i < record_of.size(); ++i) {
       if (record_of[i] >= 0) by_record[static_cast<size_t>(record_of[i])] = &table.symbols()[i];
@@ -611,10 +612,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     RunOnThreads(threads, [&](unsigned t) {
       for (size_t k = t; k < by_record.size(); k += threads) {
         SymbolString& s = symbol_strings[k];
-        s.raw = by_record[k]->name;
-        s.pretty = symbol_names.Get(s.raw);
+        s.raw = s.pretty = by_record[k]->name;
         s.pretty_hash = HashBytes(s.pretty);
-        s.raw_hash = s.raw == s.pretty ? 0 : HashBytes(s.raw);
+        s.raw_hash = 0;  // the same string
       }
     });
     for (size_t k = 0; k < symbols.size(); ++k) {

@@ -62,8 +62,9 @@ class IndexBuilder {
  public:
   // The DWARF is the one the direct path finds under `options` (debug dirs, known path); the
   // demangling and inline options do not matter (the index serves both settings).
-  // `dwarf` (nullable) receives the DWARF source the index was built from, opened with
-  // `options` but demangling and inlines on, instead of its being torn down here (tens of
+  // Names are stored as linkage names, never demangled here (SymbolIndex demangles what it
+  // prints). `dwarf` (nullable) receives the DWARF source the index was built from, opened with
+  // `options` but demangling off and inlines on, instead of its being torn down here (tens of
   // milliseconds on a big binary, which a caller about to exit need not pay).
   // `sink` (nullable) gets the sections that are final before the strings are compressed.
   static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -114,6 +115,32 @@ Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, con
   return index;
 }
 
+std::string NameMemoPath(const std::string& index_path) {
+  std::string path = index_path;
+  if (path.ends_with(kIndexSuffix)) path.resize(path.size() - std::strlen(kIndexSuffix));
+  return path + kNameMemoSuffix;
+}
+
+namespace {
+
+// The memo of names demangled from `index` (NameMemo), next to it: a damaged one is said once
+// and replaced at the next save; one of another index (it was rebuilt) silently.
+void AttachNameMemo(SymbolIndex& index, const std::string& index_path) {
+  bool stale = false;
+  if (Result<void> r = index.AttachNameMemo(NameMemoPath(index_path), &stale); !r && !stale) {
+    Warn(r.error().ToString() + "; replacing it");
+  }
+}
+
+}  // namespace
+
+void SaveNameMemo(const SymbolIndex& index, bool only_if_worth_it) {
+  if (Result<void> r = index.SaveNameMemo(only_if_worth_it); !r) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) Warn("cannot save demangled names (" + r.error().ToString() + ")");
+  }
+}
+
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
                                              const SymbolizeOptions& options,
                                              std::unique_ptr<DebugInfoSource>* dwarf) {
@@ -125,6 +152,7 @@ std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf
     auto index = OpenValidIndex(path, *elf, options, &stale);
     if (index) {
       ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for LRU pruning
+      AttachNameMemo(**index, path);
       return std::move(*index);
     }
     // Corrupt, truncated, of another version or another build ID: said once. Stale: silent.
@@ -171,6 +199,7 @@ std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& el
     Warn(index.error().ToString() + "; symbolizing without the index");
     return nullptr;
   }
+  AttachNameMemo(**index, path);
   return std::move(*index);
 }
 
@@ -195,8 +224,8 @@ struct DirFile {
   bool temporary;
 };
 
-// The cache's files: symbol indexes, and with `all_kinds` the persisted unwind tables too
-// (pruning treats both alike).
+// The cache's files: symbol indexes, and with `all_kinds` the persisted unwind tables and the
+// demangled-name memos too (pruning treats them all alike).
 Result<std::vector<DirFile>> IndexFiles(const std::string& dir, bool all_kinds = false) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
@@ -205,7 +234,8 @@ Result<std::vector<DirFile>> IndexFiles(const std::string& dir, bool all_kinds =
     std::string_view name = e->d_name;
     bool temporary = false;
     bool ours = false;
-    for (const char* suffix : {symindex::kIndexSuffix, symindex::kUnwindTableSuffix}) {
+    for (const char* suffix :
+         {symindex::kIndexSuffix, symindex::kUnwindTableSuffix, symindex::kNameMemoSuffix}) {
       if (!all_kinds && suffix != symindex::kIndexSuffix) continue;
       temporary = temporary || name.find(std::string(suffix) + ".tmp.") != name.npos;
       ours = ours || name.ends_with(suffix);

@@ -19,8 +19,8 @@
 namespace stacksym::symindex {
 
 inline constexpr const char* kIndexSuffix = ".symidx";
-// Persisted unwind tables (src/unwind/unwind_table_file.h) share the directory, its size bound
-// and its pruning.
+// Persisted unwind tables (src/unwind/unwind_table_file.h) and the indexes' demangled-name memos
+// (kNameMemoSuffix) share the directory, its size bound and its pruning.
 inline constexpr const char* kUnwindTableSuffix = ".unwtab";
 
 // Can files be created in `dir` (created if missing)?
@@ -39,6 +39,12 @@ inline Result<void> StoreAtomically(const std::string& dir, const std::string& p
 // the debug dirs decide which DWARF is found. Where finding it also depends on the binary's
 // location (debuglink), the index records that location and is rebuilt elsewhere.
 std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options);
+
+// The demangled-name memo of the index at `index_path` (NameMemo): next to it, its suffix
+// kNameMemoSuffix.
+std::string NameMemoPath(const std::string& index_path);
+// index.SaveNameMemo(only_if_worth_it), a failure said once per process on stderr.
+void SaveNameMemo(const SymbolIndex& index, bool only_if_worth_it);
 
 // `dwarf` (nullable): when the index is built, the DWARF source it was built from (see
 // IndexBuilder::Build).

@@ -25,7 +25,7 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // demangled names, then linkage names (a lookup that prints no linkage name reads none);
 // 9: function segments delta-encoded in blocks of 16 (kFunctionSegmentBytes); 10: nodes
 // bit-packed per unit (NodeWidths), parents as distances.
-inline constexpr uint32_t kVersion = 10;
+inline constexpr uint32_t kVersion = 11;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)

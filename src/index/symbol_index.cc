@@ -13,6 +13,7 @@
 
 #include "dwarf/debug_info_source.h"
 #include "index/checksum.h"
+#include "stacksym/demangle.h"
 
 namespace stacksym::symindex {
 
@@ -189,6 +190,8 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     crc = Crc32c(bytes_.subspan(sizeof(FileHeader), table_end - sizeof(FileHeader)), crc);
     if (crc != header_->header_crc) return Corrupt("header checksum mismatch");
   }
+  name_memo_ = std::make_unique<NameMemo>(std::string(),
+                                          NameMemoBinding{header_->header_crc, bytes_.size()});
   std::span<const uint8_t> sections[kSectionKindCount + 1];
   const SectionEntry* section_entries[kSectionKindCount + 1] = {};
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -561,7 +564,34 @@ bool SymbolIndex::Names(StrRef linkage, StrRef demangled, const SymbolizeOptions
     raw->clear();  // linkage names are stored apart: not even decompressed
   }
   if (!options.demangle || linkage.size == 0) return String(linkage, function, cache);
-  return String(demangled, function, cache);
+  // Indexes store linkage names only (docs/index-format.md): a demangled ref equal to the
+  // linkage one is demangled here, once per name, through the memo.
+  if (demangled.offset != linkage.offset || demangled.size != linkage.size) {
+    return String(demangled, function, cache);
+  }
+  const uint64_t key = uint64_t{linkage.offset} << 32 | linkage.size;
+  if (name_memo_->Find(key, function)) return true;
+  if (options.linkage_names) {
+    function->assign(*raw);
+  } else if (!String(linkage, function, cache)) {
+    return false;
+  }
+  if (!MaybeMangled(*function)) return true;  // its own demangled form
+  std::string pretty = Demangle(*function);
+  name_memo_->Add(key, pretty);
+  *function = std::move(pretty);
+  return true;
+}
+
+Result<void> SymbolIndex::AttachNameMemo(const std::string& path, bool* stale) {
+  name_memo_ =
+      std::make_unique<NameMemo>(path, NameMemoBinding{header_->header_crc, bytes_.size()});
+  return name_memo_->Load(stale);
+}
+
+Result<void> SymbolIndex::SaveNameMemo(bool only_if_worth_it) const {
+  if (only_if_worth_it && !name_memo_->WorthSaving()) return {};
+  return name_memo_->Save();
 }
 
 bool SymbolIndex::Name(uint32_t name, const SymbolizeOptions& options, std::string* function,

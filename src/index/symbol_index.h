@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "index/index_format.h"
+#include "index/name_memo.h"
 #include "stacksym/result.h"
 #include "stacksym/symbolize.h"
 
@@ -86,6 +87,17 @@ class SymbolIndex {
   // follows what it reads now, not the whole index (the kernel maps big page-cache folios
   // whole). Safe beside concurrent lookups, which just fault the pages in again.
   void ReleasePages() const;
+
+  // Names are stored as linkage names and demangled by the lookups that print them, each
+  // once (NameMemo). With a memo file at `path` attached (before any lookup), the names it
+  // holds are read from it; an error when it is there but unusable (then ignored), `*stale`
+  // set when it belongs to another index.
+  Result<void> AttachNameMemo(const std::string& path, bool* stale = nullptr);
+  // Writes the names demangled since the memo was attached or saved to its file (none
+  // attached: nothing). `only_if_worth_it`: only when they are many against those it holds
+  // (NameMemo::WorthSaving), so that a long-lived caller does not rewrite it for a few names.
+  // Not concurrently with lookups.
+  Result<void> SaveNameMemo(bool only_if_worth_it = false) const;
 
   // A chunk failed its checksum (then every later Answer() is false): why, or "" when intact.
   bool damaged() const { return damaged_.load(std::memory_order_acquire); }
@@ -248,6 +260,7 @@ class SymbolIndex {
   std::span<const uint8_t> chunk_crcs_;
   std::unique_ptr<std::atomic<uint8_t>[]> chunk_state_;
   mutable std::atomic<bool> damaged_{false};
+  std::unique_ptr<NameMemo> name_memo_;  // set by Parse
   mutable std::atomic<size_t> damaged_chunk_{0};
 };
 

@@ -31,7 +31,9 @@ Result<std::unique_ptr<ElfSymbolizer>> ElfSymbolizer::FromElf(std::shared_ptr<El
 ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options)
     : elf_(std::move(elf)), options_(options), symbol_names_(std::make_unique<DemangleCache>()) {}
 
-ElfSymbolizer::~ElfSymbolizer() = default;
+ElfSymbolizer::~ElfSymbolizer() {
+  if (index_) symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/false);
+}
 
 std::string ElfSymbolizer::debug_file() const {
   if (debug_info_) return debug_info_->path();
@@ -73,14 +75,16 @@ bool ElfSymbolizer::UseIndex() {
     // (An index keeps linkage names: short names are read from the DWARF itself.)
     if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names &&
         !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
-      // A build's DWARF source is the one LoadDebugInfo would open when demangling and
-      // inlines are on: kept for the answers the index leaves to it, and not torn down now.
+      // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
+      // LoadDebugInfo would open when demangling is off and inlines are on, and then answers
+      // what the index leaves to DWARF.
       std::unique_ptr<DebugInfoSource> built_from;
-      bool same_source = options_.keep_dwarf_after_index_build && options_.demangle &&
-                         options_.inlines && !debug_info_loaded_;
-      index_ = symindex::OpenCachedIndex(elf_, options_, same_source ? &built_from : nullptr);
-      if (built_from && built_from->retired()) {
-        // Its sections are given back: held (its teardown skipped with the rest), never asked.
+      bool keep_source = options_.keep_dwarf_after_index_build && !debug_info_loaded_;
+      bool same_source = !options_.demangle && options_.inlines;
+      index_ = symindex::OpenCachedIndex(elf_, options_, keep_source ? &built_from : nullptr);
+      if (built_from && (built_from->retired() || !same_source)) {
+        // Its sections are given back, or its names are not demangled: held (its teardown
+        // skipped with the rest), never asked.
         retired_debug_info_ = std::move(built_from);
       } else if (built_from) {
         debug_info_ = std::move(built_from);
@@ -139,7 +143,10 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
-  if (UseIndex() && index_->Answer(out.vaddr, options_, out)) return out;
+  if (UseIndex() && index_->Answer(out.vaddr, options_, out)) {
+    symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
+    return out;
+  }
   if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
@@ -235,6 +242,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
       vaddrs.resize(kept);
       positions.resize(kept);
     }
+    if (index_) symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
     if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
@@ -313,6 +321,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
       }
     }
   });
+  symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
   for (const std::vector<uint32_t>& positions : unanswered) {
     rest.insert(rest.end(), positions.begin(), positions.end());
   }

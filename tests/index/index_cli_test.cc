@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "index/index_cache.h"
 #include "index/index_format.h"
 #include "index_test_util.h"
 #include "real_test_util.h"
@@ -52,6 +54,17 @@ std::vector<std::string> FilesIn(const std::string& dir) {
   }
   closedir(d);
   return out;
+}
+
+// The cache's files after a run that answered from a fresh index: the index and the memo of
+// the names its answers demangled (the fixture is C++), each once, no temporary left.
+void ExpectIndexAndNameMemo(const std::string& dir) {
+  std::vector<std::string> files = FilesIn(dir);
+  std::sort(files.begin(), files.end());
+  ASSERT_EQ(files.size(), 2u) << "temporary files left behind?";
+  EXPECT_TRUE(files[0].ends_with(".symidx")) << files[0];
+  EXPECT_TRUE(files[1].ends_with(".symnames")) << files[1];
+  EXPECT_EQ(files[0].substr(0, files[0].size() - 7), files[1].substr(0, files[1].size() - 9));
 }
 
 std::string ReadFile(const std::string& path) {
@@ -95,7 +108,14 @@ TEST_F(IndexCliTest, CacheDirGivesTheDirectOutput) {
     EXPECT_EQ(cold, direct) << style;
     EXPECT_EQ(warm, direct) << style;
   }
-  EXPECT_EQ(FilesIn(cache).size(), 1u);
+  ExpectIndexAndNameMemo(cache);
+  // Pruning counts and removes the memo like any other cache file.
+  int status = -1;
+  std::string pruned =
+      RunCli(kStacksym + " cache prune --max-bytes 0 --cache-dir " + cache, &status, "");
+  EXPECT_EQ(status, 0);
+  EXPECT_NE(pruned.find("removed 2 files"), std::string::npos) << pruned;
+  EXPECT_TRUE(FilesIn(cache).empty());
 }
 
 TEST_F(IndexCliTest, NoCacheWritesNothingAndXdgCacheHomeIsTheDefault) {
@@ -107,7 +127,7 @@ TEST_F(IndexCliTest, NoCacheWritesNothingAndXdgCacheHomeIsTheDefault) {
   EXPECT_TRUE(FilesIn(xdg + "/stacksym").empty());
   RunCli("XDG_CACHE_HOME=" + xdg + " " + kStacksym + " symbolize elf --file " + kFixture, &status);
   EXPECT_EQ(status, 0);
-  EXPECT_EQ(FilesIn(xdg + "/stacksym").size(), 1u);
+  ExpectIndexAndNameMemo(xdg + "/stacksym");
 }
 
 TEST_F(IndexCliTest, CorruptIndexIsReportedOnceAndRebuilt) {
@@ -128,6 +148,31 @@ TEST_F(IndexCliTest, CorruptIndexIsReportedOnceAndRebuilt) {
   EXPECT_EQ(CountLines(err, "warning"), 1u) << err;
   EXPECT_NE(err.find("checksum"), std::string::npos) << err;
   // Rebuilt: the next run is silent.
+  Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
+  EXPECT_EQ(ReadFile(err_path), "");
+}
+
+// The demangled-name memo likewise: a damaged one is said once, changes no answer, and the
+// run replaces it (the next run is silent).
+TEST_F(IndexCliTest, CorruptNameMemoIsReportedOnceAndReplaced) {
+  std::string cache = dir_.Make("cache");
+  int status = -1;
+  Symbolize("--cache-dir " + cache, &status);
+  ASSERT_EQ(status, 0);
+  std::string memo = symindex::NameMemoPath(testing::IndexPathFor(kFixture, cache));
+  const std::string good = ReadFile(memo);
+  ASSERT_GT(good.size(), 1000u);
+  std::string bad = good;
+  bad[good.size() / 2] ^= 0x10;
+  ASSERT_TRUE(testing::RealWriteFile(memo, bad));
+  std::string err_path = dir_.Make("stderr");
+  std::string out = Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(out, Direct());
+  std::string err = ReadFile(err_path);
+  EXPECT_EQ(CountLines(err, "warning"), 1u) << err;
+  EXPECT_NE(err.find("name memo"), std::string::npos) << err;
+  EXPECT_EQ(ReadFile(memo), good) << "not replaced by the same names";
   Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
   EXPECT_EQ(ReadFile(err_path), "");
 }
@@ -155,9 +200,7 @@ TEST_F(IndexCliTest, ConcurrentColdBuildersAllSucceed) {
     EXPECT_EQ(ReadFile(dir_.path() + "/out." + n), direct) << i;
     EXPECT_EQ(ReadFile(dir_.path() + "/err." + n), "") << i;
   }
-  std::vector<std::string> files = FilesIn(cache);
-  ASSERT_EQ(files.size(), 1u) << "temporary files left behind";
-  EXPECT_TRUE(files[0].ends_with(".symidx"));
+  ExpectIndexAndNameMemo(cache);
 }
 
 TEST_F(IndexCliTest, FullFileSystemFallsBackWithAWarning) {

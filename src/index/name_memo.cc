@@ -1,0 +1,245 @@
+#include "index/name_memo.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "index/atomic_file.h"
+#include "index/checksum.h"
+
+namespace stacksym::symindex {
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'D', 'N'};
+// A file bigger than a full memo can be is not read (its header would not parse either).
+constexpr uint64_t kMaxFileBytes =
+    sizeof(NameMemoHeader) + kNameMemoMaxText + (kNameMemoMaxText / 8) * sizeof(NameMemoEntry);
+
+uint32_t HeaderCrc(NameMemoHeader header) {
+  header.header_crc = 0;
+  return Crc32c(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&header), sizeof(header)));
+}
+
+Error Damaged(const char* why) {
+  return Error(ErrorCode::kInvalidArgument, std::string("damaged name memo: ") + why);
+}
+
+}  // namespace
+
+Result<NameMemoView> ParseNameMemo(std::span<const uint8_t> bytes, const NameMemoBinding& binding,
+                                   bool* stale, bool verify_checksums) {
+  if (stale != nullptr) *stale = false;
+  NameMemoHeader header;
+  if (bytes.size() < sizeof(header)) return Damaged("shorter than its header");
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) return Damaged("no magic");
+  if (verify_checksums && HeaderCrc(header) != header.header_crc) {
+    return Damaged("header checksum");
+  }
+  if (header.version != kNameMemoVersion) {
+    return Error(ErrorCode::kInvalidArgument,
+                 "name memo of version " + std::to_string(header.version));
+  }
+  const uint64_t body = bytes.size() - sizeof(header);
+  if (header.count > body / sizeof(NameMemoEntry) ||
+      header.text_size != body - uint64_t{header.count} * sizeof(NameMemoEntry)) {
+    return Damaged("sizes");
+  }
+  if (verify_checksums && Crc32c(bytes.subspan(sizeof(header))) != header.body_crc) {
+    return Damaged("body checksum");
+  }
+  if (header.index_crc != binding.index_crc || header.index_size != binding.index_size) {
+    if (stale != nullptr) *stale = true;
+    return Error(ErrorCode::kInvalidArgument, "name memo of another index");
+  }
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(NameMemoEntry) != 0) {
+    return Error(ErrorCode::kInvalidArgument, "name memo bytes not aligned");
+  }
+  NameMemoView view;
+  view.entries = {reinterpret_cast<const NameMemoEntry*>(bytes.data() + sizeof(header)),
+                  header.count};
+  view.text = {reinterpret_cast<const char*>(bytes.data()) + sizeof(header) +
+                   uint64_t{header.count} * sizeof(NameMemoEntry),
+               static_cast<size_t>(header.text_size)};
+  for (size_t i = 0; i < view.entries.size(); ++i) {
+    const NameMemoEntry& e = view.entries[i];
+    if (i > 0 && view.entries[i - 1].key >= e.key) return Damaged("keys out of order");
+    if (e.offset > view.text.size() || e.size > view.text.size() - e.offset) {
+      return Damaged("text out of bounds");
+    }
+  }
+  return view;
+}
+
+namespace {
+
+// Fills in the header of the memo file at `base` (`size` bytes, its entries and text in place).
+void FinishNameMemo(uint8_t* base, size_t size, uint32_t count, uint64_t text_size,
+                    const NameMemoBinding& binding) {
+  NameMemoHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.version = kNameMemoVersion;
+  header.count = count;
+  header.index_size = binding.index_size;
+  header.index_crc = binding.index_crc;
+  header.text_size = text_size;
+  header.body_crc = Crc32c({base + sizeof(header), size - sizeof(header)});
+  header.header_crc = HeaderCrc(header);
+  std::memcpy(base, &header, sizeof(header));
+}
+
+}  // namespace
+
+std::vector<uint8_t> EncodeNameMemo(std::span<const NameMemoEntry> entries, std::string_view text,
+                                    const NameMemoBinding& binding) {
+  std::vector<uint8_t> out(sizeof(NameMemoHeader) + entries.size_bytes() + text.size());
+  if (!entries.empty()) {
+    std::memcpy(out.data() + sizeof(NameMemoHeader), entries.data(), entries.size_bytes());
+  }
+  if (!text.empty()) {
+    std::memcpy(out.data() + sizeof(NameMemoHeader) + entries.size_bytes(), text.data(),
+                text.size());
+  }
+  FinishNameMemo(out.data(), out.size(), static_cast<uint32_t>(entries.size()), text.size(),
+                 binding);
+  return out;
+}
+
+NameMemo::NameMemo(std::string path, const NameMemoBinding& binding)
+    : path_(std::move(path)), binding_(binding) {}
+
+NameMemo::~NameMemo() { Unmap(); }
+
+void NameMemo::Unmap() {
+  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
+  mapping_ = nullptr;
+  mapping_size_ = 0;
+}
+
+Result<void> NameMemo::Load(bool* stale) {
+  if (stale != nullptr) *stale = false;
+  loaded_ = {};
+  bytes_.clear();
+  Unmap();
+  if (path_.empty()) return {};
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return {};  // not written yet
+    return ErrnoError(errno, "open " + path_);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < sizeof(NameMemoHeader) ||
+      static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    ::close(fd);
+    return Damaged("not a name memo's size").WithFile(path_);
+  }
+  // Mapped (page-aligned), its pages populated at once: the checks read every byte, and a
+  // copy would cost fresh pages.
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  const int error = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) return ErrnoError(error, "map " + path_);
+  mapping_ = p;
+  mapping_size_ = size;
+  auto view = ParseNameMemo(std::span<const uint8_t>(static_cast<const uint8_t*>(p), size),
+                            binding_, stale);
+  if (!view) {
+    Unmap();
+    return std::move(view).error().WithFile(path_);
+  }
+  loaded_ = *view;
+  return {};
+}
+
+bool NameMemo::Find(uint64_t key, std::string* out) const {
+  auto it = std::lower_bound(loaded_.entries.begin(), loaded_.entries.end(), key,
+                             [](const NameMemoEntry& e, uint64_t k) { return e.key < k; });
+  if (it != loaded_.entries.end() && it->key == key) {
+    out->assign(loaded_.text.substr(it->offset, it->size));
+    return true;
+  }
+  const Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  auto added = shard.names.find(key);
+  if (added == shard.names.end()) return false;
+  out->assign(added->second);
+  return true;
+}
+
+void NameMemo::Add(uint64_t key, std::string_view text) {
+  Shard& shard = ShardOf(key);
+  std::lock_guard<std::mutex> lock(shard.mu);
+  // Another thread's equal text may be there first.
+  if (shard.names.try_emplace(key, text).second) unsaved_.fetch_add(1, std::memory_order_relaxed);
+}
+
+size_t NameMemo::added() const { return unsaved_.load(std::memory_order_relaxed); }
+
+bool NameMemo::WorthSaving() const {
+  const size_t unsaved = added();
+  return unsaved > 0 && unsaved * 16 >= loaded_.entries.size();
+}
+
+Result<void> NameMemo::Save() {
+  // The added names that fit under the bound, by key (which ones fit does not vary by run).
+  std::vector<std::pair<uint64_t, const std::string*>> fitting;
+  uint64_t text_size = loaded_.text.size();
+  // (No Find or Add runs meanwhile: the shards are read without their locks.)
+  if (unsaved_.exchange(0) == 0) return {};
+  for (const Shard& shard : shards_) {
+    for (const auto& [key, name] : shard.names) fitting.emplace_back(key, &name);
+  }
+  std::sort(fitting.begin(), fitting.end());
+  size_t kept = 0;
+  for (const auto& [key, name] : fitting) {
+    if (text_size + name->size() > kNameMemoMaxText) continue;  // stays in memory
+    text_size += name->size();
+    fitting[kept++] = {key, name};
+  }
+  fitting.resize(kept);
+  if (fitting.empty()) return {};  // the memo is full
+  // The new file, built in place: the loaded entries and text, then the new ones, the two
+  // runs of entries merged by key (a loaded key is never added: Find answers it first).
+  const size_t loaded_count = loaded_.entries.size(), count = loaded_count + fitting.size();
+  const size_t size = sizeof(NameMemoHeader) + count * sizeof(NameMemoEntry) + text_size;
+  std::vector<uint64_t> bytes((size + 7) / 8);
+  auto* base = reinterpret_cast<uint8_t*>(bytes.data());
+  auto* entries = reinterpret_cast<NameMemoEntry*>(base + sizeof(NameMemoHeader));
+  char* text = reinterpret_cast<char*>(entries + count);
+  std::copy(loaded_.entries.begin(), loaded_.entries.end(), entries);
+  std::memcpy(text, loaded_.text.data(), loaded_.text.size());
+  size_t at = loaded_.text.size();
+  for (size_t k = 0; k < fitting.size(); ++k) {
+    const std::string& name = *fitting[k].second;
+    entries[loaded_count + k] = {fitting[k].first, static_cast<uint32_t>(at),
+                                 static_cast<uint32_t>(name.size())};
+    std::memcpy(text + at, name.data(), name.size());
+    at += name.size();
+  }
+  std::inplace_merge(entries, entries + loaded_count, entries + count,
+                     [](const NameMemoEntry& a, const NameMemoEntry& b) { return a.key < b.key; });
+  FinishNameMemo(base, size, static_cast<uint32_t>(count), text_size, binding_);
+  for (const auto& [key, name] : fitting) ShardOf(key).names.erase(key);
+  // What is written is what later Finds read (checked as a file is; its sums are fresh).
+  auto view = ParseNameMemo({base, size}, binding_, nullptr, /*verify_checksums=*/false);
+  if (!view) return std::move(view).error();
+  bytes_ = std::move(bytes);  // the view points into the moved buffer, which keeps its storage
+  Unmap();                    // what was loaded is in it
+  loaded_ = *view;
+  if (path_.empty()) return {};
+  const std::string dir = path_.substr(0, path_.find_last_of('/') + 1);
+  AtomicFile out(dir.empty() ? "." : dir, path_, AtomicFile::Durability::kRenameOnly);
+  std::span<const uint8_t> piece(base, size);
+  return out.Commit(std::span<const std::span<const uint8_t>>(&piece, 1));
+}
+
+}  // namespace stacksym::symindex
