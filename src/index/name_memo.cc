@@ -80,9 +80,9 @@ Result<NameMemoView> ParseNameMemo(std::span<const uint8_t> bytes, const NameMem
 
 namespace {
 
-// Fills in the header of the memo file at `base` (`size` bytes, its entries and text in place).
-void FinishNameMemo(uint8_t* base, size_t size, uint32_t count, uint64_t text_size,
-                    const NameMemoBinding& binding) {
+// The header of a memo whose body (entries, then text) sums to `body_crc`.
+NameMemoHeader MemoHeader(uint32_t count, uint64_t text_size, uint32_t body_crc,
+                          const NameMemoBinding& binding) {
   NameMemoHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.version = kNameMemoVersion;
@@ -90,25 +90,31 @@ void FinishNameMemo(uint8_t* base, size_t size, uint32_t count, uint64_t text_si
   header.index_size = binding.index_size;
   header.index_crc = binding.index_crc;
   header.text_size = text_size;
-  header.body_crc = Crc32c({base + sizeof(header), size - sizeof(header)});
+  header.body_crc = body_crc;
   header.header_crc = HeaderCrc(header);
-  std::memcpy(base, &header, sizeof(header));
+  return header;
+}
+
+std::span<const uint8_t> BytesOf(std::string_view text) {
+  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
 }  // namespace
 
 std::vector<uint8_t> EncodeNameMemo(std::span<const NameMemoEntry> entries, std::string_view text,
                                     const NameMemoBinding& binding) {
-  std::vector<uint8_t> out(sizeof(NameMemoHeader) + entries.size_bytes() + text.size());
-  if (!entries.empty()) {
-    std::memcpy(out.data() + sizeof(NameMemoHeader), entries.data(), entries.size_bytes());
+  const std::span<const uint8_t> entry_bytes(reinterpret_cast<const uint8_t*>(entries.data()),
+                                             entries.size_bytes());
+  const NameMemoHeader header = MemoHeader(static_cast<uint32_t>(entries.size()), text.size(),
+                                           Crc32c(BytesOf(text), Crc32c(entry_bytes)), binding);
+  std::vector<uint8_t> out(sizeof(header) + entry_bytes.size() + text.size());
+  std::memcpy(out.data(), &header, sizeof(header));
+  if (!entry_bytes.empty()) {
+    std::memcpy(out.data() + sizeof(header), entry_bytes.data(), entry_bytes.size());
   }
   if (!text.empty()) {
-    std::memcpy(out.data() + sizeof(NameMemoHeader) + entries.size_bytes(), text.data(),
-                text.size());
+    std::memcpy(out.data() + sizeof(header) + entry_bytes.size(), text.data(), text.size());
   }
-  FinishNameMemo(out.data(), out.size(), static_cast<uint32_t>(entries.size()), text.size(),
-                 binding);
   return out;
 }
 
@@ -126,7 +132,7 @@ void NameMemo::Unmap() {
 Result<void> NameMemo::Load(bool* stale) {
   if (stale != nullptr) *stale = false;
   loaded_ = {};
-  bytes_.clear();
+  saved_count_ = 0;
   Unmap();
   if (path_.empty()) return {};
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -157,6 +163,7 @@ Result<void> NameMemo::Load(bool* stale) {
     return std::move(view).error().WithFile(path_);
   }
   loaded_ = *view;
+  saved_count_ = loaded_.entries.size();
   return {};
 }
 
@@ -186,60 +193,58 @@ size_t NameMemo::added() const { return unsaved_.load(std::memory_order_relaxed)
 
 bool NameMemo::WorthSaving() const {
   const size_t unsaved = added();
-  return unsaved > 0 && unsaved * 16 >= loaded_.entries.size();
+  return unsaved > 0 && unsaved * 16 >= saved_count_;
 }
 
 Result<void> NameMemo::Save() {
-  // The added names that fit under the bound, by key (which ones fit does not vary by run).
-  std::vector<std::pair<uint64_t, const std::string*>> fitting;
-  uint64_t text_size = loaded_.text.size();
   // (No Find or Add runs meanwhile: the shards are read without their locks.)
   if (unsaved_.exchange(0) == 0) return {};
+  // Every name demangled since loading, by key, as many as fit under the bound (which ones
+  // fit does not vary by run); the others stay in memory only.
+  std::vector<std::pair<uint64_t, const std::string*>> names;
   for (const Shard& shard : shards_) {
-    for (const auto& [key, name] : shard.names) fitting.emplace_back(key, &name);
+    for (const auto& [key, name] : shard.names) names.emplace_back(key, &name);
   }
-  std::sort(fitting.begin(), fitting.end());
+  std::sort(names.begin(), names.end());
+  uint64_t text_size = loaded_.text.size();
   size_t kept = 0;
-  for (const auto& [key, name] : fitting) {
-    if (text_size + name->size() > kNameMemoMaxText) continue;  // stays in memory
+  for (const auto& [key, name] : names) {
+    if (text_size + name->size() > kNameMemoMaxText) continue;
     text_size += name->size();
-    fitting[kept++] = {key, name};
+    names[kept++] = {key, name};
   }
-  fitting.resize(kept);
-  if (fitting.empty()) return {};  // the memo is full
-  // The new file, built in place: the loaded entries and text, then the new ones, the two
-  // runs of entries merged by key (a loaded key is never added: Find answers it first).
-  const size_t loaded_count = loaded_.entries.size(), count = loaded_count + fitting.size();
-  const size_t size = sizeof(NameMemoHeader) + count * sizeof(NameMemoEntry) + text_size;
-  std::vector<uint64_t> bytes((size + 7) / 8);
-  auto* base = reinterpret_cast<uint8_t*>(bytes.data());
-  auto* entries = reinterpret_cast<NameMemoEntry*>(base + sizeof(NameMemoHeader));
-  char* text = reinterpret_cast<char*>(entries + count);
-  std::copy(loaded_.entries.begin(), loaded_.entries.end(), entries);
-  std::memcpy(text, loaded_.text.data(), loaded_.text.size());
-  size_t at = loaded_.text.size();
-  for (size_t k = 0; k < fitting.size(); ++k) {
-    const std::string& name = *fitting[k].second;
-    entries[loaded_count + k] = {fitting[k].first, static_cast<uint32_t>(at),
-                                 static_cast<uint32_t>(name.size())};
-    std::memcpy(text + at, name.data(), name.size());
-    at += name.size();
+  names.resize(kept);
+  const size_t count = loaded_.entries.size() + names.size();
+  if (count == saved_count_) return {};  // nothing new fits: the file holds the rest
+  // The file written from where its pieces are: the loaded entries merged by key with the new
+  // ones (a loaded key is never added: Find answers it first), the loaded text, each new name.
+  // Nothing is copied together first: fresh pages cost more than the writes on these VMs.
+  std::vector<NameMemoEntry> entries(loaded_.entries.begin(), loaded_.entries.end());
+  entries.reserve(count);
+  std::vector<std::span<const uint8_t>> pieces;
+  pieces.reserve(3 + names.size());
+  uint64_t at = loaded_.text.size();
+  for (const auto& [key, name] : names) {
+    entries.push_back({key, static_cast<uint32_t>(at), static_cast<uint32_t>(name->size())});
+    at += name->size();
   }
-  std::inplace_merge(entries, entries + loaded_count, entries + count,
+  std::inplace_merge(entries.begin(), entries.begin() + static_cast<long>(loaded_.entries.size()),
+                     entries.end(),
                      [](const NameMemoEntry& a, const NameMemoEntry& b) { return a.key < b.key; });
-  FinishNameMemo(base, size, static_cast<uint32_t>(count), text_size, binding_);
-  for (const auto& [key, name] : fitting) ShardOf(key).names.erase(key);
-  // What is written is what later Finds read (checked as a file is; its sums are fresh).
-  auto view = ParseNameMemo({base, size}, binding_, nullptr, /*verify_checksums=*/false);
-  if (!view) return std::move(view).error();
-  bytes_ = std::move(bytes);  // the view points into the moved buffer, which keeps its storage
-  Unmap();                    // what was loaded is in it
-  loaded_ = *view;
+  const std::span<const uint8_t> entry_bytes(reinterpret_cast<const uint8_t*>(entries.data()),
+                                             entries.size() * sizeof(NameMemoEntry));
+  uint32_t crc = Crc32c(BytesOf(loaded_.text), Crc32c(entry_bytes));
+  for (const auto& [key, name] : names) crc = Crc32c(BytesOf(*name), crc);
+  const NameMemoHeader header = MemoHeader(static_cast<uint32_t>(count), text_size, crc, binding_);
+  pieces.push_back({reinterpret_cast<const uint8_t*>(&header), sizeof(header)});
+  pieces.push_back(entry_bytes);
+  pieces.push_back(BytesOf(loaded_.text));
+  for (const auto& [key, name] : names) pieces.push_back(BytesOf(*name));
+  saved_count_ = count;
   if (path_.empty()) return {};
   const std::string dir = path_.substr(0, path_.find_last_of('/') + 1);
   AtomicFile out(dir.empty() ? "." : dir, path_, AtomicFile::Durability::kRenameOnly);
-  std::span<const uint8_t> piece(base, size);
-  return out.Commit(std::span<const std::span<const uint8_t>>(&piece, 1));
+  return out.Commit(pieces);
 }
 
 }  // namespace stacksym::symindex

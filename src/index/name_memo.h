@@ -95,12 +95,11 @@ class NameMemo {
   // Names added since the last Save: how many.
   size_t added() const;
   // Whether Save would be worth its cost now: names were added, and they are many against
-  // those loaded (a sixteenth), since Save rewrites the whole file.
+  // those the file holds (a sixteenth), since Save rewrites the whole file.
   bool WorthSaving() const;
   // Writes the loaded and the added names (up to kNameMemoMaxText of text) when names were
-  // added: written whole to a temporary and renamed over the file (not synced: a crash's
-  // leftovers fail the checksums). The names written are then the loaded ones; those over
-  // the bound stay in memory.
+  // added since the last Save: written whole to a temporary and renamed over the file (not
+  // synced: a crash's leftovers fail the checksums). Names over the bound stay in memory.
   Result<void> Save();
 
  private:
@@ -109,8 +108,8 @@ class NameMemo {
   void Unmap();
   void* mapping_ = nullptr;  // the file Load read (mapped whole: it is checked whole)
   size_t mapping_size_ = 0;
-  std::vector<uint64_t> bytes_;  // or the file Save wrote (8-byte aligned)
-  NameMemoView loaded_;          // in one of the two
+  NameMemoView loaded_;     // in the mapping
+  size_t saved_count_ = 0;  // entries of the file as last loaded or saved
   // Names added since loading, spread over shards with a lock each (lookups on every core
   // add and find them at once).
   static constexpr size_t kShards = 16;
