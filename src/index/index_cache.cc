@@ -134,8 +134,8 @@ void AttachNameMemo(SymbolIndex& index, const std::string& index_path) {
 
 }  // namespace
 
-void SaveNameMemo(const SymbolIndex& index, bool only_if_worth_it) {
-  if (Result<void> r = index.SaveNameMemo(only_if_worth_it); !r) {
+void SaveNameMemo(const SymbolIndex& index, size_t at_least) {
+  if (Result<void> r = index.SaveNameMemo(at_least); !r) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) Warn("cannot save demangled names (" + r.error().ToString() + ")");
   }

@@ -43,8 +43,8 @@ std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options);
 // The demangled-name memo of the index at `index_path` (NameMemo): next to it, its suffix
 // kNameMemoSuffix.
 std::string NameMemoPath(const std::string& index_path);
-// index.SaveNameMemo(only_if_worth_it), a failure said once per process on stderr.
-void SaveNameMemo(const SymbolIndex& index, bool only_if_worth_it);
+// index.SaveNameMemo(at_least), a failure said once per process on stderr.
+void SaveNameMemo(const SymbolIndex& index, size_t at_least);
 
 // `dwarf` (nullable): when the index is built, the DWARF source it was built from (see
 // IndexBuilder::Build).

@@ -191,9 +191,9 @@ void NameMemo::Add(uint64_t key, std::string_view text) {
 
 size_t NameMemo::added() const { return unsaved_.load(std::memory_order_relaxed); }
 
-bool NameMemo::WorthSaving() const {
+bool NameMemo::WorthSaving(size_t at_least) const {
   const size_t unsaved = added();
-  return unsaved > 0 && unsaved * 16 >= saved_count_;
+  return unsaved > 0 && unsaved >= at_least && unsaved * 16 >= saved_count_;
 }
 
 Result<void> NameMemo::Save() {

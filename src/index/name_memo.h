@@ -94,9 +94,9 @@ class NameMemo {
   void Add(uint64_t key, std::string_view text);
   // Names added since the last Save: how many.
   size_t added() const;
-  // Whether Save would be worth its cost now: names were added, and they are many against
-  // those the file holds (a sixteenth), since Save rewrites the whole file.
-  bool WorthSaving() const;
+  // Whether Save would be worth its cost now: at least `at_least` names were added, and they
+  // are many against those the file holds (a sixteenth), since Save rewrites the whole file.
+  bool WorthSaving(size_t at_least = 1) const;
   // Writes the loaded and the added names (up to kNameMemoMaxText of text) when names were
   // added since the last Save: written whole to a temporary and renamed over the file (not
   // synced: a crash's leftovers fail the checksums). Names over the bound stay in memory.

@@ -589,8 +589,8 @@ Result<void> SymbolIndex::AttachNameMemo(const std::string& path, bool* stale) {
   return name_memo_->Load(stale);
 }
 
-Result<void> SymbolIndex::SaveNameMemo(bool only_if_worth_it) const {
-  if (only_if_worth_it && !name_memo_->WorthSaving()) return {};
+Result<void> SymbolIndex::SaveNameMemo(size_t at_least) const {
+  if (at_least > 0 && !name_memo_->WorthSaving(at_least)) return {};
   return name_memo_->Save();
 }
 

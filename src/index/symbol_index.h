@@ -94,10 +94,10 @@ class SymbolIndex {
   // set when it belongs to another index.
   Result<void> AttachNameMemo(const std::string& path, bool* stale = nullptr);
   // Writes the names demangled since the memo was attached or saved to its file (none
-  // attached: nothing). `only_if_worth_it`: only when they are many against those it holds
-  // (NameMemo::WorthSaving), so that a long-lived caller does not rewrite it for a few names.
-  // Not concurrently with lookups.
-  Result<void> SaveNameMemo(bool only_if_worth_it = false) const;
+  // attached: nothing). `at_least` > 0: only when they are that many and many against those
+  // it holds (NameMemo::WorthSaving), so that a long-lived caller does not rewrite it for a
+  // few names; 0: whenever there are any. Not concurrently with lookups.
+  Result<void> SaveNameMemo(size_t at_least = 0) const;
 
   // A chunk failed its checksum (then every later Answer() is false): why, or "" when intact.
   bool damaged() const { return damaged_.load(std::memory_order_acquire); }

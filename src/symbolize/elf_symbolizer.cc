@@ -32,7 +32,7 @@ ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOption
     : elf_(std::move(elf)), options_(options), symbol_names_(std::make_unique<DemangleCache>()) {}
 
 ElfSymbolizer::~ElfSymbolizer() {
-  if (index_) symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/false);
+  if (index_) symindex::SaveNameMemo(*index_, /*at_least=*/0);
 }
 
 std::string ElfSymbolizer::debug_file() const {
@@ -144,7 +144,8 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
   if (UseIndex() && index_->Answer(out.vaddr, options_, out)) {
-    symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
+    // One address at a time: saved once a few hundred names wait, not for every new one.
+    symindex::SaveNameMemo(*index_, /*at_least=*/256);
     return out;
   }
   if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
@@ -242,7 +243,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
       vaddrs.resize(kept);
       positions.resize(kept);
     }
-    if (index_) symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
+    if (index_) symindex::SaveNameMemo(*index_, /*at_least=*/1);
     if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
@@ -321,7 +322,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
       }
     }
   });
-  symindex::SaveNameMemo(*index_, /*only_if_worth_it=*/true);
+  symindex::SaveNameMemo(*index_, /*at_least=*/1);
   for (const std::vector<uint32_t>& positions : unanswered) {
     rest.insert(rest.end(), positions.begin(), positions.end());
   }

@@ -191,6 +191,7 @@ TEST(NameMemoTest, SavingIsWorthItForManyNamesOnly) {
   EXPECT_FALSE(memo.WorthSaving()) << "3 new names against 64";
   memo.Add(103, "z");
   EXPECT_TRUE(memo.WorthSaving()) << "4 new names against 64: a sixteenth";
+  EXPECT_FALSE(memo.WorthSaving(5)) << "asked for at least 5";
 }
 
 // Through the cache: the first run writes the memo of the names it demangled; a later run's
