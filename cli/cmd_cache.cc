@@ -1,6 +1,7 @@
 // `stacksym cache list|build FILE...|prune` — look at and manage the directory of persisted
-// symbol indexes (one per build ID) that the symbolizing commands use, and of the persisted
-// unwind tables `record` uses (one per build ID too).
+// symbol indexes (one per build ID) that the symbolizing commands use, with the memos of the
+// names their lookups demangled, and of the persisted unwind tables `record` uses (one per
+// build ID too).
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
@@ -29,8 +30,8 @@ std::string When(int64_t ns) {
   return buf;
 }
 
-// path, bytes, last use, build ID, binary, debug file (indexes; "-" for unwind tables) or
-// BROKEN: why, kind ("index" or "unwind").
+// path, bytes, last use, build ID, binary, debug file (indexes; "-" for the other kinds) or
+// BROKEN: why, kind ("index", "unwind" or "names").
 void PrintEntry(const SymbolCacheEntry& e) {
   std::string debug = e.kind != "index"      ? "-"
                       : e.debug_file.empty() ? "no-debug-info"
@@ -67,16 +68,21 @@ int RunList(const ListArgs& a) {
     std::fprintf(stderr, "stacksym cache list: %s\n", tables.error().ToString().c_str());
     return kExitBadInput;
   }
+  auto memos = ListNameMemoCache(dir);
+  if (!memos) {
+    std::fprintf(stderr, "stacksym cache list: %s\n", memos.error().ToString().c_str());
+    return kExitBadInput;
+  }
   uint64_t total = 0;
-  for (const auto* list : {&*entries, &*tables}) {
+  for (const auto* list : {&*entries, &*tables, &*memos}) {
     for (const SymbolCacheEntry& e : *list) {
       PrintEntry(e);
       if (a.sections) PrintSections(e);
       total += e.bytes;
     }
   }
-  std::fprintf(stderr, "%zu indexes, %zu unwind tables, %" PRIu64 " bytes in %s\n", entries->size(),
-               tables->size(), total, dir.c_str());
+  std::fprintf(stderr, "%zu indexes, %zu unwind tables, %zu name memos, %" PRIu64 " bytes in %s\n",
+               entries->size(), tables->size(), memos->size(), total, dir.c_str());
   return kExitOk;
 }
 

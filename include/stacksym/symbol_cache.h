@@ -30,8 +30,10 @@ namespace stacksym {
 std::string DefaultSymbolCacheDir();
 
 struct SymbolCacheEntry {
-  std::string kind = "index";  // "index" (.symidx) or "unwind" (.unwtab, see unwind.h)
-  std::string path;            // the index file
+  // "index" (.symidx), "unwind" (.unwtab, see unwind.h) or "names" (.symnames: the names an
+  // index's lookups demangled, kept for later runs)
+  std::string kind = "index";
+  std::string path;  // the file
   uint64_t bytes = 0;
   int64_t used_ns = 0;   // last use (the file's mtime)
   std::string build_id;  // hex; empty for a binary without one
@@ -44,6 +46,11 @@ struct SymbolCacheEntry {
 
 // The symbol indexes (kind "index"); ListUnwindTableCache (below) gives the unwind tables.
 Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir);
+
+// The demangled-name memos (kind "names"), each checked against the index beside it (build_id
+// and binary are that index's; problem set when the memo is damaged or belongs to no index
+// there); sections: header, entries, text.
+Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir);
 
 // Makes sure options.cache_dir holds a valid index of the ELF file at `path` (building it if
 // needed) and describes it.

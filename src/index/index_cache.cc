@@ -17,6 +17,8 @@
 #include "index/checksum.h"
 #include "index/index_builder.h"
 #include "index/index_identity.h"
+#include "index/name_memo.h"
+#include "stacksym/mapped_file.h"
 #include "stacksym/symbol_cache.h"
 
 namespace stacksym::symindex {
@@ -293,6 +295,52 @@ Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir) {
   std::vector<SymbolCacheEntry> out;
   for (const DirFile& f : *files) {
     if (!f.temporary) out.push_back(Describe(f.path, f.bytes, f.mtime_ns));
+  }
+  return out;
+}
+
+Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
+  std::vector<std::string> paths;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name.ends_with(symindex::kNameMemoSuffix)) paths.push_back(dir + "/" + std::string(name));
+  }
+  ::closedir(d);
+  std::sort(paths.begin(), paths.end());
+  std::vector<SymbolCacheEntry> out;
+  for (const std::string& path : paths) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    SymbolCacheEntry& entry = out.emplace_back();
+    entry.kind = "names";
+    entry.path = path;
+    entry.bytes = static_cast<uint64_t>(st.st_size);
+    entry.used_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+    const std::string index_path =
+        path.substr(0, path.size() - std::strlen(symindex::kNameMemoSuffix)) +
+        symindex::kIndexSuffix;
+    auto index = symindex::SymbolIndex::Open(index_path);
+    if (!index) {
+      entry.problem = "no valid index beside it (" + index.error().ToString() + ")";
+      continue;
+    }
+    entry.build_id = HexOf((*index)->build_id());
+    entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
+    auto file = MappedFile::Open(path);
+    if (!file) {
+      entry.problem = file.error().ToString();
+      continue;
+    }
+    auto view = symindex::ParseNameMemo(file->bytes(), (*index)->name_memo_binding());
+    if (!view) {
+      entry.problem = view.error().ToString();
+      continue;
+    }
+    entry.sections = {{"header", sizeof(symindex::NameMemoHeader)},
+                      {"entries", view->entries.size_bytes()},
+                      {"text", view->text.size()}};
   }
   return out;
 }

@@ -190,8 +190,7 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
     crc = Crc32c(bytes_.subspan(sizeof(FileHeader), table_end - sizeof(FileHeader)), crc);
     if (crc != header_->header_crc) return Corrupt("header checksum mismatch");
   }
-  name_memo_ = std::make_unique<NameMemo>(std::string(),
-                                          NameMemoBinding{header_->header_crc, bytes_.size()});
+  name_memo_ = std::make_unique<NameMemo>(std::string(), name_memo_binding());
   std::span<const uint8_t> sections[kSectionKindCount + 1];
   const SectionEntry* section_entries[kSectionKindCount + 1] = {};
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -584,8 +583,7 @@ bool SymbolIndex::Names(StrRef linkage, StrRef demangled, const SymbolizeOptions
 }
 
 Result<void> SymbolIndex::AttachNameMemo(const std::string& path, bool* stale) {
-  name_memo_ =
-      std::make_unique<NameMemo>(path, NameMemoBinding{header_->header_crc, bytes_.size()});
+  name_memo_ = std::make_unique<NameMemo>(path, name_memo_binding());
   return name_memo_->Load(stale);
 }
 

@@ -104,6 +104,8 @@ class SymbolIndex {
   std::string damage() const;
 
   std::span<const uint8_t> build_id() const;
+  // What a name memo of this index is bound to (its header checksum and size).
+  NameMemoBinding name_memo_binding() const { return {header_->header_crc, bytes_.size()}; }
   std::string_view identity() const { return identity_; }  // "key value" lines
   size_t file_size() const { return bytes_.size(); }
   // Record counts, for `stacksym cache list` and tests.

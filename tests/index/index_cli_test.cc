@@ -165,6 +165,10 @@ TEST_F(IndexCliTest, CorruptNameMemoIsReportedOnceAndReplaced) {
   std::string bad = good;
   bad[good.size() / 2] ^= 0x10;
   ASSERT_TRUE(testing::RealWriteFile(memo, bad));
+  std::string list = kStacksym + " cache list --cache-dir " + cache;
+  std::string listed = RunCli(list, &status, "");
+  EXPECT_NE(listed.find("BROKEN: damaged name memo: body checksum\tnames\n"), std::string::npos)
+      << listed;
   std::string err_path = dir_.Make("stderr");
   std::string out = Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
   EXPECT_EQ(status, 0);
@@ -175,6 +179,14 @@ TEST_F(IndexCliTest, CorruptNameMemoIsReportedOnceAndReplaced) {
   EXPECT_EQ(ReadFile(memo), good) << "not replaced by the same names";
   Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
   EXPECT_EQ(ReadFile(err_path), "");
+  listed = RunCli(list + " --sections", &status, "");
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(listed.find("BROKEN"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\tnames\n  header "), std::string::npos) << listed;
+  // A memo is checked against the index beside it: without one it is listed as broken.
+  ASSERT_EQ(unlink(testing::IndexPathFor(kFixture, cache).c_str()), 0);
+  listed = RunCli(list, &status, "");
+  EXPECT_NE(listed.find("BROKEN: no valid index beside it"), std::string::npos) << listed;
 }
 
 TEST_F(IndexCliTest, ConcurrentColdBuildersAllSucceed) {
