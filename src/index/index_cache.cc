@@ -300,24 +300,17 @@ Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir) {
 }
 
 Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
-  std::vector<std::string> paths;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name.ends_with(symindex::kNameMemoSuffix)) paths.push_back(dir + "/" + std::string(name));
-  }
-  ::closedir(d);
-  std::sort(paths.begin(), paths.end());
+  auto files = IndexFiles(dir, /*all_kinds=*/true);  // sorted by path
+  if (!files) return std::move(files).error();
   std::vector<SymbolCacheEntry> out;
-  for (const std::string& path : paths) {
-    struct stat st;
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+  for (const DirFile& f : *files) {
+    if (f.temporary || !f.path.ends_with(symindex::kNameMemoSuffix)) continue;
+    const std::string& path = f.path;
     SymbolCacheEntry& entry = out.emplace_back();
     entry.kind = "names";
     entry.path = path;
-    entry.bytes = static_cast<uint64_t>(st.st_size);
-    entry.used_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+    entry.bytes = f.bytes;
+    entry.used_ns = f.mtime_ns;
     const std::string index_path =
         path.substr(0, path.size() - std::strlen(symindex::kNameMemoSuffix)) +
         symindex::kIndexSuffix;

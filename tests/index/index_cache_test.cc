@@ -13,8 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -30,15 +28,12 @@ namespace {
 
 using testing::Answers;
 using testing::FirstDifferences;
+using testing::ReadBytes;
 using testing::RealTempDir;
+using testing::WriteBytes;
 
 std::string Fixture(const std::string& name) {
   return std::string(STACKSYM_FIXTURE_DIR) + "/" + name;
-}
-
-std::vector<uint8_t> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // The section table entry of `kind` in an index file's bytes (size 0: no such section).
@@ -51,12 +46,6 @@ symindex::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, symindex::Se
     if (entry.kind == static_cast<uint32_t>(kind)) return entry;
   }
   return {};
-}
-
-void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
 }
 
 class IndexCacheTest : public ::testing::Test {

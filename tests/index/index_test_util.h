@@ -30,6 +30,11 @@ std::string FirstDifferences(const std::vector<uint64_t>& addresses,
                              const std::vector<std::string>& expected,
                              const std::vector<std::string>& actual, size_t limit = 5);
 
+// A file's bytes (empty when unreadable), and a file written with exactly `bytes`: the
+// corruption tests' tools.
+std::vector<uint8_t> ReadBytes(const std::string& path);
+void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
+
 // The index file the cache in `dir` uses for `path` under `options`.
 std::string IndexPathFor(const std::string& path, const std::string& dir,
                          const SymbolizeOptions& options = {});

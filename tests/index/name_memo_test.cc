@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -28,20 +26,11 @@ using symindex::NameMemoBinding;
 using symindex::NameMemoEntry;
 using symindex::NameMemoHeader;
 using symindex::ParseNameMemo;
+using testing::ReadBytes;
 using testing::RealTempDir;
+using testing::WriteBytes;
 
 constexpr NameMemoBinding kBinding{0x12345678u, 987654};
-
-std::vector<uint8_t> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-}
 
 // A memo file of three names, saved through NameMemo.
 std::string SavedMemo(const RealTempDir& dir) {
