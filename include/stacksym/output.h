@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "stacksym/build_id_fetcher.h"
 #include "stacksym/profile.h"
 #include "stacksym/result.h"
 

@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stacksym/frame.h"
 #include "stacksym/reason.h"
-#include "stacksym/symbolize.h"
 
 namespace stacksym {
 
@@ -52,13 +52,6 @@ struct ProfileStack {
   std::vector<uint32_t> frames;  // indices into Profile::frames, leaf (innermost) first;
                                  // kernel frames come before user frames
   bool operator==(const ProfileStack&) const = default;
-};
-
-// Result of symbolizing one frame (filled by the symbolize-once pass).
-struct FrameSymbols {
-  std::optional<Reason> reason;    // set when nothing was found
-  std::vector<SourceFrame> lines;  // inline chain, innermost first; at least one entry when
-                                   // a symbol was found (file/line may be empty)
 };
 
 // The most samples a profile holds in all, so that every count, however stacks merge, fits

@@ -24,6 +24,7 @@
 
 #include "stacksym/build_id_fetcher.h"
 #include "stacksym/elf.h"
+#include "stacksym/frame.h"
 #include "stacksym/reason.h"
 #include "stacksym/result.h"
 
@@ -76,51 +77,6 @@ struct SymbolizeOptions {
   uint64_t cache_max_bytes = uint64_t{1} << 30;  // least recently used indexes go beyond it
   // Asked by build ID when no local debug dir has the debug file (debuginfod); null: local only.
   std::shared_ptr<const BuildIdFetcher> fetcher;
-};
-
-enum class AddressKind : uint8_t { kVirtual, kFileOffset };
-
-// One frame of an inline chain. For an inlined frame, file:line:column is where the code at
-// the address stands inside that inlined function; the next frame out is its caller.
-struct SourceFrame {
-  std::string function;      // demangled when demangling is on
-  std::string raw_function;  // linkage name as found in the debug info / symbol table
-  std::string file;          // empty when unknown
-  uint32_t line = 0;
-  uint32_t column = 0;
-  bool inlined = false;  // true for every frame but the last (the out-of-line function)
-  // DWARF line-table discriminator of the location: the address's line row for the
-  // innermost frame, the inlined call site's DW_AT_GNU_discriminator for the others (0: none).
-  uint32_t discriminator = 0;
-  // Where the function starts, as llvm-symbolizer's StartFileName/StartLine/StartAddress:
-  // DW_AT_decl_file and DW_AT_decl_line of the frame's subprogram or inlined subroutine
-  // (searched through abstract origins and specifications), and the DIE's own DW_AT_low_pc.
-  // start_file is empty when unknown, also when DW_AT_decl_file is DW_FORM_implicit_const
-  // (gcc's DWARF 5), which llvm-symbolizer 14 and 16 do not resolve there either.
-  // (Initialized, like every member after `inlined`, so that the six-value aggregate
-  // initializations written before these fields existed stay warning-free.)
-  std::string start_file{};
-  uint32_t start_line = 0;  // 0: unknown
-  // Only with SymbolizeOptions::start_addresses (else false).
-  bool has_start_address = false;
-  uint64_t start_address = 0;  // meaningful when has_start_address
-};
-
-struct SymbolizedAddress {
-  uint64_t input = 0;            // the address as given
-  uint64_t vaddr = 0;            // the address in the file's virtual address space
-  std::optional<Reason> reason;  // set when nothing could be found for the address
-
-  // From the symbol table (empty symbol when only DWARF knew the function).
-  std::string symbol;      // demangled when demangling is on
-  std::string raw_symbol;  // as in the symbol table
-  uint64_t symbol_address = 0;
-  uint64_t symbol_size = 0;
-  uint64_t offset = 0;  // vaddr - symbol_address
-
-  // Innermost first; the last entry is the out-of-line function. Empty without DWARF.
-  std::vector<SourceFrame> frames;
-  std::string module;  // path of the binary
 };
 
 // Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and

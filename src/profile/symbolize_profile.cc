@@ -12,21 +12,6 @@
 namespace stacksym {
 namespace {
 
-FrameSymbols ToFrameSymbols(const SymbolizedAddress& a) {
-  FrameSymbols out;
-  if (!a.frames.empty()) {
-    out.lines = a.frames;
-  } else if (!a.symbol.empty()) {
-    SourceFrame f;
-    f.function = a.symbol;
-    f.raw_function = a.raw_symbol;
-    out.lines.push_back(std::move(f));
-  } else {
-    out.reason = a.reason.value_or(Reason::kNoSymbol);
-  }
-  return out;
-}
-
 bool BuildIdMatches(const ElfFile& elf, const std::vector<uint8_t>& want) {
   if (want.empty()) return true;
   auto id = elf.build_id();
@@ -119,7 +104,7 @@ SymbolizeProfileStats SymbolizeProfile(Profile& profile, const SymbolizeProfileO
     for (uint32_t i : frames) addrs.push_back(profile.frames[i].address);
     std::vector<SymbolizedAddress> out = sym->SymbolizeBatch(addrs, AddressKind::kFileOffset);
     for (size_t k = 0; k < frames.size() && k < out.size(); ++k) {
-      profile.symbols[frames[k]] = ToFrameSymbols(out[k]);
+      profile.symbols[frames[k]] = ToFrameSymbols(std::move(out[k]));
     }
   }
 
@@ -138,7 +123,7 @@ SymbolizeProfileStats SymbolizeProfile(Profile& profile, const SymbolizeProfileO
       for (uint32_t i : kernel_frames) addrs.push_back(profile.frames[i].address);
       std::vector<SymbolizedAddress> out = ksym->SymbolizeBatch(addrs);
       for (size_t k = 0; k < kernel_frames.size() && k < out.size(); ++k) {
-        profile.symbols[kernel_frames[k]] = ToFrameSymbols(out[k]);
+        profile.symbols[kernel_frames[k]] = ToFrameSymbols(std::move(out[k]));
       }
     } else {
       for (uint32_t i : kernel_frames) {

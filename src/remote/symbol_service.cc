@@ -18,26 +18,6 @@ struct SymbolService::Entry {
   std::atomic<uint64_t> last_used{0};
 };
 
-namespace {
-
-// The answer a local `symbolize-profile` keeps for a frame (FillFrom in offline_symbolize.cc).
-FrameSymbols ToFrameSymbols(SymbolizedAddress& r) {
-  FrameSymbols out;
-  if (!r.frames.empty()) {
-    out.lines = std::move(r.frames);
-  } else if (!r.symbol.empty() || !r.raw_symbol.empty()) {
-    SourceFrame line;
-    line.function = r.symbol;
-    line.raw_function = r.raw_symbol;
-    out.lines.push_back(std::move(line));
-  } else {
-    out.reason = r.reason.value_or(Reason::kNoSymbol);
-  }
-  return out;
-}
-
-}  // namespace
-
 SymbolService::SymbolService(SymbolServiceOptions options) : options_(std::move(options)) {}
 SymbolService::~SymbolService() = default;
 
@@ -111,7 +91,7 @@ Result<SymbolizeResponse> SymbolService::Symbolize(const SymbolizeRequest& reque
         std::vector<SymbolizedAddress> results =
             entry->symbolizer->SymbolizeBatch(query.offsets, AddressKind::kFileOffset);
         answer.answers.reserve(results.size());
-        for (SymbolizedAddress& r : results) answer.answers.push_back(ToFrameSymbols(r));
+        for (SymbolizedAddress& r : results) answer.answers.push_back(ToFrameSymbols(std::move(r)));
         entry->bytes = entry->symbolizer->memory_bytes();
       }
     }
