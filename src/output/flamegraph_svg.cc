@@ -1,5 +1,6 @@
 // A static flame graph as SVG (in the style of flamegraph.pl): one rect + label per frame,
 // hover titles with samples and percent.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -68,14 +69,32 @@ std::string FitLabel(const std::string& name, double width) {
   return name.substr(0, keep) + "..";
 }
 
+// Depth of the deepest frame at least kMinFrameWidth wide: a static image cannot open on its
+// base as the page does, but towers too narrow to draw need not make it taller (a few rare
+// 190-frame stacks would otherwise put ~3,000 px of empty background above the graph).
+uint32_t DrawnDepth(const output::FlameTree& tree, double scale) {
+  uint32_t deepest = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> stack = {{0, 0}};  // node, depth
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (tree.nodes[node].total * scale < kMinFrameWidth) continue;
+    deepest = std::max(deepest, depth);
+    for (uint32_t child : tree.nodes[node].children) stack.push_back({child, depth + 1});
+  }
+  return deepest;
+}
+
 }  // namespace
 
 std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions& options) {
   output::FlameTree tree = output::BuildFlameTree(profile);
   const double width = options.svg_width < 200 ? 200 : options.svg_width;
   const double chart_width = width - 2 * kPadSide;
-  const double height = kPadTop + (tree.max_depth + 1) * kFrameHeight + kPadBottom;
   const uint64_t total = tree.nodes[0].total;
+  const double scale = total > 0 ? chart_width / static_cast<double>(total) : 0;
+  const uint32_t max_depth = DrawnDepth(tree, scale);
+  const double height = kPadTop + (max_depth + 1) * kFrameHeight + kPadBottom;
   char buf[512];
 
   std::string out;
@@ -120,7 +139,6 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
     uint32_t depth;
   };
   std::vector<Item> stack = {{0, 0, 0}};
-  const double scale = total > 0 ? chart_width / static_cast<double>(total) : 0;
   out += "<g>\n";
   while (!stack.empty()) {
     Item item = stack.back();
@@ -129,7 +147,7 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
     double w = node.total * scale;
     if (w < kMinFrameWidth) continue;
     double x = kPadSide + item.x * scale;
-    double y = kPadTop + (tree.max_depth - item.depth) * kFrameHeight;
+    double y = kPadTop + (max_depth - item.depth) * kFrameHeight;
     std::string name;
     output::AppendXmlEscaped(node.name, &name);
     double pct = total > 0 ? 100.0 * node.total / total : 0;

@@ -76,6 +76,40 @@ TEST(FlameGraphTest, SvgHasOneBoxPerVisibleFrameWithProportionalWidth) {
   }
 }
 
+// The SVG is as tall as its deepest drawn frame: towers too narrow to draw add no height.
+TEST(FlameGraphTest, SvgHeightFollowsTheDeepestDrawnFrame) {
+  FlameGraphOptions options;
+  options.svg_width = 220;  // 200 px of chart: 1 sample of 10 000 is 0.02 px, under 0.1 px
+  auto height = [](const std::string& svg) {
+    std::smatch m;
+    std::regex re("<svg version=\"1.1\" width=\"220\" height=\"([0-9]+)\"");
+    return std::regex_search(svg, m, re) ? std::stoi(m[1]) : -1;
+  };
+  auto rects = [](const std::string& svg, const std::string& name) {
+    std::regex re("<title>" + name + " \\(");
+    return std::distance(std::sregex_iterator(svg.begin(), svg.end(), re), std::sregex_iterator());
+  };
+  // 44 px above the chart, 24 below, 16 per row.
+  Result<Profile> thin = ParseFolded(testing::DeepFolded(1));  // 190-frame towers, 1 sample each
+  ASSERT_TRUE(thin) << thin.error().message;
+  std::string svg = RenderFlameGraphSvg(*thin, options);
+  EXPECT_EQ(height(svg), 44 + 7 * 16 + 24) << "rows: all, python3 .. compute, helper";
+  EXPECT_EQ(rects(svg, "deep_leaf"), 0);
+  EXPECT_EQ(rects(svg, "helper"), 1);
+  // 25 samples each: 0.5 px wide, drawn, and the image is 192 rows tall (the 1-sample spin
+  // tower, 255 deep, is still too thin to count).
+  Result<Profile> wide = ParseFolded(testing::DeepFolded(25));
+  ASSERT_TRUE(wide) << wide.error().message;
+  svg = RenderFlameGraphSvg(*wide, options);
+  EXPECT_EQ(height(svg), 44 + 192 * 16 + 24);
+  EXPECT_EQ(rects(svg, "deep_leaf"), 2);
+  EXPECT_EQ(rects(svg, "spin"), 0);
+  // The root row is the bottom row.
+  EXPECT_NE(svg.find("<title>all (10000 samples, 100.00%)</title><rect x=\"10.00\" y=\"" +
+                     std::to_string(44 + 191 * 16) + ".0\""),
+            std::string::npos);
+}
+
 TEST(FlameGraphTest, EmptyProfileStillRenders) {
   Profile empty;
   EXPECT_NE(RenderFlameGraphHtml(empty).find("\"tree\":[0,0,0,0,[]]"), std::string::npos);

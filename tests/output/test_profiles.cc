@@ -71,6 +71,21 @@ Profile MakeSampleProfile() {
   return p;
 }
 
+std::string DeepFolded(uint64_t tower_samples) {
+  const std::string base = "python3;_start;main;run;";
+  std::string text = base + "compute 6050\n" + base + "compute;helper 400\n" + base +
+                     "parse_json 2500\n" + base + "read_file 999\n" + base + "read_file";
+  for (int i = 0; i < 250; ++i) text += ";spin";
+  text += " 1\n";
+  if (tower_samples == 0) return text;
+  for (const std::string name : {"recurse", "visit"}) {
+    text += base;
+    for (int i = 0; i < 186; ++i) text += name + ";";
+    text += "deep_leaf " + std::to_string(tower_samples) + "\n";
+  }
+  return text;
+}
+
 std::string ReadFileOrDie(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);

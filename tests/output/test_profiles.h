@@ -20,6 +20,19 @@ extern const char kSampleFolded[];
 // The same stacks with no symbols at all (what `record` writes before symbolization).
 Profile MakeNormalizedOnlyProfile();
 
+// Folded stacks of a python3 process that is mostly shallow and wide, with two rare towers of
+// 190 frames (below the thread name) when tower_samples > 0, and a 255-frame one of 1 sample:
+//   python3;_start;main;run;compute                      6050
+//   python3;_start;main;run;compute;helper                400
+//   python3;_start;main;run;parse_json                   2500
+//   python3;_start;main;run;read_file                     999
+//   python3;_start;main;run;read_file;spin (x250)           1
+//   python3;_start;main;run;recurse (x186);deep_leaf     tower_samples
+//   python3;_start;main;run;visit (x186);deep_leaf       tower_samples
+// With tower_samples = 25 there are 10000 samples and each tower is 0.25 % wide; the spin
+// tower is 0.01 % of all and 0.1 % of read_file.
+std::string DeepFolded(uint64_t tower_samples);
+
 std::string ReadFileOrDie(const std::string& path);
 // A fresh directory for the running test case's files:
 // <build>/test-artifacts/output/<name>/<test case>.
