@@ -2,7 +2,7 @@
 // functions) of libc (libc6-dbg) and, when librados2-dbg is installed, libceph-common, cold
 // (a fresh server: find, open and parse on the first requests; the page cache is warm) and
 // warm (parsed files kept), 1, 4 and 16 concurrent clients over loopback; against a local
-// symbolization of a profile holding the same 1000 frames (SymbolizeProfileOffline, what
+// symbolization of a profile holding the same 1000 frames (SymbolizeProfile, what
 // `symbolize-profile` runs, without process start-up and file writing).
 // Counters: rps = requests per second; p50_ms, p99_ms = request latency as the client sees it.
 #include <benchmark/benchmark.h>
@@ -22,6 +22,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/output.h"
 #include "stacksym/remote.h"
+#include "stacksym/symbolize_profile.h"
 
 namespace {
 
@@ -105,7 +106,7 @@ bool RunClients(int port, const std::string& body, int clients, int requests,
     threads.emplace_back([&, c] {
       httplib::Client client("127.0.0.1", port);
       client.set_read_timeout(std::chrono::seconds(300));
-      client.set_keep_alive(true);  // as SymbolizeProfileRemote does
+      client.set_keep_alive(true);  // as the profile symbolizer's server backend does
       client.set_tcp_nodelay(true);
       for (int r = 0; r < requests; ++r) {
         auto start = Clock::now();
@@ -199,8 +200,7 @@ void BM_LocalSymbolizeProfile(benchmark::State& state, const Input* in) {
       p.AddSample({1, 1, "bench", {p.InternFrame({FrameKind::kUser, m, off})}}, 1);
     }
     auto start = Clock::now();
-    OfflineSymbolizeOptions options;
-    OfflineSymbolizeStats stats = SymbolizeProfileOffline(p, options);
+    ProfileSymbolizeStats stats = SymbolizeProfile(p);
     double t = std::chrono::duration<double>(Clock::now() - start).count();
     if (stats.modules_found != 1) return state.SkipWithError("module not found");
     latencies.push_back(t);

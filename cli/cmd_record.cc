@@ -8,15 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "cache_options.h"
 #include "command.h"
-#include "debug_dir_options.h"
+#include "profile_symbolize_options.h"
 #include "stacksym/capture.h"
 #include "stacksym/output.h"
-#include "stacksym/remote.h"
 #include "stacksym/symbolize_profile.h"
 
 // Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
@@ -36,11 +35,7 @@ struct Options {
   bool no_symbolize = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
-  DebugDirCliOptions debug_dirs;
-  std::string server;  // symbolize user frames remotely
-  bool no_debuginfod = false;
-  std::string vmlinux;
-  CacheCliOptions cache;
+  ProfileSymbolizeCliOptions symbolize;
 };
 
 std::atomic<Recorder*> g_recorder{nullptr};
@@ -238,7 +233,13 @@ int RunRecord(Options& o) {
     }
     o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
   }
-  o.record.unwind_cache_dir = o.cache.Resolve();
+  o.record.unwind_cache_dir = o.symbolize.cache.Resolve();
+  // Before recording: a bad --server is said at once, not after the recording.
+  Result<ProfileSymbolizeOptions> symbolize_options = o.symbolize.Resolve();
+  if (!symbolize_options) {
+    std::fprintf(stderr, "stacksym record: %s\n", symbolize_options.error().ToString().c_str());
+    return kExitUsage;
+  }
   if (o.all && (!o.record.pids.empty() || !o.record.tids.empty() || !o.record.command.empty())) {
     std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
     return kExitUsage;
@@ -293,34 +294,12 @@ int RunRecord(Options& o) {
   }
 
   Profile& profile = (*rec)->profile();
-  if (!o.no_symbolize) {
-    if (!o.server.empty()) {
-      // User frames on the server; kernel frames, and user frames the server had no file
-      // for, below, locally (the pass only fills frames still unset).
-      RemoteSymbolizeOptions ro;
-      ro.url = o.server;
-      Result<RemoteSymbolizeStats> remote = SymbolizeProfileRemote(profile, ro);
-      if (!remote) {
-        std::fprintf(stderr, "stacksym record: %s\n", remote.error().ToString().c_str());
-      } else if (!o.quiet) {
-        for (const std::string& m : remote->messages) {
-          std::fprintf(stderr, "stacksym record: %s\n", m.c_str());
-        }
-      }
-      // What the server has no file for is looked up here, in the files the recorder kept.
-      for (std::optional<FrameSymbols>& s : profile.symbols) {
-        if (s && s->reason == Reason::kNotFound) s.reset();
-      }
-    }
-    SymbolizeProfileOptions so;
-    so.module_files = (*rec)->module_files();
-    so.symbolize.debug_dirs = o.debug_dirs.Resolve(so.symbolize.debug_dirs);
-    if (!o.no_debuginfod) so.symbolize.fetcher = MakeDebuginfodFetcher({});
-    so.vmlinux_path = o.vmlinux;
-    so.symbolize.cache_dir = o.cache.Resolve();
-    SymbolizeProfile(profile, so);
+  std::optional<ProfileSymbolizeStats> symbolized;
+  if (!o.no_symbolize) symbolized = SymbolizeProfile(profile, *symbolize_options);
+  if (!o.quiet) {
+    PrintSummary((*rec)->stats(), o);
+    if (symbolized) PrintProfileSymbolizeStats("stacksym record", *symbolized);
   }
-  if (!o.quiet) PrintSummary((*rec)->stats(), o);
 
   if (o.output == "-") {
     std::string text = FormatFolded(profile);
@@ -337,6 +316,11 @@ int RunRecord(Options& o) {
     }
   }
   if (!run) return kExitBadInput;
+  // The profile is written, but a server that was asked for and could not be used is an error.
+  if (symbolized && !symbolized->server_error.empty()) {
+    if (o.quiet) std::fprintf(stderr, "stacksym record: %s\n", symbolized->server_error.c_str());
+    return kExitBadInput;
+  }
   return kExitOk;
 }
 
@@ -378,13 +362,7 @@ CommandRegistrar registrar(
       app.add_option("--format", o->format, "pprof, folded, html, svg (overrides extension)");
       app.add_flag("-q,--quiet", o->quiet, "No status line or summary");
       app.add_flag("--no-symbolize", o->no_symbolize, "Keep addresses only");
-      AddDebugDirOptions(app, &o->debug_dirs);
-      app.add_option("--server", o->server,
-                     "Symbolize user frames on this `stacksym serve` (http://host:port)");
-      app.add_flag("--no-debuginfod", o->no_debuginfod,
-                   "Do not fetch missing debug files from $DEBUGINFOD_URLS");
-      app.add_option("--vmlinux", o->vmlinux, "vmlinux with DWARF for kernel frames");
-      AddCacheOptions(app, &o->cache);
+      AddProfileSymbolizeOptions(app, &o->symbolize, /*default_kallsyms=*/"/proc/kallsyms");
       app.add_option("command", o->record.command, "-- CMD ARGS: run and profile a command");
       return [o] { return RunRecord(*o); };
     });

@@ -54,6 +54,20 @@ Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
                                         const std::vector<std::string>& debug_dirs,
                                         const BuildIdFetcher* fetcher);
 
+// The binary of a module known by its build ID (and, from a recording, the path it was mapped
+// by and the file kept open then), in the one order every command uses:
+//   1. `kept`, the file kept open from the recording (build ID checked);
+//   2. `recorded_path`, when absolute (build ID checked: a rebuilt binary is never used);
+//   3. each debug dir's .build-id tree, binaries in every dir before any .debug file
+//      (FindBinaryByBuildId: a debug-only file cannot place file offsets);
+//   4. options.fetcher (debuginfod's executable).
+// Without a build ID only 1 and 2 apply, unchecked. Errors (kNotFound) list what was tried.
+// The binary's DWARF and, when it is stripped, its symbols are then found by ElfSymbolizer.
+Result<std::shared_ptr<ElfFile>> OpenModuleBinary(std::span<const uint8_t> build_id,
+                                                  const std::string& recorded_path,
+                                                  std::shared_ptr<ElfFile> kept,
+                                                  const SymbolizeOptions& options);
+
 // True when the executable PT_LOAD segments of `elf` carry their file bytes (so file
 // offsets are meaningful), false for separate debug files.
 bool HasFileBackedCode(const ElfFile& elf);

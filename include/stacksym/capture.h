@@ -14,7 +14,7 @@
 //   if (!rec) return rec.error();
 //   if (auto r = (*rec)->Run(); !r) return r.error();  // until duration, Stop() or exit
 //   Profile& profile = (*rec)->profile();
-//   SymbolizeProfile(profile, {.module_files = (*rec)->module_files()});
+//   SymbolizeProfile(profile);   // profile.files: the ELF files kept while the processes lived
 //
 // Thread-safety: one thread drives a Recorder; RequestStop() may be called from any thread
 // or a signal handler.
@@ -206,9 +206,6 @@ class Recorder {
 
   const RecordStats& stats() const { return stats_; }
   Profile& profile();
-  // Open ELF files of Profile::modules (same indices; null where none could be opened), kept
-  // while the processes lived: symbolization works even for files since deleted or replaced.
-  const std::vector<std::shared_ptr<ElfFile>>& module_files() const;
   // Human-readable remarks: fallbacks taken and why.
   const std::vector<std::string>& notes() const { return notes_; }
   // The command's pid and, after Run, its wait status.

@@ -16,14 +16,12 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "stacksym/build_id_fetcher.h"
 #include "stacksym/profile.h"
 #include "stacksym/result.h"
 
@@ -114,33 +112,5 @@ Result<void> WriteProfile(const Profile& profile, const std::string& path,
 // Reads pprof (gzip magic or protobuf) or folded text, told apart by content ("-" = stdin).
 Result<Profile> ReadProfile(const std::string& path);
 Result<Profile> ParseProfileBytes(std::span<const uint8_t> bytes);
-
-// ---- offline symbolization (`stacksym symbolize-profile`) ------------------------------
-struct OfflineSymbolizeOptions {
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
-  bool demangle = true;
-  bool inlines = true;
-  bool resymbolize = false;  // also redo frames that already have symbols
-  // Kernel frames: symbolized from this kallsyms file when set (only meaningful on the
-  // machine and boot that recorded the profile); left as they are when empty.
-  std::string kallsyms_path;
-  std::string cache_dir;  // persisted symbol indexes (SymbolizeOptions::cache_dir); empty: none
-  // Asked for the executable, then its debug file, when no local file matches (debuginfod).
-  std::shared_ptr<const BuildIdFetcher> fetcher;
-};
-struct OfflineSymbolizeStats {
-  uint64_t frames = 0;                // user frames looked at
-  uint64_t kernel_frames = 0;         // kernel frames looked at (with kallsyms_path)
-  uint64_t symbolized = 0;            // got at least a function name
-  uint64_t modules_found = 0;         // modules whose file was found
-  uint64_t modules_missing = 0;       // modules with no file matching their build ID
-  std::vector<std::string> messages;  // one line per module that could not be used
-};
-// Finds each module's ELF file by build ID (<dir>/.build-id/xx/rest, then rest.debug, in
-// every debug dir) or at its recorded path when that file has the same build ID, and fills
-// Profile::symbols for its frames (file offsets). Per-module failures are counted and
-// described in the stats, not returned as errors.
-OfflineSymbolizeStats SymbolizeProfileOffline(Profile& profile,
-                                              const OfflineSymbolizeOptions& options = {});
 
 }  // namespace stacksym

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,23 @@ struct ProfileStack {
 // pprof's int64 sample values. Readers refuse input beyond it.
 inline constexpr uint64_t kMaxTotalSamples = uint64_t{INT64_MAX};
 
+class ElfFile;  // stacksym/elf.h
+
+// ELF files kept open for a profile's modules, by build ID (by path for a module without one):
+// the recorder opens each mapped file while its process lives, so that files deleted or
+// replaced since still symbolize. Not persisted: a profile read from a file has none.
+class ModuleFiles {
+ public:
+  // Keeps `file` for `module` (replacing one kept before); a null file is not kept.
+  void Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file);
+  std::shared_ptr<ElfFile> Find(const ProfileModule& module) const;  // null: none kept
+  size_t size() const { return files_.size(); }
+
+ private:
+  static std::string Key(const ProfileModule& module);
+  std::unordered_map<std::string, std::shared_ptr<ElfFile>> files_;
+};
+
 struct Profile {
   std::vector<ProfileModule> modules;
   std::vector<ProfileFrame> frames;                  // distinct frames
@@ -70,6 +88,7 @@ struct Profile {
   uint64_t duration_ns = 0;
   uint64_t lost_samples = 0;  // samples the recorder knows it dropped (not in counts)
   std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
+  ModuleFiles files;          // files the recorder kept open (SymbolizeProfile looks here first)
 
   uint32_t AddModule(const ProfileModule& module);            // deduplicated
   uint32_t InternFrame(const ProfileFrame& frame);            // deduplicated

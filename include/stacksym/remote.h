@@ -13,13 +13,13 @@
 //   printf("%d\n", (*server)->port());
 //   (*server)->Stop();
 //
-//   // 3. A client: the profile's distinct (build ID, offset) pairs, in batches.
-//   RemoteSymbolizeOptions ro;
-//   ro.url = "http://127.0.0.1:8000";
-//   Result<RemoteSymbolizeStats> st = SymbolizeProfileRemote(profile, ro);
+//   // 3. A client: the profile symbolizer asks the server first (symbolize_profile.h).
+//   ProfileSymbolizeOptions po;
+//   po.server = *ConnectSymbolServer("http://127.0.0.1:8000");
+//   SymbolizeProfile(profile, po);
 //
-// Thread-safety: the fetcher and the server are used from any thread; SymbolizeProfileRemote
-// is a plain function.
+// Thread-safety: the fetcher and the server are used from any thread; a server backend by one
+// thread at a time.
 #pragma once
 
 #include <atomic>
@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
-#include "stacksym/profile.h"
 #include "stacksym/result.h"
+#include "stacksym/symbolize_profile.h"
 
 namespace stacksym {
 
@@ -93,29 +93,17 @@ class SymbolServer {
   std::unique_ptr<Impl> impl_;
 };
 
-struct RemoteSymbolizeOptions {
-  std::string url;  // "http://host:port"
-  bool demangle = true;
-  bool inlines = true;
-  bool resymbolize = false;      // also redo frames that already have symbols
+struct SymbolServerClientOptions {
   size_t batch_offsets = 20000;  // offsets per request
   double timeout_seconds = 120;  // per request
-  std::string kallsyms_path;     // kernel frames, symbolized locally, when set
 };
 
-struct RemoteSymbolizeStats {
-  uint64_t frames = 0;  // user frames sent
-  uint64_t pairs = 0;   // distinct (build ID, offset) pairs
-  uint64_t requests = 0;
-  uint64_t symbolized = 0;  // frames (user and kernel) that got a function
-  uint64_t kernel_frames = 0;
-  std::vector<std::string> messages;  // per module the server could not use, and kernel
-};
-
-// Fills Profile::symbols of user frames from the server (the same answers a local
-// symbolization with the server's files gives) and of kernel frames locally. Error when the
-// server cannot be reached or answers something else than asked.
-Result<RemoteSymbolizeStats> SymbolizeProfileRemote(Profile& profile,
-                                                    const RemoteSymbolizeOptions& options);
+// The client of a `stacksym serve` at `url` ("http://host:port"), as the profile symbolizer's
+// server backend (ProfileSymbolizeOptions::server): a pass's distinct (build ID, file offset)
+// pairs go to it in batches, and its answers are the ones a local symbolization with the
+// server's files gives. Error when the URL is invalid or the HTTP module cannot be loaded; an
+// unreachable server is found out (and reported) at the first request.
+Result<std::shared_ptr<FrameSymbolBackend>> ConnectSymbolServer(
+    const std::string& url, const SymbolServerClientOptions& options = {});
 
 }  // namespace stacksym

@@ -59,6 +59,11 @@ struct SymbolizeOptions {
   // holds that memory (hundreds of MB on a big binary) for as long as the symbolizer lives,
   // so long-lived callers (a server's cache of symbolizers) leave it off.
   bool keep_dwarf_after_index_build = false;
+  // Name what neither a stripped binary's own symbols nor DWARF name (its startup code, _start)
+  // from its separate debug file's .symtab. Off: only the binary's own tables, as
+  // llvm-symbolizer does (its drop-in turns it off). Persisted indexes are built with it on and
+  // are not used without it.
+  bool symbols_from_debug_file = true;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
@@ -159,7 +164,10 @@ class ElfSymbolizer {
   bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
   // The virtual address `address` stands for, or the reason it has none.
   std::optional<uint64_t> ToVaddr(uint64_t address, AddressKind kind, Reason* reason) const;
-  void FillFromSymbolTable(SymbolizedAddress& out);
+  // A stripped binary's debug file's .symtab, for what neither its own table nor DWARF names
+  // (FallbackSymbolTable); null when there is none or it is not wanted. Loads the debug info.
+  const SymbolTable* fallback_symbols();
+  void FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);
   // true when index_ is a new, usable index.

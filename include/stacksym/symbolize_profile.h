@@ -1,49 +1,89 @@
-// stacksym/symbolize_profile.h — symbolize every distinct frame of a Profile exactly once.
+// stacksym/symbolize_profile.h — the one profile symbolizer: every distinct frame of a Profile
+// symbolized exactly once, by every command (record, symbolize-profile, with or without a
+// server) and the same way.
 //
-// User frames are looked up by module (already-open file from the recorder, else the path
-// if its build ID still matches, else a debug file found by build ID in the debug dirs) and
-// file offset; kernel frames through kallsyms (KernelSymbolizer). Each ProfileFrame gets a
-// FrameSymbols in Profile::symbols, however many stacks refer to it; each module is opened
-// once.
+//   ProfileSymbolizeOptions opts;                       // demangling, DWARF, debug dirs...
+//   opts.server = *ConnectSymbolServer("http://127.0.0.1:8000");   // optional (remote.h)
+//   opts.kallsyms_path = "/proc/kallsyms";              // kernel frames (empty: left alone)
+//   ProfileSymbolizeStats st = SymbolizeProfile(profile, opts);
 //
-//   SymbolizeProfileOptions opts;
-//   opts.module_files = recorder->module_files();   // optional, parallel to modules
-//   SymbolizeProfileStats st = SymbolizeProfile(profile, opts);
+// User frames go first to the server, when there is one; what it does not name is looked up in
+// local files. A module's binary is found in one documented order (OpenModuleBinary in
+// build_id.h): the file kept open from the recording (Profile::files), the recorded path, each
+// debug dir's .build-id tree, then debuginfod — the build ID checked at every step. Its DWARF and,
+// for a stripped binary, its symbol table come from the binary itself, then
+// <debug dir>/.build-id/xx/rest.debug, then .gnu_debuglink, then debuginfod (ElfSymbolizer).
+// Kernel frames go in one batch through KernelSymbolizer (kallsyms, and vmlinux when given).
 //
-// Never fails as a whole: frames that cannot be resolved carry a Reason.
+// Never fails as a whole: frames that cannot be resolved carry a Reason, and what went wrong
+// per module (no file, server unreachable, no kallsyms) is in the stats' messages.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "stacksym/elf.h"
+#include "stacksym/frame.h"
 #include "stacksym/profile.h"
+#include "stacksym/result.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym {
 
-struct SymbolizeProfileOptions {
-  SymbolizeOptions symbolize;  // demangling, DWARF, inline chains, debug dirs
-  // Open ELF files for Profile::modules (same indices; null or missing entries are looked
-  // up by path and build ID).
-  std::vector<std::shared_ptr<ElfFile>> module_files;
-  bool kernel = true;
+// One module's file offsets to answer, for a FrameSymbolBackend.
+struct BuildIdQuery {
+  std::vector<uint8_t> build_id;
+  std::vector<uint64_t> offsets;      // distinct
+  std::vector<FrameSymbols> answers;  // the backend's: one per offset
+  std::string message;                // why the backend could not use this module, if it could not
+};
+
+// A symbolizer of (build ID, file offset) pairs that the profile symbolizer asks before it looks
+// at local files: a symbolization server (remote.h: ConnectSymbolServer).
+class FrameSymbolBackend {
+ public:
+  virtual ~FrameSymbolBackend() = default;
+  // Fills every query's answers (one per offset), with `options`' demangling and inlines. An
+  // error means nothing was answered (the server could not be reached, or answered something
+  // else than asked): the frames then go to local files, and the error is reported.
+  virtual Result<void> Symbolize(std::span<BuildIdQuery> queries,
+                                 const SymbolizeOptions& options) = 0;
+  virtual std::string name() const = 0;   // "http://host:port", for messages
+  virtual uint64_t requests() const = 0;  // requests sent so far
+};
+
+struct ProfileSymbolizeOptions {
+  SymbolizeOptions symbolize;  // demangling, DWARF, inline chains, debug dirs, cache, fetcher
+  // Asked first for user frames with a build ID (null: local files only).
+  std::shared_ptr<FrameSymbolBackend> server;
+  // Kernel frames: from this kallsyms file (the running kernel's /proc/kallsyms, only right on
+  // the machine and boot the profile was recorded on) and, when set, the DWARF of vmlinux. Both
+  // empty: kernel frames are left as they are.
   std::string kallsyms_path = "/proc/kallsyms";
-  std::string vmlinux_path;  // optional: DWARF of the running kernel
-  bool only_missing = true;  // keep frames that already have symbols
+  std::string vmlinux_path;
+  // Redo frames that already have symbols (otherwise only frames without a function name are
+  // looked up: a profile symbolized once keeps its names).
+  bool resymbolize = false;
 };
 
-struct SymbolizeProfileStats {
-  uint64_t frames = 0;           // distinct frames looked at
-  uint64_t symbolized = 0;       // got a function name
-  uint64_t failed = 0;           // got a Reason
-  uint64_t modules_opened = 0;   // modules with a usable file
-  uint64_t modules_missing = 0;  // modules whose file could not be found
+struct ProfileSymbolizeStats {
+  uint64_t frames = 0;                // distinct frames looked at (user and kernel)
+  uint64_t symbolized = 0;            // of those, frames that got a function name
+  uint64_t failed = 0;                // frames that got a Reason
+  uint64_t from_server = 0;           // user frames the server named
+  uint64_t server_requests = 0;       // requests sent to the server
+  uint64_t kernel_frames = 0;         // kernel frames looked at
+  uint64_t modules_found = 0;         // user modules with a usable local file
+  uint64_t modules_missing = 0;       // user modules without one (their frames carry a Reason)
+  std::vector<std::string> messages;  // one per module without a file, server or kernel trouble
+  // Why the server could not be used at all (unreachable, or answered something else than
+  // asked); its frames were then looked up locally. Empty when it answered, or there is none.
+  std::string server_error;
 };
 
-SymbolizeProfileStats SymbolizeProfile(Profile& profile,
-                                       const SymbolizeProfileOptions& options = {});
+ProfileSymbolizeStats SymbolizeProfile(Profile& profile,
+                                       const ProfileSymbolizeOptions& options = {});
 
 }  // namespace stacksym

@@ -92,10 +92,11 @@ SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tabl
           std::move(unwind_tables)) {}
 
 std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const UserModule& m) {
-  std::string key = ModuleKey(ToProfileKind(m.kind), m.path, m.build_id);
-  if (auto it = module_index_.find(key); it != module_index_.end() && module_files_[it->second]) {
-    return module_files_[it->second];
+  if (std::shared_ptr<ElfFile> kept =
+          profile_.files.Find({ToProfileKind(m.kind), m.path, m.build_id})) {
+    return kept;
   }
+  std::string key = ModuleKey(ToProfileKind(m.kind), m.path, m.build_id);
   auto [it, inserted] = unwind_files_.try_emplace(std::move(key));
   if (inserted || !it->second) it->second = OpenModuleFile(pid, m);
   return it->second;
@@ -106,18 +107,18 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
   std::string key = ModuleKey(kind, m.path, m.build_id);
   if (auto it = module_index_.find(key); it != module_index_.end()) {
     uint32_t index = it->second;
-    if (!module_files_[index] && m.kind == UserModuleKind::kElf) {
-      module_files_[index] = OpenModuleFile(pid, m);  // retry: the last one may have failed
+    if (m.kind == UserModuleKind::kElf && !profile_.files.Find(profile_.modules[index])) {
+      // Retry: the last open may have failed.
+      profile_.files.Keep(profile_.modules[index], OpenModuleFile(pid, m));
     }
     return index;
   }
   uint32_t index = profile_.AddModule({kind, m.path, m.build_id});
-  module_files_.resize(profile_.modules.size());
   if (auto opened = unwind_files_.find(key); opened != unwind_files_.end() && opened->second) {
-    module_files_[index] = std::move(opened->second);
+    profile_.files.Keep(profile_.modules[index], std::move(opened->second));
     unwind_files_.erase(opened);
   } else {
-    module_files_[index] = OpenModuleFile(pid, m);
+    profile_.files.Keep(profile_.modules[index], OpenModuleFile(pid, m));
   }
   module_index_.emplace(std::move(key), index);
   return index;
@@ -126,7 +127,6 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
 uint32_t SampleAggregator::KernelModule() {
   if (kernel_module_ == UINT32_MAX) {
     kernel_module_ = profile_.AddModule({ProfileModuleKind::kKernel, "[kernel.kallsyms]", {}});
-    module_files_.resize(profile_.modules.size());
   }
   return kernel_module_;
 }

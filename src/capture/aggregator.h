@@ -1,6 +1,6 @@
 // SampleAggregator — turns raw samples into Profile stacks while their processes live:
 // user addresses are normalized at once (build ID + file offset), each module's ELF file is
-// opened and kept, and equal (pid, tid, comm, stack) samples are counted together.
+// opened and kept (Profile::files), and equal (pid, tid, comm, stack) samples are counted together.
 #pragma once
 
 #include <sys/types.h>
@@ -52,7 +52,6 @@ class SampleAggregator {
   uint64_t unwind_fp_frames() const { return unwinder_.fp_frames(); }
 
   Profile& profile() { return profile_; }
-  const std::vector<std::shared_ptr<ElfFile>>& module_files() const { return module_files_; }
   const AggregatorCounters& counters() const { return counters_; }
   const std::vector<std::string>& verify_differences() const { return verify_differences_; }
 
@@ -66,7 +65,6 @@ class SampleAggregator {
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
 
   Profile profile_;
-  std::vector<std::shared_ptr<ElfFile>> module_files_;      // parallel to profile_.modules
   std::unordered_map<std::string, uint32_t> module_index_;  // kind|path|build ID → index
   uint32_t kernel_module_ = UINT32_MAX;
   UserStackNormalizer normalizer_;

@@ -196,9 +196,6 @@ Recorder::~Recorder() {
 
 Profile& Recorder::profile() { return aggregator_->profile(); }
 
-const std::vector<std::shared_ptr<ElfFile>>& Recorder::module_files() const {
-  return aggregator_->module_files();
-}
 
 namespace {
 

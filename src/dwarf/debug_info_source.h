@@ -112,6 +112,8 @@ class DebugInfoSource {
   void LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out);
 
   const std::string& path() const { return path_; }
+  // The separate debug file DWARF is read from; null when it is the binary's own.
+  const std::shared_ptr<ElfFile>& debug_file() const { return debug_file_; }
 
   // For persisting the whole binary (src/index). The tables of unit `index` (of
   // unit_count()), built in full, with every node's name and every file's path resolved;

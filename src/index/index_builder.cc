@@ -16,6 +16,7 @@
 #include "base/flat_table.h"
 #include "base/parallel.h"
 #include "dwarf/debug_info_source.h"
+#include "elf/symbol_choice.h"
 #include "index/checksum.h"
 #include "index/index_format.h"
 #include "index/index_identity.h"
@@ -477,6 +478,63 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
   part->too_big |= out.size() > 0xffffffffu;
 }
 
+// The flattened symbol table, a piece at a time: from `start` on, `symbol` covers the addresses
+// (null: none does) up to the next piece's start. `fallback`: a stripped binary's debug-file
+// symbol, which names an address only where DWARF has no function either.
+struct SymbolPiece {
+  uint64_t start = 0;
+  const ElfSymbol* symbol = nullptr;
+  bool fallback = false;
+};
+
+// Find() is constant between consecutive symbol starts and ends (its resume points are among
+// them), so asking it at each of those boundaries flattens the table exactly.
+std::vector<SymbolPiece> FlattenSymbols(const SymbolTable& table) {
+  std::vector<uint64_t> bounds;
+  for (const ElfSymbol& s : table.symbols()) {
+    bounds.push_back(s.address);
+    if (s.size != 0 && s.address + s.size > s.address) bounds.push_back(s.address + s.size);
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::vector<SymbolPiece> pieces;
+  SymbolTable::AscendingFinder finder(table);
+  for (uint64_t bound : bounds) {
+    const ElfSymbol* s = finder.Find(bound);
+    if (pieces.empty() ? s != nullptr : s != pieces.back().symbol) pieces.push_back({bound, s});
+  }
+  return pieces;
+}
+
+// `own` with the gaps (where no symbol covers) filled from `fallback`'s pieces, marked.
+std::vector<SymbolPiece> OverlayGaps(const std::vector<SymbolPiece>& own,
+                                     std::vector<SymbolPiece> fallback) {
+  for (SymbolPiece& piece : fallback) piece.fallback = true;
+  std::vector<uint64_t> bounds;
+  for (const SymbolPiece& p : own) bounds.push_back(p.start);
+  for (const SymbolPiece& p : fallback) bounds.push_back(p.start);
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::vector<SymbolPiece> merged;
+  size_t in_own = 0, in_fallback = 0;  // pieces starting at or before the bound
+  for (uint64_t bound : bounds) {
+    while (in_own < own.size() && own[in_own].start <= bound) ++in_own;
+    while (in_fallback < fallback.size() && fallback[in_fallback].start <= bound) ++in_fallback;
+    SymbolPiece piece{bound, nullptr, false};
+    if (in_own > 0 && own[in_own - 1].symbol != nullptr) {
+      piece.symbol = own[in_own - 1].symbol;
+    } else if (in_fallback > 0 && fallback[in_fallback - 1].symbol != nullptr) {
+      piece.symbol = fallback[in_fallback - 1].symbol;
+      piece.fallback = true;
+    }
+    bool same = merged.empty() ? piece.symbol == nullptr
+                               : piece.symbol == merged.back().symbol &&
+                                     piece.fallback == merged.back().fallback;
+    if (!same) merged.push_back(piece);
+  }
+  return merged;
+}
+
 }  // namespace
 
 Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
@@ -559,6 +617,9 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   dwarf_options.use_debug_info = true;
   std::unique_ptr<DebugInfoSource> source;
   if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
+  // Where a stripped binary's missing symbols come from, as the direct path finds them.
+  const SymbolTable* fallback_symbols =
+      FallbackSymbolTable(*elf, source ? source->debug_file().get() : nullptr);
 
   SymbolStrings symbol_strings;  // for the dictionary's samples
   // The string dictionary, trained on the strings in merge order: on a thread of its own
@@ -576,37 +637,34 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   // The names are the first the string table numbers (nothing else adds any before the merge).
   auto index_symbols = [&] {
     const SymbolTable& table = elf->symbols();
-    strings.Reserve(table.symbols().size());
-    linkage.Reserve(table.symbols().size() / 4);
-    std::vector<uint64_t> bounds;
-    for (const ElfSymbol& s : table.symbols()) {
-      bounds.push_back(s.address);
-      if (s.size != 0 && s.address + s.size > s.address) bounds.push_back(s.address + s.size);
+    size_t symbol_count = table.symbols().size();
+    if (fallback_symbols != nullptr) symbol_count += fallback_symbols->symbols().size();
+    strings.Reserve(symbol_count);
+    linkage.Reserve(symbol_count / 4);
+    std::vector<SymbolPiece> pieces = FlattenSymbols(table);
+    if (fallback_symbols != nullptr) {
+      pieces = OverlayGaps(pieces, FlattenSymbols(*fallback_symbols));
     }
-    std::sort(bounds.begin(), bounds.end());
-    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-    std::vector<int32_t> record_of(table.symbols().size(), -1);
-    int32_t previous = -1;
-    SymbolTable::AscendingFinder finder(table);
-    for (size_t i = 0; i < bounds.size(); ++i) {
-      const ElfSymbol* s = finder.Find(bounds[i]);
-      int32_t id = s == nullptr ? -1 : static_cast<int32_t>(s - table.symbols().data());
-      if (id >= 0 && record_of[static_cast<size_t>(id)] < 0) {
-        record_of[static_cast<size_t>(id)] = static_cast<int32_t>(symbols.size());
-        symbols.push_back({s->address, s->size, {}, {}});
+    std::unordered_map<const ElfSymbol*, int32_t> record_of;
+    std::vector<const ElfSymbol*> by_record;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      const SymbolPiece& piece = pieces[i];
+      int32_t record = -1;
+      if (piece.symbol != nullptr) {
+        auto [it, added] =
+            record_of.try_emplace(piece.symbol, static_cast<int32_t>(symbols.size()));
+        if (added) {
+          symbols.push_back({piece.symbol->address, piece.symbol->size, {}, {}});
+          by_record.push_back(piece.symbol);
+        }
+        record = it->second;
       }
-      int32_t record = id < 0 ? -1 : record_of[static_cast<size_t>(id)];
-      if (i == 0 ? record >= 0 : record != previous) {
-        symbol_segments.push_back({bounds[i], record, 0});
-      }
-      previous = record;
+      uint32_t flags = piece.fallback ? kSegmentOnlyWithoutFrames : 0;
+      if (record >= 0 || !symbol_segments.empty())
+        symbol_segments.push_back({piece.start, record, flags});
     }
     // Names: stored as they are (linkage names: lookups demangle what they print), hashed on
     // all cores.
-    std::vector<const ElfSymbol*> by_record(symbols.size());
-    for (size_t i = 0; i < record_of.size(); ++i) {
-      if (record_of[i] >= 0) by_record[static_cast<size_t>(record_of[i])] = &table.symbols()[i];
-    }
     symbol_strings.resize(symbols.size());
     unsigned threads = ThreadCount(options.threads, symbols.size() / 512);
     RunOnThreads(threads, [&](unsigned t) {
@@ -1044,7 +1102,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   header.version = kVersion;
   header.section_count = kCount;
   header.file_size = chunks_end + chunk_count * sizeof(uint32_t);
-  header.flags = elf->symbols().empty() ? uint32_t{kSymbolTableEmpty} : 0u;
+  bool no_symbols = elf->symbols().empty() && fallback_symbols == nullptr;
+  header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
   std::span<const uint8_t> build_id = elf->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
   std::memcpy(header.build_id, build_id.data(), header.build_id_size);

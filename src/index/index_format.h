@@ -24,8 +24,10 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // line table records; 8: the string stream in three regions: paths and start files, then
 // demangled names, then linkage names (a lookup that prints no linkage name reads none);
 // 9: function segments delta-encoded in blocks of 16 (kFunctionSegmentBytes); 10: nodes
-// bit-packed per unit (NodeWidths), parents as distances.
-inline constexpr uint32_t kVersion = 11;
+// bit-packed per unit (NodeWidths), parents as distances; 11: names stored as linkage names
+// (NameMemo); 12: a stripped binary's symbols from its separate debug file's .symtab
+// (ChooseSymbolTable), as the direct path now answers.
+inline constexpr uint32_t kVersion = 12;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
@@ -99,8 +101,11 @@ struct StrRef {
 struct SegmentRecord {
   uint64_t start = 0;
   int32_t id = -1;
-  uint32_t reserved = 0;
+  uint32_t flags = 0;  // kSegmentOnlyWithoutFrames (symbol segments); 0 elsewhere
 };
+// A symbol segment of a stripped binary's debug-file .symtab (FallbackSymbolTable): it names
+// an address only where DWARF has no function either, as the direct path does.
+inline constexpr uint32_t kSegmentOnlyWithoutFrames = 1;
 static_assert(sizeof(SegmentRecord) == 16);
 
 struct SymbolRecord {

@@ -17,11 +17,15 @@
 
 namespace stacksym::symindex {
 
-int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t address) {
+const SegmentRecord* FindSegment(std::span<const SegmentRecord> segments, uint64_t address) {
   auto it = std::upper_bound(segments.begin(), segments.end(), address,
                              [](uint64_t a, const SegmentRecord& s) { return a < s.start; });
-  if (it == segments.begin()) return -1;
-  return (it - 1)->id;
+  return it == segments.begin() ? nullptr : &*(it - 1);
+}
+
+int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t address) {
+  const SegmentRecord* segment = FindSegment(segments, address);
+  return segment == nullptr ? -1 : segment->id;
 }
 
 namespace {
@@ -849,7 +853,8 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
   out.offset = 0;
   if (damaged()) return false;
   // Mirrors ElfSymbolizer::FillFromSymbolTable.
-  int32_t symbol_id = FindSegmentRecord(symbol_segments_, vaddr);
+  const SegmentRecord* segment = FindSegment(symbol_segments_, vaddr);
+  int32_t symbol_id = segment == nullptr ? -1 : segment->id;
   const SymbolRecord* symbol = nullptr;
   if (symbol_id >= 0) {
     if (static_cast<size_t>(symbol_id) >= symbols_.size()) return false;
@@ -857,11 +862,15 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
   } else if (symbol_id < -1) {
     return false;
   }
+  // A stripped binary's debug-file symbol names only what DWARF does not.
+  bool only_without_frames = symbol != nullptr && (segment->flags & kSegmentOnlyWithoutFrames) != 0;
   bool corrupt = false;
-  if (!LookupFrames(vaddr, options, symbol == nullptr, &out.frames, spare, cache, &corrupt)) {
+  if (!LookupFrames(vaddr, options, symbol == nullptr || only_without_frames, &out.frames, spare,
+                    cache, &corrupt)) {
     RecycleFrames(&out.frames, spare);
   }
   if (corrupt) return false;
+  if (only_without_frames && !out.frames.empty()) symbol = nullptr;
   if (symbol != nullptr) {
     if (!Names(symbol->raw, symbol->pretty, options, &out.symbol, &out.raw_symbol, cache)) {
       RecycleFrames(&out.frames, spare);

@@ -4,6 +4,7 @@
 #include "stacksym/profile.h"
 
 #include <functional>
+#include <utility>
 
 namespace stacksym {
 namespace {
@@ -34,6 +35,20 @@ size_t Profile::StackHash::operator()(const ProfileStack& s) const {
   h = Combine(h, std::hash<std::string>{}(s.comm));
   for (uint32_t frame : s.frames) h = Combine(h, frame);
   return static_cast<size_t>(Combine(h, s.frames.size()));
+}
+
+std::string ModuleFiles::Key(const ProfileModule& module) {
+  if (module.build_id.empty()) return "p" + module.path;
+  return "b" + std::string(module.build_id.begin(), module.build_id.end());
+}
+
+void ModuleFiles::Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file) {
+  if (file) files_[Key(module)] = std::move(file);
+}
+
+std::shared_ptr<ElfFile> ModuleFiles::Find(const ProfileModule& module) const {
+  auto it = files_.find(Key(module));
+  return it == files_.end() ? nullptr : it->second;
 }
 
 uint32_t Profile::AddModule(const ProfileModule& module) {

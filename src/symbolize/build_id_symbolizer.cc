@@ -115,6 +115,40 @@ Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
   return Error(ErrorCode::kNotFound, local.error().message + "\n  fetch: " + why);
 }
 
+namespace {
+
+bool SameBuildId(const ElfFile& elf, std::span<const uint8_t> build_id) {
+  std::span<const uint8_t> found = elf.build_id();
+  return std::equal(found.begin(), found.end(), build_id.begin(), build_id.end());
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ElfFile>> OpenModuleBinary(std::span<const uint8_t> build_id,
+                                                  const std::string& recorded_path,
+                                                  std::shared_ptr<ElfFile> kept,
+                                                  const SymbolizeOptions& options) {
+  if (kept && (build_id.empty() || SameBuildId(*kept, build_id))) return kept;
+  std::string tried;
+  if (!recorded_path.empty() && recorded_path.front() == '/') {
+    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(recorded_path);
+    if (elf && (build_id.empty() || SameBuildId(**elf, build_id))) return *elf;
+    tried = "\n  " + recorded_path + ": " +
+            (elf ? "has build ID " + (*elf)->build_id_hex() : elf.error().message);
+  }
+  if (build_id.empty()) {
+    return Error(ErrorCode::kNotFound,
+                 (recorded_path.empty() ? std::string("a module") : recorded_path) +
+                     " without a build ID: no file to check it against" + tried);
+  }
+  Result<std::string> path =
+      FindBinaryByBuildId(build_id, options.debug_dirs, options.fetcher.get());
+  if (!path) {
+    return Error(path.error().code, path.error().message + tried);
+  }
+  return ElfFile::Open(*path);
+}
+
 BuildIdSymbolizer::BuildIdSymbolizer(SymbolizeOptions options) : options_(std::move(options)) {}
 BuildIdSymbolizer::~BuildIdSymbolizer() = default;
 
@@ -123,11 +157,14 @@ BuildIdSymbolizer::Entry& BuildIdSymbolizer::Lookup(std::span<const uint8_t> bui
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   Entry entry;
-  Result<std::string> path =
-      FindBinaryByBuildId(build_id, options_.debug_dirs, options_.fetcher.get());
-  if (path) {
-    entry.path = *path;
-    auto symbolizer = ElfSymbolizer::Open(*path, options_);
+  if (build_id.size() < 2) {
+    entry.reason = Reason::kNoBuildId;
+    return cache_.emplace(std::move(key), std::move(entry)).first->second;
+  }
+  Result<std::shared_ptr<ElfFile>> binary = OpenModuleBinary(build_id, "", nullptr, options_);
+  if (binary) {
+    entry.path = (*binary)->path();
+    auto symbolizer = ElfSymbolizer::FromElf(*binary, options_);
     if (symbolizer) {
       entry.symbolizer = std::move(*symbolizer);
     } else {
@@ -135,7 +172,7 @@ BuildIdSymbolizer::Entry& BuildIdSymbolizer::Lookup(std::span<const uint8_t> bui
     }
   } else {
     entry.reason =
-        path.error().code == ErrorCode::kInvalidArgument ? Reason::kNoBuildId : Reason::kNotFound;
+        binary.error().code == ErrorCode::kNotFound ? Reason::kNotFound : Reason::kFileUnavailable;
   }
   return cache_.emplace(std::move(key), std::move(entry)).first->second;
 }

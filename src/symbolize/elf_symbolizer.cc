@@ -8,6 +8,7 @@
 #include "base/parallel.h"
 #include "base/run_sharing.h"
 #include "dwarf/debug_info_source.h"
+#include "elf/symbol_choice.h"
 #include "index/index_cache.h"
 #include "index/index_identity.h"
 #include "index/symbol_index.h"
@@ -73,7 +74,8 @@ bool ElfSymbolizer::UseIndex() {
   if (!index_tried_) {
     index_tried_ = true;
     // (An index keeps linkage names: short names are read from the DWARF itself.)
-    if (!options_.cache_dir.empty() && options_.use_debug_info && !options_.short_function_names &&
+    if (!options_.cache_dir.empty() && options_.use_debug_info &&
+        options_.symbols_from_debug_file && !options_.short_function_names &&
         !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
       // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
       // LoadDebugInfo would open when demangling is off and inlines are on, and then answers
@@ -151,7 +153,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
-  FillFromSymbolTable(out);
+  FillFromSymbolTable(fallback_symbols(), out);
   return out;
 }
 
@@ -169,9 +171,19 @@ std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
   return locals;
 }
 
-void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
+const SymbolTable* ElfSymbolizer::fallback_symbols() {
+  if (!options_.symbols_from_debug_file) return nullptr;
+  LoadDebugInfo();
+  return FallbackSymbolTable(*elf_, debug_info_ ? debug_info_->debug_file().get() : nullptr);
+}
+
+void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);
+  // What neither the binary's table nor DWARF names, a stripped binary's debug file may.
+  if (symbol == nullptr && out.frames.empty() && fallback != nullptr) {
+    symbol = fallback->Find(out.vaddr);
+  }
   if (symbol != nullptr) {
     out.raw_symbol = std::string(symbol->name);
     out.symbol = options_.demangle ? symbol_names_->Get(symbol->name) : out.raw_symbol;
@@ -190,7 +202,7 @@ void ElfSymbolizer::FillFromSymbolTable(SymbolizedAddress& out) {
     outermost.raw_function = out.raw_symbol;
   }
   if (symbol == nullptr && out.frames.empty()) {
-    out.reason = table.empty() ? Reason::kNoSymbols : Reason::kNoSymbol;
+    out.reason = table.empty() && fallback == nullptr ? Reason::kNoSymbols : Reason::kNoSymbol;
   }
   if (!options_.linkage_names) {  // as the index answers without them
     out.raw_symbol.clear();
@@ -256,8 +268,11 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   // cost; each distinct name is demangled once).
   constexpr size_t kPerThread = 512;  // below this a thread costs more than it saves
   unsigned threads = ThreadCount(options_.threads, positions.size() / kPerThread);
+  const SymbolTable* fallback = fallback_symbols();
   RunOnThreads(threads, [&](unsigned t) {
-    for (size_t k = t; k < positions.size(); k += threads) FillFromSymbolTable(out[positions[k]]);
+    for (size_t k = t; k < positions.size(); k += threads) {
+      FillFromSymbolTable(fallback, out[positions[k]]);
+    }
   });
   return out;
 }

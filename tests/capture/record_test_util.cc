@@ -65,10 +65,6 @@ bool HasChain(const std::vector<std::string>& frames, const std::vector<std::str
   return false;
 }
 
-void Symbolize(Recorder& rec) {
-  SymbolizeProfileOptions so;
-  so.module_files = rec.module_files();
-  SymbolizeProfile(rec.profile(), so);
-}
+void Symbolize(Recorder& rec) { SymbolizeProfile(rec.profile()); }
 
 }  // namespace stacksym

@@ -12,7 +12,8 @@ stacksym_fixture(real_dbg SOURCES ${real_srcs} FLAGS ${real_inc} -O2 -g -Wl,--bu
   POST_COMMANDS
     "objcopy --only-keep-debug real_dbg real_dbg.debug"
     "objcopy --strip-debug --add-gnu-debuglink=real_dbg.debug real_dbg real_dbg.stripped"
-  OUTPUTS real_dbg.debug real_dbg.stripped)
+    "objcopy --strip-all --add-gnu-debuglink=real_dbg.debug real_dbg real_dbg.symless"
+  OUTPUTS real_dbg.debug real_dbg.stripped real_dbg.symless)
 # Same sources, different code: another build ID and another CRC (for rejection tests).
 stacksym_fixture(real_other SOURCES ${real_srcs} FLAGS ${real_inc} -O2 -g -DREAL_VARIANT=7
   -Wl,--build-id

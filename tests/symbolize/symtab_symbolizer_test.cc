@@ -201,3 +201,46 @@ TEST(SymtabSymbolizer, BatchAnswersEveryAddress) {
 
 }  // namespace
 }  // namespace stacksym
+
+namespace stacksym {
+namespace {
+
+// A binary stripped of every symbol, its DWARF and .symtab kept in a .gnu_debuglink file: what
+// neither its own tables nor DWARF name (_start, which has no DWARF) comes from the debug
+// file's .symtab; functions with DWARF keep their names; llvm-symbolizer's way (the option off)
+// leaves _start unnamed, as llvm-symbolizer does.
+TEST(SymtabSymbolizer, StrippedBinaryNamesWhatDwarfDoesNotFromItsDebugFile) {
+  std::string binary = FixturePath("real_dbg.symless");
+  auto debug = ElfFile::Open(FixturePath("real_dbg.debug"));
+  ASSERT_TRUE(debug) << debug.error().ToString();
+  const ElfSymbol* start = (*debug)->symbols().FindByName("_start");
+  const ElfSymbol* main_fn = (*debug)->symbols().FindByName("main");
+  ASSERT_NE(start, nullptr);
+  ASSERT_NE(main_fn, nullptr);
+  auto own = ElfFile::Open(binary);
+  ASSERT_TRUE(own);
+  ASSERT_FALSE((*own)->symbols().has_symtab()) << "the fixture should be stripped of .symtab";
+
+  SymbolizeOptions options;
+  options.debug_dirs = {};
+  auto symbolizer = ElfSymbolizer::Open(binary, options);
+  ASSERT_TRUE(symbolizer);
+  SymbolizedAddress a = (*symbolizer)->Symbolize(start->address + 1, AddressKind::kVirtual);
+  EXPECT_FALSE(a.reason.has_value());
+  EXPECT_EQ(a.symbol, "_start");
+  EXPECT_EQ(a.offset, 1u);
+  SymbolizedAddress m = (*symbolizer)->Symbolize(main_fn->address, AddressKind::kVirtual);
+  ASSERT_FALSE(m.frames.empty()) << "main has DWARF";
+  EXPECT_EQ(m.frames.back().function, "main");
+  EXPECT_EQ(m.symbol, "") << "a DWARF-named function is not renamed from the debug file";
+
+  options.symbols_from_debug_file = false;
+  auto llvm_like = ElfSymbolizer::Open(binary, options);
+  ASSERT_TRUE(llvm_like);
+  SymbolizedAddress b = (*llvm_like)->Symbolize(start->address + 1, AddressKind::kVirtual);
+  EXPECT_EQ(b.symbol, "");
+  EXPECT_TRUE(b.reason.has_value());
+}
+
+}  // namespace
+}  // namespace stacksym

@@ -1,8 +1,6 @@
 // The symbolize-once pass: every distinct frame gets an answer (symbols or a Reason), user
 // frames by file offset through the module's file (handed in, by path, or missing), kernel
 // frames through kallsyms; names and lines are checked against addr2line.
-#include "stacksym/symbolize_profile.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "stacksym/elf.h"
+#include "stacksym/symbolize_profile.h"
 
 namespace stacksym {
 namespace {
@@ -59,10 +58,10 @@ TEST(SymbolizeProfileTest, UserFramesMatchAddr2line) {
   for (int i = 0; i < 50; ++i) {
     p.AddSample({.pid = 1, .tid = static_cast<uint32_t>(i), .comm = "x", .frames = frames}, 1);
   }
-  SymbolizeProfileStats st = SymbolizeProfile(p);
+  ProfileSymbolizeStats st = SymbolizeProfile(p);
   EXPECT_EQ(st.frames, names.size());
   EXPECT_EQ(st.symbolized, names.size());
-  EXPECT_EQ(st.modules_opened, 1u);
+  EXPECT_EQ(st.modules_found, 1u);
   ASSERT_EQ(p.symbols.size(), p.frames.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const auto& s = p.symbols[frames[i]];
@@ -101,9 +100,8 @@ TEST(SymbolizeProfileTest, HandedInFileWinsOverMissingPath) {
   ASSERT_TRUE(without.symbols[f].has_value());
   EXPECT_TRUE(without.symbols[f]->reason.has_value()) << "a vanished file cannot be read";
 
-  SymbolizeProfileOptions opts;
-  opts.module_files = {*elf};
-  SymbolizeProfile(p, opts);
+  p.files.Keep(p.modules[gone], *elf);
+  SymbolizeProfile(p);
   ASSERT_TRUE(p.symbols[f].has_value());
   ASSERT_FALSE(p.symbols[f]->reason.has_value());
   EXPECT_EQ(p.symbols[f]->lines.back().function, "cap_outer_a");
@@ -134,8 +132,8 @@ TEST(SymbolizeProfileTest, HandedInFileFindsDebuglinkNextToItsMappedPath) {
     uint32_t m = p.AddModule({ProfileModuleKind::kElf, mapped, id});
     uint32_t f = p.InternFrame({FrameKind::kUser, m, fn.file_offset + 1});
     p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
-    SymbolizeProfileOptions opts;
-    opts.module_files = {*elf};
+    p.files.Keep(p.modules[m], *elf);
+    ProfileSymbolizeOptions opts;
     opts.symbolize.debug_dirs = {};
     SymbolizeProfile(p, opts);
     ASSERT_TRUE(p.symbols[f].has_value());
@@ -156,9 +154,9 @@ TEST(SymbolizeProfileTest, WrongBuildIdIsNotTrusted) {
   uint32_t m = p.AddModule({ProfileModuleKind::kElf, kFixture, {0xde, 0xad, 0xbe, 0xef}});
   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x1000});
   p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
-  SymbolizeProfileOptions opts;
+  ProfileSymbolizeOptions opts;
   opts.symbolize.debug_dirs = {};
-  SymbolizeProfileStats st = SymbolizeProfile(p, opts);
+  ProfileSymbolizeStats st = SymbolizeProfile(p, opts);
   EXPECT_EQ(st.modules_missing, 1u);
   ASSERT_TRUE(p.symbols[f] && p.symbols[f]->reason);
   EXPECT_EQ(*p.symbols[f]->reason, Reason::kNotFound);

@@ -1,6 +1,8 @@
-// Offline symbolization of a normalized-only profile: the binary is found by build ID (in a
-// debug dir or at the recorded path) and the answers agree with addr2line.
+// The profile symbolizer on a normalized-only profile, as `symbolize-profile` runs it: the
+// binary is found by build ID (in a debug dir or at the recorded path) and the answers agree
+// with addr2line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -9,7 +11,7 @@
 
 #include "stacksym/elf.h"
 #include "stacksym/output.h"
-#include "test_profiles.h"
+#include "stacksym/symbolize_profile.h"
 
 namespace stacksym {
 namespace {
@@ -46,7 +48,7 @@ std::vector<std::string> Addr2lineFunctions(uint64_t vaddr) {
   return names;
 }
 
-class SymbolizeProfileTest : public ::testing::Test {
+class ProfileSymbolizerFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto elf = ElfFile::Open(kFixture);
@@ -100,26 +102,18 @@ class SymbolizeProfileTest : public ::testing::Test {
   uint64_t leaf_vaddr_ = 0, call_vaddr_ = 0;
 };
 
-std::string HexId(const std::vector<uint8_t>& id) {
-  std::string s;
-  for (uint8_t b : id) {
-    char buf[3];
-    std::snprintf(buf, sizeof buf, "%02x", b);
-    s += buf;
-  }
-  return s;
-}
-
-TEST_F(SymbolizeProfileTest, FindsTheBinaryByBuildIdInADebugDir) {
-  std::string dir = testing::TestOutputDir("symbolize-build-id");
-  std::string id = HexId(build_id_);
+TEST_F(ProfileSymbolizerFilesTest, FindsTheBinaryByBuildIdInADebugDir) {
+  std::string dir =
+      ::testing::TempDir() + "/profile-symbolizer-build-id-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::string id = ToHex(build_id_);
   std::filesystem::create_directories(dir + "/.build-id/" + id.substr(0, 2));
   std::filesystem::copy_file(kFixture,
                              dir + "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug");
   Profile p = MakeProfile("/gone/after/the/recording", build_id_);
-  OfflineSymbolizeOptions options;
-  options.debug_dirs = {dir};
-  OfflineSymbolizeStats stats = SymbolizeProfileOffline(p, options);
+  ProfileSymbolizeOptions options;
+  options.symbolize.debug_dirs = {dir};
+  ProfileSymbolizeStats stats = SymbolizeProfile(p, options);
   EXPECT_EQ(stats.frames, 2u);
   EXPECT_EQ(stats.symbolized, 2u);
   EXPECT_EQ(stats.modules_found, 1u);
@@ -134,27 +128,28 @@ TEST_F(SymbolizeProfileTest, FindsTheBinaryByBuildIdInADebugDir) {
   ExpectAgreesWithAddr2line(*back);
 }
 
-TEST_F(SymbolizeProfileTest, UsesTheRecordedPathWhenTheBuildIdMatches) {
+TEST_F(ProfileSymbolizerFilesTest, UsesTheRecordedPathWhenTheBuildIdMatches) {
   Profile p = MakeProfile(kFixture, build_id_);
-  OfflineSymbolizeOptions options;
-  options.debug_dirs = {};
-  OfflineSymbolizeStats stats = SymbolizeProfileOffline(p, options);
+  ProfileSymbolizeOptions options;
+  options.symbolize.debug_dirs = {};
+  ProfileSymbolizeStats stats = SymbolizeProfile(p, options);
   EXPECT_EQ(stats.modules_found, 1u);
   ExpectAgreesWithAddr2line(p);
 }
 
-TEST_F(SymbolizeProfileTest, RefusesAFileWithAnotherBuildId) {
+TEST_F(ProfileSymbolizerFilesTest, RefusesAFileWithAnotherBuildId) {
   std::vector<uint8_t> other = build_id_;
   other[0] ^= 0xff;
   Profile p = MakeProfile(kFixture, other);
-  OfflineSymbolizeOptions options;
-  options.debug_dirs = {};
-  OfflineSymbolizeStats stats = SymbolizeProfileOffline(p, options);
+  ProfileSymbolizeOptions options;
+  options.symbolize.debug_dirs = {};
+  ProfileSymbolizeStats stats = SymbolizeProfile(p, options);
   EXPECT_EQ(stats.modules_found, 0u);
   EXPECT_EQ(stats.modules_missing, 1u);
   EXPECT_EQ(stats.symbolized, 0u);
   ASSERT_EQ(stats.messages.size(), 1u);
-  EXPECT_NE(stats.messages[0].find("rejected: " + kFixture), std::string::npos)
+  EXPECT_NE(stats.messages[0].find(kFixture + ": has build ID " + ToHex(build_id_)),
+            std::string::npos)
       << stats.messages[0];
   for (const auto& s : p.symbols) {
     ASSERT_TRUE(s);

@@ -1,0 +1,13 @@
+#include "elf/symbol_choice.h"
+
+namespace stacksym {
+
+const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file) {
+  if (debug_file == nullptr || debug_file == &binary || binary.symbols().has_symtab()) {
+    return nullptr;
+  }
+  const SymbolTable& separate = debug_file->symbols();
+  return separate.has_symtab() && !separate.empty() ? &separate : nullptr;
+}
+
+}  // namespace stacksym

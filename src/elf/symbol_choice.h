@@ -1,0 +1,18 @@
+// Where a stripped binary's missing symbols come from: its separate debug file's .symtab. A
+// binary without a .symtab of its own (stripped: .dynsym at most) names most addresses from
+// .dynsym or DWARF; the addresses neither names (the startup code, _start; local functions
+// without DWARF) are named from the debug file's .symtab, which the stripping kept. Only those:
+// the binary's own names, and DWARF's, stay as they were (and as llvm-symbolizer gives them).
+// The direct path (ElfSymbolizer) and the persisted index (IndexBuilder) both ask here, so
+// that they answer alike.
+#pragma once
+
+#include "stacksym/elf.h"
+
+namespace stacksym {
+
+// The debug file's symbol table when `binary` has no .symtab and `debug_file` (a separate file,
+// not the binary itself) has one; else null.
+const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file);
+
+}  // namespace stacksym

@@ -1,0 +1,205 @@
+// SymbolizeProfile: the one pass that names a profile's frames. Frames are grouped once; user
+// frames with a build ID go to the server first (when there is one), what it leaves unnamed goes
+// to each module's local files, opened once per module; kernel frames go in one batch.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "stacksym/build_id.h"
+#include "stacksym/elf.h"
+#include "stacksym/kernel.h"
+#include "stacksym/symbolize_profile.h"
+
+namespace stacksym {
+namespace {
+
+bool Named(const std::optional<FrameSymbols>& symbols) {
+  return symbols && !symbols->lines.empty();
+}
+
+// The frames a pass has to do, grouped: per user module (by index), and kernel.
+struct FrameGroups {
+  std::vector<std::vector<uint32_t>> by_module;
+  std::vector<uint32_t> kernel;
+  std::vector<uint32_t> all;  // every frame this pass looks at
+};
+
+// Frames that already have a name are kept unless `resymbolize`; the others lose what an
+// earlier pass said of them (a reason), so that this pass's answer is the one left.
+// Kernel frames are left alone when `kernel` is false.
+FrameGroups GroupFrames(Profile& profile, bool resymbolize, bool kernel) {
+  FrameGroups groups;
+  groups.by_module.resize(profile.modules.size());
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    if (!resymbolize && Named(profile.symbols[i])) continue;
+    const ProfileFrame& frame = profile.frames[i];
+    if (frame.kind == FrameKind::kKernel && !kernel) continue;
+    groups.all.push_back(i);
+    profile.symbols[i].reset();
+    switch (frame.kind) {
+      case FrameKind::kKernel:
+        groups.kernel.push_back(i);
+        break;
+      case FrameKind::kUser:
+        if (frame.module < groups.by_module.size()) {
+          groups.by_module[frame.module].push_back(i);
+        } else {
+          profile.symbols[i] = FrameSymbols{Reason::kCorruptData, {}};
+        }
+        break;
+      case FrameKind::kUserRaw:
+        profile.symbols[i] = FrameSymbols{Reason::kUnmapped, {}};
+        break;
+    }
+  }
+  return groups;
+}
+
+// The server's pass: every module with a build ID, its distinct offsets in one query (modules
+// that differ only by path share one). Frames it names are done; the others stay for local files
+// (with the server's reason, kept if no local file is found either).
+void AskServer(Profile& profile, FrameGroups& groups, const ProfileSymbolizeOptions& options,
+               ProfileSymbolizeStats& stats) {
+  std::map<std::vector<uint8_t>, std::map<uint64_t, std::vector<uint32_t>>> pairs;
+  for (size_t m = 0; m < groups.by_module.size(); ++m) {
+    const std::vector<uint8_t>& build_id = profile.modules[m].build_id;
+    if (build_id.size() < 2 || groups.by_module[m].empty()) continue;
+    auto& offsets = pairs[build_id];
+    for (uint32_t frame : groups.by_module[m]) {
+      offsets[profile.frames[frame].address].push_back(frame);
+    }
+  }
+  if (pairs.empty()) return;
+  std::vector<BuildIdQuery> queries;
+  for (const auto& [build_id, offsets] : pairs) {
+    BuildIdQuery& query = queries.emplace_back();
+    query.build_id = build_id;
+    for (const auto& entry : offsets) query.offsets.push_back(entry.first);
+  }
+  Result<void> asked = options.server->Symbolize(queries, options.symbolize);
+  stats.server_requests = options.server->requests();
+  if (!asked) {
+    stats.server_error = asked.error().ToString();
+    stats.messages.push_back(stats.server_error + " (frames looked up locally instead)");
+    return;
+  }
+  for (BuildIdQuery& query : queries) {
+    if (!query.message.empty()) {
+      stats.messages.push_back(options.server->name() + ": build ID " + ToHex(query.build_id) +
+                               ": " + query.message);
+    }
+    const auto& offsets = pairs[query.build_id];
+    for (size_t k = 0; k < query.offsets.size() && k < query.answers.size(); ++k) {
+      FrameSymbols& answer = query.answers[k];
+      for (uint32_t frame : offsets.at(query.offsets[k])) {
+        if (!answer.lines.empty()) ++stats.from_server;
+        profile.symbols[frame] = answer;
+      }
+    }
+  }
+  // What the server named is done.
+  for (std::vector<uint32_t>& frames : groups.by_module) {
+    std::erase_if(frames, [&](uint32_t frame) { return Named(profile.symbols[frame]); });
+  }
+}
+
+// The frames of one user module, from its local files.
+void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& frames,
+                     const ProfileSymbolizeOptions& options, ProfileSymbolizeStats& stats) {
+  const ProfileModule& module = profile.modules[m];
+  std::shared_ptr<ElfFile> kept = profile.files.Find(module);
+  Result<std::shared_ptr<ElfFile>> binary = Error(ErrorCode::kNotFound, "");
+  Reason missing = Reason::kNotFound;
+  if (module.kind == ProfileModuleKind::kElf || kept) {
+    binary = OpenModuleBinary(module.build_id, module.path, kept, options.symbolize);
+  } else {
+    missing = module.kind == ProfileModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
+  }
+  Result<std::unique_ptr<ElfSymbolizer>> symbolizer = Error(ErrorCode::kNotFound, "");
+  if (binary) {
+    // A file opened through another path (map_files, a kept descriptor, a debug dir): its
+    // .gnu_debuglink file is also looked for next to the path the process mapped it by.
+    SymbolizeOptions symbolize = options.symbolize;
+    if (symbolize.known_path.empty() && !module.path.empty() && module.path.front() == '/' &&
+        module.path != (*binary)->path()) {
+      symbolize.known_path = module.path;
+    }
+    symbolizer = ElfSymbolizer::FromElf(*binary, symbolize);
+  }
+  if (!symbolizer) {
+    ++stats.modules_missing;
+    if (module.kind == ProfileModuleKind::kElf) {
+      const Error& why = binary ? symbolizer.error() : binary.error();
+      stats.messages.push_back(module.path + ": " + why.message);
+      if (binary) missing = Reason::kFileUnavailable;
+    }
+    for (uint32_t frame : frames) {
+      // A reason the server gave stays (it had a look too).
+      if (!profile.symbols[frame]) profile.symbols[frame] = FrameSymbols{missing, {}};
+    }
+    return;
+  }
+  ++stats.modules_found;
+  std::vector<uint64_t> offsets;
+  offsets.reserve(frames.size());
+  for (uint32_t frame : frames) offsets.push_back(profile.frames[frame].address);
+  std::vector<SymbolizedAddress> answers =
+      (*symbolizer)->SymbolizeBatch(offsets, AddressKind::kFileOffset);
+  for (size_t k = 0; k < frames.size() && k < answers.size(); ++k) {
+    profile.symbols[frames[k]] = ToFrameSymbols(std::move(answers[k]));
+  }
+}
+
+// Kernel frames in one batch (kallsyms, and vmlinux's DWARF when given).
+void SymbolizeKernel(Profile& profile, const std::vector<uint32_t>& frames,
+                     const ProfileSymbolizeOptions& options, ProfileSymbolizeStats& stats) {
+  stats.kernel_frames = frames.size();
+  if (frames.empty()) return;
+  KernelSymbolizerOptions kernel_options;
+  kernel_options.kallsyms_path = options.kallsyms_path;
+  kernel_options.vmlinux_path = options.vmlinux_path;
+  kernel_options.symbolize = options.symbolize;
+  Result<std::unique_ptr<KernelSymbolizer>> kernel = KernelSymbolizer::Open(kernel_options);
+  if (!kernel) {
+    stats.messages.push_back("kernel: " + kernel.error().ToString());
+    for (uint32_t frame : frames) {
+      if (!profile.symbols[frame])
+        profile.symbols[frame] = FrameSymbols{Reason::kFileUnavailable, {}};
+    }
+    return;
+  }
+  std::vector<uint64_t> addresses;
+  addresses.reserve(frames.size());
+  for (uint32_t frame : frames) addresses.push_back(profile.frames[frame].address);
+  std::vector<SymbolizedAddress> answers = (*kernel)->SymbolizeBatch(addresses);
+  for (size_t k = 0; k < frames.size() && k < answers.size(); ++k) {
+    profile.symbols[frames[k]] = ToFrameSymbols(std::move(answers[k]));
+  }
+}
+
+}  // namespace
+
+ProfileSymbolizeStats SymbolizeProfile(Profile& profile, const ProfileSymbolizeOptions& options) {
+  ProfileSymbolizeStats stats;
+  profile.symbols.resize(profile.frames.size());
+  FrameGroups groups = GroupFrames(profile, options.resymbolize,
+                                   !options.kallsyms_path.empty() || !options.vmlinux_path.empty());
+  stats.frames = groups.all.size();
+  if (options.server) AskServer(profile, groups, options, stats);
+  for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
+    if (!groups.by_module[m].empty())
+      SymbolizeModule(profile, m, groups.by_module[m], options, stats);
+  }
+  SymbolizeKernel(profile, groups.kernel, options, stats);
+  for (uint32_t frame : groups.all) {
+    if (Named(profile.symbols[frame])) {
+      ++stats.symbolized;
+    } else if (profile.symbols[frame]) {
+      ++stats.failed;
+    }
+  }
+  return stats;
+}
+
+}  // namespace stacksym
