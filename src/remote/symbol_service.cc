@@ -39,12 +39,6 @@ void SymbolService::Load(Entry& entry, const std::vector<uint8_t>& build_id, boo
   entry.loaded_at = std::chrono::steady_clock::now();
   entry.symbolizer.reset();
   entry.message.clear();
-  Result<std::string> path =
-      FindBinaryByBuildId(build_id, options_.debug_dirs, options_.fetcher.get());
-  if (!path) {
-    entry.message = path.error().message;
-    return;
-  }
   SymbolizeOptions options;
   options.demangle = demangle;
   options.inlines = inlines;
@@ -52,7 +46,13 @@ void SymbolService::Load(Entry& entry, const std::vector<uint8_t>& build_id, boo
   options.fetcher = options_.fetcher;
   options.threads = options_.symbolize_threads;
   options.cache_dir = options_.index_cache_dir;
-  Result<std::unique_ptr<ElfSymbolizer>> symbolizer = ElfSymbolizer::Open(*path, options);
+  // The same order of files as a local symbolization (build_id.h), by build ID only here.
+  Result<std::shared_ptr<ElfFile>> binary = OpenModuleBinary(build_id, "", nullptr, options);
+  if (!binary) {
+    entry.message = binary.error().message;
+    return;
+  }
+  Result<std::unique_ptr<ElfSymbolizer>> symbolizer = ElfSymbolizer::FromElf(*binary, options);
   if (!symbolizer) {
     entry.message = symbolizer.error().ToString();
     return;
