@@ -168,9 +168,10 @@ void AppendUleb(uint64_t value, std::vector<uint8_t>* out) {
   } while (value != 0);
 }
 
+// `v`'s memory given back now (clear() keeps it).
 template <class T>
-void Release(std::vector<T>& v) {
-  std::vector<T>().swap(v);
+void Release(T& v) {
+  T().swap(v);
 }
 
 template <class T>
@@ -535,512 +536,619 @@ std::vector<SymbolPiece> OverlayGaps(const std::vector<SymbolPiece>& own,
   return merged;
 }
 
-}  // namespace
+// While the index is built its strings stay in three tables (regions) until JoinRegions: a
+// ref's top two bits say which.
+enum Region : uint32_t { kFileRegion, kNameRegion, kLinkageRegion };
+constexpr uint32_t kRegionShift = 30, kLocalMask = (1u << kRegionShift) - 1;
 
-Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
-                                       const SymbolizeOptions& options,
-                                       std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
-  // The string stream in three regions, each its own table until they are joined: the paths
-  // and start files (few, and read by almost every lookup: their blocks stay cached), the
-  // demangled names, then the linkage names (read only by callers that print them, so the
-  // other lookups decompress blocks packed with what they need). While building, a ref's
-  // top two bits say its region.
-  // (Sized for the symbol table once it is read, on the thread that reads it.)
-  StringTable files(1024), strings(0), linkage(0);
-  enum Region : uint32_t { kFileRegion, kNameRegion, kLinkageRegion };
-  constexpr uint32_t kRegionShift = 30, kLocalMask = (1u << kRegionShift) - 1;
-  auto tagged = [](StrRef ref, Region region) {
-    ref.offset |= uint32_t{region} << kRegionShift;
-    return ref;
-  };
-  auto add_file = [&](std::string_view s, uint64_t hash = 0) {
-    return tagged(files.Add(s, hash), kFileRegion);
-  };
-  auto add_name = [&](std::string_view s, uint64_t hash = 0) {
-    return tagged(strings.Add(s, hash), kNameRegion);
-  };
-  // `same`: the two are equal (C names, and names that do not demangle): one string serves.
-  auto linkage_ref = [&](std::string_view raw, bool same, StrRef pretty_ref, uint64_t hash = 0) {
-    return same ? pretty_ref : tagged(linkage.Add(raw, hash), kLinkageRegion);
-  };
-  std::vector<SymbolRecord> symbols;
-  std::vector<SegmentRecord> symbol_segments, unit_segments;
-  std::vector<UnitRecord> units;
-  // Sections written from the units' parts, one piece per unit (or line table).
-  std::vector<UnitPart> parts;
-  BlockedSection function_segments, rows;
-  std::vector<uint8_t> packed_nodes;  // kNodes
-  size_t node_count = 0;
-  std::vector<NameRecord> names;
-  std::vector<CallDiscriminatorRecord> call_discriminators;
-  DistinctStrings start_files;
-  auto start_file_id = [&](std::string_view file, uint64_t hash = 0) {
-    return file.empty() ? kNoStartFile : start_files.Id(add_file(file, hash));
-  };
+StrRef Tagged(StrRef ref, Region region) {
+  ref.offset |= uint32_t{region} << kRegionShift;
+  return ref;
+}
+
+// A section of the file as the pieces it is written from.
+struct Section {
+  SectionKind kind;
+  std::vector<std::span<const uint8_t>> pieces;
+};
+
+std::vector<std::span<const uint8_t>> OnePiece(std::span<const uint8_t> bytes) {
+  return std::vector<std::span<const uint8_t>>{bytes};
+}
+
+// One index build: IndexBuilder::Build's stages, in the order Run calls them, the members
+// what each hands on to the next. What runs beside what (tuned on 2 cores, see the git log
+// and docs/index-format.md, "How a build spends its time"):
+//   the symbol table read and named (IndexSymbols)  | the units exported (ExportUnits)
+//   the dictionary trained (StartTraining)          | the names merged (MergeUnits)
+//   the records written by the sink (LayOutRecords) | the strings compressed (CompressStrings)
+class IndexBuild {
+ public:
+  IndexBuild(const std::shared_ptr<ElfFile>& elf, const SymbolizeOptions& options)
+      : elf_(elf), options_(options) {}
+  Result<IndexImage> Run(std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink);
+
+ private:
   // A name is its (raw, demangled) pair and where the function starts (file and line).
   struct NameSlot {
     uint64_t hash = 0;
-    uint32_t id = 0;  // into names
+    uint32_t id = 0;  // into names_
     bool empty() const { return hash == 0; }
   };
-  FlatTable<NameSlot> name_ids;
-  auto name_id = [&](StrRef raw, StrRef pretty, uint32_t start_file, uint32_t start_line) {
-    uint64_t key_hash = MixHash((uint64_t{raw.offset} << 32 | raw.size) * 0x9e3779b97f4a7c15 ^
-                                (uint64_t{pretty.offset} << 32 | pretty.size) ^
-                                (uint64_t{start_file} << 32 | start_line) * 0xc2b2ae3d27d4eb4f);
-    auto same = [&](const NameSlot& slot) {
-      const NameRecord& n = names[slot.id];
-      return n.raw.offset == raw.offset && n.raw.size == raw.size &&
-             n.pretty.offset == pretty.offset && n.pretty.size == pretty.size &&
-             n.start_file == start_file && n.start_line == start_line;
-    };
-    NameSlot& slot = name_ids.Find(key_hash, same);
-    if (!slot.empty()) return slot.id;
-    uint32_t id = static_cast<uint32_t>(names.size());
-    slot = {key_hash, id};
-    names.push_back({raw, pretty, start_file, start_line});
-    name_ids.Filled();
-    return id;
-  };
-  bool too_big = false;
-  std::vector<LineTableRecord> line_tables;
-  std::vector<uint32_t> paths;   // per unit, file index → number into path_strings
-  DistinctStrings path_strings;  // units share most of their headers
 
-  // DWARF: the source the direct path would open, every unit built in full. Opened first: a
-  // compressed .debug_info inflates on a thread of its own from then on.
-  SymbolizeOptions dwarf_options = options;
+  void OpenDwarf();
+  void StartSymbolTable();
+  void IndexSymbols();
+  std::vector<const ElfSymbol*> FlattenSymbolTable();
+  void NameSymbols(const std::vector<const ElfSymbol*>& by_record);
+  bool ExportUnits();
+  void ExportUnit(size_t i);
+  void CountMergedPaths();
+  void StartTraining();
+  void TrainDictionary();
+  void MergeUnits();
+  UnitRecord MergeUnit(size_t i);
+  void NumberNames(const UnitPart& part);
+  void PackNodes(const UnitPart& part, UnitRecord* unit);
+  void AddLineTable(size_t i, UnitRecord* unit);
+  void FinishMerge();
+  Result<void> JoinRegions();
+  void LayOutRecords(IndexSink* sink);
+  void LayOut(const Section& section);
+  void PadOffset();
+  Result<void> CompressStrings();
+  bool CompressBlocks(const ZSTD_CDict* cdict, std::vector<uint32_t>* frame_sizes,
+                      std::vector<std::span<const uint8_t>>* compressed);
+  Result<void> LayOutStrings();
+  void SumChunks();
+  void WriteHead(IndexSink* sink);
+
+  StrRef AddFile(std::string_view s, uint64_t hash = 0) {
+    return Tagged(files_.Add(s, hash), kFileRegion);
+  }
+  StrRef AddName(std::string_view s, uint64_t hash = 0) {
+    return Tagged(strings_.Add(s, hash), kNameRegion);
+  }
+  // `same`: the two are equal (C names, and names that do not demangle): one string serves.
+  StrRef LinkageRef(std::string_view raw, bool same, StrRef pretty_ref, uint64_t hash = 0) {
+    return same ? pretty_ref : Tagged(linkage_.Add(raw, hash), kLinkageRegion);
+  }
+  uint32_t StartFileId(std::string_view file, uint64_t hash = 0) {
+    return file.empty() ? kNoStartFile : start_files_.Id(AddFile(file, hash));
+  }
+  uint32_t NameId(StrRef raw, StrRef pretty, uint32_t start_file, uint32_t start_line);
+  // The sections' pieces kept by the image: one, the bytes of `storage`.
+  template <class T>
+  std::vector<std::span<const uint8_t>> Kept(std::vector<T>&& storage) {
+    return OnePiece(AsBytes(image_.Keep(std::move(storage))));
+  }
+
+  const std::shared_ptr<ElfFile>& elf_;
+  const SymbolizeOptions& options_;
+  // DWARF: the source the direct path would open, every unit built in full.
+  std::unique_ptr<DebugInfoSource> source_;
+  // A stripped binary's debug-file symbols, for what its own and DWARF do not name (or null).
+  const SymbolTable* fallback_symbols_ = nullptr;
+
+  // The string stream in three regions, each its own table until they are joined: the paths
+  // and start files (few, and read by almost every lookup: their blocks stay cached), the
+  // demangled names, then the linkage names (read only by callers that print them, so the
+  // other lookups decompress blocks packed with what they need).
+  // (Sized for the symbol table once it is read, on the thread that reads it.)
+  StringTable files_{1024}, strings_{0}, linkage_{0};
+  std::vector<SymbolRecord> symbols_;
+  std::vector<SegmentRecord> symbol_segments_, unit_segments_;
+  SymbolStrings symbol_strings_;  // for the dictionary's samples
+  std::unique_ptr<SpreadThread> symbol_worker_;
+
+  // Sections written from the units' parts, one piece per unit (or line table).
+  std::vector<UnitPart> parts_;
+  std::mutex encoded_mutex_;
+  std::unordered_map<const dwarf::LineTable*, size_t> encoded_by_;  // line table → part
+  // Per part: how many of its paths the merge adds (set before the training starts).
+  std::vector<size_t> merged_path_counts_;
+  // The string dictionary, trained on the strings in merge order: on a thread of its own
+  // while the merge runs when there are units to merge, else after.
+  std::vector<uint8_t> dictionary_;
+  std::unique_ptr<SpreadThread> trainer_;
+  bool trained_ = false;
+
+  std::vector<UnitRecord> units_;
+  BlockedSection function_segments_, rows_;
+  std::vector<uint8_t> packed_nodes_;  // kNodes
+  size_t node_count_ = 0;
+  std::vector<NameRecord> names_;
+  FlatTable<NameSlot> name_ids_;
+  std::vector<uint32_t> name_numbers_;  // the merged unit's distinct names → name records
+  std::vector<CallDiscriminatorRecord> call_discriminators_;
+  DistinctStrings start_files_;
+  std::unordered_map<const dwarf::LineTable*, uint32_t> line_table_ids_;
+  std::vector<LineTableRecord> line_tables_;
+  std::vector<uint32_t> paths_;   // per unit, file index → number into path_strings_
+  DistinctStrings path_strings_;  // units share most of their headers
+  bool too_big_ = false;
+
+  PieceStream stream_;  // the regions joined
+  IndexImage image_;
+  // Layout: header, section table, then each section 8-byte aligned: first those final after
+  // the merge (handed to the sink while the strings are compressed), then the strings' three.
+  std::vector<Section> sections_;
+  std::vector<uint8_t>* head_ = nullptr;  // kept by image_
+  std::vector<SectionEntry> entries_;
+  // (file offset, bytes) of every piece after the head, in file order.
+  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> placed_;
+  uint64_t offset_ = 0;
+  size_t early_sections_ = 0, early_pieces_ = 0;
+  std::vector<uint32_t>* chunk_crcs_ = nullptr;  // kept by image_
+};
+
+Result<IndexImage> IndexBuild::Run(std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
+  OpenDwarf();
+  StartSymbolTable();
+  if (ExportUnits()) {
+    if (symbol_worker_) symbol_worker_->Join();  // the merge is the first to read its tables
+    CountMergedPaths();
+    StartTraining();
+    MergeUnits();
+    FinishMerge();
+  }
+  if (symbol_worker_) symbol_worker_->Join();  // no units to merge: joined here
+  if (Result<void> joined = JoinRegions(); !joined) return std::move(joined).error();
+  LayOutRecords(sink);
+  if (Result<void> compressed = CompressStrings(); !compressed) {
+    return std::move(compressed).error();
+  }
+  if (Result<void> laid = LayOutStrings(); !laid) return std::move(laid).error();
+  SumChunks();
+  WriteHead(sink);
+  if (dwarf != nullptr) *dwarf = std::move(source_);
+  return std::move(image_);
+}
+
+// The DWARF opened first: a compressed .debug_info inflates on a thread of its own from then
+// on, while the symbol table is read.
+void IndexBuild::OpenDwarf() {
+  SymbolizeOptions dwarf_options = options_;
   // Linkage names only: demangling all of a big C++ binary's names was a third of a build,
   // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
   dwarf_options.demangle = false;
   dwarf_options.inlines = true;
   dwarf_options.use_debug_info = true;
-  std::unique_ptr<DebugInfoSource> source;
-  if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
-  // Where a stripped binary's missing symbols come from, as the direct path finds them.
-  const SymbolTable* fallback_symbols =
-      FallbackSymbolTable(*elf, source ? source->debug_file().get() : nullptr);
-
-  SymbolStrings symbol_strings;  // for the dictionary's samples
-  // The string dictionary, trained on the strings in merge order: on a thread of its own
-  // while the merge runs when there are units to merge, else after.
-  std::vector<uint8_t> dictionary;
-  // Per part: how many of its paths the merge adds (set before the training starts).
-  std::vector<size_t> merged_path_counts;
-  auto train_dictionary = [&] {
-    dictionary = TrainStringDictionary(StreamAsMerged(parts, merged_path_counts, symbol_strings));
-  };
-  std::unique_ptr<SpreadThread> trainer;
-  bool trained = false;
-  // Symbol table: Find() is constant between consecutive symbol starts and ends (its resume
-  // points are among them), so asking it at each of those boundaries flattens it exactly.
-  // The names are the first the string table numbers (nothing else adds any before the merge).
-  auto index_symbols = [&] {
-    const SymbolTable& table = elf->symbols();
-    size_t symbol_count = table.symbols().size();
-    if (fallback_symbols != nullptr) symbol_count += fallback_symbols->symbols().size();
-    strings.Reserve(symbol_count);
-    linkage.Reserve(symbol_count / 4);
-    std::vector<SymbolPiece> pieces = FlattenSymbols(table);
-    if (fallback_symbols != nullptr) {
-      pieces = OverlayGaps(pieces, FlattenSymbols(*fallback_symbols));
-    }
-    std::unordered_map<const ElfSymbol*, int32_t> record_of;
-    std::vector<const ElfSymbol*> by_record;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      const SymbolPiece& piece = pieces[i];
-      int32_t record = -1;
-      if (piece.symbol != nullptr) {
-        auto [it, added] =
-            record_of.try_emplace(piece.symbol, static_cast<int32_t>(symbols.size()));
-        if (added) {
-          symbols.push_back({piece.symbol->address, piece.symbol->size, {}, {}});
-          by_record.push_back(piece.symbol);
-        }
-        record = it->second;
-      }
-      uint32_t flags = piece.fallback ? kSegmentOnlyWithoutFrames : 0;
-      if (record >= 0 || !symbol_segments.empty())
-        symbol_segments.push_back({piece.start, record, flags});
-    }
-    // Names: stored as they are (linkage names: lookups demangle what they print), hashed on
-    // all cores.
-    symbol_strings.resize(symbols.size());
-    unsigned threads = ThreadCount(options.threads, symbols.size() / 512);
-    RunOnThreads(threads, [&](unsigned t) {
-      for (size_t k = t; k < by_record.size(); k += threads) {
-        SymbolString& s = symbol_strings[k];
-        s.raw = s.pretty = by_record[k]->name;
-        s.pretty_hash = HashBytes(s.pretty);
-        s.raw_hash = 0;  // the same string
-      }
-    });
-    for (size_t k = 0; k < symbols.size(); ++k) {
-      const SymbolString& s = symbol_strings[k];
-      symbols[k].pretty = add_name(s.pretty, s.pretty_hash);
-      symbols[k].raw = linkage_ref(s.raw, s.raw_hash == 0, symbols[k].pretty, s.raw_hash);
-    }
-  };
-  // On a thread of its own, while the DWARF's units are walked and exported: on a binary
-  // whose .debug_info is not compressed (python3.11d) it would otherwise hold both cores'
-  // work back by its own (reading, sorting and naming 26 000 symbols, a quarter of the build).
-  // Joined before the merge, the first to read what it makes.
-  std::unique_ptr<SpreadThread> symbol_worker;
-  if (ThreadCount(options.threads, 2) > 1) {
-    symbol_worker = std::make_unique<SpreadThread>(index_symbols);
-  } else {
-    index_symbols();
+  if (auto opened = DebugInfoSource::Open(elf_, dwarf_options); opened) {
+    source_ = std::move(*opened);
   }
+  // Where a stripped binary's missing symbols come from, as the direct path finds them.
+  fallback_symbols_ = FallbackSymbolTable(*elf_, source_ ? source_->debug_file().get() : nullptr);
+}
 
-  std::vector<SourceFile> source_files;
+// The symbol table on a thread of its own, while the DWARF's units are walked and exported:
+// on a binary whose .debug_info is not compressed (python3.11d) it would otherwise hold both
+// cores' work back by its own (reading, sorting and naming 26 000 symbols, a quarter of the
+// build). Joined before the merge, the first to read what it makes.
+void IndexBuild::StartSymbolTable() {
+  if (ThreadCount(options_.threads, 2) > 1) {
+    symbol_worker_ = std::make_unique<SpreadThread>([this] { IndexSymbols(); });
+  } else {
+    IndexSymbols();
+  }
+}
+
+// The symbol records, their address segments and names (on the symbol table's thread).
+void IndexBuild::IndexSymbols() {
+  size_t count = elf_->symbols().symbols().size();
+  if (fallback_symbols_ != nullptr) count += fallback_symbols_->symbols().size();
+  strings_.Reserve(count);
+  linkage_.Reserve(count / 4);
+  NameSymbols(FlattenSymbolTable());
+}
+
+// The symbol segments and records: the binary's table flattened (FlattenSymbols), a stripped
+// binary's debug-file symbols in its gaps (OverlayGaps). Returns each record's symbol.
+std::vector<const ElfSymbol*> IndexBuild::FlattenSymbolTable() {
+  std::vector<SymbolPiece> pieces = FlattenSymbols(elf_->symbols());
+  if (fallback_symbols_ != nullptr)
+    pieces = OverlayGaps(pieces, FlattenSymbols(*fallback_symbols_));
+  std::unordered_map<const ElfSymbol*, int32_t> record_of;
+  std::vector<const ElfSymbol*> by_record;
+  for (const SymbolPiece& piece : pieces) {
+    int32_t record = -1;
+    if (piece.symbol != nullptr) {
+      auto [it, added] = record_of.try_emplace(piece.symbol, static_cast<int32_t>(symbols_.size()));
+      if (added) {
+        symbols_.push_back({piece.symbol->address, piece.symbol->size, {}, {}});
+        by_record.push_back(piece.symbol);
+      }
+      record = it->second;
+    }
+    uint32_t flags = piece.fallback ? kSegmentOnlyWithoutFrames : 0;
+    symbol_segments_.push_back({piece.start, record, flags});
+  }
+  return by_record;
+}
+
+// Names stored as they are (linkage names: lookups demangle what they print), hashed on all
+// cores; the first the string table numbers (nothing else adds any before the merge).
+void IndexBuild::NameSymbols(const std::vector<const ElfSymbol*>& by_record) {
+  symbol_strings_.resize(symbols_.size());
+  unsigned threads = ThreadCount(options_.threads, symbols_.size() / 512);
+  RunOnThreads(threads, [&](unsigned t) {
+    for (size_t k = t; k < by_record.size(); k += threads) {
+      SymbolString& s = symbol_strings_[k];
+      s.raw = s.pretty = by_record[k]->name;
+      s.pretty_hash = HashBytes(s.pretty);
+      s.raw_hash = 0;  // the same string
+    }
+  });
+  for (size_t k = 0; k < symbols_.size(); ++k) {
+    const SymbolString& s = symbol_strings_[k];
+    symbols_[k].pretty = AddName(s.pretty, s.pretty_hash);
+    symbols_[k].raw = LinkageRef(s.raw, s.raw_hash == 0, symbols_[k].pretty, s.raw_hash);
+  }
+}
+
+// Every unit exported and encoded on the thread that takes it (the merge after only appends
+// the parts in unit order and adds the names, the one shared table), beside the symbol
+// table's thread. False when there is no unit.
+bool IndexBuild::ExportUnits() {
   // Function tables of the units whose bytes have arrived, while the rest of a streamed
   // .debug_info is still being inflated (the cores are otherwise idle until then).
-  if (source) source->PrebuildEveryUnit(options.threads);
-  size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
-  if (unit_total > 0) {
-    DebugInfoSource& src = *source;
-    // Each unit is exported and encoded on the thread that takes it; the merge after only
-    // appends the parts in unit order and adds the names (the one shared table).
-    parts.resize(unit_total);
-    std::mutex encoded_mutex;
-    std::unordered_map<const dwarf::LineTable*, size_t> encoded_by;  // line table → part
-    auto export_unit = [&](size_t i) {
-      UnitPart& part = parts[i];
-      part.tables = src.ExportUnit(i);
-      if (!part.tables.ok) return;
-      EncodeFunctions(part.tables, &part);
-      // Per node, only what the parts now hold: dropped unit by unit, not after them all,
-      // the unit's function table included (its memory then serves the next units' parts).
-      Release(part.tables.raw_names);
-      Release(part.tables.pretty_names);
-      Release(part.tables.starts);
-      part.tables.segments = {};
-      part.tables.nodes = {};
-      src.ReleaseUnitFunctions(i);
-      if (part.tables.line == nullptr) return;
-      {
-        std::lock_guard<std::mutex> lock(encoded_mutex);
-        if (!encoded_by.try_emplace(part.tables.line, i).second) return;  // another unit's
-      }
-      EncodeRows(part.tables.line->rows(), part.tables.line->discriminators(), &part);
-    };
-    std::vector<size_t> parallel, serial;
-    for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
-    // Biggest units first (their size is the best guess of their cost): the threads then
-    // finish together instead of one exporting a big unit while the other idles.
-    std::stable_sort(parallel.begin(), parallel.end(),
-                     [&](size_t a, size_t b) { return src.UnitSize(a) > src.UnitSize(b); });
-    std::atomic<size_t> next{0};
-    RunOnThreads(ThreadCount(options.threads, parallel.size()), [&](unsigned) {
-      for (size_t k = next.fetch_add(1); k < parallel.size(); k = next.fetch_add(1)) {
-        export_unit(parallel[k]);
-      }
+  if (source_) source_->PrebuildEveryUnit(options_.threads);
+  const size_t unit_total = source_ ? source_->unit_count() : 0;  // waits for the stream
+  if (unit_total == 0) return false;
+  DebugInfoSource& src = *source_;
+  parts_.resize(unit_total);
+  std::vector<size_t> parallel, serial;
+  for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
+  // Biggest units first (their size is the best guess of their cost): the threads then
+  // finish together instead of one exporting a big unit while the other idles.
+  std::stable_sort(parallel.begin(), parallel.end(),
+                   [&](size_t a, size_t b) { return src.UnitSize(a) > src.UnitSize(b); });
+  std::atomic<size_t> next{0};
+  RunOnThreads(ThreadCount(options_.threads, parallel.size()), [&](unsigned) {
+    for (size_t k = next.fetch_add(1); k < parallel.size(); k = next.fetch_add(1)) {
+      ExportUnit(parallel[k]);
+    }
+  });
+  for (size_t i : serial) ExportUnit(i);
+  return true;
+}
+
+// Unit `i`'s part: its function segments, nodes and distinct names, and its line table's
+// rows if no other unit encoded them (on an exporting thread).
+void IndexBuild::ExportUnit(size_t i) {
+  UnitPart& part = parts_[i];
+  part.tables = source_->ExportUnit(i);
+  if (!part.tables.ok) return;
+  EncodeFunctions(part.tables, &part);
+  // Per node, only what the parts now hold: dropped unit by unit, not after them all,
+  // the unit's function table included (its memory then serves the next units' parts).
+  Release(part.tables.raw_names);
+  Release(part.tables.pretty_names);
+  Release(part.tables.starts);
+  part.tables.segments = {};
+  part.tables.nodes = {};
+  source_->ReleaseUnitFunctions(i);
+  if (part.tables.line == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(encoded_mutex_);
+    if (!encoded_by_.try_emplace(part.tables.line, i).second) return;  // another unit's
+  }
+  EncodeRows(part.tables.line->rows(), part.tables.line->discriminators(), &part);
+}
+
+// Per part, how many of its paths the merge adds: before the training starts, which reads
+// them too.
+void IndexBuild::CountMergedPaths() {
+  merged_path_counts_.assign(parts_.size(), 0);
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const DebugInfoSource::UnitTables& t = parts_[i].tables;
+    if (!t.ok || t.line == nullptr) continue;
+    const UnitPart& encoded = parts_[encoded_by_.at(t.line)];
+    merged_path_counts_[i] =
+        std::min(std::max(encoded.row_files, parts_[i].call_files), t.paths.size());
+  }
+}
+
+// The training started before the merge, on a thread of its own: it overlaps all of the
+// merge, the tables' set-up included.
+void IndexBuild::StartTraining() {
+  // Most of the DWARF's memory (the decompressed .debug_info above all) is not read again:
+  // given back now, it serves the merge, the compression and the file's pages instead of
+  // fresh ones (on libceph-common peak RSS 553 -> 480 MB, and 2-3 % off the cold run on
+  // the 2-vCPU VM, where a fresh page costs several times a reused one). Nothing from here
+  // on reads those sections: on the training's thread, before it trains, the 10-12 ms the
+  // kernel takes to free them overlap the merge instead of delaying it.
+  if (ThreadCount(options_.threads, 2) > 1) {
+    trainer_ = std::make_unique<SpreadThread>([this] {
+      source_->ReleaseExportedSections();
+      TrainDictionary();
     });
-    for (size_t i : serial) export_unit(i);
-    if (symbol_worker) symbol_worker->Join();
-    merged_path_counts.assign(parts.size(), 0);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const DebugInfoSource::UnitTables& t = parts[i].tables;
-      if (!t.ok || t.line == nullptr) continue;
-      const UnitPart& encoded = parts[encoded_by.at(t.line)];
-      merged_path_counts[i] =
-          std::min(std::max(encoded.row_files, parts[i].call_files), t.paths.size());
-    }
-    // Most of the DWARF's memory (the decompressed .debug_info above all) is not read again:
-    // given back now, it serves the merge, the compression and the file's pages instead of
-    // fresh ones (on libceph-common peak RSS 553 -> 480 MB, and 2-3 % off the cold run on
-    // the 2-vCPU VM, where a fresh page costs several times a reused one). Nothing from here
-    // on reads those sections: on the training's thread, before it trains, the 10-12 ms the
-    // kernel takes to free them overlap the merge instead of delaying it.
-    auto release_then_train = [&] {
-      src.ReleaseExportedSections();
-      train_dictionary();
-    };
-    // The training starts first: it overlaps all of the merge, the tables' set-up included.
-    if (ThreadCount(options.threads, 2) > 1) {
-      trainer = std::make_unique<SpreadThread>(release_then_train);
+  } else {
+    source_->ReleaseExportedSections();
+  }
+}
+
+// The dictionary trained on the stream the merge makes (or made), made apart from it.
+void IndexBuild::TrainDictionary() {
+  dictionary_ = TrainStringDictionary(StreamAsMerged(parts_, merged_path_counts_, symbol_strings_));
+}
+
+// The merge, on the main thread beside the training: the units' parts appended in unit
+// order, their names numbered in the one shared table.
+void IndexBuild::MergeUnits() {
+  for (const dwarf::AddressSegment& s : source_->unit_map()) {
+    unit_segments_.push_back({s.start, s.id, 0});
+  }
+  // Distinct names are fewer than the units' ones added up (units share most of them). A
+  // C binary's linkage table stays empty (sized like the names', it was 1.5 MB of fresh
+  // pages on python3.11d).
+  const NameCounts counts = CountNames(parts_);
+  name_ids_.Reserve(counts.carriers / 2);
+  strings_.Reserve(counts.carriers / 2);
+  linkage_.Reserve(counts.mangled / 2);
+  // Room for every unit's packed nodes at their widest (names of 31 bits), so that they are
+  // packed in place, never moved (the pages past what they take are never touched).
+  uint64_t packed_bound = kNodePadding;
+  for (const UnitPart& part : parts_) {
+    packed_bound += (part.nodes.size() * (part.node_widths.bits() + 31) + 7) / 8 + kNodePadding;
+  }
+  packed_nodes_.reserve(packed_bound);
+  for (size_t i = 0; i < parts_.size(); ++i) units_.push_back(MergeUnit(i));
+}
+
+// Part `i` merged: the parts' records become the file's in place (node names, row block
+// offsets), so that the sections are written from them, without a merged copy.
+UnitRecord IndexBuild::MergeUnit(size_t i) {
+  UnitPart& part = parts_[i];
+  UnitRecord unit;
+  if (!part.tables.ok) return unit;
+  unit.ok = 1;
+  too_big_ |= part.too_big;
+  unit.segment_begin = static_cast<uint32_t>(function_segments_.block_count);
+  unit.segment_base = part.segment_base;
+  unit.segment_count = part.segment_count;
+  too_big_ |= !function_segments_.Append(part.segment_blocks, part.segment_bytes);
+  unit.node_begin = static_cast<uint32_t>(node_count_);
+  NumberNames(part);
+  PackNodes(part, &unit);
+  for (const CallDiscriminatorRecord& d : part.call_discriminators) {
+    call_discriminators_.push_back({static_cast<uint32_t>(node_count_ + d.node), d.discriminator});
+  }
+  unit.node_count = static_cast<uint32_t>(part.nodes.size());
+  node_count_ += part.nodes.size();
+  Release(part.nodes);
+  if (part.tables.line != nullptr) AddLineTable(i, &unit);
+  return unit;
+}
+
+// The unit's distinct names numbered in the name records (name_numbers_).
+void IndexBuild::NumberNames(const UnitPart& part) {
+  name_numbers_.clear();
+  for (const UnitPart::Carrier& c : part.carriers) {
+    StrRef pretty = AddName(c.pretty, c.pretty_hash);
+    StrRef raw = LinkageRef(c.raw, c.raw_hash == 0, pretty, c.raw_hash);
+    name_numbers_.push_back(
+        NameId(raw, pretty, StartFileId(c.start_file, c.start_file_hash), c.start_line));
+  }
+}
+
+uint32_t IndexBuild::NameId(StrRef raw, StrRef pretty, uint32_t start_file, uint32_t start_line) {
+  uint64_t key_hash = MixHash((uint64_t{raw.offset} << 32 | raw.size) * 0x9e3779b97f4a7c15 ^
+                              (uint64_t{pretty.offset} << 32 | pretty.size) ^
+                              (uint64_t{start_file} << 32 | start_line) * 0xc2b2ae3d27d4eb4f);
+  auto same = [&](const NameSlot& slot) {
+    const NameRecord& n = names_[slot.id];
+    return n.raw.offset == raw.offset && n.raw.size == raw.size &&
+           n.pretty.offset == pretty.offset && n.pretty.size == pretty.size &&
+           n.start_file == start_file && n.start_line == start_line;
+  };
+  NameSlot& slot = name_ids_.Find(key_hash, same);
+  if (!slot.empty()) return slot.id;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  slot = {key_hash, id};
+  names_.push_back({raw, pretty, start_file, start_line});
+  name_ids_.Filled();
+  return id;
+}
+
+// The unit's nodes packed as wide as its values need, names now numbered.
+void IndexBuild::PackNodes(const UnitPart& part, UnitRecord* unit) {
+  NodeWidths widths = part.node_widths;
+  uint32_t max_name = 0;
+  for (uint32_t id : name_numbers_) max_name = std::max(max_name, id);
+  widths.name = static_cast<uint8_t>(std::bit_width(max_name));
+  const uint64_t node_bits = widths.bits(), packed_at = packed_nodes_.size();
+  const uint64_t packed_size = (part.nodes.size() * node_bits + 7) / 8;
+  too_big_ |= packed_at + packed_size > 0xffffffffu;
+  unit->node_offset = static_cast<uint32_t>(packed_at);
+  unit->node_widths = widths.Packed();
+  // Room for the last fields' 8-byte writes; the bytes past the unit stay zero.
+  packed_nodes_.resize(packed_at + packed_size + kNodePadding);
+  uint8_t* packed = packed_nodes_.data() + packed_at;
+  const unsigned name_at = widths.parent, inlined_at = name_at + widths.name,
+                 line_at = inlined_at + 1, file_at = line_at + widths.line,
+                 column_at = file_at + widths.file;
+  for (size_t k = 0; k < part.nodes.size(); ++k) {
+    const NodeRecord& r = part.nodes[k];
+    const uint64_t fields[] = {r.parent < 0 ? 0 : k - static_cast<uint64_t>(r.parent),
+                               name_numbers_[r.name & ~kNodeInlined],
+                               (r.name & kNodeInlined) != 0 ? 1u : 0u,
+                               r.call_line,
+                               r.call_file,
+                               r.call_column};
+    const unsigned field_at[] = {0, name_at, inlined_at, line_at, file_at, column_at};
+    const uint64_t bit = k * node_bits;
+    if (node_bits <= 57) {
+      // The whole record in one word: with the bit offset in its first byte (below 8) it
+      // still fits one 8-byte write.
+      uint64_t record = 0;
+      for (size_t f = 0; f < 6; ++f) record |= fields[f] << field_at[f];
+      PutBits(packed, bit, record);
     } else {
-      src.ReleaseExportedSections();
-    }
-    for (const dwarf::AddressSegment& s : src.unit_map())
-      unit_segments.push_back({s.start, s.id, 0});
-    // Distinct names are fewer than the units' ones added up (units share most of them). A
-    // C binary's linkage table stays empty (sized like the names', it was 1.5 MB of fresh
-    // pages on python3.11d).
-    const NameCounts counts = CountNames(parts);
-    name_ids.Reserve(counts.carriers / 2);
-    strings.Reserve(counts.carriers / 2);
-    linkage.Reserve(counts.mangled / 2);
-    // The parts' records become the file's in place (node names, row block offsets): the
-    // sections are written from them, without a merged copy.
-    std::unordered_map<const dwarf::LineTable*, uint32_t> table_ids;
-    std::vector<uint32_t> name_numbers;  // a unit's distinct names → name records
-    // Room for every unit's packed nodes at their widest (names of 31 bits), so that they are
-    // packed in place, never moved (the pages past what they take are never touched).
-    uint64_t packed_bound = kNodePadding;
-    for (const UnitPart& part : parts) {
-      packed_bound += (part.nodes.size() * (part.node_widths.bits() + 31) + 7) / 8 + kNodePadding;
-    }
-    packed_nodes.reserve(packed_bound);
-    for (UnitPart& part : parts) {
-      const DebugInfoSource::UnitTables& t = part.tables;
-      UnitRecord unit;
-      if (!t.ok) {
-        units.push_back(unit);
-        continue;
+      for (size_t f = 0; f < 6; ++f) {
+        if (fields[f] != 0) PutBits(packed, bit + field_at[f], fields[f]);
       }
-      unit.ok = 1;
-      too_big |= part.too_big;
-      unit.segment_begin = static_cast<uint32_t>(function_segments.block_count);
-      unit.segment_base = part.segment_base;
-      unit.segment_count = part.segment_count;
-      too_big |= !function_segments.Append(part.segment_blocks, part.segment_bytes);
-      unit.node_begin = static_cast<uint32_t>(node_count);
-      name_numbers.clear();
-      for (const UnitPart::Carrier& c : part.carriers) {
-        StrRef pretty = add_name(c.pretty, c.pretty_hash);
-        StrRef raw = linkage_ref(c.raw, c.raw_hash == 0, pretty, c.raw_hash);
-        name_numbers.push_back(
-            name_id(raw, pretty, start_file_id(c.start_file, c.start_file_hash), c.start_line));
-      }
-      // The unit's nodes packed as wide as its values need, names now numbered.
-      NodeWidths widths = part.node_widths;
-      uint32_t max_name = 0;
-      for (uint32_t id : name_numbers) max_name = std::max(max_name, id);
-      widths.name = static_cast<uint8_t>(std::bit_width(max_name));
-      const uint64_t node_bits = widths.bits(), packed_at = packed_nodes.size();
-      const uint64_t packed_size = (part.nodes.size() * node_bits + 7) / 8;
-      too_big |= packed_at + packed_size > 0xffffffffu;
-      unit.node_offset = static_cast<uint32_t>(packed_at);
-      unit.node_widths = widths.Packed();
-      // Room for the last fields' 8-byte writes; the bytes past the unit stay zero.
-      packed_nodes.resize(packed_at + packed_size + kNodePadding);
-      uint8_t* packed = packed_nodes.data() + packed_at;
-      const unsigned name_at = widths.parent, inlined_at = name_at + widths.name,
-                     line_at = inlined_at + 1, file_at = line_at + widths.line,
-                     column_at = file_at + widths.file;
-      for (size_t k = 0; k < part.nodes.size(); ++k) {
-        const NodeRecord& r = part.nodes[k];
-        const uint64_t fields[] = {r.parent < 0 ? 0 : k - static_cast<uint64_t>(r.parent),
-                                   name_numbers[r.name & ~kNodeInlined],
-                                   (r.name & kNodeInlined) != 0 ? 1u : 0u,
-                                   r.call_line,
-                                   r.call_file,
-                                   r.call_column};
-        const unsigned field_at[] = {0, name_at, inlined_at, line_at, file_at, column_at};
-        const uint64_t bit = k * node_bits;
-        if (node_bits <= 57) {
-          // The whole record in one word: with the bit offset in its first byte (below 8) it
-          // still fits one 8-byte write.
-          uint64_t record = 0;
-          for (size_t f = 0; f < 6; ++f) record |= fields[f] << field_at[f];
-          PutBits(packed, bit, record);
-        } else {
-          for (size_t f = 0; f < 6; ++f) {
-            if (fields[f] != 0) PutBits(packed, bit + field_at[f], fields[f]);
-          }
-        }
-      }
-      packed_nodes.resize(packed_at + packed_size);
-      for (const CallDiscriminatorRecord& d : part.call_discriminators) {
-        call_discriminators.push_back(
-            {static_cast<uint32_t>(node_count + d.node), d.discriminator});
-      }
-      unit.node_count = static_cast<uint32_t>(part.nodes.size());
-      node_count += part.nodes.size();
-      Release(part.nodes);
-      if (t.line != nullptr) {
-        auto [it, inserted] =
-            table_ids.try_emplace(t.line, static_cast<uint32_t>(line_tables.size()));
-        UnitPart& encoded = parts[encoded_by.at(t.line)];
-        if (inserted) {
-          LineTableRecord record;
-          record.block_begin = static_cast<uint32_t>(rows.block_count);
-          record.row_count = static_cast<uint32_t>(t.line->rows().size());
-          too_big |= !rows.Append(encoded.blocks, encoded.rows);
-          line_tables.push_back(record);
-        }
-        unit.line_table = it->second;
-        // Only the paths a row or a call site names are ever read: the file table's tail past
-        // the last of them is left out (a lookup past the end reads an unknown path, which
-        // no lookup asks for).
-        size_t path_count = merged_path_counts[static_cast<size_t>(&part - parts.data())];
-        unit.path_begin = static_cast<uint32_t>(paths.size());
-        for (size_t p = 0; p < path_count; ++p) {
-          paths.push_back(path_strings.Id(add_file(t.paths[p], part.path_hashes[p])));
-        }
-        unit.path_count = static_cast<uint32_t>(paths.size() - unit.path_begin);
-      }
-      units.push_back(unit);
-    }
-    // What only the merge read: freed before the strings are compressed (which then reuses
-    // the memory instead of faulting in more). The training reads it too.
-    if (trainer) {
-      trainer->Join();
-    } else {
-      train_dictionary();
-    }
-    trained = true;
-    for (UnitPart& part : parts) {
-      part.tables = {};
-      Release(part.carriers);
-      Release(part.call_discriminators);
-      Release(part.path_hashes);
     }
   }
-  if (symbol_worker) symbol_worker->Join();  // no units to merge: joined here
-  if (source) {
-    for (const auto& f : source->files_read()) source_files.push_back({f->path(), f->identity()});
+  packed_nodes_.resize(packed_at + packed_size);
+}
+
+// Part `i`'s line table (its rows appended when first named) and paths.
+void IndexBuild::AddLineTable(size_t i, UnitRecord* unit) {
+  const DebugInfoSource::UnitTables& t = parts_[i].tables;
+  auto [it, inserted] =
+      line_table_ids_.try_emplace(t.line, static_cast<uint32_t>(line_tables_.size()));
+  UnitPart& encoded = parts_[encoded_by_.at(t.line)];
+  if (inserted) {
+    LineTableRecord record;
+    record.block_begin = static_cast<uint32_t>(rows_.block_count);
+    record.row_count = static_cast<uint32_t>(t.line->rows().size());
+    too_big_ |= !rows_.Append(encoded.blocks, encoded.rows);
+    line_tables_.push_back(record);
   }
-  // The regions joined: every ref loses its tag and moves by its region's start.
-  const uint64_t region_base[] = {0, files.bytes().size(),
-                                  files.bytes().size() + strings.bytes().size()};
-  too_big |= files.bytes().size() > kLocalMask || strings.bytes().size() > kLocalMask ||
-             linkage.bytes().size() > kLocalMask;
+  unit->line_table = it->second;
+  // Only the paths a row or a call site names are ever read: the file table's tail past the
+  // last of them is left out (a lookup past the end reads an unknown path, which no lookup
+  // asks for).
+  const size_t path_count = merged_path_counts_[i];
+  unit->path_begin = static_cast<uint32_t>(paths_.size());
+  for (size_t p = 0; p < path_count; ++p) {
+    paths_.push_back(path_strings_.Id(AddFile(t.paths[p], parts_[i].path_hashes[p])));
+  }
+  unit->path_count = static_cast<uint32_t>(paths_.size() - unit->path_begin);
+}
+
+// The training joined (or run, on one thread), then what only the merge and the training
+// read freed before the strings are compressed (which then reuses the memory instead of
+// faulting in more).
+void IndexBuild::FinishMerge() {
+  if (trainer_) {
+    trainer_->Join();
+  } else {
+    TrainDictionary();
+  }
+  trained_ = true;
+  for (UnitPart& part : parts_) {
+    part.tables = {};
+    Release(part.carriers);
+    Release(part.call_discriminators);
+    Release(part.path_hashes);
+  }
+  Release(encoded_by_);
+  Release(line_table_ids_);
+  Release(name_numbers_);
+}
+
+// The regions joined into one stream once every string is in: every ref loses its tag and
+// moves by its region's start. Fails when the index could not number what it holds.
+Result<void> IndexBuild::JoinRegions() {
+  const uint64_t region_base[] = {0, files_.bytes().size(),
+                                  files_.bytes().size() + strings_.bytes().size()};
+  too_big_ |= files_.bytes().size() > kLocalMask || strings_.bytes().size() > kLocalMask ||
+              linkage_.bytes().size() > kLocalMask;
   auto place = [&](StrRef& ref) {
     ref.offset =
         static_cast<uint32_t>(region_base[ref.offset >> kRegionShift] + (ref.offset & kLocalMask));
   };
-  for (SymbolRecord& symbol : symbols) place(symbol.raw), place(symbol.pretty);
-  for (NameRecord& name : names) place(name.raw), place(name.pretty);
-  for (StrRef& ref : start_files.refs()) place(ref);
-  for (StrRef& ref : path_strings.refs()) place(ref);
-  PieceStream stream;
-  for (const StringTable* region : {&files, &strings, &linkage}) stream.Append(region->bytes());
-  if (rows.byte_count > 0xffffffffu || node_count > 0xffffffffu || stream.size() > 0xffffffffu ||
-      names.size() >= kNodeInlined || too_big) {
+  for (SymbolRecord& symbol : symbols_) place(symbol.raw), place(symbol.pretty);
+  for (NameRecord& name : names_) place(name.raw), place(name.pretty);
+  for (StrRef& ref : start_files_.refs()) place(ref);
+  for (StrRef& ref : path_strings_.refs()) place(ref);
+  for (const StringTable* region : {&files_, &strings_, &linkage_}) {
+    stream_.Append(region->bytes());
+  }
+  if (rows_.byte_count > 0xffffffffu || node_count_ > 0xffffffffu || stream_.size() > 0xffffffffu ||
+      names_.size() >= kNodeInlined || too_big_) {
     return Error(ErrorCode::kUnsupported,
                  "binary too big for an index (over 2^32 records, a unit over 4 GiB or a call "
                  "file index over 65535)")
-        .WithFile(elf->path());
+        .WithFile(elf_->path());
   }
-  IndexImage image;
-  std::string& identity = image.Keep(
-      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files));
-  auto one = [](std::span<const uint8_t> bytes) {
-    return std::vector<std::span<const uint8_t>>{bytes};
-  };
-  auto kept = [&](auto&& storage) { return one(AsBytes(image.Keep(std::move(storage)))); };
-  image.Keep(std::move(parts));  // the pieces of several sections
+  return {};
+}
 
-  // Layout: header, section table, then each section 8-byte aligned: first those final now
-  // (handed to the sink while the strings are compressed), then the strings' three.
-  struct Section {
-    SectionKind kind;
-    std::vector<std::span<const uint8_t>> pieces;
-  };
-  std::vector<Section> sections;
-  sections.push_back({SectionKind::kIdentity,
-                      one({reinterpret_cast<const uint8_t*>(identity.data()), identity.size()})});
-  sections.push_back({SectionKind::kNames, kept(std::move(names))});
-  sections.push_back({SectionKind::kSymbols, kept(std::move(symbols))});
-  sections.push_back({SectionKind::kSymbolSegments, kept(std::move(symbol_segments))});
-  sections.push_back({SectionKind::kUnitSegments, kept(std::move(unit_segments))});
-  sections.push_back({SectionKind::kUnits, kept(std::move(units))});
-  sections.push_back({SectionKind::kFunctionSegments, std::move(function_segments.blocks)});
-  sections.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segments.bytes)});
-  packed_nodes.resize(packed_nodes.size() + kNodePadding);  // every field one 8-byte load
-  sections.push_back({SectionKind::kNodes, kept(std::move(packed_nodes))});
-  sections.push_back({SectionKind::kLineTables, kept(std::move(line_tables))});
-  sections.push_back({SectionKind::kRowBlocks, std::move(rows.blocks)});
-  sections.push_back({SectionKind::kPaths, kept(std::move(paths))});
-  sections.push_back({SectionKind::kRowBytes, std::move(rows.bytes)});
-  sections.push_back({SectionKind::kStartFiles, kept(std::move(start_files.refs()))});
-  sections.push_back({SectionKind::kCallDiscrims, kept(std::move(call_discriminators))});
-  sections.push_back({SectionKind::kPathStrings, kept(std::move(path_strings.refs()))});
-  const size_t early_sections = sections.size();
-  constexpr size_t kCount = kSectionKindCount;  // the strings' three and the chunk checksums
-  static constexpr uint8_t kZeros[8] = {};
-  std::vector<uint8_t>& head =
-      image.Keep(std::vector<uint8_t>(sizeof(FileHeader) + kCount * sizeof(SectionEntry)));
-  std::vector<SectionEntry> entries;
-  // (file offset, bytes) of every piece after the head, in file order.
-  std::vector<std::pair<uint64_t, std::span<const uint8_t>>> placed;
-  uint64_t offset = head.size();
-  auto lay_out = [&](const Section& section) {
-    if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
-      placed.push_back({offset, {kZeros, padded - offset}});
-      offset = padded;
-    }
-    uint64_t size = 0;
-    for (std::span<const uint8_t> piece : section.pieces) {
-      if (piece.empty()) continue;
-      placed.push_back({offset + size, piece});
-      size += piece.size();
-    }
-    entries.push_back({static_cast<uint32_t>(section.kind), 0, offset, size});
-    offset += size;
-  };
-  for (const Section& section : sections) lay_out(section);
+// Every section but the strings' laid out and handed to the sink: final now, they are written
+// while the strings compress.
+void IndexBuild::LayOutRecords(IndexSink* sink) {
+  std::vector<SourceFile> source_files;
+  if (source_) {
+    for (const auto& f : source_->files_read()) source_files.push_back({f->path(), f->identity()});
+  }
+  const std::string& identity = image_.Keep(
+      DescribeSources(*elf_, options_, source_ ? source_->path() : std::string(), source_files));
+  image_.Keep(std::move(parts_));  // the pieces of several sections
+  sections_.push_back(
+      {SectionKind::kIdentity,
+       OnePiece({reinterpret_cast<const uint8_t*>(identity.data()), identity.size()})});
+  sections_.push_back({SectionKind::kNames, Kept(std::move(names_))});
+  sections_.push_back({SectionKind::kSymbols, Kept(std::move(symbols_))});
+  sections_.push_back({SectionKind::kSymbolSegments, Kept(std::move(symbol_segments_))});
+  sections_.push_back({SectionKind::kUnitSegments, Kept(std::move(unit_segments_))});
+  sections_.push_back({SectionKind::kUnits, Kept(std::move(units_))});
+  sections_.push_back({SectionKind::kFunctionSegments, std::move(function_segments_.blocks)});
+  sections_.push_back({SectionKind::kFunctionSegmentBytes, std::move(function_segments_.bytes)});
+  packed_nodes_.resize(packed_nodes_.size() + kNodePadding);  // every field one 8-byte load
+  sections_.push_back({SectionKind::kNodes, Kept(std::move(packed_nodes_))});
+  sections_.push_back({SectionKind::kLineTables, Kept(std::move(line_tables_))});
+  sections_.push_back({SectionKind::kRowBlocks, std::move(rows_.blocks)});
+  sections_.push_back({SectionKind::kPaths, Kept(std::move(paths_))});
+  sections_.push_back({SectionKind::kRowBytes, std::move(rows_.bytes)});
+  sections_.push_back({SectionKind::kStartFiles, Kept(std::move(start_files_.refs()))});
+  sections_.push_back({SectionKind::kCallDiscrims, Kept(std::move(call_discriminators_))});
+  sections_.push_back({SectionKind::kPathStrings, Kept(std::move(path_strings_.refs()))});
+  early_sections_ = sections_.size();
+  // The strings' three and the chunk checksums still to come.
+  head_ = &image_.Keep(
+      std::vector<uint8_t>(sizeof(FileHeader) + kSectionKindCount * sizeof(SectionEntry)));
+  offset_ = head_->size();
+  for (const Section& section : sections_) LayOut(section);
   if (sink != nullptr) {
     std::vector<std::span<const uint8_t>> early;
-    for (const auto& [at, bytes] : placed) early.push_back(bytes);
-    sink->WriteEarly(head.size(), std::move(early));
+    for (const auto& [at, bytes] : placed_) early.push_back(bytes);
+    sink->WriteEarly(head_->size(), std::move(early));
   }
-  const size_t early_pieces = placed.size();
+  early_pieces_ = placed_.size();
+}
 
-  // The string stream, compressed block by block on all cores, with a dictionary trained on
-  // it. Blocks are taken in runs, each run's frames appended to one buffer of its own: a
-  // buffer per frame would hold twice its bytes (room for the worst case) until copied out.
-  const size_t block_total = (stream.size() + kStringBlockSize - 1) / kStringBlockSize;
-  if (!trained) train_dictionary();
-  const std::vector<uint8_t>& kept_dictionary = image.Keep(std::move(dictionary));
+void IndexBuild::LayOut(const Section& section) {
+  PadOffset();
+  uint64_t size = 0;
+  for (std::span<const uint8_t> piece : section.pieces) {
+    if (piece.empty()) continue;
+    placed_.push_back({offset_ + size, piece});
+    size += piece.size();
+  }
+  entries_.push_back({static_cast<uint32_t>(section.kind), 0, offset_, size});
+  offset_ += size;
+}
+
+// Zeros up to the next 8-byte boundary.
+void IndexBuild::PadOffset() {
+  static constexpr uint8_t kZeros[8] = {};
+  if (uint64_t padded = (offset_ + 7) & ~uint64_t{7}; padded != offset_) {
+    placed_.push_back({offset_, {kZeros, padded - offset_}});
+    offset_ = padded;
+  }
+}
+
+// The string stream compressed block by block on all cores with the dictionary (trained here
+// when there was no merge to train it beside), while the sink writes the records.
+Result<void> IndexBuild::CompressStrings() {
+  const size_t block_total = (stream_.size() + kStringBlockSize - 1) / kStringBlockSize;
+  if (!trained_) TrainDictionary();
+  const std::vector<uint8_t>& dictionary = image_.Keep(std::move(dictionary_));
   ZSTD_CDict* cdict =
-      kept_dictionary.empty()
-          ? nullptr
-          : ZSTD_createCDict(kept_dictionary.data(), kept_dictionary.size(), kStringZstdLevel);
-  if (!kept_dictionary.empty() && cdict == nullptr) {
+      dictionary.empty() ? nullptr
+                         : ZSTD_createCDict(dictionary.data(), dictionary.size(), kStringZstdLevel);
+  if (!dictionary.empty() && cdict == nullptr) {
     return Error(ErrorCode::kIo, "out of memory (zstd dictionary)");
   }
-  // Runs of up to 256 blocks, but at least four per thread, so that a small stream (python3.11d:
-  // 240 blocks) is compressed on all cores too.
-  const unsigned compress_threads = ThreadCount(options.threads, block_total);
-  const size_t blocks_per_run =
-      std::clamp<size_t>(block_total / (size_t{4} * compress_threads), 16, 256);
-  const size_t run_count = (block_total + blocks_per_run - 1) / blocks_per_run;
-  std::vector<std::vector<uint8_t>>& runs =
-      image.Keep(std::vector<std::vector<uint8_t>>(run_count));
   std::vector<uint32_t> frame_sizes(block_total);
-  std::atomic<bool> compress_failed{false};
-  std::atomic<size_t> next_run{0};
-  RunOnThreads(ThreadCount(options.threads, run_count), [&](unsigned) {
-    ZSTD_CCtx* context = ZSTD_createCCtx();
-    // The reader knows its one dictionary: frames need not name it (4 bytes each).
-    if (context == nullptr ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, kStringZstdLevel)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_dictIDFlag, 0)) ||
-        ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict))) {
-      compress_failed = true;
-    }
-    std::vector<uint8_t> scratch;
-    for (size_t r = next_run.fetch_add(1); r < run_count && !compress_failed;
-         r = next_run.fetch_add(1)) {
-      std::vector<uint8_t>& out = runs[r];
-      const size_t first = r * blocks_per_run, last = std::min(block_total, first + blocks_per_run);
-      // Blocks of names compress about tenfold: a quarter of the input is room enough for
-      // most runs; a frame that finds too little grows the buffer first.
-      out.reserve((last - first) * kStringBlockSize / 4);
-      for (size_t k = first; k < last; ++k) {
-        size_t from = k * kStringBlockSize;
-        size_t size = std::min<size_t>(kStringBlockSize, stream.size() - from);
-        size_t bound = ZSTD_compressBound(size), at = out.size();
-        if (out.capacity() - at < bound) out.reserve(std::max(out.capacity() * 2, at + bound));
-        out.resize(at + bound);
-        size_t n = ZSTD_compress2(context, out.data() + at, bound,
-                                  stream.Range(from, size, &scratch), size);
-        if (ZSTD_isError(n)) {
-          compress_failed = true;
-          break;
-        }
-        out.resize(at + n);
-        frame_sizes[k] = static_cast<uint32_t>(n);
-      }
-    }
-    ZSTD_freeCCtx(context);
-  });
+  std::vector<std::span<const uint8_t>> compressed;
+  const bool ok = CompressBlocks(cdict, &frame_sizes, &compressed);
   ZSTD_freeCDict(cdict);
-  if (compress_failed) return Error(ErrorCode::kIo, "zstd could not compress the strings");
-  std::vector<uint64_t>& string_blocks = image.Keep(std::vector<uint64_t>{stream.size()});
+  if (!ok) return Error(ErrorCode::kIo, "zstd could not compress the strings");
+  std::vector<uint64_t>& string_blocks = image_.Keep(std::vector<uint64_t>{stream_.size()});
   string_blocks.reserve(block_total + 2);
   uint64_t compressed_size = 0;
   for (uint32_t n : frame_sizes) {
@@ -1048,26 +1156,86 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     compressed_size += n;
   }
   if (block_total > 0) string_blocks.push_back(compressed_size);
-  std::vector<std::span<const uint8_t>> compressed;
-  for (const std::vector<uint8_t>& run : runs) compressed.push_back(AsBytes(run));
-  sections.push_back({SectionKind::kStringDict, one(AsBytes(kept_dictionary))});
-  sections.push_back({SectionKind::kStringBlocks, one(AsBytes(string_blocks))});
-  sections.push_back({SectionKind::kStrings, std::move(compressed)});
-  for (size_t i = early_sections; i < sections.size(); ++i) lay_out(sections[i]);
-  if (uint64_t padded = (offset + 7) & ~uint64_t{7}; padded != offset) {
-    placed.push_back({offset, {kZeros, padded - offset}});
-    offset = padded;
+  sections_.push_back({SectionKind::kStringDict, OnePiece(AsBytes(dictionary))});
+  sections_.push_back({SectionKind::kStringBlocks, OnePiece(AsBytes(string_blocks))});
+  sections_.push_back({SectionKind::kStrings, std::move(compressed)});
+  return {};
+}
+
+// Blocks are taken in runs, each run's frames appended to one buffer of its own: a buffer per
+// frame would hold twice its bytes (room for the worst case) until copied out. False when
+// zstd fails.
+bool IndexBuild::CompressBlocks(const ZSTD_CDict* cdict, std::vector<uint32_t>* frame_sizes,
+                                std::vector<std::span<const uint8_t>>* compressed) {
+  const size_t block_total = frame_sizes->size();
+  // Runs of up to 256 blocks, but at least four per thread, so that a small stream (python3.11d:
+  // 240 blocks) is compressed on all cores too.
+  const unsigned compress_threads = ThreadCount(options_.threads, block_total);
+  const size_t blocks_per_run =
+      std::clamp<size_t>(block_total / (size_t{4} * compress_threads), 16, 256);
+  const size_t run_count = (block_total + blocks_per_run - 1) / blocks_per_run;
+  std::vector<std::vector<uint8_t>>& runs =
+      image_.Keep(std::vector<std::vector<uint8_t>>(run_count));
+  std::atomic<bool> failed{false};
+  std::atomic<size_t> next_run{0};
+  RunOnThreads(ThreadCount(options_.threads, run_count), [&](unsigned) {
+    ZSTD_CCtx* context = ZSTD_createCCtx();
+    // The reader knows its one dictionary: frames need not name it (4 bytes each).
+    if (context == nullptr ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, kStringZstdLevel)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(context, ZSTD_c_dictIDFlag, 0)) ||
+        ZSTD_isError(ZSTD_CCtx_refCDict(context, cdict))) {
+      failed = true;
+    }
+    std::vector<uint8_t> scratch;
+    for (size_t r = next_run.fetch_add(1); r < run_count && !failed; r = next_run.fetch_add(1)) {
+      std::vector<uint8_t>& out = runs[r];
+      const size_t first = r * blocks_per_run, last = std::min(block_total, first + blocks_per_run);
+      // Blocks of names compress about tenfold: a quarter of the input is room enough for
+      // most runs; a frame that finds too little grows the buffer first.
+      out.reserve((last - first) * kStringBlockSize / 4);
+      for (size_t k = first; k < last; ++k) {
+        size_t from = k * kStringBlockSize;
+        size_t size = std::min<size_t>(kStringBlockSize, stream_.size() - from);
+        size_t bound = ZSTD_compressBound(size), at = out.size();
+        if (out.capacity() - at < bound) out.reserve(std::max(out.capacity() * 2, at + bound));
+        out.resize(at + bound);
+        size_t n = ZSTD_compress2(context, out.data() + at, bound,
+                                  stream_.Range(from, size, &scratch), size);
+        if (ZSTD_isError(n)) {
+          failed = true;
+          break;
+        }
+        out.resize(at + n);
+        (*frame_sizes)[k] = static_cast<uint32_t>(n);
+      }
+    }
+    ZSTD_freeCCtx(context);
+  });
+  for (const std::vector<uint8_t>& run : runs) compressed->push_back(AsBytes(run));
+  return !failed;
+}
+
+// The strings' three sections laid out after the records.
+Result<void> IndexBuild::LayOutStrings() {
+  for (size_t i = early_sections_; i < sections_.size(); ++i) LayOut(sections_[i]);
+  PadOffset();
+  if (entries_.size() + 1 != kSectionKindCount) {
+    return Error(ErrorCode::kIo, "index sections miscounted");
   }
-  if (entries.size() + 1 != kCount) return Error(ErrorCode::kIo, "index sections miscounted");
-  const uint64_t chunks_end = offset;
-  const uint64_t table_end = head.size();
+  return {};
+}
+
+// Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads. A chunk
+// may span pieces: each is summed on from the one before. On the serial path (4.5 ms for
+// libceph-common's 29 MB on one thread): a thread per 512 KiB, so every index of more than
+// 1 MiB is summed on all cores.
+void IndexBuild::SumChunks() {
+  const uint64_t chunks_end = offset_, table_end = head_->size();
   const size_t chunk_count = (chunks_end + kChunkSize - 1) / kChunkSize;
-  // Checksums per chunk (docs/index-format.md): a reader sums only the chunks it reads. A
-  // chunk may span pieces: each is summed on from the one before.
-  std::vector<uint32_t>& chunk_crcs = image.Keep(std::vector<uint32_t>(chunk_count));
-  // On the serial path (4.5 ms for libceph-common's 29 MB on one thread): a thread per
-  // 512 KiB, so every index of more than 1 MiB is summed on all cores.
-  unsigned crc_threads = ThreadCount(options.threads, chunk_count / 128);
+  std::vector<uint32_t>& chunk_crcs = image_.Keep(std::vector<uint32_t>(chunk_count));
+  chunk_crcs_ = &chunk_crcs;
+  unsigned crc_threads = ThreadCount(options_.threads, chunk_count / 128);
   RunOnThreads(crc_threads, [&](unsigned t) {
     const size_t first = chunk_count * t / crc_threads, last = chunk_count * (t + 1) / crc_threads;
     if (first == last) return;
@@ -1075,16 +1243,16 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     uint64_t begin = std::max<uint64_t>(first * uint64_t{kChunkSize}, table_end);
     size_t p = static_cast<size_t>(
         std::partition_point(
-            placed.begin(), placed.end(),
+            placed_.begin(), placed_.end(),
             [&](const auto& piece) { return piece.first + piece.second.size() <= begin; }) -
-        placed.begin());
+        placed_.begin());
     for (size_t k = first; k < last; ++k) {
       uint64_t from = std::max<uint64_t>(k * uint64_t{kChunkSize}, table_end);
       uint64_t to = std::min<uint64_t>((k + 1) * uint64_t{kChunkSize}, chunks_end);
       uint32_t crc = 0;
       bool any = false;
-      while (from < to && p < placed.size()) {
-        const auto& [at, bytes] = placed[p];
+      while (from < to && p < placed_.size()) {
+        const auto& [at, bytes] = placed_[p];
         uint64_t lo = std::max(from, at), hi = std::min(to, at + bytes.size());
         crc = Crc32c(bytes.subspan(lo - at, hi - lo), crc);
         any = true;
@@ -1094,17 +1262,24 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       chunk_crcs[k] = any ? crc : 0;
     }
   });
-  entries.push_back({static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
-                     chunks_end, chunk_count * sizeof(uint32_t)});
-  std::memcpy(head.data() + sizeof(FileHeader), entries.data(), kCount * sizeof(SectionEntry));
+  entries_.push_back({static_cast<uint32_t>(SectionKind::kChunkCrcs), Crc32c(AsBytes(chunk_crcs)),
+                      chunks_end, chunk_count * sizeof(uint32_t)});
+}
+
+// The header and section table written last (they sum everything), then the image's pieces
+// in file order.
+void IndexBuild::WriteHead(IndexSink* sink) {
+  constexpr size_t kCount = kSectionKindCount;
+  std::vector<uint8_t>& head = *head_;
+  std::memcpy(head.data() + sizeof(FileHeader), entries_.data(), kCount * sizeof(SectionEntry));
   FileHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.version = kVersion;
   header.section_count = kCount;
-  header.file_size = chunks_end + chunk_count * sizeof(uint32_t);
-  bool no_symbols = elf->symbols().empty() && fallback_symbols == nullptr;
+  header.file_size = offset_ + chunk_crcs_->size() * sizeof(uint32_t);
+  bool no_symbols = elf_->symbols().empty() && fallback_symbols_ == nullptr;
   header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
-  std::span<const uint8_t> build_id = elf->build_id();
+  std::span<const uint8_t> build_id = elf_->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
   std::memcpy(header.build_id, build_id.data(), header.build_id_size);
   header.header_crc = 0;
@@ -1113,13 +1288,19 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
       std::span<const uint8_t>(head).subspan(sizeof(FileHeader), kCount * sizeof(SectionEntry)),
       crc);
   std::memcpy(head.data(), &header, sizeof(header));
-  image.Append(head);
-  for (const auto& [at, bytes] : placed) image.Append(bytes);
-  image.Append(AsBytes(chunk_crcs));
+  image_.Append(head);
+  for (const auto& [at, bytes] : placed_) image_.Append(bytes);
+  image_.Append(AsBytes(*chunk_crcs_));
   // Pieces are appended as placed, none empty: the head is piece 0, the early ones follow.
-  if (sink != nullptr) image.MarkEarly(1, 1 + early_pieces);
-  if (dwarf != nullptr) *dwarf = std::move(source);
-  return image;
+  if (sink != nullptr) image_.MarkEarly(1, 1 + early_pieces_);
+}
+
+}  // namespace
+
+Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
+                                       const SymbolizeOptions& options,
+                                       std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
+  return IndexBuild(elf, options).Run(dwarf, sink);
 }
 
 void IndexImage::Append(std::span<const uint8_t> bytes) {

@@ -78,6 +78,7 @@ bool ParseHexBuildId(const std::string& hex, std::vector<uint8_t>* out) {
   return true;
 }
 
+// What a mapping claims (has_functions, ...) and spans, gathered from its frames.
 struct MappingFacts {
   bool any_frame = false;
   uint64_t min_address = std::numeric_limits<uint64_t>::max();
@@ -87,6 +88,23 @@ struct MappingFacts {
   bool any_file = false;
   bool any_line = false;
   bool any_inline = false;
+
+  // `symbols`: null when the frame was not symbolized.
+  void Add(uint64_t address, const FrameSymbols* symbols) {
+    any_frame = true;
+    min_address = std::min(min_address, address);
+    max_address = std::max(max_address, address);
+    if (symbols == nullptr) {
+      all_attempted = false;
+      return;
+    }
+    for (const SourceFrame& line : symbols->lines) {
+      any_function |= !line.function.empty() || !line.raw_function.empty();
+      any_file |= !line.file.empty();
+      any_line |= line.line != 0;
+    }
+    any_inline |= symbols->lines.size() > 1;
+  }
 };
 
 const std::string kEventComment = "stacksym event: ";
@@ -94,173 +112,482 @@ const std::string kLostComment = "stacksym lost samples: ";
 
 bool IsKernelPath(const std::string& path) { return path.rfind("[kernel", 0) == 0; }
 
-}  // namespace
+// A Profile written as profile.proto, one function per message. Strings are numbered in the
+// order the messages are written (header, mappings, locations with their functions, samples).
+class PprofWriter {
+ public:
+  explicit PprofWriter(const Profile& profile)
+      : profile_(profile),
+        strings_(&out_),
+        synthetic_kernel_id_(profile.modules.size() + 1),
+        facts_(profile.modules.size() + 2) {}
+  Result<std::string> Write(bool gzip);
 
-Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
-  pb::Profile out;
-  StringTable strings(&out);
-
-  auto add_value_type = [&](pb::ValueType* vt, const char* type, const char* unit) {
-    vt->set_type(strings.Intern(type));
-    vt->set_unit(strings.Intern(unit));
+ private:
+  struct LabelKeys {
+    int64_t pid, tid, comm;
   };
-  add_value_type(out.add_sample_type(), "samples", "count");
-  add_value_type(out.add_sample_type(), "cpu", "nanoseconds");
-  add_value_type(out.mutable_period_type(), "cpu", "nanoseconds");
-  out.set_period(static_cast<int64_t>(profile.period_ns));
-  out.set_time_nanos(static_cast<int64_t>(profile.start_time_ns));
-  out.set_duration_nanos(static_cast<int64_t>(profile.duration_ns));
-  // What pprof has no field for travels as comments (shown by `pprof -comments`).
-  if (!profile.event.empty()) out.add_comment(strings.Intern(kEventComment + profile.event));
-  out.add_comment(strings.Intern(kLostComment + std::to_string(profile.lost_samples)));
 
+  void WriteHeader();
+  void WriteValueType(pb::ValueType* vt, const char* type, const char* unit);
+  uint64_t MappingOf(const ProfileFrame& frame) const;
+  const FrameSymbols* SymbolsOf(size_t frame) const;
+  Result<void> GatherMappingFacts();
+  void WriteMappings();
+  void WriteMapping(uint64_t id, const std::string& path, const std::vector<uint8_t>& build_id,
+                    bool kernel);
+  void WriteLocation(size_t frame);
+  void WriteLine(const SourceFrame& line, pb::Line* out);
+  uint64_t FunctionId(const SourceFrame& line);
+  Result<void> WriteSamples();
+  Result<void> WriteSample(size_t s, const LabelKeys& keys);
+
+  const Profile& profile_;
+  pb::Profile out_;
+  StringTable strings_;  // into out_
   // Mapping ids: module i → i + 1; kernel frames without a kernel module share one synthetic
   // "[kernel.kallsyms]" mapping; raw user addresses have no mapping (id 0).
-  const uint64_t synthetic_kernel_id = profile.modules.size() + 1;
-  auto mapping_of = [&](const ProfileFrame& frame) -> uint64_t {
-    if (frame.kind == FrameKind::kUserRaw) return 0;
-    if (frame.module < profile.modules.size()) {
-      bool kernel_module = profile.modules[frame.module].kind == ProfileModuleKind::kKernel;
-      if ((frame.kind == FrameKind::kKernel) == kernel_module) return frame.module + 1;
-    }
-    return frame.kind == FrameKind::kKernel ? synthetic_kernel_id : 0;
-  };
+  const uint64_t synthetic_kernel_id_;
+  std::vector<MappingFacts> facts_;  // by mapping id
+  // Functions, deduplicated by (name, system name, file).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> function_ids_;
+};
 
-  std::vector<MappingFacts> facts(profile.modules.size() + 2);
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const ProfileFrame& frame = profile.frames[i];
-    uint64_t id = mapping_of(frame);
+Result<std::string> PprofWriter::Write(bool gzip) {
+  WriteHeader();
+  if (Result<void> facts = GatherMappingFacts(); !facts) return std::move(facts).error();
+  WriteMappings();
+  // One Location per distinct frame: id = frame index + 1.
+  for (size_t i = 0; i < profile_.frames.size(); ++i) WriteLocation(i);
+  if (Result<void> samples = WriteSamples(); !samples) return std::move(samples).error();
+  std::string bytes;
+  if (!out_.SerializeToString(&bytes)) {
+    return MakeError(ErrorCode::kInternal, "pprof: protobuf serialization failed");
+  }
+  if (!gzip) return bytes;
+  return output::GzipCompress(bytes);
+}
+
+// Sample and period types, period, times, and as comments what pprof has no field for.
+void PprofWriter::WriteHeader() {
+  WriteValueType(out_.add_sample_type(), "samples", "count");
+  WriteValueType(out_.add_sample_type(), "cpu", "nanoseconds");
+  WriteValueType(out_.mutable_period_type(), "cpu", "nanoseconds");
+  out_.set_period(static_cast<int64_t>(profile_.period_ns));
+  out_.set_time_nanos(static_cast<int64_t>(profile_.start_time_ns));
+  out_.set_duration_nanos(static_cast<int64_t>(profile_.duration_ns));
+  // Shown by `pprof -comments`.
+  if (!profile_.event.empty()) out_.add_comment(strings_.Intern(kEventComment + profile_.event));
+  out_.add_comment(strings_.Intern(kLostComment + std::to_string(profile_.lost_samples)));
+}
+
+void PprofWriter::WriteValueType(pb::ValueType* vt, const char* type, const char* unit) {
+  vt->set_type(strings_.Intern(type));
+  vt->set_unit(strings_.Intern(unit));
+}
+
+uint64_t PprofWriter::MappingOf(const ProfileFrame& frame) const {
+  if (frame.kind == FrameKind::kUserRaw) return 0;
+  if (frame.module < profile_.modules.size()) {
+    bool kernel_module = profile_.modules[frame.module].kind == ProfileModuleKind::kKernel;
+    if ((frame.kind == FrameKind::kKernel) == kernel_module) return frame.module + 1;
+  }
+  return frame.kind == FrameKind::kKernel ? synthetic_kernel_id_ : 0;
+}
+
+const FrameSymbols* PprofWriter::SymbolsOf(size_t frame) const {
+  return frame < profile_.symbols.size() && profile_.symbols[frame] ? &*profile_.symbols[frame]
+                                                                    : nullptr;
+}
+
+// What each mapping spans and claims, from its frames; fails on a file offset the module
+// layout cannot hold.
+Result<void> PprofWriter::GatherMappingFacts() {
+  for (size_t i = 0; i < profile_.frames.size(); ++i) {
+    const ProfileFrame& frame = profile_.frames[i];
+    uint64_t id = MappingOf(frame);
     if (id == 0) continue;
     if (frame.kind == FrameKind::kUser && frame.address > kMaxNormalizedOffset) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "pprof: file offset " + std::to_string(frame.address) + " of frame " +
                            std::to_string(i) + " is too large");
     }
-    MappingFacts& f = facts[id];
-    f.any_frame = true;
-    f.min_address = std::min(f.min_address, frame.address);
-    f.max_address = std::max(f.max_address, frame.address);
-    const FrameSymbols* symbols =
-        i < profile.symbols.size() && profile.symbols[i] ? &*profile.symbols[i] : nullptr;
-    if (symbols == nullptr) {
-      f.all_attempted = false;
-      continue;
-    }
-    for (const SourceFrame& line : symbols->lines) {
-      f.any_function |= !line.function.empty() || !line.raw_function.empty();
-      f.any_file |= !line.file.empty();
-      f.any_line |= line.line != 0;
-    }
-    f.any_inline |= symbols->lines.size() > 1;
+    facts_[id].Add(frame.address, SymbolsOf(i));
   }
+  return {};
+}
 
-  auto fill_mapping = [&](uint64_t id, const std::string& path,
-                          const std::vector<uint8_t>& build_id, bool kernel) {
-    const MappingFacts& f = facts[id];
-    pb::Mapping* m = out.add_mapping();
-    m->set_id(id);
-    if (kernel) {
-      // Kernel addresses are real virtual addresses; the mapping just spans them.
-      m->set_memory_start(f.any_frame ? f.min_address : 0);
-      m->set_memory_limit(f.any_frame ? f.max_address + 1 : 0);
-    } else {
-      m->set_memory_start(id * kModuleSpacing);
-      m->set_memory_limit(id * kModuleSpacing + (f.any_frame ? f.max_address + 1 : 0));
+void PprofWriter::WriteMappings() {
+  for (size_t i = 0; i < profile_.modules.size(); ++i) {
+    const ProfileModule& module = profile_.modules[i];
+    WriteMapping(i + 1, module.path, module.build_id, module.kind == ProfileModuleKind::kKernel);
+  }
+  if (facts_[synthetic_kernel_id_].any_frame) {
+    WriteMapping(synthetic_kernel_id_, "[kernel.kallsyms]", {}, true);
+  }
+}
+
+void PprofWriter::WriteMapping(uint64_t id, const std::string& path,
+                               const std::vector<uint8_t>& build_id, bool kernel) {
+  const MappingFacts& f = facts_[id];
+  pb::Mapping* m = out_.add_mapping();
+  m->set_id(id);
+  if (kernel) {
+    // Kernel addresses are real virtual addresses; the mapping just spans them.
+    m->set_memory_start(f.any_frame ? f.min_address : 0);
+    m->set_memory_limit(f.any_frame ? f.max_address + 1 : 0);
+  } else {
+    m->set_memory_start(id * kModuleSpacing);
+    m->set_memory_limit(id * kModuleSpacing + (f.any_frame ? f.max_address + 1 : 0));
+  }
+  m->set_file_offset(0);
+  m->set_filename(strings_.Intern(path));
+  if (!build_id.empty()) m->set_build_id(strings_.Intern(HexBuildId(build_id)));
+  // Claimed only when every frame was symbolized, so pprof does not skip frames that still
+  // need symbols; line info implies DWARF was read, and with it the inline tree.
+  bool attempted = f.any_frame && f.all_attempted;
+  m->set_has_functions(attempted && f.any_function);
+  m->set_has_filenames(attempted && f.any_file);
+  m->set_has_line_numbers(attempted && f.any_line);
+  m->set_has_inline_frames(attempted && (f.any_line || f.any_inline));
+}
+
+void PprofWriter::WriteLocation(size_t frame_index) {
+  const ProfileFrame& frame = profile_.frames[frame_index];
+  pb::Location* loc = out_.add_location();
+  loc->set_id(frame_index + 1);
+  uint64_t mapping = MappingOf(frame);
+  loc->set_mapping_id(mapping);
+  bool relocate = mapping != 0 && frame.kind == FrameKind::kUser;
+  loc->set_address(relocate ? mapping * kModuleSpacing + frame.address : frame.address);
+  // Lines innermost first.
+  if (const FrameSymbols* symbols = SymbolsOf(frame_index)) {
+    for (const SourceFrame& line : symbols->lines) WriteLine(line, loc->add_line());
+  }
+}
+
+void PprofWriter::WriteLine(const SourceFrame& line, pb::Line* out) {
+  out->set_function_id(FunctionId(line));
+  out->set_line(line.line);
+  out->set_column(line.column);
+}
+
+// The id of the line's Function, written when first named.
+uint64_t PprofWriter::FunctionId(const SourceFrame& line) {
+  int64_t name = strings_.Intern(!line.function.empty() ? line.function : line.raw_function);
+  int64_t system = strings_.Intern(!line.raw_function.empty() ? line.raw_function : line.function);
+  int64_t file = strings_.Intern(line.file);
+  auto [it, inserted] = function_ids_.try_emplace({name, system, file}, function_ids_.size() + 1);
+  if (inserted) {
+    pb::Function* fn = out_.add_function();
+    fn->set_id(it->second);
+    fn->set_name(name);
+    fn->set_system_name(system);
+    fn->set_filename(file);
+  }
+  return it->second;
+}
+
+Result<void> PprofWriter::WriteSamples() {
+  LabelKeys keys;
+  keys.pid = strings_.Intern("pid");
+  keys.tid = strings_.Intern("tid");
+  keys.comm = strings_.Intern("comm");
+  for (size_t s = 0; s < profile_.stacks.size(); ++s) {
+    if (Result<void> sample = WriteSample(s, keys); !sample) return sample;
+  }
+  return {};
+}
+
+// Stack `s` as a Sample (none when it has no count): its locations leaf first, as pprof
+// expects, its count and CPU time, and its thread as labels.
+Result<void> PprofWriter::WriteSample(size_t s, const LabelKeys& keys) {
+  const ProfileStack& stack = profile_.stacks[s];
+  uint64_t count = s < profile_.counts.size() ? profile_.counts[s] : 0;
+  if (count == 0) return {};
+  if (count > kMaxTotalSamples) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "pprof: stack " + std::to_string(s) + " has a count above 2^63-1");
+  }
+  pb::Sample* sample = out_.add_sample();
+  for (uint32_t frame : stack.frames) {
+    if (frame >= profile_.frames.size()) {
+      return MakeError(ErrorCode::kInvalidArgument, "pprof: stack " + std::to_string(s) +
+                                                        " refers to missing frame " +
+                                                        std::to_string(frame));
     }
-    m->set_file_offset(0);
-    m->set_filename(strings.Intern(path));
-    if (!build_id.empty()) m->set_build_id(strings.Intern(HexBuildId(build_id)));
-    // Claimed only when every frame was symbolized, so pprof does not skip frames that still
-    // need symbols; line info implies DWARF was read, and with it the inline tree.
-    bool attempted = f.any_frame && f.all_attempted;
-    m->set_has_functions(attempted && f.any_function);
-    m->set_has_filenames(attempted && f.any_file);
-    m->set_has_line_numbers(attempted && f.any_line);
-    m->set_has_inline_frames(attempted && (f.any_line || f.any_inline));
+    sample->add_location_id(uint64_t{frame} + 1);
+  }
+  sample->add_value(static_cast<int64_t>(count));
+  sample->add_value(static_cast<int64_t>(count * profile_.period_ns));
+  pb::Label* pid = sample->add_label();
+  pid->set_key(keys.pid);
+  pid->set_num(stack.pid);
+  pb::Label* tid = sample->add_label();
+  tid->set_key(keys.tid);
+  tid->set_num(stack.tid);
+  pb::Label* comm = sample->add_label();
+  comm->set_key(keys.comm);
+  comm->set_str(strings_.Intern(stack.comm));
+  return {};
+}
+
+// A parsed profile.proto message read into a Profile, one function per message. A string
+// index out of range is reported once the sample being read is done (or at the end), the
+// first one found; every other error at once.
+class PprofReader {
+ public:
+  explicit PprofReader(const pb::Profile& in) : in_(in), table_size_(in.string_table_size()) {}
+  Result<Profile> Read();
+
+ private:
+  struct MappingInfo {
+    uint32_t module;
+    bool kernel;
+    const pb::Mapping* proto;
   };
-  for (size_t i = 0; i < profile.modules.size(); ++i) {
-    const ProfileModule& module = profile.modules[i];
-    fill_mapping(i + 1, module.path, module.build_id, module.kind == ProfileModuleKind::kKernel);
-  }
-  if (facts[synthetic_kernel_id].any_frame) {
-    fill_mapping(synthetic_kernel_id, "[kernel.kallsyms]", {}, true);
-  }
 
-  // Functions, deduplicated by (name, system name, file).
-  std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> function_ids;
-  auto function_id = [&](const SourceFrame& line) {
-    int64_t name = strings.Intern(!line.function.empty() ? line.function : line.raw_function);
-    int64_t system = strings.Intern(!line.raw_function.empty() ? line.raw_function : line.function);
-    int64_t file = strings.Intern(line.file);
-    auto [it, inserted] = function_ids.try_emplace({name, system, file}, function_ids.size() + 1);
-    if (inserted) {
-      pb::Function* fn = out.add_function();
-      fn->set_id(it->second);
-      fn->set_name(name);
-      fn->set_system_name(system);
-      fn->set_filename(file);
+  const std::string& Str(int64_t index, const char* what);
+  void ReadHeader();
+  Result<void> ReadMapping(const pb::Mapping& m);
+  Result<void> ReadFunctions();
+  Result<void> ReadLocation(const pb::Location& loc);
+  static ProfileFrame FrameOf(const pb::Location& loc, const MappingInfo* mapping);
+  Result<std::optional<FrameSymbols>> ReadLines(const pb::Location& loc,
+                                                const MappingInfo* mapping);
+  SourceFrame ReadLine(const pb::Line& line, const pb::Function& function, bool inlined);
+  Result<void> ReadSample(int s, uint64_t* total);
+  void ReadLabel(const pb::Label& label, ProfileStack* stack);
+
+  const pb::Profile& in_;
+  const int table_size_;
+  Error bad_string_;
+  bool string_error_ = false;
+  Profile profile_;
+  int count_index_ = 0;  // which sample value is the count
+  std::unordered_map<uint64_t, MappingInfo> mappings_;
+  std::unordered_map<uint64_t, const pb::Function*> functions_;
+  std::unordered_map<uint64_t, uint32_t> frame_of_location_;
+};
+
+Result<Profile> PprofReader::Read() {
+  if (table_size_ > 0 && !in_.string_table(0).empty()) {
+    return MakeError(ErrorCode::kMalformed, "pprof: string_table[0] is not empty");
+  }
+  ReadHeader();
+  for (const pb::Mapping& m : in_.mapping()) {
+    if (Result<void> mapping = ReadMapping(m); !mapping) return std::move(mapping).error();
+  }
+  if (Result<void> functions = ReadFunctions(); !functions) return std::move(functions).error();
+  for (const pb::Location& loc : in_.location()) {
+    if (Result<void> location = ReadLocation(loc); !location) return std::move(location).error();
+  }
+  // Equal stacks are merged by adding their counts; bounding the total keeps every merged
+  // count within what pprof's int64 values can carry when the profile is written again.
+  uint64_t total = 0;
+  for (int s = 0; s < in_.sample_size(); ++s) {
+    if (Result<void> sample = ReadSample(s, &total); !sample) return std::move(sample).error();
+  }
+  if (string_error_) return bad_string_;
+  profile_.symbols.resize(profile_.frames.size());
+  return std::move(profile_);
+}
+
+// string_table[index]; out of range: "" (and the error noted, if it is the first).
+const std::string& PprofReader::Str(int64_t index, const char* what) {
+  static const std::string kEmpty;
+  if (index == 0 && table_size_ == 0) return kEmpty;
+  if (index < 0 || index >= table_size_) {
+    if (!string_error_) {
+      string_error_ = true;
+      bad_string_ =
+          MakeError(ErrorCode::kMalformed, std::string("pprof: ") + what + " string index " +
+                                               std::to_string(index) + " out of range");
     }
-    return it->second;
-  };
+    return kEmpty;
+  }
+  return in_.string_table(static_cast<int>(index));
+}
 
-  // One Location per distinct frame: id = frame index + 1.
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    const ProfileFrame& frame = profile.frames[i];
-    pb::Location* loc = out.add_location();
-    loc->set_id(i + 1);
-    uint64_t mapping = mapping_of(frame);
-    loc->set_mapping_id(mapping);
-    bool relocate = mapping != 0 && frame.kind == FrameKind::kUser;
-    loc->set_address(relocate ? mapping * kModuleSpacing + frame.address : frame.address);
-    if (i < profile.symbols.size() && profile.symbols[i]) {
-      for (const SourceFrame& line : profile.symbols[i]->lines) {  // innermost first
-        pb::Line* l = loc->add_line();
-        l->set_function_id(function_id(line));
-        l->set_line(line.line);
-        l->set_column(line.column);
+// Which sample value is the count ("samples" if present, else the first), period, times,
+// and what the comments carry.
+void PprofReader::ReadHeader() {
+  for (int i = 0; i < in_.sample_type_size(); ++i) {
+    if (Str(in_.sample_type(i).type(), "sample type") == "samples") {
+      count_index_ = i;
+      break;
+    }
+  }
+  profile_.period_ns = in_.period() > 0 ? static_cast<uint64_t>(in_.period()) : 0;
+  profile_.start_time_ns = in_.time_nanos() > 0 ? static_cast<uint64_t>(in_.time_nanos()) : 0;
+  profile_.duration_ns = in_.duration_nanos() > 0 ? static_cast<uint64_t>(in_.duration_nanos()) : 0;
+  for (int64_t index : in_.comment()) {
+    const std::string& comment = Str(index, "comment");
+    if (comment.rfind(kEventComment, 0) == 0) {
+      profile_.event = comment.substr(kEventComment.size());
+    } else if (comment.rfind(kLostComment, 0) == 0) {
+      profile_.lost_samples = std::strtoull(comment.c_str() + kLostComment.size(), nullptr, 10);
+    }
+  }
+}
+
+// A Mapping as a module, its kind told by its path.
+Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
+  if (m.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: mapping with id 0");
+  ProfileModule module;
+  module.path = Str(m.filename(), "mapping file name");
+  bool kernel = IsKernelPath(module.path);
+  module.kind = kernel                    ? ProfileModuleKind::kKernel
+                : module.path == "[vdso]" ? ProfileModuleKind::kVdso
+                : module.path.empty()     ? ProfileModuleKind::kUnknown
+                : module.path[0] == '['   ? ProfileModuleKind::kAnonymous
+                                          : ProfileModuleKind::kElf;
+  const std::string& build_id = Str(m.build_id(), "mapping build id");
+  if (!build_id.empty() && !ParseHexBuildId(build_id, &module.build_id)) {
+    module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes
+  }
+  if (!mappings_.try_emplace(m.id(), MappingInfo{0, kernel, &m}).second) {
+    return MakeError(ErrorCode::kMalformed,
+                     "pprof: duplicate mapping id " + std::to_string(m.id()));
+  }
+  mappings_[m.id()].module = profile_.AddModule(module);
+  return {};
+}
+
+// The Functions by id, for the lines to name.
+Result<void> PprofReader::ReadFunctions() {
+  for (const pb::Function& f : in_.function()) {
+    if (f.id() == 0 || !functions_.try_emplace(f.id(), &f).second) {
+      return MakeError(ErrorCode::kMalformed,
+                       "pprof: function id " + std::to_string(f.id()) + " is 0 or repeated");
+    }
+  }
+  return {};
+}
+
+// A Location as a frame (locations of one frame share it) with its symbols.
+Result<void> PprofReader::ReadLocation(const pb::Location& loc) {
+  if (loc.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: location with id 0");
+  const MappingInfo* mapping = nullptr;
+  if (loc.mapping_id() != 0) {
+    auto it = mappings_.find(loc.mapping_id());
+    if (it == mappings_.end()) {
+      return MakeError(ErrorCode::kMalformed, "pprof: location " + std::to_string(loc.id()) +
+                                                  " refers to missing mapping " +
+                                                  std::to_string(loc.mapping_id()));
+    }
+    mapping = &it->second;
+  }
+  Result<std::optional<FrameSymbols>> symbols = ReadLines(loc, mapping);
+  if (!symbols) return std::move(symbols).error();
+  size_t before = profile_.frames.size();
+  uint32_t index = profile_.InternFrame(FrameOf(loc, mapping));
+  if (profile_.symbols.size() < profile_.frames.size()) {
+    profile_.symbols.resize(profile_.frames.size());
+  }
+  if (profile_.frames.size() > before || !profile_.symbols[index]) {
+    profile_.symbols[index] = std::move(*symbols);
+  }
+  if (!frame_of_location_.try_emplace(loc.id(), index).second) {
+    return MakeError(ErrorCode::kMalformed,
+                     "pprof: duplicate location id " + std::to_string(loc.id()));
+  }
+  return {};
+}
+
+// The frame a location's address is, by its mapping (none: a raw address).
+ProfileFrame PprofReader::FrameOf(const pb::Location& loc, const MappingInfo* mapping) {
+  if (mapping == nullptr) return {FrameKind::kUserRaw, 0, loc.address()};
+  if (mapping->kernel) return {FrameKind::kKernel, mapping->module, loc.address()};
+  // Unsigned arithmetic wraps for addresses below memory_start; such a location is still
+  // kept (its offset is meaningless, as it was in the input).
+  return {FrameKind::kUser, mapping->module,
+          loc.address() - mapping->proto->memory_start() + mapping->proto->file_offset()};
+}
+
+// The location's symbols: its Lines, innermost first; none when it has no lines and its
+// mapping does not claim functions.
+Result<std::optional<FrameSymbols>> PprofReader::ReadLines(const pb::Location& loc,
+                                                           const MappingInfo* mapping) {
+  std::optional<FrameSymbols> symbols;
+  if (loc.line_size() > 0) {
+    symbols.emplace();
+    for (int i = 0; i < loc.line_size(); ++i) {
+      const pb::Line& line = loc.line(i);
+      auto fn = functions_.find(line.function_id());
+      if (fn == functions_.end()) {
+        return MakeError(ErrorCode::kMalformed, "pprof: location " + std::to_string(loc.id()) +
+                                                    " refers to missing function " +
+                                                    std::to_string(line.function_id()));
       }
+      symbols->lines.push_back(ReadLine(line, *fn->second, i + 1 < loc.line_size()));
     }
+  } else if (mapping != nullptr && mapping->proto->has_functions()) {
+    symbols.emplace();
+    symbols->reason = Reason::kNoSymbol;  // symbolized, and nothing covered the address
   }
+  return symbols;
+}
 
-  const int64_t pid_key = strings.Intern("pid");
-  const int64_t tid_key = strings.Intern("tid");
-  const int64_t comm_key = strings.Intern("comm");
-  for (size_t s = 0; s < profile.stacks.size(); ++s) {
-    const ProfileStack& stack = profile.stacks[s];
-    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
-    if (count == 0) continue;
-    if (count > kMaxTotalSamples) {
-      return MakeError(ErrorCode::kInvalidArgument,
-                       "pprof: stack " + std::to_string(s) + " has a count above 2^63-1");
-    }
-    pb::Sample* sample = out.add_sample();
-    for (uint32_t frame : stack.frames) {
-      if (frame >= profile.frames.size()) {
-        return MakeError(ErrorCode::kInvalidArgument, "pprof: stack " + std::to_string(s) +
-                                                          " refers to missing frame " +
-                                                          std::to_string(frame));
-      }
-      sample->add_location_id(uint64_t{frame} + 1);  // leaf first, as pprof expects
-    }
-    sample->add_value(static_cast<int64_t>(count));
-    sample->add_value(static_cast<int64_t>(count * profile.period_ns));
-    pb::Label* pid = sample->add_label();
-    pid->set_key(pid_key);
-    pid->set_num(stack.pid);
-    pb::Label* tid = sample->add_label();
-    tid->set_key(tid_key);
-    tid->set_num(stack.tid);
-    pb::Label* comm = sample->add_label();
-    comm->set_key(comm_key);
-    comm->set_str(strings.Intern(stack.comm));
-  }
+SourceFrame PprofReader::ReadLine(const pb::Line& line, const pb::Function& function,
+                                  bool inlined) {
+  SourceFrame sf;
+  sf.function = Str(function.name(), "function name");
+  sf.raw_function = Str(function.system_name(), "function system name");
+  sf.file = Str(function.filename(), "function file name");
+  sf.line = static_cast<uint32_t>(std::clamp<int64_t>(line.line(), 0, UINT32_MAX));
+  sf.column = static_cast<uint32_t>(std::clamp<int64_t>(line.column(), 0, UINT32_MAX));
+  sf.inlined = inlined;
+  return sf;
+}
 
-  std::string bytes;
-  if (!out.SerializeToString(&bytes)) {
-    return MakeError(ErrorCode::kInternal, "pprof: protobuf serialization failed");
+// Sample `s` added to the profile; `total`: the counts so far, bounded by kMaxTotalSamples.
+Result<void> PprofReader::ReadSample(int s, uint64_t* total) {
+  const pb::Sample& sample = in_.sample(s);
+  ProfileStack stack;
+  for (uint64_t id : sample.location_id()) {
+    auto it = frame_of_location_.find(id);
+    if (it == frame_of_location_.end()) {
+      return MakeError(ErrorCode::kMalformed, "pprof: sample " + std::to_string(s) +
+                                                  " refers to missing location " +
+                                                  std::to_string(id));
+    }
+    stack.frames.push_back(it->second);
   }
-  if (!gzip) return bytes;
-  return output::GzipCompress(bytes);
+  for (const pb::Label& label : sample.label()) ReadLabel(label, &stack);
+  int64_t value = count_index_ < sample.value_size() ? sample.value(count_index_) : 0;
+  if (value < 0) {
+    return MakeError(ErrorCode::kMalformed,
+                     "pprof: sample " + std::to_string(s) + " has a negative count");
+  }
+  *total += static_cast<uint64_t>(value);  // both below 2^63: cannot wrap
+  if (*total > kMaxTotalSamples) {
+    return MakeError(ErrorCode::kMalformed,
+                     "pprof: sample counts add up to more than 2^63-1 "
+                     "(at sample " +
+                         std::to_string(s) + ")");
+  }
+  if (string_error_) return bad_string_;
+  profile_.AddSample(stack, static_cast<uint64_t>(value));
+  return {};
+}
+
+// The thread a Label names (pid, tid, comm or thread_name); other labels are ignored.
+void PprofReader::ReadLabel(const pb::Label& label, ProfileStack* stack) {
+  const std::string& key = Str(label.key(), "label key");
+  if (key == "pid") {
+    stack->pid = static_cast<uint32_t>(label.num());
+  } else if (key == "tid") {
+    stack->tid = static_cast<uint32_t>(label.num());
+  } else if (key == "comm" || key == "thread_name") {
+    stack->comm = Str(label.str(), "label value");
+  }
+}
+
+}  // namespace
+
+Result<std::string> EncodePprof(const Profile& profile, bool gzip) {
+  return PprofWriter(profile).Write(gzip);
 }
 
 Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
@@ -280,189 +607,7 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes) {
   if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return MakeError(ErrorCode::kMalformed, "pprof: not a valid profile.proto message");
   }
-
-  const int table_size = in.string_table_size();
-  if (table_size > 0 && !in.string_table(0).empty()) {
-    return MakeError(ErrorCode::kMalformed, "pprof: string_table[0] is not empty");
-  }
-  Error bad_string;
-  bool string_error = false;
-  auto str = [&](int64_t index, const char* what) -> const std::string& {
-    static const std::string kEmpty;
-    if (index == 0 && table_size == 0) return kEmpty;
-    if (index < 0 || index >= table_size) {
-      if (!string_error) {
-        string_error = true;
-        bad_string =
-            MakeError(ErrorCode::kMalformed, std::string("pprof: ") + what + " string index " +
-                                                 std::to_string(index) + " out of range");
-      }
-      return kEmpty;
-    }
-    return in.string_table(static_cast<int>(index));
-  };
-
-  Profile profile;
-  // Which sample value is the count: "samples" if present, else the first.
-  int count_index = 0;
-  for (int i = 0; i < in.sample_type_size(); ++i) {
-    if (str(in.sample_type(i).type(), "sample type") == "samples") {
-      count_index = i;
-      break;
-    }
-  }
-  profile.period_ns = in.period() > 0 ? static_cast<uint64_t>(in.period()) : 0;
-  profile.start_time_ns = in.time_nanos() > 0 ? static_cast<uint64_t>(in.time_nanos()) : 0;
-  profile.duration_ns = in.duration_nanos() > 0 ? static_cast<uint64_t>(in.duration_nanos()) : 0;
-
-  for (int64_t index : in.comment()) {
-    const std::string& comment = str(index, "comment");
-    if (comment.rfind(kEventComment, 0) == 0) {
-      profile.event = comment.substr(kEventComment.size());
-    } else if (comment.rfind(kLostComment, 0) == 0) {
-      profile.lost_samples = std::strtoull(comment.c_str() + kLostComment.size(), nullptr, 10);
-    }
-  }
-
-  struct MappingInfo {
-    uint32_t module;
-    bool kernel;
-    const pb::Mapping* proto;
-  };
-  std::unordered_map<uint64_t, MappingInfo> mappings;
-  for (const pb::Mapping& m : in.mapping()) {
-    if (m.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: mapping with id 0");
-    ProfileModule module;
-    module.path = str(m.filename(), "mapping file name");
-    bool kernel = IsKernelPath(module.path);
-    module.kind = kernel                    ? ProfileModuleKind::kKernel
-                  : module.path == "[vdso]" ? ProfileModuleKind::kVdso
-                  : module.path.empty()     ? ProfileModuleKind::kUnknown
-                  : module.path[0] == '['   ? ProfileModuleKind::kAnonymous
-                                            : ProfileModuleKind::kElf;
-    const std::string& build_id = str(m.build_id(), "mapping build id");
-    if (!build_id.empty() && !ParseHexBuildId(build_id, &module.build_id)) {
-      module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes
-    }
-    if (!mappings.try_emplace(m.id(), MappingInfo{0, kernel, &m}).second) {
-      return MakeError(ErrorCode::kMalformed,
-                       "pprof: duplicate mapping id " + std::to_string(m.id()));
-    }
-    mappings[m.id()].module = profile.AddModule(module);
-  }
-
-  std::unordered_map<uint64_t, const pb::Function*> functions;
-  for (const pb::Function& f : in.function()) {
-    if (f.id() == 0 || !functions.try_emplace(f.id(), &f).second) {
-      return MakeError(ErrorCode::kMalformed,
-                       "pprof: function id " + std::to_string(f.id()) + " is 0 or repeated");
-    }
-  }
-
-  std::unordered_map<uint64_t, uint32_t> frame_of_location;
-  for (const pb::Location& loc : in.location()) {
-    if (loc.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: location with id 0");
-    ProfileFrame frame;
-    const MappingInfo* mapping = nullptr;
-    if (loc.mapping_id() != 0) {
-      auto it = mappings.find(loc.mapping_id());
-      if (it == mappings.end()) {
-        return MakeError(ErrorCode::kMalformed, "pprof: location " + std::to_string(loc.id()) +
-                                                    " refers to missing mapping " +
-                                                    std::to_string(loc.mapping_id()));
-      }
-      mapping = &it->second;
-    }
-    if (mapping == nullptr) {
-      frame = {FrameKind::kUserRaw, 0, loc.address()};
-    } else if (mapping->kernel) {
-      frame = {FrameKind::kKernel, mapping->module, loc.address()};
-    } else {
-      // Unsigned arithmetic wraps for addresses below memory_start; such a location is
-      // still kept (its offset is meaningless, as it was in the input).
-      frame = {FrameKind::kUser, mapping->module,
-               loc.address() - mapping->proto->memory_start() + mapping->proto->file_offset()};
-    }
-    std::optional<FrameSymbols> symbols;
-    if (loc.line_size() > 0) {
-      symbols.emplace();
-      for (int i = 0; i < loc.line_size(); ++i) {
-        const pb::Line& line = loc.line(i);
-        auto fn = functions.find(line.function_id());
-        if (fn == functions.end()) {
-          return MakeError(ErrorCode::kMalformed, "pprof: location " + std::to_string(loc.id()) +
-                                                      " refers to missing function " +
-                                                      std::to_string(line.function_id()));
-        }
-        SourceFrame sf;
-        sf.function = str(fn->second->name(), "function name");
-        sf.raw_function = str(fn->second->system_name(), "function system name");
-        sf.file = str(fn->second->filename(), "function file name");
-        sf.line = static_cast<uint32_t>(std::clamp<int64_t>(line.line(), 0, UINT32_MAX));
-        sf.column = static_cast<uint32_t>(std::clamp<int64_t>(line.column(), 0, UINT32_MAX));
-        sf.inlined = i + 1 < loc.line_size();
-        symbols->lines.push_back(std::move(sf));
-      }
-    } else if (mapping != nullptr && mapping->proto->has_functions()) {
-      symbols.emplace();
-      symbols->reason = Reason::kNoSymbol;  // symbolized, and nothing covered the address
-    }
-    size_t before = profile.frames.size();
-    uint32_t index = profile.InternFrame(frame);
-    if (profile.symbols.size() < profile.frames.size())
-      profile.symbols.resize(profile.frames.size());
-    if (profile.frames.size() > before || !profile.symbols[index]) {
-      profile.symbols[index] = std::move(symbols);
-    }
-    if (!frame_of_location.try_emplace(loc.id(), index).second) {
-      return MakeError(ErrorCode::kMalformed,
-                       "pprof: duplicate location id " + std::to_string(loc.id()));
-    }
-  }
-
-  // Equal stacks are merged by adding their counts; bounding the total keeps every merged
-  // count within what pprof's int64 values can carry when the profile is written again.
-  uint64_t total = 0;
-  for (int s = 0; s < in.sample_size(); ++s) {
-    const pb::Sample& sample = in.sample(s);
-    ProfileStack stack;
-    for (uint64_t id : sample.location_id()) {
-      auto it = frame_of_location.find(id);
-      if (it == frame_of_location.end()) {
-        return MakeError(ErrorCode::kMalformed, "pprof: sample " + std::to_string(s) +
-                                                    " refers to missing location " +
-                                                    std::to_string(id));
-      }
-      stack.frames.push_back(it->second);
-    }
-    for (const pb::Label& label : sample.label()) {
-      const std::string& key = str(label.key(), "label key");
-      if (key == "pid") {
-        stack.pid = static_cast<uint32_t>(label.num());
-      } else if (key == "tid") {
-        stack.tid = static_cast<uint32_t>(label.num());
-      } else if (key == "comm" || key == "thread_name") {
-        stack.comm = str(label.str(), "label value");
-      }
-    }
-    int64_t value = count_index < sample.value_size() ? sample.value(count_index) : 0;
-    if (value < 0) {
-      return MakeError(ErrorCode::kMalformed,
-                       "pprof: sample " + std::to_string(s) + " has a negative count");
-    }
-    total += static_cast<uint64_t>(value);  // both below 2^63: cannot wrap
-    if (total > kMaxTotalSamples) {
-      return MakeError(ErrorCode::kMalformed,
-                       "pprof: sample counts add up to more than 2^63-1 "
-                       "(at sample " +
-                           std::to_string(s) + ")");
-    }
-    if (string_error) return bad_string;
-    profile.AddSample(stack, static_cast<uint64_t>(value));
-  }
-  if (string_error) return bad_string;
-  profile.symbols.resize(profile.frames.size());
-  return profile;
+  return PprofReader(in).Read();
 }
 
 }  // namespace stacksym

@@ -207,6 +207,93 @@ TEST(PprofTest, MessageFollowsTheFormat) {
   EXPECT_TRUE(saw_tid_101);
 }
 
+// A small profile with every kind of message: a module with a build ID, an inlined location,
+// a kernel frame on the synthetic kernel mapping, a raw address, two threads.
+Profile MakeSmallProfile() {
+  Profile p;
+  p.period_ns = 1000000;
+  p.start_time_ns = 5;
+  p.duration_ns = 7;
+  p.lost_samples = 1;
+  p.event = "cycles";
+  uint32_t app = p.AddModule({ProfileModuleKind::kElf, "/bin/app", {0xbe, 0xef}});
+  uint32_t leaf = p.InternFrame({FrameKind::kUser, app, 0x1234});
+  uint32_t kernel = p.InternFrame({FrameKind::kKernel, 0, 0xffffffff81000010});
+  uint32_t raw = p.InternFrame({FrameKind::kUserRaw, 0, 0x7f00});
+  p.symbols.resize(p.frames.size());
+  p.symbols[leaf].emplace();
+  p.symbols[leaf]->lines = {{"inl", "", "a.h", 3, 1, true}, {"f()", "_Z1fv", "a.cc", 9, 2, false}};
+  p.symbols[kernel].emplace();
+  p.symbols[kernel]->lines = {{"do_sys", "", "", 0, 0, false}};
+  p.AddSample({10, 11, "app", {kernel, leaf}}, 3);
+  p.AddSample({10, 12, "io", {raw}}, 1);
+  return p;
+}
+
+std::string Hex(const std::string& bytes) {
+  std::string out;
+  char byte[3];
+  for (unsigned char c : bytes) {
+    std::snprintf(byte, sizeof byte, "%02x", c);
+    out += byte;
+  }
+  return out;
+}
+
+// The writer's exact bytes, pinned: the string table's order, the messages' order and every
+// field they set (a reworked writer must write the same file).
+TEST(PprofTest, EncodedBytesArePinned) {
+  Result<std::string> raw = EncodePprof(MakeSmallProfile(), /*gzip=*/false);
+  ASSERT_TRUE(raw) << raw.error().ToString();
+  pb::Profile m;
+  ASSERT_TRUE(m.ParseFromString(*raw));
+  std::string table;
+  for (const std::string& str : m.string_table()) table += str + "|";
+  EXPECT_EQ(table,
+            "|samples|count|cpu|nanoseconds|stacksym event: cycles|stacksym lost samples: 1|"
+            "/bin/app|beef|[kernel.kallsyms]|inl|a.h|f()|_Z1fv|a.cc|do_sys|pid|tid|comm|app|io|");
+  EXPECT_EQ(
+      Hex(*raw),
+      "0a04080110020a0408031004121d0a020201120503c08db7011a040810180a1a040811180b1a040812101312"
+      "1b0a0103120401c0843d1a040810180a1a040811180c1a04081210141a1c08011080808080802018b5a48080"
+      "80202807300838014001480150011a1c08021090808088f8ffffffff011891808088f8ffffffff0128093801"
+      "221b0801100118b4a480808020220608011003180122060802100918022213080210021890808088f8ffffff"
+      "ff0122020803220608031880fe012a080801100a180a200b2a080802100c180d200e2a060803100f180f3200"
+      "320773616d706c65733205636f756e743203637075320b6e616e6f7365636f6e64733216737461636b73796d"
+      "206576656e743a206379636c65733218737461636b73796d206c6f73742073616d706c65733a203132082f62"
+      "696e2f61707032046265656632115b6b65726e656c2e6b616c6c73796d735d3203696e6c3203612e68320366"
+      "282932055f5a3166763204612e63633206646f5f737973320370696432037469643204636f6d6d3203617070"
+      "3202696f480550075a040803100460c0843d6a020506");
+}
+
+// Which error the reader gives when a message has several faults: a string index out of range
+// is reported once the sample being read is done, any other fault at once.
+TEST(PprofTest, FirstFaultIsTheErrorGiven) {
+  const pb::Profile m = EncodeToMessage(MakeSmallProfile());
+  auto error_of = [](const pb::Profile& message) {
+    Result<Profile> r = DecodePprof(Bytes(message.SerializeAsString()));
+    return r ? std::string("ok") : r.error().message;
+  };
+  pb::Profile bad_name = m;
+  bad_name.mutable_function(0)->set_name(99);
+  EXPECT_EQ(error_of(bad_name), "pprof: function name string index 99 out of range");
+  pb::Profile then_negative = bad_name;
+  then_negative.mutable_sample(0)->set_value(0, -1);
+  EXPECT_EQ(error_of(then_negative), "pprof: sample 0 has a negative count");
+  pb::Profile then_duplicate = bad_name;
+  then_duplicate.mutable_location(1)->set_id(1);
+  EXPECT_EQ(error_of(then_duplicate), "pprof: duplicate location id 1");
+  pb::Profile two_strings = bad_name;
+  two_strings.add_comment(-3);  // read before the functions' names
+  EXPECT_EQ(error_of(two_strings), "pprof: comment string index -3 out of range");
+  pb::Profile then_mapping = two_strings;
+  then_mapping.mutable_mapping(1)->set_id(0);
+  EXPECT_EQ(error_of(then_mapping), "pprof: mapping with id 0");
+  pb::Profile missing_function = m;
+  missing_function.mutable_location(0)->mutable_line(1)->set_function_id(7);
+  EXPECT_EQ(error_of(missing_function), "pprof: location 1 refers to missing function 7");
+}
+
 // The independent check: Debian's protoc decodes the file against the project's schema.
 TEST(PprofTest, ProtocDecodesTheFile) {
   if (std::system("command -v protoc >/dev/null 2>&1") != 0) {
