@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/profile.h"
 #include "stacksym/result.h"
 
@@ -117,7 +118,7 @@ Result<Profile> ParseProfileBytes(std::span<const uint8_t> bytes);
 
 // ---- offline symbolization (`stacksym symbolize-profile`) ------------------------------
 struct OfflineSymbolizeOptions {
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   bool demangle = true;
   bool inlines = true;
   bool resymbolize = false;  // also redo frames that already have symbols

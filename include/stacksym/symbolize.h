@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/elf.h"
 #include "stacksym/frame.h"
 #include "stacksym/reason.h"
@@ -60,7 +61,7 @@ struct SymbolizeOptions {
   // so long-lived callers (a server's cache of symbolizers) leave it off.
   bool keep_dwarf_after_index_build = false;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
   unsigned threads = 0;
   // The path the binary is known by where it runs, and the root that path is relative to (a

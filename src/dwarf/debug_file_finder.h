@@ -2,7 +2,7 @@
 // separate debug files (build-id directories, .gnu_debuglink), dwz supplementary files
 // (.gnu_debugaltlink or DWARF 5 .debug_sup), split-DWARF objects (.dwo) and packages (.dwp).
 //
-//   DebugFileFinder finder({"/usr/lib/debug"});
+//   DebugFileFinder finder({kDefaultDebugDir});
 //   Result<std::shared_ptr<ElfFile>> debug = finder.FindSeparateDebugFile(*binary);
 //   if (!debug) return debug.error();          // I/O or corruption worth reporting
 //   if (*debug == nullptr) { /* no separate debug file: symbol table only */ }
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
@@ -53,7 +54,7 @@ class DebugFileFinder {
   // known_path / known_root: where the binary lives when it is opened through another path
   // (see SymbolizeOptions).
   // fetcher: asked by build ID when no local candidate matched (see build_id_fetcher.h).
-  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"},
+  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {kDefaultDebugDir},
                            std::string known_path = {}, std::string known_root = {},
                            std::shared_ptr<const BuildIdFetcher> fetcher = nullptr);
 
