@@ -80,27 +80,6 @@ struct SymbolizeOptions {
   std::shared_ptr<const BuildIdFetcher> fetcher;
 };
 
-// Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and
-// DW_AT_decl_line, found as llvm-symbolizer 15+ finds them for DATA requests).
-struct DataDeclaration {
-  std::string file;  // absolute as llvm-symbolizer prints it; empty when DWARF names none
-  uint32_t line = 0;
-  // DW_AT_decl_file was written as DW_FORM_implicit_const (gcc's DWARF 5), which
-  // llvm-symbolizer 15 and 16 cannot resolve: they print an unknown file ("??:?") there.
-  bool file_form_implicit_const = false;
-};
-
-// One local variable of a function, as llvm-symbolizer 16 answers FRAME requests.
-struct FrameLocal {
-  std::string function;   // DWARF's short name of the (possibly inlined) function; "" unknown
-  std::string name;       // "" unknown
-  std::string decl_file;  // "" unknown
-  uint64_t decl_line = 0;
-  std::optional<int64_t> frame_offset;  // from DW_OP_fbreg
-  std::optional<uint64_t> size;         // of its type
-  std::optional<uint64_t> tag_offset;   // DW_AT_LLVM_tag_offset (HWASan)
-};
-
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;    // src/base; opaque here
 namespace symindex {

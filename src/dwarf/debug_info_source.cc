@@ -166,14 +166,12 @@ Result<DwarfSections> LoadDwarfSections(const ElfFile& elf) { return LoadSection
 DebugInfoSource::~DebugInfoSource() = default;
 
 Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<ElfFile> binary,
-                                                               const SymbolizeOptions& options,
+                                                               const dwarf::DwarfOptions& options,
                                                                const OpenTuning& tuning) {
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->binary_ = binary;
-  source->finder_ = std::make_unique<DebugFileFinder>(options.debug_dirs, options.known_path,
-                                                      options.known_root, options.fetcher);
-  source->finder_->set_dwp_path(options.dwp_path);
+  source->finder_ = std::make_unique<DebugFileFinder>(options.search);
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;
@@ -218,7 +216,7 @@ Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::Open(std::shared_ptr<E
 }
 
 Result<std::unique_ptr<DebugInfoSource>> DebugInfoSource::FromSections(
-    const DwarfSections& sections, const SymbolizeOptions& options) {
+    const DwarfSections& sections, const dwarf::DwarfOptions& options) {
   std::unique_ptr<DebugInfoSource> source(new DebugInfoSource());
   source->options_ = options;
   source->path_ = "<memory>";

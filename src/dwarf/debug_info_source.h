@@ -31,12 +31,13 @@
 #include "dwarf/address_range.h"
 #include "dwarf/aranges.h"
 #include "dwarf/dwarf_file.h"
+#include "dwarf/dwarf_options.h"
 #include "dwarf/function_table.h"
 #include "dwarf/line_table.h"
 #include "dwarf/variable_table.h"
 #include "stacksym/elf.h"
+#include "stacksym/frame.h"
 #include "stacksym/result.h"
-#include "stacksym/symbolize.h"
 
 namespace stacksym {
 
@@ -72,15 +73,15 @@ class DebugInfoSource {
   };
   // Returns nullptr (not an error) when no DWARF exists at all.
   static Result<std::unique_ptr<DebugInfoSource>> Open(std::shared_ptr<ElfFile> binary,
-                                                       const SymbolizeOptions& options,
+                                                       const dwarf::DwarfOptions& options,
                                                        const OpenTuning& tuning);
   static Result<std::unique_ptr<DebugInfoSource>> Open(std::shared_ptr<ElfFile> binary,
-                                                       const SymbolizeOptions& options) {
+                                                       const dwarf::DwarfOptions& options) {
     return Open(std::move(binary), options, OpenTuning{});
   }
   // DWARF from raw section bytes (tests, fuzzing); the bytes must outlive the source.
   static Result<std::unique_ptr<DebugInfoSource>> FromSections(const dwarf::DwarfSections& sections,
-                                                               const SymbolizeOptions& options);
+                                                               const dwarf::DwarfOptions& options);
   ~DebugInfoSource();
 
   // Inline chain for vaddr, innermost first, last = out-of-line function. false when DWARF
@@ -247,7 +248,7 @@ class DebugInfoSource {
   void AddUnitError(Error error);
   void LoadLocationLists();  // .debug_loc/.debug_loclists into main_, once
 
-  SymbolizeOptions options_;
+  dwarf::DwarfOptions options_;
   std::string path_;
   std::shared_ptr<ElfFile> binary_;
   std::shared_ptr<ElfFile> debug_file_;

@@ -480,7 +480,7 @@ void EncodeRows(std::span<const dwarf::LineRow> rows,
 }  // namespace
 
 Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
-                                       const SymbolizeOptions& options,
+                                       const IndexOptions& options,
                                        std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
   // The string stream in three regions, each its own table until they are joined: the paths
   // and start files (few, and read by almost every lookup: their blocks stay cached), the
@@ -551,12 +551,12 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
 
   // DWARF: the source the direct path would open, every unit built in full. Opened first: a
   // compressed .debug_info inflates on a thread of its own from then on.
-  SymbolizeOptions dwarf_options = options;
+  dwarf::DwarfOptions dwarf_options;
+  dwarf_options.search = options.search;
   // Linkage names only: demangling all of a big C++ binary's names was a third of a build,
   // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
   dwarf_options.demangle = false;
   dwarf_options.inlines = true;
-  dwarf_options.use_debug_info = true;
   std::unique_ptr<DebugInfoSource> source;
   if (auto opened = DebugInfoSource::Open(elf, dwarf_options); opened) source = std::move(*opened);
 
@@ -858,7 +858,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   }
   IndexImage image;
   std::string& identity = image.Keep(
-      DescribeSources(*elf, options, source ? source->path() : std::string(), source_files));
+      DescribeSources(*elf, options.search, source ? source->path() : std::string(), source_files));
   auto one = [](std::span<const uint8_t> bytes) {
     return std::vector<std::span<const uint8_t>>{bytes};
   };

@@ -15,7 +15,7 @@ using testing::BuildTinyDwarf;
 using testing::TinyDwarf;
 
 std::unique_ptr<DebugInfoSource> Open(const dwarf::DwarfSections& s, bool inlines = true) {
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = false;
   options.inlines = inlines;
   auto source = DebugInfoSource::FromSections(s, options);
@@ -139,7 +139,7 @@ TEST(BadDwarfTest, AbsurdUnitLengths) {
   TinyDwarf t = BuildTinyDwarf(4);
   t.info[0] = 0xf5;  // reserved length values
   t.info[1] = t.info[2] = t.info[3] = 0xff;
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   auto source = DebugInfoSource::FromSections(t.sections(), options);
   ASSERT_FALSE(source);
   EXPECT_NE(source.error().message.find("reserved unit length"), std::string::npos);
@@ -150,7 +150,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
   for (size_t n = 0; n <= t.info.size(); ++n) {
     TinyDwarf cut = t;
     cut.info.resize(n);
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
@@ -159,7 +159,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
   for (size_t n = 0; n <= t.abbrev.size(); ++n) {
     TinyDwarf cut = t;
     cut.abbrev.resize(n);
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
@@ -176,7 +176,7 @@ TEST(BadDwarfTest, RandomCorruptionIsSafe) {
       std::vector<uint8_t>* target = targets[rng() % 3];
       (*target)[rng() % target->size()] = static_cast<uint8_t>(rng());
     }
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(t.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;

@@ -32,8 +32,8 @@ std::shared_ptr<ElfFile> OpenElf(const std::string& path) {
 std::unique_ptr<DebugInfoSource> OpenSource(const std::string& path) {
   std::shared_ptr<ElfFile> elf = OpenElf(path);
   if (!elf) return nullptr;
-  SymbolizeOptions options;
-  options.debug_dirs = {};
+  dwarf::DwarfOptions options;
+  options.search.debug_dirs = {};
   Result<std::unique_ptr<DebugInfoSource>> source = DebugInfoSource::Open(elf, options);
   EXPECT_TRUE(source) << path << ": " << (source ? "" : source.error().ToString());
   return source ? std::move(*source) : nullptr;

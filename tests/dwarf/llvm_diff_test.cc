@@ -93,7 +93,7 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   std::string reference = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam().reference;
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = false;
   auto source = DebugInfoSource::Open(*elf, options);
   ASSERT_TRUE(source) << source.error().ToString();

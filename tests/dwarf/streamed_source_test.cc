@@ -49,7 +49,7 @@ void ExpectNoAnswersAndAReason(const std::string& path, const std::string& why) 
   ASSERT_TRUE(elf) << elf.error().ToString();
   DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source) << "Open must return before the stream is checked";
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
   ASSERT_GT(addresses.size(), 100u);
@@ -103,8 +103,8 @@ OpenStreamedAndDirect() {
   streamed.stream_info_from = 0;
   DebugInfoSource::OpenTuning direct;
   direct.stream_info_from = ~uint64_t{0};
-  auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
-  auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
+  auto a = DebugInfoSource::Open(*elf_streamed, dwarf::DwarfOptions{}, streamed);
+  auto b = DebugInfoSource::Open(*elf_direct, dwarf::DwarfOptions{}, direct);
   if (!a || !b) return {};
   return {std::move(*a), std::move(*b)};
 }
@@ -223,7 +223,7 @@ TEST(StreamedDebugInfo, InstancesNamedFromTheWalkAsFromTheirDies) {
   for (const std::string& path : {kFixture, profiling}) {
     auto elf = ElfFile::Open(path);
     ASSERT_TRUE(elf) << path;
-    SymbolizeOptions shortcut, dies;
+    dwarf::DwarfOptions shortcut, dies;
     dies.start_addresses = true;
     auto a = DebugInfoSource::Open(*elf, shortcut);
     auto b = DebugInfoSource::Open(*elf, dies);
@@ -271,7 +271,7 @@ TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
   ASSERT_TRUE(elf);
   DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source);
   (*source)->PrebuildEveryUnit(2);
   for (size_t i = 0; i < (*source)->unit_count(); ++i) EXPECT_FALSE((*source)->ExportUnit(i).ok);
@@ -288,7 +288,7 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   const std::string dbglink = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
   auto elf = ElfFile::Open(dbglink);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  auto opened = DebugInfoSource::Open(*elf, SymbolizeOptions{});
+  auto opened = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{});
   ASSERT_TRUE(opened && *opened);
   DebugInfoSource& source = **opened;
   ASSERT_NE(source.path(), dbglink) << "the fixture's DWARF is in its separate debug file";
@@ -332,7 +332,7 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   // DWARF in the binary: shared with whoever else reads the binary's sections.
   auto in_binary = ElfFile::Open(kFixture);
   ASSERT_TRUE(in_binary);
-  auto whole = DebugInfoSource::Open(*in_binary, SymbolizeOptions{});
+  auto whole = DebugInfoSource::Open(*in_binary, dwarf::DwarfOptions{});
   ASSERT_TRUE(whole && *whole);
   for (size_t i = 0; i < (*whole)->unit_count(); ++i) (*whole)->ExportUnit(i);
   EXPECT_FALSE((*whole)->ReleaseExportedSections());
