@@ -141,7 +141,7 @@ std::shared_ptr<ElfFile> OpenDecompressed(benchmark::State& state, const char* p
   }
   // Decompresses the sections, once, and waits for them (they may stream in the background).
   auto primed = DebugInfoSource::Open(*debug_file, dwarf::DwarfOptions{});
-  if (primed && *primed) (void)(*primed)->unit_count();
+  if (primed && *primed) (void)(*primed)->units().unit_count();
   return *debug_file;
 }
 
@@ -159,7 +159,7 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
     (*source)->LookupBatch(
         loaded.addresses, [&](size_t i) { return &frames[i]; }, threads);
     benchmark::DoNotOptimize(frames.data());
-    state.counters["units_parsed"] = static_cast<double>((*source)->parsed_unit_count());
+    state.counters["units_parsed"] = static_cast<double>((*source)->units().parsed_unit_count());
   }
   state.SetItemsProcessed(state.iterations() * loaded.addresses.size());
 }
@@ -176,11 +176,11 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
   for (auto _ : state) {
     auto source = DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
     nodes = 0;
-    for (size_t i = 0; i < (*source)->unit_count(); ++i) {
-      DebugInfoSource::UnitTables tables = (*source)->ExportUnit(i);
+    for (size_t i = 0; i < (*source)->units().unit_count(); ++i) {
+      dwarf::UnitTables tables = (*source)->units().ExportUnit(i);
       nodes += tables.nodes.size();
       benchmark::DoNotOptimize(tables.pretty_names.data());
-      (*source)->ReleaseUnitFunctions(i);
+      (*source)->units().ReleaseUnitFunctions(i);
     }
   }
   state.counters["nodes"] = static_cast<double>(nodes);

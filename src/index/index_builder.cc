@@ -202,7 +202,7 @@ struct BlockedSection {
 // with only the inlined bit in their name, and (for the first unit with its line table) the
 // encoded rows with block offsets relative to `rows`.
 struct UnitPart {
-  DebugInfoSource::UnitTables tables;
+  dwarf::UnitTables tables;
   uint64_t segment_base = 0;
   bool too_big = false;
   // The function segments encoded in blocks, block offsets relative to segment_bytes.
@@ -325,7 +325,7 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
   return stream;
 }
 
-void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
+void EncodeFunctions(const dwarf::UnitTables& t, UnitPart* part) {
   part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
   part->too_big |= t.segments.size() > 0xffffffffu;
   part->segment_count = static_cast<uint32_t>(t.segments.size());
@@ -386,7 +386,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
   FlatTable<NameSlot> numbers(t.nodes.size() / 4);
   for (uint32_t n = 0; n < t.nodes.size(); ++n) {
     const std::string_view raw = t.raw_names[n], pretty = t.pretty_names[n];
-    const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+    const dwarf::UnitTables::NodeStart& start = t.starts[n];
     uint64_t hash = MixHash(reinterpret_cast<uintptr_t>(raw.data()) * 0x9e3779b97f4a7c15 ^
                             reinterpret_cast<uintptr_t>(pretty.data()) * 0xc2b2ae3d27d4eb4f ^
                             reinterpret_cast<uintptr_t>(start.file.data()) * 31 ^
@@ -394,7 +394,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     NameSlot& slot = numbers.Find(hash, [&](const NameSlot& other) {
       const std::string_view other_raw = t.raw_names[other.node];
       const std::string_view other_pretty = t.pretty_names[other.node];
-      const DebugInfoSource::UnitTables::NodeStart& other_start = t.starts[other.node];
+      const dwarf::UnitTables::NodeStart& other_start = t.starts[other.node];
       return other_raw.data() == raw.data() && other_raw.size() == raw.size() &&
              other_pretty.data() == pretty.data() && other_pretty.size() == pretty.size() &&
              other_start.file.data() == start.file.data() &&
@@ -405,8 +405,8 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
       slot = {hash, n, number};
       // Hashes the demangle cache worked out once for every unit naming the same function,
       // and the paths' of this unit, where known.
-      const DebugInfoSource::UnitTables::NameHashes known =
-          n < t.name_hashes.size() ? t.name_hashes[n] : DebugInfoSource::UnitTables::NameHashes{};
+      const dwarf::UnitTables::NameHashes known =
+          n < t.name_hashes.size() ? t.name_hashes[n] : dwarf::UnitTables::NameHashes{};
       const uint64_t raw_hash = raw == pretty ? 0 : (known.raw != 0 ? known.raw : HashBytes(raw));
       const uint64_t file_hash = !start.file.empty() && start.file_index < part->path_hashes.size()
                                      ? part->path_hashes[start.file_index]
@@ -637,10 +637,10 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   std::vector<SourceFile> source_files;
   // Function tables of the units whose bytes have arrived, while the rest of a streamed
   // .debug_info is still being inflated (the cores are otherwise idle until then).
-  if (source) source->PrebuildEveryUnit(options.threads);
-  size_t unit_total = source ? source->unit_count() : 0;  // waits for a streamed .debug_info
+  if (source) source->units().PrebuildEveryUnit(options.threads);
+  size_t unit_total = source ? source->units().unit_count() : 0;  // waits for the stream
   if (unit_total > 0) {
-    DebugInfoSource& src = *source;
+    dwarf::UnitCache& src = source->units();
     // Each unit is exported and encoded on the thread that takes it; the merge after only
     // appends the parts in unit order and adds the names (the one shared table).
     parts.resize(unit_total);
@@ -682,7 +682,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     if (symbol_worker) symbol_worker->Join();
     merged_path_counts.assign(parts.size(), 0);
     for (size_t i = 0; i < parts.size(); ++i) {
-      const DebugInfoSource::UnitTables& t = parts[i].tables;
+      const dwarf::UnitTables& t = parts[i].tables;
       if (!t.ok || t.line == nullptr) continue;
       const UnitPart& encoded = parts[encoded_by.at(t.line)];
       merged_path_counts[i] =
@@ -725,7 +725,7 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
     }
     packed_nodes.reserve(packed_bound);
     for (UnitPart& part : parts) {
-      const DebugInfoSource::UnitTables& t = part.tables;
+      const dwarf::UnitTables& t = part.tables;
       UnitRecord unit;
       if (!t.ok) {
         units.push_back(unit);
@@ -832,7 +832,8 @@ Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
   }
   if (symbol_worker) symbol_worker->Join();  // no units to merge: joined here
   if (source) {
-    for (const auto& f : source->files_read()) source_files.push_back({f->path(), f->identity()});
+    for (const auto& f : source->files().files_read())
+      source_files.push_back({f->path(), f->identity()});
   }
   // The regions joined: every ref loses its tag and moves by its region's start.
   const uint64_t region_base[] = {0, files.bytes().size(),

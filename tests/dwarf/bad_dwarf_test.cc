@@ -59,7 +59,7 @@ TEST_P(TinyDwarfTest, InlineChainMatchesTheDies) {
   EXPECT_FALSE(source->Lookup(0xfff, &frames));
   EXPECT_FALSE(source->Lookup(0x1100, &frames));
   EXPECT_TRUE(frames.empty());
-  EXPECT_EQ(source->parsed_unit_count(), 1u);
+  EXPECT_EQ(source->units().parsed_unit_count(), 1u);
 }
 
 TEST_P(TinyDwarfTest, WithoutInlinesOnlyTheOutOfLineFrame) {
@@ -110,9 +110,9 @@ TEST(BadDwarfTest, BadAbbrevCodeIsAUnitErrorNotACrash) {
   ASSERT_TRUE(source->Lookup(0x1011, &frames));
   EXPECT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].function, "");
-  ASSERT_FALSE(source->unit_errors().empty());
-  EXPECT_NE(source->unit_errors()[0].message.find("abbreviation code"), std::string::npos);
-  EXPECT_EQ(source->unit_errors()[0].section, ".debug_info");
+  ASSERT_FALSE(source->units().unit_errors().empty());
+  EXPECT_NE(source->units().unit_errors()[0].message.find("abbreviation code"), std::string::npos);
+  EXPECT_EQ(source->units().unit_errors()[0].section, ".debug_info");
 }
 
 TEST(BadDwarfTest, OffsetsPastTheEnd) {
@@ -126,7 +126,7 @@ TEST(BadDwarfTest, OffsetsPastTheEnd) {
   ASSERT_TRUE(source->Lookup(0x1011, &frames));  // functions without lines
   EXPECT_EQ(frames[0].function, "helper");
   EXPECT_EQ(frames[0].line, 0u);
-  EXPECT_FALSE(source->unit_errors().empty());
+  EXPECT_FALSE(source->units().unit_errors().empty());
 
   TinyDwarf u = BuildTinyDwarf(4);
   u.info[7] = 0x40;  // abbreviation offset far past the end
@@ -200,8 +200,8 @@ TEST(BadDwarfTest, SkeletonUnitWithoutFilesFallsBackToLines) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].function, "");
   EXPECT_EQ(frames[0].line, 30u);
-  ASSERT_FALSE(source->unit_errors().empty());
-  EXPECT_NE(source->unit_errors()[0].message.find("split DWARF"), std::string::npos);
+  ASSERT_FALSE(source->units().unit_errors().empty());
+  EXPECT_NE(source->units().unit_errors()[0].message.find("split DWARF"), std::string::npos);
 }
 
 TEST(BadDwarfTest, DeepNestingIsBounded) {
