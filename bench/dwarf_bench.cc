@@ -26,7 +26,6 @@ using stacksym::DebugInfoSource;
 namespace dwarf = stacksym::dwarf;
 using stacksym::ElfFile;
 using stacksym::SourceFrame;
-using stacksym::SymbolizeOptions;
 
 const char* const kLibc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
 const char* const kCeph = "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2";
@@ -60,7 +59,7 @@ bool Load(const char* path, bool demangle, Loaded* out, std::string* why) {
     *why = elf.error().ToString();
     return false;
   }
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = demangle;
   auto source = DebugInfoSource::Open(*elf, options);
   if (!source || !*source) {
@@ -115,7 +114,7 @@ void ColdBatch(benchmark::State& state, const char* path) {
   std::vector<SourceFrame> frames;
   for (auto _ : state) {
     auto elf = ElfFile::Open(path);
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     options.demangle = false;
     auto source = DebugInfoSource::Open(*elf, options);
     for (uint64_t a : addresses) (*source)->Lookup(a, &frames);
@@ -141,8 +140,8 @@ std::shared_ptr<ElfFile> OpenDecompressed(benchmark::State& state, const char* p
     return nullptr;
   }
   // Decompresses the sections, once, and waits for them (they may stream in the background).
-  auto primed = DebugInfoSource::Open(*debug_file, SymbolizeOptions{});
-  if (primed && *primed) (void)(*primed)->unit_count();
+  auto primed = DebugInfoSource::Open(*debug_file, dwarf::DwarfOptions{});
+  if (primed && *primed) (void)(*primed)->units().unit_count();
   return *debug_file;
 }
 
@@ -156,11 +155,11 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
   unsigned threads = static_cast<unsigned>(state.range(0));
   std::vector<std::vector<SourceFrame>> frames(loaded.addresses.size());
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(debug_file, SymbolizeOptions{});
+    auto source = DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
     (*source)->LookupBatch(
         loaded.addresses, [&](size_t i) { return &frames[i]; }, threads);
     benchmark::DoNotOptimize(frames.data());
-    state.counters["units_parsed"] = static_cast<double>((*source)->parsed_unit_count());
+    state.counters["units_parsed"] = static_cast<double>((*source)->units().parsed_unit_count());
   }
   state.SetItemsProcessed(state.iterations() * loaded.addresses.size());
 }
@@ -175,13 +174,13 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
   if (!debug_file) return;
   size_t nodes = 0;
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(debug_file, SymbolizeOptions{});
+    auto source = DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
     nodes = 0;
-    for (size_t i = 0; i < (*source)->unit_count(); ++i) {
-      DebugInfoSource::UnitTables tables = (*source)->ExportUnit(i);
+    for (size_t i = 0; i < (*source)->units().unit_count(); ++i) {
+      dwarf::UnitTables tables = (*source)->units().ExportUnit(i);
       nodes += tables.nodes.size();
       benchmark::DoNotOptimize(tables.pretty_names.data());
-      (*source)->ReleaseUnitFunctions(i);
+      (*source)->units().ReleaseUnitFunctions(i);
     }
   }
   state.counters["nodes"] = static_cast<double>(nodes);

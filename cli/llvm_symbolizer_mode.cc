@@ -21,6 +21,7 @@
 #include "llvm_symbolizer_request.h"
 #include "stacksym/build_id.h"
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
 #include "stacksym/symbolize.h"
@@ -415,7 +416,7 @@ class Session {
   std::string FindByBuildId(std::span<const uint8_t> build_id) const {
     if (build_id.size() < 2) return {};
     std::vector<std::string> dirs = config_.debug_dirs;
-    if (dirs.empty()) dirs.push_back("/usr/lib/debug");
+    if (dirs.empty()) dirs.push_back(kDefaultDebugDir);
     for (const std::string& dir : dirs) {
       std::string path = BuildIdPaths(dir, build_id)[1];  // the ".debug" one
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);

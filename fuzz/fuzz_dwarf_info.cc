@@ -85,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // And the whole pipeline.
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = false;
   auto source = DebugInfoSource::FromSections(sections, options);
   if (source && *source) {

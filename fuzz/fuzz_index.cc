@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       addresses.push_back(word);
     }
     for (int variant = 0; variant < 4; ++variant) {
-      stacksym::SymbolizeOptions options;
+      stacksym::symindex::AnswerOptions options;
       options.demangle = variant != 1;
       options.inlines = variant != 2;
       options.linkage_names = variant != 3;

@@ -3,8 +3,10 @@
 // Every symbolizer (one ELF file, a process, the kernel, a symbolization server) answers an
 // address with a SymbolizedAddress: the symbol-table entry that covers it and, from DWARF, its
 // inline chain as SourceFrames (innermost first). A profile keeps the part it needs per
-// distinct frame as FrameSymbols. This header depends on reason.h only, so that readers (DWARF,
-// the persisted index) and the profile model can speak it without the symbolizers' API.
+// distinct frame as FrameSymbols. The llvm-symbolizer drop-in's DATA and FRAME requests are
+// answered with a DataDeclaration and FrameLocals. This header depends on reason.h only, so that
+// readers (DWARF, the persisted index) and the profile model can speak it without the symbolizers'
+// API.
 //
 //   SymbolizedAddress a = symbolizer->Symbolize(0x4a2f0, AddressKind::kFileOffset);
 //   FrameSymbols s = ToFrameSymbols(std::move(a));   // what a profile stores
@@ -62,6 +64,27 @@ struct SymbolizedAddress {
   // Innermost first; the last entry is the out-of-line function. Empty without DWARF.
   std::vector<SourceFrame> frames;
   std::string module;  // path of the binary
+};
+
+// Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and
+// DW_AT_decl_line, found as llvm-symbolizer 15+ finds them for DATA requests).
+struct DataDeclaration {
+  std::string file;  // absolute as llvm-symbolizer prints it; empty when DWARF names none
+  uint32_t line = 0;
+  // DW_AT_decl_file was written as DW_FORM_implicit_const (gcc's DWARF 5), which
+  // llvm-symbolizer 15 and 16 cannot resolve: they print an unknown file ("??:?") there.
+  bool file_form_implicit_const = false;
+};
+
+// One local variable of a function, as llvm-symbolizer 16 answers FRAME requests.
+struct FrameLocal {
+  std::string function;   // DWARF's short name of the (possibly inlined) function; "" unknown
+  std::string name;       // "" unknown
+  std::string decl_file;  // "" unknown
+  uint64_t decl_line = 0;
+  std::optional<int64_t> frame_offset;  // from DW_OP_fbreg
+  std::optional<uint64_t> size;         // of its type
+  std::optional<uint64_t> tag_offset;   // DW_AT_LLVM_tag_offset (HWASan)
 };
 
 // Result of symbolizing one frame (filled by the symbolize-once pass).

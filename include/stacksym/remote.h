@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/result.h"
 #include "stacksym/symbolize_profile.h"
 
@@ -57,7 +58,7 @@ std::shared_ptr<const BuildIdFetcher> MakeDebuginfodFetcher(const DebuginfodOpti
                                                             DebuginfodCounters* counters = nullptr);
 
 struct SymbolServerOptions {
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   std::shared_ptr<const BuildIdFetcher> fetcher;   // asked when no debug dir has a build ID
   DebuginfodCounters* fetcher_counters = nullptr;  // reported by /metrics when set
   unsigned threads = 8;                            // HTTP worker threads

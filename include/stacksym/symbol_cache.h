@@ -22,9 +22,10 @@
 #include <vector>
 
 #include "stacksym/result.h"
-#include "stacksym/symbolize.h"
 
 namespace stacksym {
+
+struct SymbolizeOptions;  // stacksym/symbolize.h (this header is also the index module's)
 
 // $XDG_CACHE_HOME/stacksym, else $HOME/.cache/stacksym; empty when neither variable is set.
 std::string DefaultSymbolCacheDir();
@@ -53,7 +54,8 @@ Result<std::vector<SymbolCacheEntry>> ListSymbolCache(const std::string& dir);
 Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir);
 
 // Makes sure options.cache_dir holds a valid index of the ELF file at `path` (building it if
-// needed) and describes it.
+// needed) and describes it. Implemented in src/symbolize/ (with the options the index
+// module takes: symindex::BuildSymbolIndex).
 Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path, const SymbolizeOptions& options);
 
 struct PruneResult {

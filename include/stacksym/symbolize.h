@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/elf.h"
 #include "stacksym/frame.h"
 #include "stacksym/reason.h"
@@ -65,7 +66,7 @@ struct SymbolizeOptions {
   // are not used without it.
   bool symbols_from_debug_file = true;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
   unsigned threads = 0;
   // The path the binary is known by where it runs, and the root that path is relative to (a
@@ -82,27 +83,6 @@ struct SymbolizeOptions {
   uint64_t cache_max_bytes = uint64_t{1} << 30;  // least recently used indexes go beyond it
   // Asked by build ID when no local debug dir has the debug file (debuginfod); null: local only.
   std::shared_ptr<const BuildIdFetcher> fetcher;
-};
-
-// Where the variable stored at an address was declared (DWARF's DW_AT_decl_file and
-// DW_AT_decl_line, found as llvm-symbolizer 15+ finds them for DATA requests).
-struct DataDeclaration {
-  std::string file;  // absolute as llvm-symbolizer prints it; empty when DWARF names none
-  uint32_t line = 0;
-  // DW_AT_decl_file was written as DW_FORM_implicit_const (gcc's DWARF 5), which
-  // llvm-symbolizer 15 and 16 cannot resolve: they print an unknown file ("??:?") there.
-  bool file_form_implicit_const = false;
-};
-
-// One local variable of a function, as llvm-symbolizer 16 answers FRAME requests.
-struct FrameLocal {
-  std::string function;   // DWARF's short name of the (possibly inlined) function; "" unknown
-  std::string name;       // "" unknown
-  std::string decl_file;  // "" unknown
-  uint64_t decl_line = 0;
-  std::optional<int64_t> frame_offset;  // from DW_OP_fbreg
-  std::optional<uint64_t> size;         // of its type
-  std::optional<uint64_t> tag_offset;   // DW_AT_LLVM_tag_offset (HWASan)
 };
 
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here

@@ -2,7 +2,7 @@
 // separate debug files (build-id directories, .gnu_debuglink), dwz supplementary files
 // (.gnu_debugaltlink or DWARF 5 .debug_sup), split-DWARF objects (.dwo) and packages (.dwp).
 //
-//   DebugFileFinder finder({"/usr/lib/debug"});
+//   DebugFileFinder finder({kDefaultDebugDir});
 //   Result<std::shared_ptr<ElfFile>> debug = finder.FindSeparateDebugFile(*binary);
 //   if (!debug) return debug.error();          // I/O or corruption worth reporting
 //   if (*debug == nullptr) { /* no separate debug file: symbol table only */ }
@@ -21,7 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include "dwarf/dwarf_options.h"
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
@@ -51,14 +53,20 @@ const char* FinderOutcomeName(FinderCandidate::Outcome outcome);  // "wrong_crc"
 class DebugFileFinder {
  public:
   // known_path / known_root: where the binary lives when it is opened through another path
-  // (see SymbolizeOptions).
+  // (see dwarf::DebugFileSearch).
   // fetcher: asked by build ID when no local candidate matched (see build_id_fetcher.h).
-  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {"/usr/lib/debug"},
+  explicit DebugFileFinder(std::vector<std::string> debug_dirs = {kDefaultDebugDir},
                            std::string known_path = {}, std::string known_root = {},
                            std::shared_ptr<const BuildIdFetcher> fetcher = nullptr);
 
+  // Every place and way `search` names (its dwp_path too).
+  explicit DebugFileFinder(const dwarf::DebugFileSearch& search)
+      : DebugFileFinder(search.debug_dirs, search.known_path, search.known_root, search.fetcher) {
+    set_dwp_path(search.dwp_path);
+  }
+
   // The package FindDwp gives for every file instead of "<file path>.dwp" (see
-  // SymbolizeOptions::dwp_path); empty: the usual names.
+  // DebugFileSearch::dwp_path); empty: the usual names.
   void set_dwp_path(std::string path) { dwp_path_ = std::move(path); }
 
   // Separate debug file for a binary without (enough) DWARF, in this order:

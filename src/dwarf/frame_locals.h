@@ -13,7 +13,7 @@
 
 #include "dwarf/dwarf_file.h"
 #include "dwarf/line_table.h"
-#include "stacksym/symbolize.h"
+#include "stacksym/frame.h"
 
 namespace stacksym::dwarf {
 

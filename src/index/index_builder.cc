@@ -204,7 +204,7 @@ struct BlockedSection {
 // with only the inlined bit in their name, and (for the first unit with its line table) the
 // encoded rows with block offsets relative to `rows`.
 struct UnitPart {
-  DebugInfoSource::UnitTables tables;
+  dwarf::UnitTables tables;
   uint64_t segment_base = 0;
   bool too_big = false;
   // The function segments encoded in blocks, block offsets relative to segment_bytes.
@@ -327,7 +327,7 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
   return stream;
 }
 
-void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
+void EncodeFunctions(const dwarf::UnitTables& t, UnitPart* part) {
   part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
   part->too_big |= t.segments.size() > 0xffffffffu;
   part->segment_count = static_cast<uint32_t>(t.segments.size());
@@ -388,7 +388,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
   FlatTable<NameSlot> numbers(t.nodes.size() / 4);
   for (uint32_t n = 0; n < t.nodes.size(); ++n) {
     const std::string_view raw = t.raw_names[n], pretty = t.pretty_names[n];
-    const DebugInfoSource::UnitTables::NodeStart& start = t.starts[n];
+    const dwarf::UnitTables::NodeStart& start = t.starts[n];
     uint64_t hash = MixHash(reinterpret_cast<uintptr_t>(raw.data()) * 0x9e3779b97f4a7c15 ^
                             reinterpret_cast<uintptr_t>(pretty.data()) * 0xc2b2ae3d27d4eb4f ^
                             reinterpret_cast<uintptr_t>(start.file.data()) * 31 ^
@@ -396,7 +396,7 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
     NameSlot& slot = numbers.Find(hash, [&](const NameSlot& other) {
       const std::string_view other_raw = t.raw_names[other.node];
       const std::string_view other_pretty = t.pretty_names[other.node];
-      const DebugInfoSource::UnitTables::NodeStart& other_start = t.starts[other.node];
+      const dwarf::UnitTables::NodeStart& other_start = t.starts[other.node];
       return other_raw.data() == raw.data() && other_raw.size() == raw.size() &&
              other_pretty.data() == pretty.data() && other_pretty.size() == pretty.size() &&
              other_start.file.data() == start.file.data() &&
@@ -407,8 +407,8 @@ void EncodeFunctions(const DebugInfoSource::UnitTables& t, UnitPart* part) {
       slot = {hash, n, number};
       // Hashes the demangle cache worked out once for every unit naming the same function,
       // and the paths' of this unit, where known.
-      const DebugInfoSource::UnitTables::NameHashes known =
-          n < t.name_hashes.size() ? t.name_hashes[n] : DebugInfoSource::UnitTables::NameHashes{};
+      const dwarf::UnitTables::NameHashes known =
+          n < t.name_hashes.size() ? t.name_hashes[n] : dwarf::UnitTables::NameHashes{};
       const uint64_t raw_hash = raw == pretty ? 0 : (known.raw != 0 ? known.raw : HashBytes(raw));
       const uint64_t file_hash = !start.file.empty() && start.file_index < part->path_hashes.size()
                                      ? part->path_hashes[start.file_index]
@@ -564,7 +564,7 @@ std::vector<std::span<const uint8_t>> OnePiece(std::span<const uint8_t> bytes) {
 //   the records written by the sink (LayOutRecords) | the strings compressed (CompressStrings)
 class IndexBuild {
  public:
-  IndexBuild(const std::shared_ptr<ElfFile>& elf, const SymbolizeOptions& options)
+  IndexBuild(const std::shared_ptr<ElfFile>& elf, const IndexOptions& options)
       : elf_(elf), options_(options) {}
   Result<IndexImage> Run(std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink);
 
@@ -624,7 +624,7 @@ class IndexBuild {
   }
 
   const std::shared_ptr<ElfFile>& elf_;
-  const SymbolizeOptions& options_;
+  const IndexOptions& options_;
   // DWARF: the source the direct path would open, every unit built in full.
   std::unique_ptr<DebugInfoSource> source_;
   // A stripped binary's debug-file symbols, for what its own and DWARF do not name (or null).
@@ -708,17 +708,18 @@ Result<IndexImage> IndexBuild::Run(std::unique_ptr<DebugInfoSource>* dwarf, Inde
 // The DWARF opened first: a compressed .debug_info inflates on a thread of its own from then
 // on, while the symbol table is read.
 void IndexBuild::OpenDwarf() {
-  SymbolizeOptions dwarf_options = options_;
+  dwarf::DwarfOptions dwarf_options;
+  dwarf_options.search = options_.search;
   // Linkage names only: demangling all of a big C++ binary's names was a third of a build,
   // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
   dwarf_options.demangle = false;
   dwarf_options.inlines = true;
-  dwarf_options.use_debug_info = true;
   if (auto opened = DebugInfoSource::Open(elf_, dwarf_options); opened) {
     source_ = std::move(*opened);
   }
   // Where a stripped binary's missing symbols come from, as the direct path finds them.
-  fallback_symbols_ = FallbackSymbolTable(*elf_, source_ ? source_->debug_file().get() : nullptr);
+  fallback_symbols_ =
+      FallbackSymbolTable(*elf_, source_ ? source_->files().debug_file().get() : nullptr);
 }
 
 // The symbol table on a thread of its own, while the DWARF's units are walked and exported:
@@ -792,10 +793,10 @@ void IndexBuild::NameSymbols(const std::vector<const ElfSymbol*>& by_record) {
 bool IndexBuild::ExportUnits() {
   // Function tables of the units whose bytes have arrived, while the rest of a streamed
   // .debug_info is still being inflated (the cores are otherwise idle until then).
-  if (source_) source_->PrebuildEveryUnit(options_.threads);
-  const size_t unit_total = source_ ? source_->unit_count() : 0;  // waits for the stream
+  if (source_) source_->units().PrebuildEveryUnit(options_.threads);
+  const size_t unit_total = source_ ? source_->units().unit_count() : 0;  // waits for the stream
   if (unit_total == 0) return false;
-  DebugInfoSource& src = *source_;
+  dwarf::UnitCache& src = source_->units();
   parts_.resize(unit_total);
   std::vector<size_t> parallel, serial;
   for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
@@ -817,7 +818,7 @@ bool IndexBuild::ExportUnits() {
 // rows if no other unit encoded them (on an exporting thread).
 void IndexBuild::ExportUnit(size_t i) {
   UnitPart& part = parts_[i];
-  part.tables = source_->ExportUnit(i);
+  part.tables = source_->units().ExportUnit(i);
   if (!part.tables.ok) return;
   EncodeFunctions(part.tables, &part);
   // Per node, only what the parts now hold: dropped unit by unit, not after them all,
@@ -827,7 +828,7 @@ void IndexBuild::ExportUnit(size_t i) {
   Release(part.tables.starts);
   part.tables.segments = {};
   part.tables.nodes = {};
-  source_->ReleaseUnitFunctions(i);
+  source_->units().ReleaseUnitFunctions(i);
   if (part.tables.line == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(encoded_mutex_);
@@ -841,7 +842,7 @@ void IndexBuild::ExportUnit(size_t i) {
 void IndexBuild::CountMergedPaths() {
   merged_path_counts_.assign(parts_.size(), 0);
   for (size_t i = 0; i < parts_.size(); ++i) {
-    const DebugInfoSource::UnitTables& t = parts_[i].tables;
+    const dwarf::UnitTables& t = parts_[i].tables;
     if (!t.ok || t.line == nullptr) continue;
     const UnitPart& encoded = parts_[encoded_by_.at(t.line)];
     merged_path_counts_[i] =
@@ -860,11 +861,11 @@ void IndexBuild::StartTraining() {
   // kernel takes to free them overlap the merge instead of delaying it.
   if (ThreadCount(options_.threads, 2) > 1) {
     trainer_ = std::make_unique<SpreadThread>([this] {
-      source_->ReleaseExportedSections();
+      source_->units().ReleaseExportedSections();
       TrainDictionary();
     });
   } else {
-    source_->ReleaseExportedSections();
+    source_->units().ReleaseExportedSections();
   }
 }
 
@@ -876,7 +877,7 @@ void IndexBuild::TrainDictionary() {
 // The merge, on the main thread beside the training: the units' parts appended in unit
 // order, their names numbered in the one shared table.
 void IndexBuild::MergeUnits() {
-  for (const dwarf::AddressSegment& s : source_->unit_map()) {
+  for (const dwarf::AddressSegment& s : source_->units().unit_map()) {
     unit_segments_.push_back({s.start, s.id, 0});
   }
   // Distinct names are fewer than the units' ones added up (units share most of them). A
@@ -995,7 +996,7 @@ void IndexBuild::PackNodes(const UnitPart& part, UnitRecord* unit) {
 
 // Part `i`'s line table (its rows appended when first named) and paths.
 void IndexBuild::AddLineTable(size_t i, UnitRecord* unit) {
-  const DebugInfoSource::UnitTables& t = parts_[i].tables;
+  const dwarf::UnitTables& t = parts_[i].tables;
   auto [it, inserted] =
       line_table_ids_.try_emplace(t.line, static_cast<uint32_t>(line_tables_.size()));
   UnitPart& encoded = parts_[encoded_by_.at(t.line)];
@@ -1072,10 +1073,11 @@ Result<void> IndexBuild::JoinRegions() {
 void IndexBuild::LayOutRecords(IndexSink* sink) {
   std::vector<SourceFile> source_files;
   if (source_) {
-    for (const auto& f : source_->files_read()) source_files.push_back({f->path(), f->identity()});
+    for (const auto& f : source_->files().files_read())
+      source_files.push_back({f->path(), f->identity()});
   }
-  const std::string& identity = image_.Keep(
-      DescribeSources(*elf_, options_, source_ ? source_->path() : std::string(), source_files));
+  const std::string& identity = image_.Keep(DescribeSources(
+      *elf_, options_.search, source_ ? source_->path() : std::string(), source_files));
   image_.Keep(std::move(parts_));  // the pieces of several sections
   sections_.push_back(
       {SectionKind::kIdentity,
@@ -1298,7 +1300,7 @@ void IndexBuild::WriteHead(IndexSink* sink) {
 }  // namespace
 
 Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
-                                       const SymbolizeOptions& options,
+                                       const IndexOptions& options,
                                        std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
   return IndexBuild(elf, options).Run(dwarf, sink);
 }

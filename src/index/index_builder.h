@@ -2,7 +2,7 @@
 // flattened into address segments, and every DWARF unit's function segments, inline nodes
 // (names demangled once), line rows and file paths, exactly as the direct path
 // (ElfSymbolizer + DebugInfoSource) would compute them for any address. Units are parsed on
-// SymbolizeOptions::threads threads.
+// IndexOptions::threads threads.
 //
 //   Result<IndexImage> image = IndexBuilder::Build(elf, options);
 //   ... write image->pieces() in order (StoreAtomically); SymbolIndex::Open() reads them back ...
@@ -17,9 +17,13 @@
 #include <span>
 #include <vector>
 
+#include "index/index_options.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
-#include "stacksym/symbolize.h"
+
+namespace stacksym {
+class DebugInfoSource;  // src/dwarf
+}
 
 namespace stacksym::symindex {
 
@@ -60,15 +64,14 @@ class IndexSink {
 
 class IndexBuilder {
  public:
-  // The DWARF is the one the direct path finds under `options` (debug dirs, known path); the
-  // demangling and inline options do not matter (the index serves both settings).
+  // The DWARF is the one the direct path finds under `options.search` (debug dirs, known
+  // path); an index serves every demangling and inline setting.
   // Names are stored as linkage names, never demangled here (SymbolIndex demangles what it
   // prints). `dwarf` (nullable) receives the DWARF source the index was built from, opened with
   // `options` but demangling off and inlines on, instead of its being torn down here (tens of
   // milliseconds on a big binary, which a caller about to exit need not pay).
   // `sink` (nullable) gets the sections that are final before the strings are compressed.
-  static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf,
-                                  const SymbolizeOptions& options,
+  static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
                                   std::unique_ptr<DebugInfoSource>* dwarf = nullptr,
                                   IndexSink* sink = nullptr);
 };

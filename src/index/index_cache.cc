@@ -83,9 +83,9 @@ Result<void> CheckWritable(const std::string& dir) {
   return {};
 }
 
-std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options) {
+std::string IndexFileName(const ElfFile& elf, const IndexOptions& options) {
   std::string key;
-  for (const std::string& d : options.debug_dirs) key += d + '\0';
+  for (const std::string& d : options.search.debug_dirs) key += d + '\0';
   std::string id = elf.build_id_hex();
   if (id.empty()) {
     const FileIdentity& f = elf.identity();
@@ -101,7 +101,7 @@ std::string IndexFileName(const ElfFile& elf, const SymbolizeOptions& options) {
 }
 
 Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, const ElfFile& elf,
-                                                    const SymbolizeOptions& options, bool* stale) {
+                                                    const IndexOptions& options, bool* stale) {
   if (stale != nullptr) *stale = false;
   auto index = SymbolIndex::Open(path);
   if (!index) return std::move(index).error();
@@ -110,7 +110,7 @@ Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, con
   if (!std::equal(want.begin(), want.end(), have.begin(), have.end())) {
     return Error(ErrorCode::kInvalidArgument, "index is of another build ID").WithFile(path);
   }
-  if (Result<void> r = CheckSources((*index)->identity(), elf, options); !r) {
+  if (Result<void> r = CheckSources((*index)->identity(), elf, options.search); !r) {
     if (stale != nullptr) *stale = true;
     return std::move(r).error().WithFile(path);
   }
@@ -144,7 +144,7 @@ void SaveNameMemo(const SymbolIndex& index, size_t at_least) {
 }
 
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                             const SymbolizeOptions& options,
+                                             const IndexOptions& options,
                                              std::unique_ptr<DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
@@ -164,7 +164,7 @@ std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf
 }
 
 std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>& elf,
-                                                 const SymbolizeOptions& options,
+                                                 const IndexOptions& options,
                                                  const SymbolIndex& damaged) {
   std::string path = options.cache_dir + "/" + IndexFileName(*elf, options);
   Warn(path + ": " + damaged.damage() + "; rebuilding it");
@@ -172,7 +172,7 @@ std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>&
 }
 
 std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                              const SymbolizeOptions& options,
+                                              const IndexOptions& options,
                                               std::unique_ptr<DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
@@ -338,8 +338,8 @@ Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir) 
   return out;
 }
 
-Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path,
-                                          const SymbolizeOptions& options) {
+Result<SymbolCacheEntry> symindex::BuildSymbolIndex(const std::string& path,
+                                                    const symindex::IndexOptions& options) {
   if (options.cache_dir.empty()) return Error(ErrorCode::kInvalidArgument, "no cache directory");
   auto elf = ElfFile::Open(path);
   if (!elf) return std::move(elf).error();

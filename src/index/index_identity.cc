@@ -51,14 +51,14 @@ std::string DirOf(const std::string& path) {
 
 // What the debuglink and .dwp searches depend on: the binary's directory and the path (and
 // root) the process knows it by.
-std::string LocationOf(const ElfFile& binary, const SymbolizeOptions& options) {
-  return DirOf(binary.path()) + "|" + options.known_path + "|" + options.known_root;
+std::string LocationOf(const ElfFile& binary, const dwarf::DebugFileSearch& search) {
+  return DirOf(binary.path()) + "|" + search.known_path + "|" + search.known_root;
 }
 
 bool IsBuildIdPath(const std::string& path, const std::string& hex,
-                   const SymbolizeOptions& options) {
+                   const dwarf::DebugFileSearch& search) {
   if (hex.size() <= 2) return false;
-  for (const std::string& dir : options.debug_dirs) {
+  for (const std::string& dir : search.debug_dirs) {
     if (path == dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug")
       return true;
   }
@@ -67,7 +67,7 @@ bool IsBuildIdPath(const std::string& path, const std::string& hex,
 
 }  // namespace
 
-std::string DescribeSources(const ElfFile& binary, const SymbolizeOptions& options,
+std::string DescribeSources(const ElfFile& binary, const dwarf::DebugFileSearch& search,
                             const std::string& debug_path, const std::vector<SourceFile>& files) {
   std::string out = "binary " + binary.path() + "\n";
   if (!debug_path.empty()) out += "debug " + debug_path + "\n";
@@ -78,26 +78,26 @@ std::string DescribeSources(const ElfFile& binary, const SymbolizeOptions& optio
   }
   // DWARF in the binary or under a build-ID path is found wherever the binary is; by
   // .gnu_debuglink, not at all, or with split DWARF, the answer depends on where it is.
-  bool in_place = debug_path == binary.path() || IsBuildIdPath(debug_path, hex, options);
+  bool in_place = debug_path == binary.path() || IsBuildIdPath(debug_path, hex, search);
   bool split = false;
   for (const SourceFile& f : files) split |= f.path != debug_path;
-  if (!in_place || split) out += "location " + LocationOf(binary, options) + "\n";
+  if (!in_place || split) out += "location " + LocationOf(binary, search) + "\n";
   if (!debug_path.empty()) return out;
   // No DWARF was found: where the finder would have looked, so that a debug file installed
   // later makes the index stale.
   if (hex.size() > 2) {
-    for (const std::string& dir : options.debug_dirs) {
+    for (const std::string& dir : search.debug_dirs) {
       out += "absent " + dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug\n";
     }
   }
   if (binary.debuglink()) {
     const std::string& name = binary.debuglink()->name;
     std::vector<std::string> dirs = {DirOf(binary.path())};
-    if (!options.known_path.empty()) dirs.push_back(options.known_root + DirOf(options.known_path));
+    if (!search.known_path.empty()) dirs.push_back(search.known_root + DirOf(search.known_path));
     for (const std::string& dir : dirs) {
       out += "absent " + dir + "/" + name + "\n";
       out += "absent " + dir + "/.debug/" + name + "\n";
-      for (const std::string& root : options.debug_dirs)
+      for (const std::string& root : search.debug_dirs)
         out += "absent " + root + dir + "/" + name + "\n";
     }
   }
@@ -105,7 +105,7 @@ std::string DescribeSources(const ElfFile& binary, const SymbolizeOptions& optio
 }
 
 Result<void> CheckSources(std::string_view identity, const ElfFile& binary,
-                          const SymbolizeOptions& options) {
+                          const dwarf::DebugFileSearch& search) {
   Result<void> result;
   ForEachLine(identity, [&](std::string_view key, std::string_view value) {
     if (!result) return;
@@ -126,7 +126,7 @@ Result<void> CheckSources(std::string_view identity, const ElfFile& binary,
         return stale(std::string(value) + " appeared");
       }
     } else if (key == "location") {
-      if (value != LocationOf(binary, options)) return stale("built for the binary elsewhere");
+      if (value != LocationOf(binary, search)) return stale("built for the binary elsewhere");
     } else if (key == "noid") {
       FileIdentity want;
       std::string_view rest;

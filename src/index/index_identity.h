@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "dwarf/dwarf_options.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
-#include "stacksym/symbolize.h"
 
 namespace stacksym::symindex {
 
@@ -28,13 +28,13 @@ struct SourceFile {
   FileIdentity identity;
 };
 
-std::string DescribeSources(const ElfFile& binary, const SymbolizeOptions& options,
+std::string DescribeSources(const ElfFile& binary, const dwarf::DebugFileSearch& search,
                             const std::string& debug_path, const std::vector<SourceFile>& files);
 
 // Ok when every file the identity names is unchanged (and, for DWARF whose finding depends
 // on where the binary is, the binary is where the index was built for); otherwise says why.
 Result<void> CheckSources(std::string_view identity, const ElfFile& binary,
-                          const SymbolizeOptions& options);
+                          const dwarf::DebugFileSearch& search);
 
 // The value of the first line with `key` ("binary", "debug"), empty when absent.
 std::string IdentityValue(std::string_view identity, std::string_view key);

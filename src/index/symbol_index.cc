@@ -559,7 +559,7 @@ bool SymbolIndex::String(StrRef ref, std::string* out, StringCache& cache) const
   return true;
 }
 
-bool SymbolIndex::Names(StrRef linkage, StrRef demangled, const SymbolizeOptions& options,
+bool SymbolIndex::Names(StrRef linkage, StrRef demangled, const AnswerOptions& options,
                         std::string* function, std::string* raw, StringCache& cache) const {
   if (options.linkage_names) {
     if (!String(linkage, raw, cache)) return false;
@@ -596,7 +596,7 @@ Result<void> SymbolIndex::SaveNameMemo(size_t at_least) const {
   return name_memo_->Save();
 }
 
-bool SymbolIndex::Name(uint32_t name, const SymbolizeOptions& options, std::string* function,
+bool SymbolIndex::Name(uint32_t name, const AnswerOptions& options, std::string* function,
                        std::string* raw, StringCache& cache) const {
   uint32_t id = name & ~kNodeInlined;
   if (id >= names_.size() || !Verified(names_[id])) return false;
@@ -694,7 +694,7 @@ bool SymbolIndex::CallDiscriminator(uint32_t node, uint32_t* out) const {
 }
 
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
-bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
+bool SymbolIndex::LookupFrames(uint64_t vaddr, const AnswerOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
                                StringCache& cache, bool* corrupt) const {
   int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
@@ -826,7 +826,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, 
   return true;
 }
 
-bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
+bool SymbolIndex::Answer(uint64_t vaddr, const AnswerOptions& options,
                          SymbolizedAddress& out) const {
   SymbolizedAddress answer;
   if (!AnswerReusing(vaddr, options, answer, nullptr)) return false;
@@ -840,7 +840,7 @@ bool SymbolIndex::Answer(uint64_t vaddr, const SymbolizeOptions& options,
   return true;
 }
 
-bool SymbolIndex::AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options,
+bool SymbolIndex::AnswerReusing(uint64_t vaddr, const AnswerOptions& options,
                                 SymbolizedAddress& out, std::vector<SourceFrame>* spare,
                                 Reader* reader) const {
   StringCache& cache = reader != nullptr ? *reader->cache_ : *string_cache_;

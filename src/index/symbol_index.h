@@ -26,9 +26,10 @@
 #include <vector>
 
 #include "index/index_format.h"
+#include "index/index_options.h"
 #include "index/name_memo.h"
+#include "stacksym/frame.h"
 #include "stacksym/result.h"
-#include "stacksym/symbolize.h"
 
 namespace stacksym::symindex {
 
@@ -56,7 +57,7 @@ class SymbolIndex {
   // exactly as ElfSymbolizer's direct path does for out.vaddr. false when a record the
   // lookup needs is inconsistent or fails its checksum: `out` is then left as it was, for the
   // direct path.
-  bool Answer(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out) const;
+  bool Answer(uint64_t vaddr, const AnswerOptions& options, SymbolizedAddress& out) const;
 
   // A lookup context for one thread at a time: its own cache of decompressed string blocks
   // (512 KiB at most) and zstd context.
@@ -77,7 +78,7 @@ class SymbolIndex {
   // next to nothing. On false the answer fields are cleared (for the direct path).
   // `reader` (nullable): the calling thread's own (NewReader), so that threads answering from
   // one index share no lock; without one, lookups share the index's behind a lock.
-  bool AnswerReusing(uint64_t vaddr, const SymbolizeOptions& options, SymbolizedAddress& out,
+  bool AnswerReusing(uint64_t vaddr, const AnswerOptions& options, SymbolizedAddress& out,
                      std::vector<SourceFrame>* spare, Reader* reader = nullptr) const;
   // Null when zstd cannot allocate a context.
   std::unique_ptr<Reader> NewReader() const;
@@ -124,7 +125,7 @@ class SymbolIndex {
   Result<void> Parse(const OpenOptions& options);
   // name_outermost false: the outermost frame's names are left empty (a symbol names it).
   // `frames` is empty; new frames come from `spare` when it has some (nullable).
-  bool LookupFrames(uint64_t vaddr, const SymbolizeOptions& options, bool name_outermost,
+  bool LookupFrames(uint64_t vaddr, const AnswerOptions& options, bool name_outermost,
                     std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
                     StringCache& cache, bool* corrupt) const;
   // The string `ref` points at, decompressed through `cache`: false when out of bounds or
@@ -133,9 +134,9 @@ class SymbolIndex {
   // A function's name from its linkage and demangled refs, as `options` ask: `function` the
   // demangled one (or with demangling off, or none stored, the linkage one); `raw` the linkage
   // one, or empty without linkage names (that region is then not read at all).
-  bool Names(StrRef linkage, StrRef demangled, const SymbolizeOptions& options,
-             std::string* function, std::string* raw, StringCache& cache) const;
-  bool Name(uint32_t name, const SymbolizeOptions& options, std::string* function, std::string* raw,
+  bool Names(StrRef linkage, StrRef demangled, const AnswerOptions& options, std::string* function,
+             std::string* raw, StringCache& cache) const;
+  bool Name(uint32_t name, const AnswerOptions& options, std::string* function, std::string* raw,
             StringCache& cache) const;
   // SourceFrame's start_file and start_line of the function named by name record `name`;
   // false when a record is inconsistent or damaged.

@@ -18,13 +18,14 @@
 
 #include "remote/symbolize_api.h"
 #include "stacksym/build_id_fetcher.h"
+#include "stacksym/debug_dirs.h"
 #include "stacksym/result.h"
 #include "stacksym/symbolize.h"
 
 namespace stacksym::remote {
 
 struct SymbolServiceOptions {
-  std::vector<std::string> debug_dirs = {"/usr/lib/debug"};
+  std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   std::shared_ptr<const BuildIdFetcher> fetcher;
   size_t cache_bytes = size_t{1} << 30;
   unsigned symbolize_threads = 0;

@@ -13,6 +13,7 @@
 #include "index/index_identity.h"
 #include "index/symbol_index.h"
 #include "stacksym/symbolize.h"
+#include "symbolize/narrow_options.h"
 
 namespace stacksym {
 
@@ -83,7 +84,8 @@ bool ElfSymbolizer::UseIndex() {
       std::unique_ptr<DebugInfoSource> built_from;
       bool keep_source = options_.keep_dwarf_after_index_build && !debug_info_loaded_;
       bool same_source = !options_.demangle && options_.inlines;
-      index_ = symindex::OpenCachedIndex(elf_, options_, keep_source ? &built_from : nullptr);
+      index_ = symindex::OpenCachedIndex(elf_, ToIndexOptions(options_),
+                                         keep_source ? &built_from : nullptr);
       if (built_from && (built_from->retired() || !same_source)) {
         // Its sections are given back, or its names are not demangled: held (its teardown
         // skipped with the rest), never asked.
@@ -100,7 +102,8 @@ bool ElfSymbolizer::UseIndex() {
 bool ElfSymbolizer::ReplaceDamagedIndex() {
   if (!index_ || !index_->damaged()) return false;
   // Once: an index damaged again right after its rebuild (failing storage) is dropped.
-  index_ = index_rebuilt_ ? nullptr : symindex::RebuildDamagedIndex(elf_, options_, *index_);
+  index_ = index_rebuilt_ ? nullptr
+                          : symindex::RebuildDamagedIndex(elf_, ToIndexOptions(options_), *index_);
   index_rebuilt_ = true;
   return index_ != nullptr;
 }
@@ -108,7 +111,7 @@ bool ElfSymbolizer::ReplaceDamagedIndex() {
 void ElfSymbolizer::LoadDebugInfo() {
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
-  auto source = DebugInfoSource::Open(elf_, options_);
+  auto source = DebugInfoSource::Open(elf_, ToDwarfOptions(options_));
   // Unusable debug info is not fatal: the symbol table still answers.
   if (source) debug_info_ = std::move(*source);
 }
@@ -145,12 +148,13 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
-  if (UseIndex() && index_->Answer(out.vaddr, options_, out)) {
+  if (UseIndex() && index_->Answer(out.vaddr, ToAnswerOptions(options_), out)) {
     // One address at a time: saved once a few hundred names wait, not for every new one.
     symindex::SaveNameMemo(*index_, /*at_least=*/256);
     return out;
   }
-  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, options_, out)) return out;
+  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, ToAnswerOptions(options_), out))
+    return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(fallback_symbols(), out);
@@ -174,7 +178,8 @@ std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
 const SymbolTable* ElfSymbolizer::fallback_symbols() {
   if (!options_.symbols_from_debug_file) return nullptr;
   LoadDebugInfo();
-  return FallbackSymbolTable(*elf_, debug_info_ ? debug_info_->debug_file().get() : nullptr);
+  return FallbackSymbolTable(*elf_,
+                             debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }
 
 void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out) {
@@ -231,10 +236,11 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     std::sort(order.begin(), order.end(),
               [&](uint32_t a, uint32_t b) { return vaddrs[a] < vaddrs[b]; });
     std::vector<uint8_t> answered(positions.size(), 0);
+    const symindex::AnswerOptions answer_options = ToAnswerOptions(options_);
     constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
     for (size_t i = 0; i < order.size(); ++i) {
       uint32_t k = order[i];
-      answered[k] = index_->Answer(vaddrs[k], options_, out[positions[k]]);
+      answered[k] = index_->Answer(vaddrs[k], answer_options, out[positions[k]]);
       if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
     }
     size_t kept = 0;
@@ -248,7 +254,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     if (kept > 0 && ReplaceDamagedIndex()) {
       kept = 0;
       for (size_t k = 0; k < positions.size(); ++k) {
-        if (index_->Answer(vaddrs[k], options_, out[positions[k]])) continue;
+        if (index_->Answer(vaddrs[k], answer_options, out[positions[k]])) continue;
         vaddrs[kept] = vaddrs[k];
         positions[kept++] = positions[k];
       }
@@ -316,6 +322,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
   // share, then from the others': lookups differ in cost (inline depth, name lengths), and
   // halves split by count finished up to 40 % apart.
   RunSharing runs(order.size(), threads, 128);
+  const symindex::AnswerOptions answer_options = ToAnswerOptions(options_);
   RunOnThreads(threads, [&](unsigned t) {
     auto reader = index_->NewReader();  // null: the index's shared one
     SymbolizedAddress answer;
@@ -328,7 +335,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
         auto [vaddr, position] = order[i];
         answer.input = addresses[position];
         answer.vaddr = vaddr;
-        if (index_->AnswerReusing(vaddr, options_, answer, &spare, reader.get())) {
+        if (index_->AnswerReusing(vaddr, answer_options, answer, &spare, reader.get())) {
           sink(t, position, answer);
         } else {
           unanswered[t].push_back(position);

@@ -15,7 +15,7 @@ using testing::BuildTinyDwarf;
 using testing::TinyDwarf;
 
 std::unique_ptr<DebugInfoSource> Open(const dwarf::DwarfSections& s, bool inlines = true) {
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = false;
   options.inlines = inlines;
   auto source = DebugInfoSource::FromSections(s, options);
@@ -59,7 +59,7 @@ TEST_P(TinyDwarfTest, InlineChainMatchesTheDies) {
   EXPECT_FALSE(source->Lookup(0xfff, &frames));
   EXPECT_FALSE(source->Lookup(0x1100, &frames));
   EXPECT_TRUE(frames.empty());
-  EXPECT_EQ(source->parsed_unit_count(), 1u);
+  EXPECT_EQ(source->units().parsed_unit_count(), 1u);
 }
 
 TEST_P(TinyDwarfTest, WithoutInlinesOnlyTheOutOfLineFrame) {
@@ -110,9 +110,9 @@ TEST(BadDwarfTest, BadAbbrevCodeIsAUnitErrorNotACrash) {
   ASSERT_TRUE(source->Lookup(0x1011, &frames));
   EXPECT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].function, "");
-  ASSERT_FALSE(source->unit_errors().empty());
-  EXPECT_NE(source->unit_errors()[0].message.find("abbreviation code"), std::string::npos);
-  EXPECT_EQ(source->unit_errors()[0].section, ".debug_info");
+  ASSERT_FALSE(source->units().unit_errors().empty());
+  EXPECT_NE(source->units().unit_errors()[0].message.find("abbreviation code"), std::string::npos);
+  EXPECT_EQ(source->units().unit_errors()[0].section, ".debug_info");
 }
 
 TEST(BadDwarfTest, OffsetsPastTheEnd) {
@@ -126,7 +126,7 @@ TEST(BadDwarfTest, OffsetsPastTheEnd) {
   ASSERT_TRUE(source->Lookup(0x1011, &frames));  // functions without lines
   EXPECT_EQ(frames[0].function, "helper");
   EXPECT_EQ(frames[0].line, 0u);
-  EXPECT_FALSE(source->unit_errors().empty());
+  EXPECT_FALSE(source->units().unit_errors().empty());
 
   TinyDwarf u = BuildTinyDwarf(4);
   u.info[7] = 0x40;  // abbreviation offset far past the end
@@ -139,7 +139,7 @@ TEST(BadDwarfTest, AbsurdUnitLengths) {
   TinyDwarf t = BuildTinyDwarf(4);
   t.info[0] = 0xf5;  // reserved length values
   t.info[1] = t.info[2] = t.info[3] = 0xff;
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   auto source = DebugInfoSource::FromSections(t.sections(), options);
   ASSERT_FALSE(source);
   EXPECT_NE(source.error().message.find("reserved unit length"), std::string::npos);
@@ -150,7 +150,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
   for (size_t n = 0; n <= t.info.size(); ++n) {
     TinyDwarf cut = t;
     cut.info.resize(n);
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
@@ -159,7 +159,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
   for (size_t n = 0; n <= t.abbrev.size(); ++n) {
     TinyDwarf cut = t;
     cut.abbrev.resize(n);
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
@@ -176,7 +176,7 @@ TEST(BadDwarfTest, RandomCorruptionIsSafe) {
       std::vector<uint8_t>* target = targets[rng() % 3];
       (*target)[rng() % target->size()] = static_cast<uint8_t>(rng());
     }
-    SymbolizeOptions options;
+    dwarf::DwarfOptions options;
     auto source = DebugInfoSource::FromSections(t.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
@@ -200,8 +200,8 @@ TEST(BadDwarfTest, SkeletonUnitWithoutFilesFallsBackToLines) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].function, "");
   EXPECT_EQ(frames[0].line, 30u);
-  ASSERT_FALSE(source->unit_errors().empty());
-  EXPECT_NE(source->unit_errors()[0].message.find("split DWARF"), std::string::npos);
+  ASSERT_FALSE(source->units().unit_errors().empty());
+  EXPECT_NE(source->units().unit_errors()[0].message.find("split DWARF"), std::string::npos);
 }
 
 TEST(BadDwarfTest, DeepNestingIsBounded) {

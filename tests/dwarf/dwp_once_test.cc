@@ -32,8 +32,8 @@ std::shared_ptr<ElfFile> OpenElf(const std::string& path) {
 std::unique_ptr<DebugInfoSource> OpenSource(const std::string& path) {
   std::shared_ptr<ElfFile> elf = OpenElf(path);
   if (!elf) return nullptr;
-  SymbolizeOptions options;
-  options.debug_dirs = {};
+  dwarf::DwarfOptions options;
+  options.search.debug_dirs = {};
   Result<std::unique_ptr<DebugInfoSource>> source = DebugInfoSource::Open(elf, options);
   EXPECT_TRUE(source) << path << ": " << (source ? "" : source.error().ToString());
   return source ? std::move(*source) : nullptr;
@@ -82,7 +82,8 @@ size_t NamedCount(DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
 
 size_t ErrorsMentioning(DebugInfoSource& source, const std::string& text) {
   size_t n = 0;
-  for (const Error& e : source.unit_errors()) n += e.ToString().find(text) != std::string::npos;
+  for (const Error& e : source.units().unit_errors())
+    n += e.ToString().find(text) != std::string::npos;
   return n;
 }
 
@@ -96,25 +97,25 @@ TEST_P(DwpOnceTest, EveryFunctionOfEverySplitUnitUsesOnePackage) {
   ASSERT_NE(elf, nullptr);
   std::vector<uint64_t> addrs = FunctionAddresses(*elf);
   ASSERT_FALSE(addrs.empty());
-  EXPECT_EQ(source->dwp_search_count(), 0u) << "the package is opened lazily";
+  EXPECT_EQ(source->files().dwp_search_count(), 0u) << "the package is opened lazily";
 
   size_t named = NamedCount(*source, addrs);
   // Both split units (real_main.c, real_lib.c) were needed, and their functions were named
   // from the package: so both went through it.
-  EXPECT_GE(source->parsed_unit_count(), 2u);
+  EXPECT_GE(source->units().parsed_unit_count(), 2u);
   EXPECT_GE(named, 6u);
-  EXPECT_EQ(source->dwp_search_count(), 1u);
-  EXPECT_EQ(source->dwp_open_count(), 1u);
-  EXPECT_EQ(source->dwp_path(), binary + ".dwp");
-  for (const Error& e : source->unit_errors()) ADD_FAILURE() << e.ToString();
+  EXPECT_EQ(source->files().dwp_search_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 1u);
+  EXPECT_EQ(source->files().dwp_path(), binary + ".dwp");
+  for (const Error& e : source->units().unit_errors()) ADD_FAILURE() << e.ToString();
 
   // A second pass (cached units) and a second source each keep to their single package.
   EXPECT_EQ(NamedCount(*source, addrs), named);
-  EXPECT_EQ(source->dwp_open_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 1u);
   std::unique_ptr<DebugInfoSource> other = OpenSource(binary);
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(Describe(*other, addrs), Describe(*source, addrs));
-  EXPECT_EQ(other->dwp_open_count(), 1u);
+  EXPECT_EQ(other->files().dwp_open_count(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Packages, DwpOnceTest,
@@ -130,10 +131,10 @@ TEST(DwpOnceMissTest, MissingPackageIsSearchedForOnce) {
   ASSERT_NE(elf, nullptr);
   std::vector<uint64_t> addrs = FunctionAddresses(*elf);
   EXPECT_GE(NamedCount(*source, addrs), 6u);
-  EXPECT_GE(source->parsed_unit_count(), 2u);
-  EXPECT_EQ(source->dwp_search_count(), 1u);
-  EXPECT_EQ(source->dwp_open_count(), 0u);
-  EXPECT_EQ(source->dwp_path(), "");
+  EXPECT_GE(source->units().parsed_unit_count(), 2u);
+  EXPECT_EQ(source->files().dwp_search_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 0u);
+  EXPECT_EQ(source->files().dwp_path(), "");
 }
 
 TEST(DwpOnceMissTest, BrokenPackageIsTriedOnceAndReportedOnce) {
@@ -149,9 +150,9 @@ TEST(DwpOnceMissTest, BrokenPackageIsTriedOnceAndReportedOnce) {
   std::unique_ptr<DebugInfoSource> source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(NamedCount(*source, addrs), 0u);  // the .dwo files were deleted too
-  EXPECT_GE(source->parsed_unit_count(), 2u);
-  EXPECT_EQ(source->dwp_search_count(), 1u);
-  EXPECT_EQ(source->dwp_open_count(), 0u);
+  EXPECT_GE(source->units().parsed_unit_count(), 2u);
+  EXPECT_EQ(source->files().dwp_search_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 0u);
   EXPECT_EQ(ErrorsMentioning(*source, "prog.dwp"), 1u);
 
   // ELF without .debug_cu_index: opened once, its failure kept for the other units.
@@ -159,10 +160,10 @@ TEST(DwpOnceMissTest, BrokenPackageIsTriedOnceAndReportedOnce) {
   source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(NamedCount(*source, addrs), 0u);
-  EXPECT_GE(source->parsed_unit_count(), 2u);
-  EXPECT_EQ(source->dwp_search_count(), 1u);
-  EXPECT_EQ(source->dwp_open_count(), 1u);
-  EXPECT_EQ(source->dwp_path(), "");
+  EXPECT_GE(source->units().parsed_unit_count(), 2u);
+  EXPECT_EQ(source->files().dwp_search_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 1u);
+  EXPECT_EQ(source->files().dwp_path(), "");
   EXPECT_EQ(ErrorsMentioning(*source, "prog.dwp"), 1u);
 }
 
@@ -197,7 +198,7 @@ TEST(DwpNextToDebugFileTest, PackageBesideSeparateDebugFileIsUsed) {
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(source->path(), debug_file);
   EXPECT_EQ(NamedCount(*source, addrs), 0u);
-  EXPECT_EQ(source->dwp_path(), "");
+  EXPECT_EQ(source->files().dwp_path(), "");
 
   // With it: the same answers as the original binary with its package next to it.
   ASSERT_TRUE(RealCopy(fixture + ".dwp", debug_file + ".dwp"));
@@ -206,8 +207,8 @@ TEST(DwpNextToDebugFileTest, PackageBesideSeparateDebugFileIsUsed) {
   std::unique_ptr<DebugInfoSource> reference = OpenSource(fixture);
   ASSERT_NE(reference, nullptr);
   EXPECT_GE(NamedCount(*source, addrs), 6u);
-  EXPECT_EQ(source->dwp_path(), debug_file + ".dwp");
-  EXPECT_EQ(source->dwp_open_count(), 1u);
+  EXPECT_EQ(source->files().dwp_path(), debug_file + ".dwp");
+  EXPECT_EQ(source->files().dwp_open_count(), 1u);
   EXPECT_EQ(Describe(*source, addrs), Describe(*reference, addrs));
 
   // A package next to the binary wins over the debug file's.
@@ -215,9 +216,9 @@ TEST(DwpNextToDebugFileTest, PackageBesideSeparateDebugFileIsUsed) {
   source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   EXPECT_GE(NamedCount(*source, addrs), 6u);
-  EXPECT_EQ(source->dwp_path(), binary + ".dwp");
-  EXPECT_EQ(source->dwp_search_count(), 1u);
-  EXPECT_EQ(source->dwp_open_count(), 1u);
+  EXPECT_EQ(source->files().dwp_path(), binary + ".dwp");
+  EXPECT_EQ(source->files().dwp_search_count(), 1u);
+  EXPECT_EQ(source->files().dwp_open_count(), 1u);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   std::string reference = std::string(STACKSYM_FIXTURE_DIR) + "/" + GetParam().reference;
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  SymbolizeOptions options;
+  dwarf::DwarfOptions options;
   options.demangle = false;
   auto source = DebugInfoSource::Open(*elf, options);
   ASSERT_TRUE(source) << source.error().ToString();
@@ -153,7 +153,7 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   for (const auto& f : streamed) ours[3].push_back(ToChain(f));
   std::string name = GetParam().fixture;
   if (name.find("zlib") != std::string::npos || name.find("zstd") != std::string::npos) {
-    EXPECT_GT(sources[3]->prebuilt_unit_count(), 0u) << "the streamed path was not taken";
+    EXPECT_GT(sources[3]->units().prebuilt_unit_count(), 0u) << "the streamed path was not taken";
   }
 
   size_t differ = 0;
@@ -182,13 +182,14 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
         "%s (%s): %zu addresses (%zu with inline frames), %zu agree, %zu llvm quirks "
         "(addr2line agrees with us), %zu differ; %zu of %zu units parsed\n",
         GetParam().fixture, kModes[m], addresses.size(), inlined, agree, quirks, mode_differ,
-        sources[m]->parsed_unit_count(), sources[m]->unit_count());
+        sources[m]->units().parsed_unit_count(), sources[m]->units().unit_count());
     differ += mode_differ;
     // The fixtures are built to inline heavily when optimized: the test must see inline chains.
     if (std::string(GetParam().fixture).find("_o0_") == std::string::npos) {
       EXPECT_GT(inlined, 10u);
     }
-    EXPECT_TRUE(sources[m]->unit_errors().empty()) << sources[m]->unit_errors().front().ToString();
+    EXPECT_TRUE(sources[m]->units().unit_errors().empty())
+        << sources[m]->units().unit_errors().front().ToString();
   }
   EXPECT_EQ(differ, 0u);
 }

@@ -49,7 +49,7 @@ void ExpectNoAnswersAndAReason(const std::string& path, const std::string& why) 
   ASSERT_TRUE(elf) << elf.error().ToString();
   DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source) << "Open must return before the stream is checked";
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
   ASSERT_GT(addresses.size(), 100u);
@@ -59,7 +59,7 @@ void ExpectNoAnswersAndAReason(const std::string& path, const std::string& why) 
   for (const auto& f : frames) EXPECT_TRUE(f.empty());
   std::vector<SourceFrame> one;
   EXPECT_FALSE((*source)->Lookup(addresses[0], &one));
-  const std::vector<Error>& errors = (*source)->unit_errors();
+  const std::vector<Error>& errors = (*source)->units().unit_errors();
   ASSERT_FALSE(errors.empty());
   std::string reason = errors.front().ToString();
   bool named = false;
@@ -103,8 +103,8 @@ OpenStreamedAndDirect() {
   streamed.stream_info_from = 0;
   DebugInfoSource::OpenTuning direct;
   direct.stream_info_from = ~uint64_t{0};
-  auto a = DebugInfoSource::Open(*elf_streamed, SymbolizeOptions{}, streamed);
-  auto b = DebugInfoSource::Open(*elf_direct, SymbolizeOptions{}, direct);
+  auto a = DebugInfoSource::Open(*elf_streamed, dwarf::DwarfOptions{}, streamed);
+  auto b = DebugInfoSource::Open(*elf_direct, dwarf::DwarfOptions{}, direct);
   if (!a || !b) return {};
   return {std::move(*a), std::move(*b)};
 }
@@ -118,8 +118,8 @@ TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
       addresses, [&](size_t i) { return &fa[i]; }, 2);
   b->LookupBatch(
       addresses, [&](size_t i) { return &fb[i]; }, 2);
-  EXPECT_GT(a->prebuilt_unit_count(), 0u);
-  EXPECT_EQ(b->prebuilt_unit_count(), 0u);
+  EXPECT_GT(a->units().prebuilt_unit_count(), 0u);
+  EXPECT_EQ(b->units().prebuilt_unit_count(), 0u);
   for (size_t i = 0; i < addresses.size(); ++i) {
     ASSERT_EQ(fa[i].size(), fb[i].size()) << std::hex << addresses[i];
     for (size_t k = 0; k < fa[i].size(); ++k) {
@@ -136,14 +136,14 @@ TEST(StreamedDebugInfo, IntactStreamAnswersLikeTheSynchronousPath) {
 TEST(StreamedDebugInfo, EveryUnitPrebuiltExportsLikeTheSynchronousPath) {
   auto [a, b] = OpenStreamedAndDirect();
   ASSERT_TRUE(a && b);
-  a->PrebuildEveryUnit(2);
-  b->PrebuildEveryUnit(2);  // loaded already: nothing to do
-  ASSERT_EQ(a->unit_count(), b->unit_count());
-  EXPECT_GT(a->prebuilt_unit_count(), 0u);
-  EXPECT_EQ(b->prebuilt_unit_count(), 0u);
+  a->units().PrebuildEveryUnit(2);
+  b->units().PrebuildEveryUnit(2);  // loaded already: nothing to do
+  ASSERT_EQ(a->units().unit_count(), b->units().unit_count());
+  EXPECT_GT(a->units().prebuilt_unit_count(), 0u);
+  EXPECT_EQ(b->units().prebuilt_unit_count(), 0u);
   size_t nodes = 0;
-  for (size_t i = 0; i < a->unit_count(); ++i) {
-    DebugInfoSource::UnitTables ta = a->ExportUnit(i), tb = b->ExportUnit(i);
+  for (size_t i = 0; i < a->units().unit_count(); ++i) {
+    dwarf::UnitTables ta = a->units().ExportUnit(i), tb = b->units().ExportUnit(i);
     ASSERT_EQ(ta.ok, tb.ok) << "unit " << i;
     ASSERT_EQ(ta.segments.size(), tb.segments.size()) << "unit " << i;
     for (size_t k = 0; k < ta.segments.size(); ++k) {
@@ -177,13 +177,13 @@ TEST(StreamedDebugInfo, EveryUnitPrebuiltExportsLikeTheSynchronousPath) {
 TEST(StreamedDebugInfo, ReleasedUnitsAnswerAndExportAsBefore) {
   auto [a, b] = OpenStreamedAndDirect();
   ASSERT_TRUE(a && b);
-  a->PrebuildEveryUnit(2);
+  a->units().PrebuildEveryUnit(2);
   std::vector<size_t> node_counts;
-  for (size_t i = 0; i < a->unit_count(); ++i) {
-    node_counts.push_back(a->ExportUnit(i).nodes.size());
-    a->ReleaseUnitFunctions(i);
+  for (size_t i = 0; i < a->units().unit_count(); ++i) {
+    node_counts.push_back(a->units().ExportUnit(i).nodes.size());
+    a->units().ReleaseUnitFunctions(i);
   }
-  a->ReleaseUnitFunctions(a->unit_count());  // past the last: nothing
+  a->units().ReleaseUnitFunctions(a->units().unit_count());  // past the last: nothing
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
   ASSERT_GT(addresses.size(), 100u);
   std::vector<std::vector<SourceFrame>> fa(addresses.size()), fb(addresses.size());
@@ -203,9 +203,9 @@ TEST(StreamedDebugInfo, ReleasedUnitsAnswerAndExportAsBefore) {
     }
   }
   EXPECT_GT(frames, addresses.size() / 2);
-  for (size_t i = 0; i < a->unit_count(); ++i) {
-    a->ReleaseUnitFunctions(i);
-    DebugInfoSource::UnitTables again = a->ExportUnit(i), direct = b->ExportUnit(i);
+  for (size_t i = 0; i < a->units().unit_count(); ++i) {
+    a->units().ReleaseUnitFunctions(i);
+    dwarf::UnitTables again = a->units().ExportUnit(i), direct = b->units().ExportUnit(i);
     EXPECT_EQ(again.nodes.size(), node_counts[i]) << "unit " << i;
     EXPECT_EQ(again.nodes.size(), direct.nodes.size()) << "unit " << i;
     EXPECT_EQ(again.segments.size(), direct.segments.size()) << "unit " << i;
@@ -223,7 +223,7 @@ TEST(StreamedDebugInfo, InstancesNamedFromTheWalkAsFromTheirDies) {
   for (const std::string& path : {kFixture, profiling}) {
     auto elf = ElfFile::Open(path);
     ASSERT_TRUE(elf) << path;
-    SymbolizeOptions shortcut, dies;
+    dwarf::DwarfOptions shortcut, dies;
     dies.start_addresses = true;
     auto a = DebugInfoSource::Open(*elf, shortcut);
     auto b = DebugInfoSource::Open(*elf, dies);
@@ -271,11 +271,12 @@ TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
   ASSERT_TRUE(elf);
   DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, SymbolizeOptions{}, tuning);
+  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source);
-  (*source)->PrebuildEveryUnit(2);
-  for (size_t i = 0; i < (*source)->unit_count(); ++i) EXPECT_FALSE((*source)->ExportUnit(i).ok);
-  EXPECT_FALSE((*source)->unit_errors().empty());
+  (*source)->units().PrebuildEveryUnit(2);
+  for (size_t i = 0; i < (*source)->units().unit_count(); ++i)
+    EXPECT_FALSE((*source)->units().ExportUnit(i).ok);
+  EXPECT_FALSE((*source)->units().unit_errors().empty());
   std::filesystem::remove(path);
 }
 
@@ -288,18 +289,18 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   const std::string dbglink = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
   auto elf = ElfFile::Open(dbglink);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  auto opened = DebugInfoSource::Open(*elf, SymbolizeOptions{});
+  auto opened = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{});
   ASSERT_TRUE(opened && *opened);
   DebugInfoSource& source = **opened;
   ASSERT_NE(source.path(), dbglink) << "the fixture's DWARF is in its separate debug file";
   struct Copy {
     std::vector<std::string> raw, pretty, start_files, paths;
   };
-  std::vector<DebugInfoSource::UnitTables> tables;
+  std::vector<dwarf::UnitTables> tables;
   std::vector<Copy> copies;
-  for (size_t i = 0; i < source.unit_count(); ++i) {
-    tables.push_back(source.ExportUnit(i));
-    const DebugInfoSource::UnitTables& t = tables.back();
+  for (size_t i = 0; i < source.units().unit_count(); ++i) {
+    tables.push_back(source.units().ExportUnit(i));
+    const dwarf::UnitTables& t = tables.back();
     Copy& c = copies.emplace_back();
     c.raw.assign(t.raw_names.begin(), t.raw_names.end());
     c.pretty.assign(t.pretty_names.begin(), t.pretty_names.end());
@@ -309,12 +310,12 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   ASSERT_GT(tables.size(), 1u);
   const size_t held = source.file_heap_bytes();
   ASSERT_GT(held, 0u) << "the debug file's sections are compressed";
-  EXPECT_TRUE(source.ReleaseExportedSections());
+  EXPECT_TRUE(source.units().ReleaseExportedSections());
   EXPECT_TRUE(source.retired());
   EXPECT_LT(source.file_heap_bytes(), held / 2) << ".debug_info and .debug_line are given back";
   size_t names = 0;
   for (size_t i = 0; i < tables.size(); ++i) {
-    const DebugInfoSource::UnitTables& t = tables[i];
+    const dwarf::UnitTables& t = tables[i];
     ASSERT_EQ(t.raw_names.size(), copies[i].raw.size());
     for (size_t n = 0; n < t.raw_names.size(); ++n) {
       EXPECT_EQ(t.raw_names[n], copies[i].raw[n]) << "unit " << i << " node " << n;
@@ -332,10 +333,10 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   // DWARF in the binary: shared with whoever else reads the binary's sections.
   auto in_binary = ElfFile::Open(kFixture);
   ASSERT_TRUE(in_binary);
-  auto whole = DebugInfoSource::Open(*in_binary, SymbolizeOptions{});
+  auto whole = DebugInfoSource::Open(*in_binary, dwarf::DwarfOptions{});
   ASSERT_TRUE(whole && *whole);
-  for (size_t i = 0; i < (*whole)->unit_count(); ++i) (*whole)->ExportUnit(i);
-  EXPECT_FALSE((*whole)->ReleaseExportedSections());
+  for (size_t i = 0; i < (*whole)->units().unit_count(); ++i) (*whole)->units().ExportUnit(i);
+  EXPECT_FALSE((*whole)->units().ReleaseExportedSections());
   EXPECT_FALSE((*whole)->retired());
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 300);
   std::vector<std::vector<SourceFrame>> frames(addresses.size());

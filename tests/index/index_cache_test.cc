@@ -22,6 +22,7 @@
 #include "index_test_util.h"
 #include "real_test_util.h"
 #include "stacksym/symbol_cache.h"
+#include "symbolize/narrow_options.h"
 
 namespace stacksym {
 namespace {
@@ -66,7 +67,7 @@ class IndexCacheTest : public ::testing::Test {
   void ExpectDirectAnswers(const std::string& what) {
     std::vector<std::string> actual = Answers(path_, addresses_, cached_);
     ASSERT_EQ(FirstDifferences(addresses_, expected_, actual), "") << what;
-    auto index = symindex::OpenValidIndex(index_path_, *elf_, cached_);
+    auto index = symindex::OpenValidIndex(index_path_, *elf_, ToIndexOptions(cached_));
     ASSERT_TRUE(index) << what << ": " << index.error().ToString();
   }
 
@@ -227,7 +228,7 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
     ++opened;
     for (size_t i = 0; i < addresses_.size(); i += 7) {
       for (bool inlines : {true, false}) {
-        SymbolizeOptions options;
+        symindex::AnswerOptions options;
         options.inlines = inlines;
         SymbolizedAddress out;
         out.vaddr = addresses_[i];
@@ -280,7 +281,7 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, SymbolizeOptions{}, out);
+    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
     frames += out.frames.size();
   }
   EXPECT_GT(damaged, 0u) << "no lookup met a parent before the unit's first node";
@@ -305,7 +306,7 @@ TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, SymbolizeOptions{}, out);
+    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
   }
   EXPECT_GT(damaged, addresses_.size() / 2) << "lookups answered from undecodable segments";
   // With checksums verified, the chunks' sums find the same damage: on open (a chunk it shares
@@ -313,7 +314,7 @@ TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
   auto checked = symindex::SymbolIndex::FromBytes(bytes, {});
   if (checked) {
     SymbolizedAddress out;
-    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, SymbolizeOptions{}, out);
+    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, symindex::AnswerOptions{}, out);
     EXPECT_TRUE((*checked)->damaged());
   } else {
     EXPECT_NE(checked.error().ToString().find("checksum"), std::string::npos)
@@ -326,7 +327,7 @@ TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
   const std::vector<uint8_t> good = ReadBytes(index_path_);
   auto intact = symindex::SymbolIndex::FromBytes(good, {});
   ASSERT_TRUE(intact);
-  SymbolizeOptions options;
+  symindex::AnswerOptions options;
   std::vector<std::string> expected;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;

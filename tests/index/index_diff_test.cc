@@ -129,7 +129,7 @@ TEST(IndexDiffTest, SoundIndexAnswersEveryAddressItself) {
     auto index = symindex::SymbolIndex::Open(testing::IndexPathFor(path, cache.path(), build));
     ASSERT_TRUE(index) << path << ": " << index.error().ToString();
     for (const Variant& v : kVariants) {
-      SymbolizeOptions options;
+      symindex::AnswerOptions options;
       options.demangle = v.demangle;
       options.inlines = v.inlines;
       options.linkage_names = v.linkage_names;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "index/index_cache.h"
+#include "symbolize/narrow_options.h"
 
 namespace stacksym::testing {
 
@@ -88,7 +89,7 @@ std::string IndexPathFor(const std::string& path, const std::string& dir,
                          const SymbolizeOptions& options) {
   auto elf = ElfFile::Open(path);
   if (!elf) return {};
-  return dir + "/" + symindex::IndexFileName(**elf, options);
+  return dir + "/" + symindex::IndexFileName(**elf, ToIndexOptions(options));
 }
 
 std::vector<uint8_t> ReadBytes(const std::string& path) {

@@ -1,0 +1,35 @@
+// What the index module is told: where the cached indexes are and how a binary's DWARF is
+// found for one (IndexOptions: the cache key, the identity of the files an index was built
+// from, and the build), and what an answer from an index holds (AnswerOptions). The
+// symbolizer fills them from its SymbolizeOptions (ToIndexOptions, ToAnswerOptions in
+// src/symbolize/narrow_options.h).
+//
+//   symindex::IndexOptions options;
+//   options.cache_dir = DefaultSymbolCacheDir();
+//   auto index = symindex::OpenCachedIndex(elf, options);
+//   if (index) index->Answer(vaddr, symindex::AnswerOptions{}, answer);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dwarf/dwarf_options.h"
+
+namespace stacksym::symindex {
+
+struct IndexOptions {
+  std::string cache_dir;                         // where indexes are kept (required)
+  uint64_t cache_max_bytes = uint64_t{1} << 30;  // least recently used indexes go beyond it
+  // Where the binary's DWARF is found: its debug dirs are part of an index's file name, and
+  // what was found where (and where was looked in vain) part of its identity.
+  dwarf::DebugFileSearch search;
+  unsigned threads = 0;  // an index build's threads (0: one per CPU)
+};
+
+struct AnswerOptions {
+  bool demangle = true;       // names demangled (through the index's name memo)
+  bool inlines = true;        // the whole inline chain (else only the out-of-line function)
+  bool linkage_names = true;  // also raw_symbol and SourceFrame::raw_function
+};
+
+}  // namespace stacksym::symindex

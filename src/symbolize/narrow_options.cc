@@ -1,0 +1,53 @@
+#include "symbolize/narrow_options.h"
+
+#include "index/index_cache.h"
+#include "stacksym/symbol_cache.h"
+
+namespace stacksym {
+
+dwarf::DebugFileSearch ToDebugFileSearch(const SymbolizeOptions& options) {
+  dwarf::DebugFileSearch search;
+  search.debug_dirs = options.debug_dirs;
+  search.known_path = options.known_path;
+  search.known_root = options.known_root;
+  search.dwp_path = options.dwp_path;
+  search.fetcher = options.fetcher;
+  return search;
+}
+
+dwarf::DwarfOptions ToDwarfOptions(const SymbolizeOptions& options) {
+  dwarf::DwarfOptions out;
+  out.search = ToDebugFileSearch(options);
+  out.demangle = options.demangle;
+  out.inlines = options.inlines;
+  out.short_function_names = options.short_function_names;
+  out.start_addresses = options.start_addresses;
+  out.relative_paths = options.relative_paths;
+  return out;
+}
+
+symindex::IndexOptions ToIndexOptions(const SymbolizeOptions& options) {
+  symindex::IndexOptions out;
+  out.cache_dir = options.cache_dir;
+  out.cache_max_bytes = options.cache_max_bytes;
+  out.search = ToDebugFileSearch(options);
+  out.threads = options.threads;
+  return out;
+}
+
+symindex::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options) {
+  symindex::AnswerOptions out;
+  out.demangle = options.demangle;
+  out.inlines = options.inlines;
+  out.linkage_names = options.linkage_names;
+  return out;
+}
+
+// stacksym/symbol_cache.h's, here because it takes SymbolizeOptions, which the index module
+// does not see.
+Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path,
+                                          const SymbolizeOptions& options) {
+  return symindex::BuildSymbolIndex(path, ToIndexOptions(options));
+}
+
+}  // namespace stacksym

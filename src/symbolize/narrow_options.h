@@ -1,0 +1,20 @@
+// SymbolizeOptions as the modules below the symbolizer take them: the DWARF reader
+// (dwarf::DwarfOptions) and the persisted index (symindex::IndexOptions for building, opening
+// and naming indexes; symindex::AnswerOptions for its answers). The one place they are filled
+// from the symbolizer's options.
+//
+//   auto source = DebugInfoSource::Open(elf, ToDwarfOptions(options));
+#pragma once
+
+#include "dwarf/dwarf_options.h"
+#include "index/index_options.h"
+#include "stacksym/symbolize.h"
+
+namespace stacksym {
+
+dwarf::DebugFileSearch ToDebugFileSearch(const SymbolizeOptions& options);
+dwarf::DwarfOptions ToDwarfOptions(const SymbolizeOptions& options);
+symindex::IndexOptions ToIndexOptions(const SymbolizeOptions& options);
+symindex::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options);
+
+}  // namespace stacksym
