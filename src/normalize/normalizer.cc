@@ -15,6 +15,7 @@
 #include "base/flat_table.h"
 #include "normalize/build_id_cache.h"
 #include "normalize/vma_sources.h"
+#include "normalize/vma_walk.h"
 #include "stacksym/elf.h"
 #include "stacksym/normalize.h"
 

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "child_process.h"
+#include "normalize/vma_walk.h"
 #include "stacksym/elf.h"
 
 namespace stacksym {
