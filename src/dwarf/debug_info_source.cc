@@ -17,6 +17,7 @@
 #include "dwarf/dwarf_error.h"
 #include "dwarf/dwp_index.h"
 #include "dwarf/frame_locals.h"
+#include "elf/section_stream.h"
 
 namespace stacksym {
 
@@ -120,7 +121,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
   const ElfSection* info = elf.FindSection(".debug_info");
   if (streams != nullptr && !dwo && info != nullptr && IsCompressed(elf, ".debug_info") &&
       info->size >= stream_from) {
-    streams->info = elf.StreamSectionData(*info);
+    streams->info = StreamSectionData(elf, *info);
     s.info = streams->info->buffer();
     // The small sections first, so that parsing can start early; .debug_str (big, and only
     // needed once names are resolved) is started after them, not competing with them.
@@ -131,7 +132,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
       return std::move(r).error();
     }
     if (stream_str) {
-      streams->str = elf.StreamSectionData(*str);
+      streams->str = StreamSectionData(elf, *str);
       s.str = streams->str->buffer();
     }
     return s;
