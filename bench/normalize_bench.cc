@@ -24,6 +24,7 @@
 
 #include "normalize/maps_text.h"
 #include "normalize/procmap_query.h"
+#include "normalize/vma_sources.h"
 #include "stacksym/normalize.h"
 
 namespace {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "elf/section_stream.h"
 #include "stacksym/elf.h"
 
 using stacksym::ElfFile;
@@ -63,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto streamed_file = ElfFile::FromBytes({data, size}, "fuzz-input-streamed")) {
     const ElfFile& other = **streamed_file;
     for (const stacksym::ElfSection& section : other.sections()) {
-      auto stream = other.StreamSectionData(section);
+      auto stream = StreamSectionData(other, section);
       size_t half = stream->buffer().size() / 2;
       size_t final_bytes = stream->WaitFor(half);
       Check(final_bytes <= stream->buffer().size());

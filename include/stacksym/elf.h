@@ -17,7 +17,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -134,33 +133,11 @@ class SymbolTable {
   bool has_dynsym_ = false;
 };
 
-// A section's contents becoming available front to back while a background thread
-// decompresses it (ElfFile::StreamSectionData). Readers may use the first WaitFor(n) bytes
-// of buffer() at once; the rest is still being written.
-class SectionStream {
- public:
-  // Blocks until at least `bytes` leading bytes are final, or decoding has ended. Returns how
-  // many leading bytes are final: all of them once complete; after a failure, those before it.
-  size_t WaitFor(size_t bytes) const;
-  // Blocks until the end: the whole contents, or the error.
-  Result<std::span<const uint8_t>> Wait() const;
-  // Whole-size view of the destination buffer (see WaitFor for which bytes are readable).
-  std::span<const uint8_t> buffer() const { return buffer_; }
-  bool done() const;
-
-  // For ElfFile: the decoder's side.
-  void Reset(std::span<const uint8_t> buffer);
-  void Publish(size_t final_bytes);
-  void Finish(std::optional<Error> error);
-
- private:
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::span<const uint8_t> buffer_;
-  size_t final_ = 0;
-  bool done_ = false;
-  std::optional<Error> error_;
-};
+// A section's contents decompressed on a background thread, readable front to back while they
+// arrive. Internal, with StreamSectionData (src/elf/section_stream.h): only the library's
+// DWARF reader streams (it parses the units of a big compressed .debug_info before all of it
+// is inflated); callers of this header use SectionData.
+class SectionStream;
 
 class ElfFile {
  public:
@@ -192,11 +169,6 @@ class ElfFile {
   Result<std::span<const uint8_t>> SectionData(const ElfSection& section) const;
   // Convenience: empty span when the section does not exist.
   Result<std::span<const uint8_t>> SectionData(std::string_view name) const;
-  // Like SectionData, but a compressed section not yet decompressed is decompressed on a
-  // background thread and the call returns at once: the stream tells which leading bytes are
-  // final. SectionData() on the same section afterwards waits for that same decoding. Never
-  // null; uncompressed (or already decompressed) sections come as a finished stream.
-  std::shared_ptr<const SectionStream> StreamSectionData(const ElfSection& section) const;
   // Gives back the memory of a compressed section's decompressed bytes; the next
   // SectionData() decompresses it again. Every span of them handed out before is invalid
   // afterwards: for an owner that holds the only ones (an index build's DWARF source, done
@@ -245,6 +217,8 @@ class ElfFile {
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
+  friend std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
+                                                                const ElfSection& section);
   void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
                           bool background) const;
 };

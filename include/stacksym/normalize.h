@@ -15,15 +15,16 @@
 //   }
 //
 // VMAs come from the PROCMAP_QUERY ioctl on /proc/PID/maps (Linux 6.11+) or, where that is
-// missing, from parsing the text of /proc/PID/maps; both give identical answers. The lower
-// layers — VMA sources and the sorted address/VMA walk — are public too, so that process
-// symbolization reuses the same walk.
+// missing, from parsing the text of /proc/PID/maps; both give identical answers. What is public
+// is what a caller of the Normalizer needs: its options (the VMA source to use among them),
+// statistics and answers. The VMA sources and the sorted address/VMA walk are the library's
+// own (src/normalize/vma_sources.h, vma_walk.h): only the Normalizer walks, and the library's
+// other users of the sources (process symbolization, the recorder) include them from there.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,91 +47,6 @@ enum class VmaSourceKind : uint8_t {
 };
 const char* VmaSourceKindName(VmaSourceKind kind);  // "auto", "ioctl", "text"
 std::optional<VmaSourceKind> ParseVmaSourceKind(std::string_view name);
-
-// Whether this kernel supports PROCMAP_QUERY (probed once per process on /proc/self/maps).
-bool ProcmapQuerySupported();
-
-// VMA permission bits (Vma::perms).
-inline constexpr uint32_t kVmaRead = 1;
-inline constexpr uint32_t kVmaWrite = 2;
-inline constexpr uint32_t kVmaExec = 4;
-inline constexpr uint32_t kVmaShared = 8;
-
-// One virtual memory area of a process. Views point into the source's buffers and stay valid
-// until the next call on that source.
-struct Vma {
-  uint64_t start = 0;
-  uint64_t end = 0;      // exclusive
-  uint64_t offset = 0;   // file offset mapped at `start` (0 when not file-backed)
-  uint64_t dev = 0;      // makedev(major, minor) of the backing file, 0 if none
-  uint64_t inode = 0;    // 0 if not file-backed
-  uint32_t perms = 0;    // kVma* bits
-  bool deleted = false;  // the backing file was unlinked (" (deleted)" stripped from name)
-  // Path as the process sees it, or "[vdso]", "[heap]", "[stack]", "[anon:NAME]", or empty.
-  std::string_view name;
-  // Set only by the ioctl source when it was asked for build IDs: the kernel's answer.
-  bool has_kernel_build_id = false;          // true: kernel_build_id is the kernel's answer
-  std::span<const uint8_t> kernel_build_id;  // empty: the kernel found none (or could not read)
-
-  bool contains(uint64_t addr) const { return addr >= start && addr < end; }
-  bool file_backed() const { return inode != 0 || dev != 0; }
-};
-
-struct VmaSourceOptions {
-  bool executable_only = false;   // skip VMAs without exec permission (ioctl: kernel filter)
-  bool kernel_build_ids = false;  // ioctl source: ask the kernel for each VMA's build ID
-};
-
-// Reads the VMAs of one process. Not thread-safe; one per process and thread.
-class VmaSource {
- public:
-  virtual ~VmaSource() = default;
-  virtual VmaSourceKind kind() const = 0;
-  // The VMA containing `addr`, or else the lowest one above it. Returns false when there is
-  // none. Errors: ErrorCode::kNotFound when the process has gone, kPermission, kIo.
-  // Addresses queried in ascending order are cheapest (the text source walks forward).
-  virtual Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) = 0;
-  // Number of expensive operations done so far (ioctls, or maps-file reads for text).
-  virtual uint64_t lookups() const = 0;
-};
-
-// Opens /proc/PID/maps. kAuto picks PROCMAP_QUERY when supported.
-Result<std::unique_ptr<VmaSource>> OpenVmaSource(pid_t pid, VmaSourceKind kind,
-                                                 const VmaSourceOptions& options = {});
-
-// The per-address Reason for an Error from a VMA source or a /proc file (process gone,
-// permission denied, other I/O).
-Reason ReasonForError(const Error& error);
-
-// /proc/PID/map_files/START-END: opens the mapped file even when deleted or in another mount
-// namespace (needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE).
-std::string MapFilesPath(pid_t pid, uint64_t vma_start, uint64_t vma_end);
-// /proc/PID/root/PATH: the path in the process's own mount namespace.
-std::string ProcRootPath(pid_t pid, std::string_view path);
-
-// ---------------------------------------------------------------------------------------------
-// The sorted walk ("one walk, two users": the normalizer and process symbolization)
-
-// Indices of `addrs` in ascending address order (stable). Empty result when `addrs` is
-// already sorted, so sorted input costs one pass and no allocation.
-std::vector<uint32_t> SortedOrder(std::span<const uint64_t> addrs);
-
-// Called once per run of addresses (consecutive in sorted order) that share one outcome:
-// `vma` is the VMA that covers them, or nullptr with `reason` set (unmapped, process gone...).
-// `indices` are positions in the caller's `addrs`.
-using VmaVisitor =
-    std::function<void(const Vma* vma, Reason reason, std::span<const uint32_t> indices)>;
-
-struct WalkStats {
-  uint64_t lookups = 0;           // FindCoveringOrNext calls
-  uint64_t range_cache_hits = 0;  // addresses answered by the VMA found for an earlier one
-};
-
-// Merge-walks addresses (in `order`, or in input order when `order` is empty — then they must
-// be ascending) against the source's VMAs: one lookup per VMA touched or per gap, not per
-// address. Never fails: source errors become per-address Reasons.
-WalkStats WalkVmas(VmaSource& source, std::span<const uint64_t> addrs,
-                   std::span<const uint32_t> order, const VmaVisitor& visit);
 
 // ---------------------------------------------------------------------------------------------
 // Normalizer
@@ -156,7 +72,8 @@ struct NormalizedModule {
   // kAccessDenied, kProcessGone. Unset when build_id is present or was not asked for.
   std::optional<Reason> build_id_reason;
   // The lowest VMA of this module seen in the batch, to open its file through
-  // MapFilesPath(pid, map_start, map_end) (vDSO: to read its pages from /proc/PID/mem).
+  // /proc/PID/map_files/START-END (lowercase hex, no 0x; it opens deleted files and files of
+  // other mount namespaces too) and, for the vDSO, to read its pages from /proc/PID/mem.
   uint64_t map_start = 0;
   uint64_t map_end = 0;
   uint64_t map_offset = 0;

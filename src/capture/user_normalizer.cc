@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "normalize/vma_sources.h"
 #include "stacksym/elf.h"
 #include "stacksym/normalize.h"
 

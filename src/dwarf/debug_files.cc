@@ -74,7 +74,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
   const ElfSection* info = elf.FindSection(".debug_info");
   if (streams != nullptr && !dwo && info != nullptr && IsCompressed(elf, ".debug_info") &&
       info->size >= stream_from) {
-    streams->info = elf.StreamSectionData(*info);
+    streams->info = StreamSectionData(elf, *info);
     s.info = streams->info->buffer();
     // The small sections first, so that parsing can start early; .debug_str (big, and only
     // needed once names are resolved) is started after them, not competing with them.
@@ -85,7 +85,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
       return std::move(r).error();
     }
     if (stream_str) {
-      streams->str = elf.StreamSectionData(*str);
+      streams->str = StreamSectionData(elf, *str);
       s.str = streams->str->buffer();
     }
     return s;

@@ -23,6 +23,7 @@
 
 #include "dwarf/dwarf_file.h"
 #include "dwarf/dwarf_options.h"
+#include "elf/section_stream.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 

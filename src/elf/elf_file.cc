@@ -7,6 +7,7 @@
 #include "elf/decompress.h"
 #include "elf/elf_format.h"
 #include "elf/elf_notes.h"
+#include "elf/section_stream.h"
 #include "elf/symbol_table_builder.h"
 #include "stacksym/elf.h"
 
@@ -27,50 +28,6 @@ struct ElfFile::Decompressed {
                                          // (reset) by ~ElfFile
   std::mutex join_mu;                    // or by the first SectionData call after it ended
 };
-
-size_t SectionStream::WaitFor(size_t bytes) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_ || final_ >= bytes; });
-  return final_;
-}
-
-Result<std::span<const uint8_t>> SectionStream::Wait() const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return done_; });
-  if (error_) return *error_;
-  return buffer_;
-}
-
-bool SectionStream::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return done_;
-}
-
-void SectionStream::Reset(std::span<const uint8_t> buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
-  buffer_ = buffer;
-}
-
-void SectionStream::Publish(size_t final_bytes) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    final_ = final_bytes;
-  }
-  cv_.notify_all();
-}
-
-void SectionStream::Finish(std::optional<Error> error) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
-    if (error) {
-      error_ = std::move(error);
-    } else {
-      final_ = buffer_.size();
-    }
-  }
-  cv_.notify_all();
-}
 
 namespace {
 
@@ -352,7 +309,8 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
   });
 }
 
-std::shared_ptr<const SectionStream> ElfFile::StreamSectionData(const ElfSection& section) const {
+std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
+                                                       const ElfSection& section) {
   auto finished = [](Result<std::span<const uint8_t>> r) {
     auto stream = std::make_shared<SectionStream>();
     if (r) {
@@ -363,13 +321,14 @@ std::shared_ptr<const SectionStream> ElfFile::StreamSectionData(const ElfSection
     }
     return stream;
   };
-  if (section.index >= sections_.size()) return finished(SectionData(section));
-  const ElfSection& s = sections_[section.index];
-  Decompressed* slot = decompressed_[s.index].get();
-  if (slot == nullptr || HasNoFileData(s) || !RangeFits(s.offset, s.size, file_.bytes().size())) {
-    return finished(SectionData(section));  // nothing to decode (or the range error)
+  if (section.index >= elf.sections_.size()) return finished(elf.SectionData(section));
+  const ElfSection& s = elf.sections_[section.index];
+  ElfFile::Decompressed* slot = elf.decompressed_[s.index].get();
+  if (slot == nullptr || HasNoFileData(s) ||
+      !RangeFits(s.offset, s.size, elf.file_.bytes().size())) {
+    return finished(elf.SectionData(section));  // nothing to decode (or the range error)
   }
-  StartDecompression(s, file_.bytes().subspan(s.offset, s.size), *slot, true);
+  elf.StartDecompression(s, elf.file_.bytes().subspan(s.offset, s.size), *slot, true);
   return slot->stream;
 }
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "stacksym/normalize.h"
+#include "normalize/vma_sources.h"
 
 namespace stacksym::maps_text {
 namespace {

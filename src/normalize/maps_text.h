@@ -23,7 +23,7 @@ struct Entry {
   uint64_t offset = 0;
   uint64_t dev = 0;  // makedev(major, minor)
   uint64_t inode = 0;
-  uint32_t perms = 0;  // kVma* bits of stacksym/normalize.h
+  uint32_t perms = 0;  // kVma* bits of normalize/vma_sources.h
   bool deleted = false;
   uint32_t name_offset = 0;  // name position in the parsed buffer
   uint32_t name_size = 0;

@@ -6,14 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
-#include <list>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
 
+#include "base/flat_table.h"
 #include "normalize/build_id_cache.h"
 #include "normalize/vma_sources.h"
+#include "normalize/vma_walk.h"
 #include "stacksym/elf.h"
 #include "stacksym/normalize.h"
 
@@ -81,53 +83,52 @@ uint64_t OffsetIn(ModuleKind kind, uint64_t addr, uint64_t vma_start, uint64_t v
   return kind == ModuleKind::kElf ? addr - vma_start + vma_offset : addr - vma_start;
 }
 
-struct FileKey {
-  uint64_t dev;
-  uint64_t inode;
-  bool operator==(const FileKey&) const = default;
-};
-// (dev, inode) → module index for one call: open addressing, one allocation, no nodes (the
-// same-file cache is consulted once per VMA, so it must cost less than the ioctl it saves).
-class FileModuleTable {
- public:
-  static constexpr uint32_t kAbsent = 0xffffffffu;
-  uint32_t Find(const FileKey& k) const {
-    if (slots_.empty()) return kAbsent;
-    for (size_t i = Hash(k) & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].index == kAbsent) return kAbsent;
-      if (slots_[i].key == k) return slots_[i].index;
-    }
-  }
-  void Insert(const FileKey& k, uint32_t index) {
-    if ((size_ + 1) * 2 > slots_.size()) Grow();
-    size_t i = Hash(k) & mask_;
-    while (slots_[i].index != kAbsent) i = (i + 1) & mask_;
-    slots_[i] = Slot{k, index};
-    ++size_;
-  }
+// What makes VMAs one module within a call: the file (dev, inode) for file-backed ones, the
+// name for the others ("[heap]", "[anon:NAME]", "" for unnamed anonymous memory).
+struct ModuleKey {
+  bool file = false;
+  uint64_t dev = 0;
+  uint64_t inode = 0;
+  std::string_view name;
 
- private:
-  struct Slot {
-    FileKey key{0, 0};
-    uint32_t index = kAbsent;
-  };
-  static size_t Hash(const FileKey& k) {
-    uint64_t h = (k.inode ^ (k.dev << 32 | k.dev >> 32)) * 0x9E3779B97F4A7C15ull;
-    return static_cast<size_t>(h >> 20);
+  static ModuleKey Of(const Vma& vma) {
+    return vma.file_backed() ? ModuleKey{true, vma.dev, vma.inode, {}}
+                             : ModuleKey{.name = vma.name};
   }
-  void Grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, Slot{});
-    mask_ = slots_.size() - 1;
-    size_ = 0;
-    for (const Slot& s : old) {
-      if (s.index != kAbsent) Insert(s.key, s.index);
-    }
+  static ModuleKey Of(const ModuleInfo& m) {
+    return m.kind == ModuleKind::kElf ? ModuleKey{true, m.dev, m.inode, {}}
+                                      : ModuleKey{.name = m.path};
   }
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
+  uint64_t Hash() const { return file ? MixHash(inode ^ std::rotl(dev, 32)) : HashBytes(name); }
+  bool Matches(const ModuleInfo& m) const {
+    return file ? m.kind == ModuleKind::kElf && m.dev == dev && m.inode == inode
+                : m.kind != ModuleKind::kElf && m.path == name;
+  }
 };
+
+// A module of the call in its FlatTable; the key is the module's own (Call::infos). The table
+// is consulted once per VMA, so it must cost far less than the lookup it saves.
+struct ModuleSlot {
+  uint64_t hash = 0;
+  uint32_t module = 0;
+  bool empty() const { return hash == 0; }
+};
+
+// An address answered from a trusted remembered VMA [start, end), before any lookup.
+struct CacheHit {
+  uint32_t idx;
+  uint64_t start, end;
+};
+
+// Indices of `addrs` by ascending address (stable).
+std::vector<uint32_t> AscendingOrder(std::span<const uint64_t> addrs) {
+  std::vector<uint32_t> order = SortedOrder(addrs);
+  if (order.empty()) {
+    order.resize(addrs.size());
+    std::iota(order.begin(), order.end(), 0u);
+  }
+  return order;
+}
 
 }  // namespace
 
@@ -146,33 +147,68 @@ struct Normalizer::Impl {
   // State of one Normalize call.
   struct Call {
     pid_t pid = 0;
+    std::span<const uint64_t> addrs;
     NormalizedBatch* batch = nullptr;
+    ProcessCache* process = nullptr;  // kept source, remembered VMAs; null without a VMA cache
     std::vector<std::shared_ptr<const ModuleInfo>> infos;  // parallel to batch->modules
-    FileModuleTable files;                                 // same-file cache
-    std::unordered_map<std::string, uint32_t> named;       // non-file modules by name
-    bool process_gone = false;
+    FlatTable<ModuleSlot> modules;                         // same-file cache, others by name
+    std::vector<uint32_t> pending;     // to look up in the VMA source, by ascending address
+    std::vector<CacheHit> cache_hits;  // answered from trusted remembered VMAs
+    std::vector<CachedVma> dropped;    // a kept source's VMAs, dropped when it found them gone
+    bool process_gone = false;         // a lookup found the process gone
   };
 
   Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
-  Result<void> Walk(Call& call, std::span<const uint64_t> addrs);
-  void AnswerFromMemory(Call& call, std::span<const uint64_t> addrs);
+  // The phases of a call, in order; each answers what it can and leaves the rest pending.
+  Result<void> Walk(Call& call);
+  void AnswerFromVmaCache(Call& call, std::span<const uint32_t> order);
+  Result<bool> LookUpPending(Call& call);
+  void WalkPending(Call& call, VmaSource& source);
+  void AnswerFromVma(Call& call, const Vma& vma, const std::shared_ptr<const ModuleInfo>& known,
+                     std::span<const uint32_t> idxs);
+  std::vector<uint32_t> TakeStaleCacheHits(Call& call);
+  void AnswerFromMemory(Call& call);
   // The process is gone: forget it, or with past_addresses keep its VMAs (`vmas`, when the
   // cache entry was already dropped) to answer from.
   void ProcessGone(pid_t pid, std::vector<CachedVma>* vmas);
+  // Modules: the call's module for a VMA or a remembered module, added when new.
   uint32_t ModuleForVma(Call& call, const Vma& vma);
   uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info, uint64_t start,
                          uint64_t end, uint64_t offset);
-  uint32_t AddModule(Call& call, std::shared_ptr<const ModuleInfo> info, uint64_t start,
-                     uint64_t end, uint64_t offset);
+  ModuleSlot& FindModule(Call& call, const ModuleKey& key, uint64_t hash);
+  uint32_t AddModule(Call& call, ModuleSlot& slot, uint64_t hash,
+                     std::shared_ptr<const ModuleInfo> info, uint64_t start, uint64_t end,
+                     uint64_t offset);
   void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
   void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
   void SnapshotExecutableVmas(pid_t pid, ProcessCache& pc);
   ProcessCache* CacheFor(pid_t pid);
   void DropProcess(pid_t pid);
+  void CountWalk(const WalkStats& ws) {
+    stats.vma_lookups += ws.lookups;
+    stats.range_cache_hits += ws.range_cache_hits;
+  }
 };
 
-uint32_t Normalizer::Impl::AddModule(Call& call, std::shared_ptr<const ModuleInfo> info,
-                                     uint64_t start, uint64_t end, uint64_t offset) {
+// Keeps the lowest mapping; at an equal start the later one wins (lookups run after cache
+// hits, so a fresh VMA replaces one the cache remembered).
+static void NoteMapping(NormalizedModule& m, uint64_t start, uint64_t end, uint64_t offset) {
+  if (start <= m.map_start) {
+    m.map_start = start;
+    m.map_end = end;
+    m.map_offset = offset;
+  }
+}
+
+// The call's module for `key`, or the empty slot where it goes (for AddModule).
+ModuleSlot& Normalizer::Impl::FindModule(Call& call, const ModuleKey& key, uint64_t hash) {
+  return call.modules.Find(hash,
+                           [&](const ModuleSlot& s) { return key.Matches(*call.infos[s.module]); });
+}
+
+uint32_t Normalizer::Impl::AddModule(Call& call, ModuleSlot& slot, uint64_t hash,
+                                     std::shared_ptr<const ModuleInfo> info, uint64_t start,
+                                     uint64_t end, uint64_t offset) {
   NormalizedModule m;
   m.kind = info->kind;
   m.path = info->path;
@@ -187,74 +223,40 @@ uint32_t Normalizer::Impl::AddModule(Call& call, std::shared_ptr<const ModuleInf
   uint32_t index = static_cast<uint32_t>(call.batch->modules.size());
   call.batch->modules.push_back(std::move(m));
   call.infos.push_back(std::move(info));
+  slot = ModuleSlot{hash, index};
+  call.modules.Filled();  // `slot` may be stale from here on
   return index;
 }
 
-// Keeps the lowest mapping; at an equal start the later one wins (lookups run after cache
-// hits, so a fresh VMA replaces one the cache remembered).
-static void NoteMapping(NormalizedModule& m, uint64_t start, uint64_t end, uint64_t offset) {
-  if (start <= m.map_start) {
-    m.map_start = start;
-    m.map_end = end;
-    m.map_offset = offset;
-  }
-}
-
 uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
-  ModuleKind kind = KindOf(vma);
-  if (kind == ModuleKind::kElf) {
-    FileKey key{vma.dev, vma.inode};
-    uint32_t found = call.files.Find(key);
-    if (found != FileModuleTable::kAbsent) {
-      ++stats.same_file_hits;
-      NoteMapping(call.batch->modules[found], vma.start, vma.end, vma.offset);
-      return found;
-    }
-  } else {
-    auto it = call.named.find(std::string(vma.name));
-    if (it != call.named.end()) {
-      NoteMapping(call.batch->modules[it->second], vma.start, vma.end, vma.offset);
-      return it->second;
-    }
+  const ModuleKey key = ModuleKey::Of(vma);
+  const uint64_t hash = key.Hash();
+  ModuleSlot& slot = FindModule(call, key, hash);
+  if (!slot.empty()) {
+    if (key.file) ++stats.same_file_hits;
+    NoteMapping(call.batch->modules[slot.module], vma.start, vma.end, vma.offset);
+    return slot.module;
   }
   auto info = std::make_shared<ModuleInfo>();
-  info->kind = kind;
+  info->kind = KindOf(vma);
   info->path = std::string(vma.name);
   info->deleted = vma.deleted;
   info->dev = vma.dev;
   info->inode = vma.inode;
-  if (kind == ModuleKind::kElf && options.build_ids) ResolveBuildId(call.pid, vma, info.get());
-  uint32_t index = AddModule(call, std::move(info), vma.start, vma.end, vma.offset);
-  if (kind == ModuleKind::kElf) {
-    call.files.Insert(FileKey{vma.dev, vma.inode}, index);
-  } else {
-    call.named.emplace(std::string(vma.name), index);
-  }
-  return index;
+  if (key.file && options.build_ids) ResolveBuildId(call.pid, vma, info.get());
+  return AddModule(call, slot, hash, std::move(info), vma.start, vma.end, vma.offset);
 }
 
 uint32_t Normalizer::Impl::ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info,
                                          uint64_t start, uint64_t end, uint64_t offset) {
-  if (info->kind == ModuleKind::kElf) {
-    uint32_t found = call.files.Find(FileKey{info->dev, info->inode});
-    if (found != FileModuleTable::kAbsent) {
-      NoteMapping(call.batch->modules[found], start, end, offset);
-      return found;
-    }
-  } else {
-    auto it = call.named.find(info->path);
-    if (it != call.named.end()) {
-      NoteMapping(call.batch->modules[it->second], start, end, offset);
-      return it->second;
-    }
+  const ModuleKey key = ModuleKey::Of(*info);
+  const uint64_t hash = key.Hash();
+  ModuleSlot& slot = FindModule(call, key, hash);
+  if (!slot.empty()) {
+    NoteMapping(call.batch->modules[slot.module], start, end, offset);
+    return slot.module;
   }
-  uint32_t index = AddModule(call, info, start, end, offset);
-  if (info->kind == ModuleKind::kElf) {
-    call.files.Insert(FileKey{info->dev, info->inode}, index);
-  } else {
-    call.named.emplace(info->path, index);
-  }
-  return index;
+  return AddModule(call, slot, hash, info, start, end, offset);
 }
 
 void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info) {
@@ -474,52 +476,70 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
 
   Call call;
   call.pid = pid;
+  call.addrs = addrs;
   call.batch = &batch;
-  if (Result<void> walked = Walk(call, addrs); !walked) return walked.error();
-  if (options.past_addresses) AnswerFromMemory(call, addrs);
+  if (Result<void> walked = Walk(call); !walked) return walked.error();
+  if (options.past_addresses) AnswerFromMemory(call);
   if (batch.source == VmaSourceKind::kAuto) {
     batch.source = ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
   }
   return batch;
 }
 
-Result<void> Normalizer::Impl::Walk(Call& call, std::span<const uint64_t> addrs) {
-  const pid_t pid = call.pid;
-  NormalizedBatch& batch = *call.batch;
-  std::vector<uint32_t> order = SortedOrder(addrs);
-  if (order.empty()) {
-    order.resize(addrs.size());
-    std::iota(order.begin(), order.end(), 0u);
-  }
+static void AnswerAll(NormalizedBatch& batch, std::span<const uint32_t> idxs, Reason reason) {
+  for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
+}
 
-  // Per-process state (kept maps fd, remembered VMAs); absent when vma_cache_processes == 0.
-  ProcessCache* pc = CacheFor(pid);
-  // Addresses that need the VMA source: not 0 and, when cache_vmas trusts remembered VMAs, not
-  // inside one. Stays sorted.
-  std::vector<uint32_t> pending;
-  pending.reserve(order.size());
-  struct CacheHit {
-    uint32_t idx;
-    uint64_t start, end;
-  };
-  std::vector<CacheHit> cache_hits;
+// Trusted remembered VMAs answer first; the VMA source then looks up the rest.
+Result<void> Normalizer::Impl::Walk(Call& call) {
+  call.process = CacheFor(call.pid);
+  AnswerFromVmaCache(call, AscendingOrder(call.addrs));
+  if (call.pending.empty()) return {};
+  if (call.process != nullptr && call.process->gone) {  // known gone: nothing to look up
+    AnswerAll(*call.batch, call.pending, Reason::kProcessGone);
+    return {};
+  }
+  // A kept source pins the process it was opened for: if that process is gone (it exited, or
+  // exec'd a new image, or the pid was reused), its state is dropped and the addresses it
+  // could not answer are looked up once more on a fresh open.
+  for (int attempt = 0; attempt < 2 && !call.pending.empty(); ++attempt) {
+    Result<bool> retry = LookUpPending(call);
+    if (!retry) return retry.error();
+    if (!*retry) return {};
+    call.process = CacheFor(call.pid);
+    std::erase_if(call.pending, [&](uint32_t idx) {
+      const NormalizedAddress& out = call.batch->addresses[idx];
+      return out.ok() || out.reason != Reason::kProcessGone;
+    });
+    call.cache_hits.clear();
+    call.process_gone = false;
+  }
+  return {};
+}
+
+// Address 0 is invalid. With cache_vmas, an address inside a remembered VMA checked in this
+// epoch is answered from it without a lookup. The rest are left pending, in `order`.
+void Normalizer::Impl::AnswerFromVmaCache(Call& call, std::span<const uint32_t> order) {
+  NormalizedBatch& batch = *call.batch;
+  ProcessCache* pc = options.cache_vmas ? call.process : nullptr;
+  call.pending.reserve(order.size());
+  if (pc != nullptr) call.cache_hits.reserve(order.size());
   size_t cursor = 0;  // into pc->vmas; addresses ascend, so it only moves forward
   size_t hit_cursor = SIZE_MAX;
   uint32_t hit_module = kNoModule;
-  if (pc != nullptr && options.cache_vmas) cache_hits.reserve(order.size());
   for (uint32_t idx : order) {
-    uint64_t a = addrs[idx];
+    uint64_t a = call.addrs[idx];
     if (a == 0) {
       batch.addresses[idx].reason = Reason::kInvalidAddress;
       continue;
     }
-    if (pc != nullptr && options.cache_vmas) {
-      auto& v = pc->vmas;
+    if (pc != nullptr) {
+      const std::vector<CachedVma>& v = pc->vmas;
       while (cursor < v.size() && v[cursor].end <= a) ++cursor;
       if (cursor < v.size() && v[cursor].start <= a && v[cursor].epoch == epoch) {
         const CachedVma& c = v[cursor];
         ++stats.vma_cache_hits;
-        cache_hits.push_back({idx, c.start, c.end});
+        call.cache_hits.push_back({idx, c.start, c.end});
         if (cursor != hit_cursor) {  // module lookup once per VMA, not per address
           hit_cursor = cursor;
           hit_module = ModuleForInfo(call, c.module, c.start, c.end, c.offset);
@@ -530,127 +550,113 @@ Result<void> Normalizer::Impl::Walk(Call& call, std::span<const uint64_t> addrs)
         continue;
       }
     }
-    pending.push_back(idx);
+    call.pending.push_back(idx);
   }
-  if (pending.empty()) return {};
-  if (pc != nullptr && pc->gone) {  // known gone: nothing to look up
-    for (uint32_t idx : pending) batch.addresses[idx].reason = Reason::kProcessGone;
-    return {};
+}
+
+// Looks the pending addresses up through the process's kept source, or one opened now (kept
+// for later calls). True: the kept source found its process gone; the process's state is
+// dropped (its VMAs kept in call.dropped for past_addresses) and the caller retries.
+Result<bool> Normalizer::Impl::LookUpPending(Call& call) {
+  ProcessCache* pc = call.process;
+  const bool kept = pc != nullptr && pc->source != nullptr;
+  std::unique_ptr<VmaSource> opened;
+  if (!kept) {
+    VmaSourceOptions source_options;
+    source_options.executable_only = options.executable_only;
+    source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
+    Result<std::unique_ptr<VmaSource>> source =
+        OpenVmaSource(call.pid, options.vma_source, source_options);
+    if (!source) {
+      if (source.error().code == ErrorCode::kUnsupported) return source.error();
+      Reason reason = ReasonForError(source.error());
+      AnswerAll(*call.batch, call.pending, reason);
+      if (pc != nullptr && reason == Reason::kProcessGone) ProcessGone(call.pid, &call.dropped);
+      return false;
+    }
+    opened = std::move(*source);
+  } else if (pc->source->kind() == VmaSourceKind::kText) {
+    static_cast<TextVmaSource*>(pc->source.get())->Rewind();
   }
-
-  VmaSourceOptions source_options;
-  source_options.executable_only = options.executable_only;
-  source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
-
-  // A kept source pins the process it was opened for: if that process is gone (it exited, or
-  // exec'd a new image, or the pid was reused), drop the state and try once more with a fresh
-  // open. The dropped VMAs are what past_addresses answers from if the fresh open finds
-  // the process gone too.
-  std::vector<CachedVma> dropped;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::unique_ptr<VmaSource> owned_source;
-    VmaSource* source = nullptr;
-    bool kept = pc != nullptr && pc->source != nullptr;
-    if (kept) {
-      source = pc->source.get();
-      if (source->kind() == VmaSourceKind::kText) static_cast<TextVmaSource*>(source)->Rewind();
-    } else {
-      Result<std::unique_ptr<VmaSource>> opened =
-          OpenVmaSource(pid, options.vma_source, source_options);
-      if (!opened) {
-        if (opened.error().code == ErrorCode::kUnsupported) return opened.error();
-        Reason reason = ReasonForError(opened.error());
-        for (uint32_t idx : pending) batch.addresses[idx].reason = reason;
-        if (pc != nullptr && reason == Reason::kProcessGone) ProcessGone(pid, &dropped);
-        return {};
-      }
-      owned_source = std::move(*opened);
-      source = owned_source.get();
+  WalkPending(call, kept ? *pc->source : *opened);
+  if (pc == nullptr) return false;
+  if (!call.process_gone) {
+    if (options.past_addresses && pc->snapshot_epoch != epoch) {
+      SnapshotExecutableVmas(call.pid, *pc);
     }
-    batch.source = source->kind();
-    uint64_t reads_before = source->lookups();
-    RememberingSource remembering(source, pc != nullptr ? &pc->vmas : nullptr, epoch);
-
-    auto visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
-      if (vma == nullptr) {
-        if (reason == Reason::kProcessGone) call.process_gone = true;
-        for (uint32_t idx : idxs) batch.addresses[idx].reason = reason;
-        return;
-      }
-      uint32_t module;
-      if (const auto& known = remembering.matched()) {
-        ++stats.vma_matches;
-        module = ModuleForInfo(call, known, vma->start, vma->end, vma->offset);
-      } else {
-        module = ModuleForVma(call, *vma);
-        if (pc != nullptr && !call.infos[module]->transient_failure) {
-          CacheVma(*pc, *vma, call.infos[module]);
-        }
-      }
-      ModuleKind kind = batch.modules[module].kind;
-      for (uint32_t idx : idxs) {
-        NormalizedAddress& out = batch.addresses[idx];
-        out.module = module;
-        out.reason = Reason::kUnmapped;
-        out.file_offset = OffsetIn(kind, addrs[idx], vma->start, vma->offset);
-      }
-    };
-    uint64_t invalidations_before = stats.vma_cache_invalidations;
-    WalkStats ws = WalkVmas(remembering, addrs, pending, visit);
-    stats.vma_lookups += ws.lookups;
-    stats.range_cache_hits += ws.range_cache_hits;
-    // A lookup contradicted remembered VMAs: answers taken from them earlier in this call are
-    // stale; walk those addresses again.
-    if (pc != nullptr && !cache_hits.empty() && !call.process_gone &&
-        stats.vma_cache_invalidations != invalidations_before) {
-      std::vector<uint32_t> stale;
-      for (const CacheHit& h : cache_hits) {
-        auto& v = pc->vmas;
-        auto it = std::partition_point(v.begin(), v.end(),
-                                       [&](const CachedVma& c) { return c.end <= h.start; });
-        if (it == v.end() || it->start != h.start || it->end != h.end) {
-          stale.push_back(h.idx);
-          batch.addresses[h.idx] = NormalizedAddress{};
-        }
-      }
-      if (!stale.empty()) {
-        stats.vma_cache_hits -= stale.size();
-        WalkStats again = WalkVmas(remembering, addrs, stale, visit);
-        stats.vma_lookups += again.lookups;
-        stats.range_cache_hits += again.range_cache_hits;
-      }
-    }
-    if (source->kind() == VmaSourceKind::kText) {
-      stats.maps_reads += source->lookups() - reads_before;
-    }
-
-    if (pc == nullptr) return {};
-    if (!call.process_gone) {
-      if (options.past_addresses && pc->snapshot_epoch != epoch) {
-        SnapshotExecutableVmas(pid, *pc);
-      }
-      if (owned_source) pc->source = std::move(owned_source);
-      return {};
-    }
-    if (!kept) {
-      ProcessGone(pid, &dropped);
-      return {};
-    }
-    if (options.past_addresses) dropped = std::move(pc->vmas);
-    DropProcess(pid);
-    // Retry with a fresh source: only the addresses the kept one could not answer.
-    pc = CacheFor(pid);
-    std::vector<uint32_t> retry;
-    for (uint32_t idx : pending) {
-      if (!batch.addresses[idx].ok() && batch.addresses[idx].reason == Reason::kProcessGone) {
-        retry.push_back(idx);
-      }
-    }
-    pending = std::move(retry);
-    cache_hits.clear();
-    call.process_gone = false;
+    if (opened) pc->source = std::move(opened);
+    return false;
   }
-  return {};
+  if (!kept) {
+    ProcessGone(call.pid, &call.dropped);
+    return false;
+  }
+  if (options.past_addresses) call.dropped = std::move(pc->vmas);
+  DropProcess(call.pid);
+  return true;
+}
+
+// The sorted walk of the pending addresses against `source`, through the remembered VMAs so
+// that a lookup that confirms one reuses its module. If a lookup contradicted remembered VMAs,
+// the answers taken from them earlier in the call are walked again.
+void Normalizer::Impl::WalkPending(Call& call, VmaSource& source) {
+  call.batch->source = source.kind();
+  const uint64_t reads_before = source.lookups();
+  const uint64_t invalidations_before = stats.vma_cache_invalidations;
+  RememberingSource remembering(&source, call.process != nullptr ? &call.process->vmas : nullptr,
+                                epoch);
+  const VmaVisitor visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
+    if (vma != nullptr) return AnswerFromVma(call, *vma, remembering.matched(), idxs);
+    if (reason == Reason::kProcessGone) call.process_gone = true;
+    AnswerAll(*call.batch, idxs, reason);
+  };
+  CountWalk(WalkVmas(remembering, call.addrs, call.pending, visit));
+  if (stats.vma_cache_invalidations != invalidations_before) {
+    std::vector<uint32_t> stale = TakeStaleCacheHits(call);
+    if (!stale.empty()) CountWalk(WalkVmas(remembering, call.addrs, stale, visit));
+  }
+  if (source.kind() == VmaSourceKind::kText) stats.maps_reads += source.lookups() - reads_before;
+}
+
+// A run of addresses inside one looked-up VMA: its module (the remembered one when the lookup
+// matched it, else resolved now, build ID included, and remembered), then each offset.
+void Normalizer::Impl::AnswerFromVma(Call& call, const Vma& vma,
+                                     const std::shared_ptr<const ModuleInfo>& known,
+                                     std::span<const uint32_t> idxs) {
+  uint32_t module;
+  if (known != nullptr) {
+    ++stats.vma_matches;
+    module = ModuleForInfo(call, known, vma.start, vma.end, vma.offset);
+  } else {
+    module = ModuleForVma(call, vma);
+    const std::shared_ptr<const ModuleInfo>& info = call.infos[module];
+    if (call.process != nullptr && !info->transient_failure) CacheVma(*call.process, vma, info);
+  }
+  const ModuleKind kind = call.batch->modules[module].kind;
+  for (uint32_t idx : idxs) {
+    NormalizedAddress& out = call.batch->addresses[idx];
+    out.module = module;
+    out.reason = Reason::kUnmapped;
+    out.file_offset = OffsetIn(kind, call.addrs[idx], vma.start, vma.offset);
+  }
+}
+
+// The addresses AnswerFromVmaCache answered from remembered VMAs that lookups have since
+// dropped as contradicted, their answers and cache-hit counts taken back.
+std::vector<uint32_t> Normalizer::Impl::TakeStaleCacheHits(Call& call) {
+  std::vector<uint32_t> stale;
+  if (call.process == nullptr || call.process_gone) return stale;
+  const std::vector<CachedVma>& v = call.process->vmas;
+  for (const CacheHit& h : call.cache_hits) {
+    auto it = std::partition_point(v.begin(), v.end(),
+                                   [&](const CachedVma& c) { return c.end <= h.start; });
+    if (it == v.end() || it->start != h.start || it->end != h.end) {
+      stale.push_back(h.idx);
+      call.batch->addresses[h.idx] = NormalizedAddress{};
+    }
+  }
+  stats.vma_cache_hits -= stale.size();
+  return stale;
 }
 
 void Normalizer::Impl::ProcessGone(pid_t pid, std::vector<CachedVma>* vmas) {
@@ -668,17 +674,19 @@ void Normalizer::Impl::ProcessGone(pid_t pid, std::vector<CachedVma>* vmas) {
   }
 }
 
-void Normalizer::Impl::AnswerFromMemory(Call& call, std::span<const uint64_t> addrs) {
+// past_addresses: an address the process no longer maps, or any of a process that is gone, is
+// answered from the remembered VMA that covers it.
+void Normalizer::Impl::AnswerFromMemory(Call& call) {
   auto it = processes.find(call.pid);
   if (it == processes.end()) return;
-  for (size_t i = 0; i < addrs.size(); ++i) {
+  for (size_t i = 0; i < call.addrs.size(); ++i) {
     NormalizedAddress& out = call.batch->addresses[i];
-    if (out.ok() || addrs[i] == 0) continue;
+    if (out.ok() || call.addrs[i] == 0) continue;
     if (out.reason != Reason::kUnmapped && out.reason != Reason::kProcessGone) continue;
-    const CachedVma* c = CoveringVma(it->second.vmas, addrs[i]);
+    const CachedVma* c = CoveringVma(it->second.vmas, call.addrs[i]);
     if (c == nullptr) continue;
     out.module = ModuleForInfo(call, c->module, c->start, c->end, c->offset);
-    out.file_offset = OffsetIn(c->module->kind, addrs[i], c->start, c->offset);
+    out.file_offset = OffsetIn(c->module->kind, call.addrs[i], c->start, c->offset);
     ++stats.remembered_answers;
   }
 }

@@ -1,9 +1,7 @@
-// The sorted merge walk of addresses against VMAs, shared by the normalizer and process
-// symbolization.
+#include "normalize/vma_walk.h"
+
 #include <algorithm>
 #include <numeric>
-
-#include "stacksym/normalize.h"
 
 namespace stacksym {
 

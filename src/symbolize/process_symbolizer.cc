@@ -14,6 +14,7 @@
 #include <optional>
 #include <utility>
 
+#include "normalize/vma_sources.h"
 #include "stacksym/mapped_file.h"
 #include "stacksym/process.h"
 #include "symbolize/perf_map.h"

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "elf/section_stream.h"
 #include "stacksym/elf.h"
 #include "tool_runner.h"
 
@@ -340,6 +343,44 @@ TEST(ElfFileTest, HeapBytesCountDecompressedSectionsAndSymbols) {
   EXPECT_EQ(plain->heap_bytes(), 0u);
 }
 
+// The stream of a compressed section (zlib and zstd) ends with the bytes SectionData gives, its
+// progress never past them; an uncompressed section comes as a finished stream of its mapping,
+// and a section of another file as a finished stream with SectionData's error.
+TEST(ElfFileTest, StreamedSectionsEndAsSectionData) {
+  for (const char* name : {"elf_basic_zlib", "elf_basic_zstd", "elf_basic_zlib.plain"}) {
+    SCOPED_TRACE(name);
+    auto streamed_file = OpenOrDie(Fixture(name));
+    auto direct_file = OpenOrDie(Fixture(name));
+    const ElfSection* info = streamed_file->FindSection(".debug_info");
+    ASSERT_NE(info, nullptr);
+    std::shared_ptr<const SectionStream> stream = StreamSectionData(*streamed_file, *info);
+    ASSERT_NE(stream, nullptr);
+    const size_t size = stream->buffer().size();
+    EXPECT_LE(stream->WaitFor(size / 2), size);
+    auto streamed = stream->Wait();
+    ASSERT_TRUE(streamed.ok()) << streamed.error().ToString();
+    EXPECT_TRUE(stream->done());
+    EXPECT_EQ(stream->WaitFor(size), size);
+    EXPECT_EQ(streamed->data(), stream->buffer().data());
+    auto direct = direct_file->SectionData(".debug_info");
+    ASSERT_TRUE(direct.ok());
+    EXPECT_TRUE(std::equal(streamed->begin(), streamed->end(), direct->begin(), direct->end()));
+    // SectionData afterwards waits for the same decoding: the same bytes, not a second copy.
+    auto again = streamed_file->SectionData(*info);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->data(), streamed->data());
+    if (std::string_view(name).ends_with(".plain")) {
+      EXPECT_EQ(streamed->data(), streamed_file->bytes().data() + info->offset);
+    }
+  }
+  auto elf = OpenOrDie(Fixture("elf_basic_zlib"));
+  ElfSection foreign;
+  foreign.index = static_cast<uint32_t>(elf->sections().size());
+  std::shared_ptr<const SectionStream> stream = StreamSectionData(*elf, foreign);
+  EXPECT_TRUE(stream->done());
+  EXPECT_FALSE(stream->Wait().ok());
+}
+
 // A discarded decompressed section gives its memory back and is decompressed anew when asked
 // again, to the same bytes; an uncompressed section (a view of the mapping) is left alone.
 TEST(ElfFileTest, DiscardedSectionIsDecompressedAgainWhenAsked) {
@@ -361,7 +402,7 @@ TEST(ElfFileTest, DiscardedSectionIsDecompressedAgainWhenAsked) {
   EXPECT_EQ(elf->heap_bytes(), copy.size());
   // Streamed after a discard as well.
   elf->DiscardDecompressed(*info);
-  auto stream = elf->StreamSectionData(*info);
+  auto stream = StreamSectionData(*elf, *info);
   auto streamed = stream->Wait();
   ASSERT_TRUE(streamed.ok());
   EXPECT_TRUE(std::equal(streamed->begin(), streamed->end(), copy.begin(), copy.end()));

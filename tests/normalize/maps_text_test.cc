@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "stacksym/normalize.h"
+#include "normalize/vma_sources.h"
 
 namespace stacksym::maps_text {
 namespace {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,9 +19,11 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "child_process.h"
+#include "normalize/vma_walk.h"
 #include "stacksym/elf.h"
 
 namespace stacksym {
@@ -608,6 +611,74 @@ TEST_F(NormalizeTest, SameFileCacheReadsABuildIdOnce) {
   EXPECT_EQ(s.vma_lookups, 2u);  // two VMAs
   EXPECT_EQ(s.same_file_hits, 1u);
   EXPECT_EQ(s.build_id_reads, 1u);
+}
+
+// Every VMA of the process at once: one module per file (dev, inode) and one per name for the
+// rest, each address in its own VMA's, and a same-file hit for every further VMA of a file.
+TEST_F(NormalizeTest, OneModulePerFileAndPerName) {
+  struct MapsVma {
+    uint64_t start;
+    uint64_t dev;
+    uint64_t inode;
+    std::string name;
+  };
+  std::vector<MapsVma> vmas;
+  std::ifstream maps("/proc/" + std::to_string(target_->child.pid()) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, perms, offset, dev, name;
+    uint64_t inode = 0;
+    in >> range >> perms >> offset >> dev >> inode;
+    std::getline(in >> std::ws, name);
+    uint64_t start = ParseHex(range.substr(0, range.find('-')));
+    if (start >= (1ull << 56)) continue;  // [vsyscall]
+    size_t colon = dev.find(':');
+    vmas.push_back({start,
+                    makedev(std::stoul(dev.substr(0, colon), nullptr, 16),
+                            std::stoul(dev.substr(colon + 1), nullptr, 16)),
+                    inode, name});
+  }
+  std::set<std::pair<uint64_t, uint64_t>> files;
+  std::set<std::string> names;
+  size_t file_vmas = 0;
+  std::vector<uint64_t> addrs;
+  for (const MapsVma& v : vmas) {
+    addrs.push_back(v.start);
+    if (v.dev != 0 || v.inode != 0) {
+      files.insert({v.dev, v.inode});
+      ++file_vmas;
+    } else {
+      names.insert(v.name);
+    }
+  }
+  ASSERT_GE(files.size(), 5u);  // the program, the fixture libraries, libc, the loader
+  ASSERT_GE(names.size(), 3u);  // unnamed, [heap] or [stack], [vdso]...
+  for (VmaSourceKind source : Sources()) {
+    SCOPED_TRACE(VmaSourceKindName(source));
+    NormalizerOptions options;
+    options.vma_source = source;
+    options.build_ids = false;
+    Normalizer normalizer(options);
+    auto batch = normalizer.Normalize(target_->child.pid(), addrs);
+    ASSERT_TRUE(batch);
+    EXPECT_EQ(batch->modules.size(), files.size() + names.size());
+    EXPECT_EQ(normalizer.stats().same_file_hits, file_vmas - files.size());
+    for (size_t i = 0; i < vmas.size(); ++i) {
+      SCOPED_TRACE(vmas[i].name);
+      const NormalizedAddress& a = batch->addresses[i];
+      ASSERT_TRUE(a.ok()) << ReasonName(a.reason);
+      const NormalizedModule& m = batch->modules[a.module];
+      if (vmas[i].dev != 0 || vmas[i].inode != 0) {
+        EXPECT_EQ(m.kind, ModuleKind::kElf);
+        EXPECT_EQ(m.dev, vmas[i].dev);
+        EXPECT_EQ(m.inode, vmas[i].inode);
+      } else {
+        EXPECT_NE(m.kind, ModuleKind::kElf);
+        EXPECT_EQ(m.path, vmas[i].name);
+      }
+    }
+  }
 }
 
 TEST_F(NormalizeTest, BuildIdCacheAndNegativeCache) {

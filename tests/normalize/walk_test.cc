@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "stacksym/normalize.h"
+#include "normalize/vma_walk.h"
 
 namespace stacksym {
 namespace {

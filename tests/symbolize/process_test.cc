@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "normalize/vma_sources.h"
 #include "process_test_target.h"
 #include "stacksym/normalize.h"
 #include "test_util.h"
