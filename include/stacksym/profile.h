@@ -7,7 +7,7 @@
 // (Profile::symbols), however many stacks refer to it.
 //
 //   Profile p;
-//   uint32_t m = p.AddModule({.kind = ProfileModuleKind::kElf, .path = "/usr/bin/bash", ...});
+//   uint32_t m = p.AddModule({.kind = ModuleKind::kElf, .path = "/usr/bin/bash", ...});
 //   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x4a2f0});
 //   p.AddSample({.pid = 1, .tid = 1, .comm = "bash", .frames = {f}}, /*count=*/1);
 #pragma once
@@ -20,18 +20,10 @@
 #include <vector>
 
 #include "stacksym/frame.h"
+#include "stacksym/module.h"
 #include "stacksym/reason.h"
 
 namespace stacksym {
-
-enum class ProfileModuleKind : uint8_t { kElf, kVdso, kAnonymous, kKernel, kUnknown };
-
-struct ProfileModule {
-  ProfileModuleKind kind = ProfileModuleKind::kUnknown;
-  std::string path;               // file path as mapped ("[vdso]", "[kernel.kallsyms]", ...)
-  std::vector<uint8_t> build_id;  // empty when unknown
-  bool operator==(const ProfileModule&) const = default;
-};
 
 enum class FrameKind : uint8_t {
   kUser,     // address = file offset inside module
@@ -67,17 +59,17 @@ class ElfFile;  // stacksym/elf.h
 class ModuleFiles {
  public:
   // Keeps `file` for `module` (replacing one kept before); a null file is not kept.
-  void Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file);
-  std::shared_ptr<ElfFile> Find(const ProfileModule& module) const;  // null: none kept
+  void Keep(const Module& module, std::shared_ptr<ElfFile> file);
+  std::shared_ptr<ElfFile> Find(const Module& module) const;  // null: none kept
   size_t size() const { return files_.size(); }
 
  private:
-  static std::string Key(const ProfileModule& module);
+  static std::string Key(const Module& module);
   std::unordered_map<std::string, std::shared_ptr<ElfFile>> files_;
 };
 
 struct Profile {
-  std::vector<ProfileModule> modules;
+  std::vector<Module> modules;
   std::vector<ProfileFrame> frames;                  // distinct frames
   std::vector<ProfileStack> stacks;                  // distinct stacks
   std::vector<uint64_t> counts;                      // samples per stack, parallel to stacks
@@ -90,8 +82,8 @@ struct Profile {
   std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
   ModuleFiles files;          // files the recorder kept open (SymbolizeProfile looks here first)
 
-  uint32_t AddModule(const ProfileModule& module);            // deduplicated
-  uint32_t InternFrame(const ProfileFrame& frame);            // deduplicated
+  uint32_t AddModule(const Module& module);         // deduplicated by identity; keeps the identity
+  uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
   void AddSample(const ProfileStack& stack, uint64_t count);  // aggregates equal stacks
   uint64_t total_samples() const;
 

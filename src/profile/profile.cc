@@ -37,26 +37,28 @@ size_t Profile::StackHash::operator()(const ProfileStack& s) const {
   return static_cast<size_t>(Combine(h, s.frames.size()));
 }
 
-std::string ModuleFiles::Key(const ProfileModule& module) {
+std::string ModuleFiles::Key(const Module& module) {
   if (module.build_id.empty()) return "p" + module.path;
   return "b" + std::string(module.build_id.begin(), module.build_id.end());
 }
 
-void ModuleFiles::Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file) {
+void ModuleFiles::Keep(const Module& module, std::shared_ptr<ElfFile> file) {
   if (file) files_[Key(module)] = std::move(file);
 }
 
-std::shared_ptr<ElfFile> ModuleFiles::Find(const ProfileModule& module) const {
+std::shared_ptr<ElfFile> ModuleFiles::Find(const Module& module) const {
   auto it = files_.find(Key(module));
   return it == files_.end() ? nullptr : it->second;
 }
 
-uint32_t Profile::AddModule(const ProfileModule& module) {
+uint32_t Profile::AddModule(const Module& module) {
   // Modules are few (tens to hundreds); a linear scan keeps the struct free of another index.
+  // A profile keeps a module's identity only: where one process mapped it says nothing of
+  // another's samples.
   for (size_t i = 0; i < modules.size(); ++i) {
-    if (modules[i] == module) return static_cast<uint32_t>(i);
+    if (modules[i].SameIdentity(module)) return static_cast<uint32_t>(i);
   }
-  modules.push_back(module);
+  modules.push_back(module.Identity());
   return static_cast<uint32_t>(modules.size() - 1);
 }
 

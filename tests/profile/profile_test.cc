@@ -12,10 +12,10 @@ namespace {
 
 TEST(ProfileTest, ModulesAreDeduplicatedByContent) {
   Profile p;
-  uint32_t a = p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 3}});
-  uint32_t b = p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 4}});  // other build ID
-  uint32_t c = p.AddModule({ProfileModuleKind::kElf, "/bin/b", {1, 2, 3}});
-  EXPECT_EQ(a, p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 3}}));
+  uint32_t a = p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 3}});
+  uint32_t b = p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 4}});  // other build ID
+  uint32_t c = p.AddModule({ModuleKind::kElf, "/bin/b", {1, 2, 3}});
+  EXPECT_EQ(a, p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 3}}));
   EXPECT_NE(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(p.modules.size(), 3u);
