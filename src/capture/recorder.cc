@@ -304,7 +304,7 @@ SourceConfig BaseConfig(const RecordOptions& options) {
 }
 
 // Opens the --cgroup directory: the BPF program filters on its id, perf events are opened
-// on the directory. The caller closes the descriptor once the backend is open.
+// on the directory. The caller closes the descriptor.
 Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "cgroup " + path);
@@ -404,11 +404,18 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   std::unique_ptr<Recorder> rec(new Recorder());
   rec->options_ = options;
   SourceConfig config = BaseConfig(options);
-  int cgroup_fd = -1;
+  // Closed however Create returns (it leaked when the event or the command failed); the
+  // perf events keep their own reference, the BPF program only the id.
+  struct ClosedOnReturn {
+    int fd = -1;
+    ~ClosedOnReturn() {
+      if (fd >= 0) close(fd);
+    }
+  } cgroup;
   if (!options.cgroup_path.empty()) {
     Result<int> fd = OpenCgroup(options.cgroup_path, config);
     if (!fd) return fd.error();
-    cgroup_fd = *fd;
+    cgroup.fd = *fd;
   }
   if (Result<void> ok = ChooseEvent(config, &rec->notes_); !ok) return ok.error();
   if (!options.command.empty()) {
@@ -423,8 +430,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
 
   Result<std::unique_ptr<SampleSource>> source =
       OpenBackend(config, call_graph_chosen, &rec->notes_);
-  if (cgroup_fd >= 0) close(cgroup_fd);  // perf events keep their own reference
-  if (!source) return source.error();    // ~Recorder kills the paused command
+  if (!source) return source.error();  // ~Recorder kills the paused command
   NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
   rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
