@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all setup setup-demo build demo test test-sanitize fuzz bench format clean install deb
+.PHONY: all setup setup-demo build demo test test-sanitize fuzz bench format clean install installed deb
 
 all: build
 
@@ -58,14 +58,19 @@ fuzz: setup
 bench: build
 	./bench/run.sh $(BUILD)
 
-# bin/stacksym, lib/libstacksym.so, the C header, pkg-config and CMake files, man page,
-# libexec/stacksym/llvm-symbolizer under PREFIX.
-install: build
+# bin/stacksym, lib/x86_64-linux-gnu/libstacksym.so (Debian's multiarch directory), the C
+# header, pkg-config and CMake files, man page, libexec/stacksym/llvm-symbolizer under PREFIX.
+# Only what is installed is built (not the tests).
+install: installed
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # A Debian package (CPack) in $(BUILD)/package: apt install ./$(BUILD)/package/stacksym_*.deb
-deb: build
+# (libraries under /usr/lib/x86_64-linux-gnu, as Debian lays them out).
+deb: installed
 	cd $(BUILD) && cpack -G DEB
+
+installed: setup-demo $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target stacksym_programs stacksym_capi
 
 format:
 	git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i
