@@ -47,6 +47,11 @@ serve_rps() {  # requests/s of one client sending 1000 offsets a request, warm
 import http.client, json, subprocess, sys, time
 cli, lib, addrs = sys.argv[1:4]
 bid = subprocess.run([cli, "buildid", lib], capture_output=True, text=True).stdout.split()[0]
+# The server finds binaries by build ID only: a debug dir that holds this one.
+import os, tempfile
+debug = tempfile.mkdtemp(prefix="stacksym-serve-")
+os.makedirs(f"{debug}/.build-id/{bid[:2]}")
+os.symlink(lib, f"{debug}/.build-id/{bid[:2]}/{bid[2:]}")
 # Virtual addresses to file offsets through the first executable LOAD segment.
 seg = [l.split() for l in subprocess.run(["readelf", "-lW", lib], capture_output=True,
        text=True).stdout.splitlines() if l.split()[:1] == ["LOAD"] and "E" in l.split()[6:8]][0]
@@ -54,7 +59,7 @@ off, va = int(seg[1], 16), int(seg[2], 16)
 offsets = [int(a, 16) - va + off for a in open(addrs).read().split()][:1000]
 body = json.dumps({"modules": [{"build_id": bid, "offsets": offsets}]})
 p = subprocess.Popen([cli, "serve", "--listen", "127.0.0.1:0", "--no-debuginfod", "--no-cache",
-                      "--debug-dir", "/usr/lib/debug", "--exit-after", "120"],
+                      "--debug-dir", debug, "--exit-after", "120"],
                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 port = int(p.stdout.readline().split()[-1].rsplit(":", 1)[1])
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -62,13 +67,19 @@ def post():
     c.request("POST", "/v1/symbolize", body, {"Content-Type": "application/json"})
     r = c.getresponse(); r.read()
     return r.status
-post(); post()  # the file found and parsed: warm from here
+def post_body():
+    c.request("POST", "/v1/symbolize", body, {"Content-Type": "application/json"})
+    return c.getresponse().read()
+if b'"function"' not in post_body():  # the file found and parsed: warm from here
+    sys.exit("serve named no function: its debug dir lacks the binary")
+post()
 n, t = 0, time.perf_counter()
 while time.perf_counter() - t < 3:
     if post() != 200: sys.exit("serve answered an error")
     n += 1
 print(f"{n / (time.perf_counter() - t):.1f}")
 p.terminate(); p.wait()
+os.unlink(f"{debug}/.build-id/{bid[:2]}/{bid[2:]}")
 PY
 }
 
