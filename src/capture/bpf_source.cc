@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 #include <signal.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +64,31 @@ static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupport
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
 
+// Whether perf_event programs may use hash maps that allocate elements as they are added
+// (BPF_F_NO_PREALLOC; Linux 6.1+). A preallocated map allocates and zeroes every element at
+// creation: 10 MiB for proc_mappings' 1024 processes, in every recording.
+bool HashMapsOnDemand() {
+  utsname u;
+  if (uname(&u) != 0) return false;
+  unsigned major = 0, minor = 0;
+  if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+  return major > 6 || (major == 6 && minor >= 1);
+}
+
+// The rows map's bound must fit in memory: its segments are created as tables fill them, so
+// a bound the machine cannot hold would only fail later, table by table.
+Result<void> CheckRowsBound(uint32_t rows) {
+  struct sysinfo si;
+  if (sysinfo(&si) != 0) return {};
+  uint64_t bytes = uint64_t{rows} * sizeof(stacksym_unwind_row);
+  if (bytes > uint64_t{si.totalram} * si.mem_unit) {
+    return MakeError(ErrorCode::kInvalidArgument, "unwind rows bound of " +
+                                                      std::to_string(bytes >> 20) +
+                                                      " MiB exceeds the machine's memory");
+  }
+  return {};
+}
+
 class BpfSource : public SampleSource {
  public:
   ~BpfSource() override { Close(); }
@@ -90,9 +117,26 @@ class BpfSource : public SampleSource {
     bpf_unwind_ = config.options.call_graph == CallGraph::kBpf && !stackmap;
     ro->bpf_unwind = bpf_unwind_;
     ro->bpf_unwind_verify = bpf_unwind_ && config.options.bpf_unwind_verify;
+    const uint32_t max_rows = std::max(config.options.bpf_unwind_rows, 1u);
+    if (bpf_unwind_) {
+      if (Result<void> r = CheckRowsBound(max_rows); !r) return r.error();
+    }
     bpf_map__set_max_entries(skel_->maps.unwind_rows,
-                             bpf_unwind_ ? std::max(config.options.bpf_unwind_rows, 1u) : 1);
+                             bpf_unwind_ ? (max_rows - 1) / STACKSYM_ROWS_PER_SEGMENT + 1 : 1);
+    // The map of row segments takes its shape from a segment: with unwinding, the first one
+    // (libbpf would create one and drop it), else one row.
+    first_rows_segment_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
+                                         sizeof(stacksym_unwind_row),
+                                         bpf_unwind_ ? STACKSYM_ROWS_PER_SEGMENT : 1, nullptr);
+    if (first_rows_segment_ < 0) return ErrnoError(errno, "creating the unwind rows map");
+    bpf_map__set_inner_map_fd(skel_->maps.unwind_rows, first_rows_segment_);
     bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);
+    if (HashMapsOnDemand()) {
+      for (bpf_map* m :
+           {skel_->maps.proc_mappings, skel_->maps.target_tgids, skel_->maps.target_tids}) {
+        bpf_map__set_map_flags(m, bpf_map__map_flags(m) | BPF_F_NO_PREALLOC);
+      }
+    }
     if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
       bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
     }
@@ -143,10 +187,13 @@ class BpfSource : public SampleSource {
     }
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
-      loader_.Init(
-          bpf_map__fd(skel_->maps.unwind_rows), std::max(config.options.bpf_unwind_rows, 1u),
-          bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses, config.unwind_tables);
+      loader_.Init(bpf_map__fd(skel_->maps.unwind_rows), max_rows, first_rows_segment_,
+                   bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses,
+                   config.unwind_tables);
+    } else {
+      close(first_rows_segment_);
     }
+    first_rows_segment_ = -1;  // the loader's, or closed
     if (!stackmap) {
       ring_ =
           ring_buffer__new(bpf_map__fd(skel_->maps.samples), &BpfSource::OnRecord, this, nullptr);
@@ -363,6 +410,8 @@ class BpfSource : public SampleSource {
     ring_ = nullptr;
     if (skel_ != nullptr) profile_bpf__destroy(skel_);
     skel_ = nullptr;
+    if (first_rows_segment_ >= 0) close(first_rows_segment_);
+    first_rows_segment_ = -1;
   }
 
   bool stackmap_ = false;
@@ -373,6 +422,7 @@ class BpfSource : public SampleSource {
   uint32_t awaiting_exec_ = 0;
   CaptureEvent event_ = CaptureEvent::kCpuClock;
   profile_bpf* skel_ = nullptr;
+  int first_rows_segment_ = -1;  // until Open hands it to the loader
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> links_;

@@ -32,11 +32,23 @@ double MonotonicNow() {
 }  // namespace
 
 BpfUnwindLoader::BpfUnwindLoader() = default;
-BpfUnwindLoader::~BpfUnwindLoader() = default;
+BpfUnwindLoader::~BpfUnwindLoader() {
+  for (int fd : segment_fds_) {
+    if (fd >= 0) close(fd);
+  }
+}
 
-void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes,
-                           std::shared_ptr<UnwindTableCache> tables) {
+void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, int mappings_fd,
+                           uint32_t max_processes, std::shared_ptr<UnwindTableCache> tables) {
   rows_fd_ = rows_fd;
+  segment_fds_.assign(
+      (uint64_t{max_rows} + STACKSYM_ROWS_PER_SEGMENT - 1) / STACKSYM_ROWS_PER_SEGMENT, -1);
+  uint32_t slot = 0;
+  if (bpf_map_update_elem(rows_fd_, &slot, &first_segment, BPF_ANY) == 0) {
+    segment_fds_[0] = first_segment;
+  } else {
+    close(first_segment);  // Segment() tries again, and says why if it fails
+  }
   space_ = std::make_unique<BpfRowSpace>(max_rows);
   mappings_fd_ = mappings_fd;
   max_processes_ = max_processes;
@@ -167,6 +179,53 @@ bool BpfUnwindLoader::MakeRoom(uint32_t rows, uint32_t pid, std::string* why, ui
   return true;
 }
 
+// The segment holding row `index`, created (all rows zero) and put in its slot the first time.
+int BpfUnwindLoader::Segment(uint32_t index, std::string* why) {
+  uint32_t slot = index / STACKSYM_ROWS_PER_SEGMENT;
+  if (slot >= segment_fds_.size()) {
+    *why = "unwind row " + std::to_string(index) + " past the rows map";
+    return -1;
+  }
+  if (segment_fds_[slot] >= 0) return segment_fds_[slot];
+  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
+                          sizeof(stacksym_unwind_row), STACKSYM_ROWS_PER_SEGMENT, nullptr);
+  if (fd < 0) {
+    *why = std::string("creating unwind rows: ") + strerror(errno);
+    return -1;
+  }
+  if (bpf_map_update_elem(rows_fd_, &slot, &fd, BPF_ANY) != 0) {
+    *why = std::string("adding unwind rows: ") + strerror(errno);
+    close(fd);
+    return -1;
+  }
+  segment_fds_[slot] = fd;
+  return fd;
+}
+
+// Rows [at, at + rows.size()), one syscall per batch within a segment (array maps take
+// batches since Linux 5.6).
+bool BpfUnwindLoader::WriteRows(uint32_t at, std::span<const UnwindRow> rows, std::string* why) {
+  constexpr uint32_t kBatch = 8192;
+  std::vector<uint32_t> keys;
+  for (size_t done = 0; done < rows.size();) {
+    uint32_t index = at + static_cast<uint32_t>(done);
+    int fd = Segment(index, why);
+    if (fd < 0) return false;
+    uint32_t in_segment = index % STACKSYM_ROWS_PER_SEGMENT;
+    uint32_t n = static_cast<uint32_t>(
+        std::min<size_t>({kBatch, rows.size() - done, STACKSYM_ROWS_PER_SEGMENT - in_segment}));
+    keys.resize(n);
+    for (uint32_t i = 0; i < n; ++i) keys[i] = in_segment + i;
+    uint32_t written = n;
+    if (bpf_map_update_batch(fd, keys.data(), rows.data() + done, &written, nullptr) != 0) {
+      *why = std::string("writing unwind rows: ") + strerror(errno);
+      return false;
+    }
+    done += n;
+  }
+  return true;
+}
+
 BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
                                                      const std::string& identity, uint32_t pid,
                                                      std::string* key, std::string* why) {
@@ -186,20 +245,9 @@ BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
       *why += " at " + elf.path();
       return nullptr;
     }
-    // One syscall per batch of rows (array maps take batches since Linux 5.6).
-    constexpr uint32_t kBatch = 8192;
-    std::vector<uint32_t> keys;
-    for (uint32_t done = 0; done < count;) {
-      uint32_t n = std::min(kBatch, count - done);
-      keys.resize(n);
-      for (uint32_t i = 0; i < n; ++i) keys[i] = at + done + i;
-      uint32_t written = n;
-      if (bpf_map_update_batch(rows_fd_, keys.data(), rows.data() + done, &written, nullptr) != 0) {
-        *why = std::string("writing unwind rows: ") + strerror(errno);
-        space_->Release(at, count);
-        return nullptr;
-      }
-      done += n;
+    if (!WriteRows(at, rows, why)) {
+      space_->Release(at, count);
+      return nullptr;
     }
     lt.row_start = at;
     lt.row_count = count;

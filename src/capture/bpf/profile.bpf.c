@@ -75,12 +75,20 @@ struct {
 } counters SEC(".maps");
 
 // --call-graph bpf: the rows of every loaded table, and each process's executable mappings.
-// User space sizes both (tiny when unused).
-struct {
+// Row i is row i % STACKSYM_ROWS_PER_SEGMENT of segment i / STACKSYM_ROWS_PER_SEGMENT, an array
+// user space creates when the first table reaches it: a recording holds kernel memory for the
+// rows it loaded, not for its bound (which sets the number of segments). Tiny when unused.
+struct unwind_rows_segment {
   __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, STACKSYM_ROWS_PER_SEGMENT);
+  __uint(key_size, sizeof(__u32));  // sizes: only a pointer to this struct reaches the BTF
+  __uint(value_size, sizeof(struct stacksym_unwind_row));
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct stacksym_unwind_row);
+  __array(values, struct unwind_rows_segment);
 } unwind_rows SEC(".maps");
 
 struct {
@@ -236,6 +244,14 @@ static __always_inline void bump_last_ip(struct unwind_state* st) {
   *(__u64*)(buf->data + off) += 1;
 }
 
+static __always_inline const struct stacksym_unwind_row* lookup_row(__u32 index) {
+  __u32 segment = index / STACKSYM_ROWS_PER_SEGMENT;
+  void* rows = bpf_map_lookup_elem(&unwind_rows, &segment);
+  if (!rows) return NULL;
+  __u32 at = index % STACKSYM_ROWS_PER_SEGMENT;
+  return bpf_map_lookup_elem(rows, &at);
+}
+
 // One step of the mapping search (a bpf_loop callback, verified once, like the row search).
 struct mapping_search {
   const struct stacksym_proc_mappings* pm;
@@ -283,7 +299,7 @@ static long row_search_step(__u32 index, void* arg) {
   if (lo >= hi) return 1;
   __u32 mid = lo + (hi - lo) / 2;
   __u32 idx = rs->row_start + mid;
-  const struct stacksym_unwind_row* r = bpf_map_lookup_elem(&unwind_rows, &idx);
+  const struct stacksym_unwind_row* r = lookup_row(idx);
   if (!r) {
     rs->lo = 0;  // not found
     rs->hi = 0;
@@ -305,8 +321,7 @@ static __always_inline const struct stacksym_unwind_row* find_row(const struct s
   struct row_search rs = {.lo = 0, .hi = m->row_count, .row_start = m->row_start, .rel = rel};
   bpf_loop(ROW_SEARCH_STEPS, row_search_step, &rs, 0);
   if (rs.lo == 0) return NULL;
-  __u32 idx = rs.row_start + rs.lo - 1;
-  return bpf_map_lookup_elem(&unwind_rows, &idx);
+  return lookup_row(rs.row_start + rs.lo - 1);
 }
 
 static __always_inline int read_word(__u64 addr, __u64* out) {
