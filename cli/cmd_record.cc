@@ -27,7 +27,7 @@ struct Options {
   uint32_t frequency = 99;
   std::string event = "cpu-clock";
   std::string backend = "auto";
-  std::string ringbuf_size;    // default: 8M with frame pointers, 32M with stack copies
+  std::string ringbuf_size;    // default: RecordOptions' (from the rate, CPUs and call graph)
   std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
   std::string call_graph;      // empty: the library's default (bpf where BPF runs)
   bool all = false;
@@ -218,7 +218,7 @@ int RunRecord(Options& o) {
     o.record.call_graph = call_graph->mode;
     o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
   }
-  // Empty: the library's default for the call graph (8M with frame pointers, else 32M).
+  // Empty: the library's default (a second of the largest samples, 1M to 32M).
   if (!o.ringbuf_size.empty() && !ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
     std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
                  o.ringbuf_size.c_str());
@@ -351,7 +351,8 @@ CommandRegistrar registrar(
                      "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
                      "bytes a row); past it, tables are evicted and counted");
       app.add_option("--ringbuf-size", o->ringbuf_size,
-                     "Ring buffer size (default 32M with dwarf and bpf, 8M with fp)");
+                     "Ring buffer size (default: a second of the largest samples at -F on "
+                     "every CPU, 1M to 32M)");
       app.add_option("--stackmap-size", o->record.stackmap_size,
                      "Entries of the stackmap backend's map (default 16384)");
       app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,

@@ -112,9 +112,10 @@ struct RecordOptions {
   uint64_t unwind_cache_max_bytes = uint64_t{1} << 30;
 
   // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
-  // 0: 8 MiB with frame pointers, else 32 MiB (dwarf copies the stack into every sample, bpf
-  // into a process's first ones; a 16 KiB copy per sample fills 8 MiB in a few hundred
-  // samples per CPU, and a consumer that falls behind then loses samples).
+  // 0: room for a second of the largest samples the call graph sends (dwarf copies the stack
+  // into every sample, bpf into a process's first ones) at frequency_hz on every online CPU,
+  // a power of two from 1 to 32 MiB (at 99 Hz on 2 CPUs: 4 MiB with bpf and dwarf, 1 MiB
+  // with fp). Its pages are allocated and mapped at start: 32 MiB cost about 10 ms of CPU.
   uint64_t ringbuf_size = 0;
   uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
 };

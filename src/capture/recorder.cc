@@ -224,9 +224,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
                          : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
                                                                       : CallGraph::kBpf;
   }
-  if (options.ringbuf_size == 0) {
-    options.ringbuf_size = options.call_graph == CallGraph::kFramePointers ? 8u << 20 : 32u << 20;
-  }
+  if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
   // 1. Check everything the user gave before touching the kernel.
   if (options.frequency_hz == 0 || options.frequency_hz > 100000) {
     return MakeError(ErrorCode::kInvalidArgument, "sampling frequency must be 1..100000 Hz, got " +

@@ -127,6 +127,10 @@ Result<std::unique_ptr<SampleSource>> OpenPerfSource(const SourceConfig& config,
 // Whether the BPF backend was compiled in (clang, bpftool and libbpf found at build time).
 bool BpfBackendCompiled();
 
+// RecordOptions::ringbuf_size when none is given: about a second of the run's largest samples
+// from every CPU, a power of two from 1 to 32 MiB.
+uint64_t DefaultRingbufSize(const RecordOptions& options);
+
 // Online CPU ids (from /sys/devices/system/cpu/online).
 Result<std::vector<int>> OnlineCpus();
 
