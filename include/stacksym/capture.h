@@ -120,6 +120,20 @@ struct RecordOptions {
   uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
 };
 
+// Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are
+// zero where it has none (the perf backend opens and maps per CPU, under attach and ring).
+struct RecordStartup {
+  double total_s = 0;           // all of Recorder::Create: checks, the command's fork, the backend
+  double open_s = 0;            // BPF object opened (its ELF and BTF parsed)
+  double load_s = 0;            // maps created, kernel types read, programs verified and loaded
+  double attach_s = 0;          // targets written, tracepoints, one perf event and link per CPU
+  double ring_s = 0;            // the ring buffer's reader created (its pages mapped)
+  uint64_t verified_insns = 0;  // instructions the kernel's verifier processed
+  uint64_t kernel_types_bytes = 0;  // BTF read for CO-RE: the build's cut, or the kernel's
+  uint64_t ring_bytes = 0;
+  uint32_t cpus = 0;  // CPUs with a perf event
+};
+
 // Everything the recorder counted. Nothing is dropped silently: every sample taken is either
 // in the profile or in one of the lost counters.
 struct RecordStats {
@@ -170,6 +184,7 @@ struct RecordStats {
   uint64_t bpf_tables_evicted = 0;        // tables whose rows were given to another table
   uint64_t bpf_rows_loaded = 0;           // rows written, in all
   uint64_t bpf_rows_in_use = 0;           // rows holding a table at the end
+  uint64_t bpf_rows_map_bytes = 0;        // kernel memory of the rows map: its segments created
   std::string bpf_first_load_problem;
   // bpf_unwind_verify: samples compared, samples whose chains agreed, and the differences.
   uint64_t verify_samples = 0;
@@ -181,6 +196,7 @@ struct RecordStats {
   std::vector<std::string> verify_differences;  // the first 1000
   double elapsed_s = 0;
   double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
+  RecordStartup startup;
 };
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;

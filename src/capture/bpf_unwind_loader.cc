@@ -95,6 +95,10 @@ void BpfUnwindLoader::AddCounters(SourceCounters* c) const {
   c->bpf_tables_evicted = tables_evicted_;
   c->bpf_rows_loaded = rows_loaded_;
   c->bpf_rows_in_use = space_ ? space_->used_rows() : 0;
+  c->bpf_rows_map_bytes =
+      static_cast<uint64_t>(
+          std::count_if(segment_fds_.begin(), segment_fds_.end(), [](int fd) { return fd >= 0; })) *
+      STACKSYM_ROWS_PER_SEGMENT * sizeof(stacksym_unwind_row);
   c->bpf_first_load_problem = first_problem_;
 }
 

@@ -217,6 +217,7 @@ Result<std::unique_ptr<SampleSource>> OpenBpfWithStackCopies(SourceConfig& confi
 }  // namespace
 
 Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
+  const double cpu_at_start = ProcessCpuSeconds();
   RecordOptions options = given;
   const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
   if (!call_graph_chosen) {
@@ -379,6 +380,8 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   Profile& p = rec->aggregator_->profile();
   p.period_ns = 1000000000ull / options.frequency_hz;
   p.event = CaptureEventName(rec->stats_.event);
+  rec->stats_.startup = rec->source_->Startup();
+  rec->stats_.startup.total_s = ProcessCpuSeconds() - cpu_at_start;
   return rec;
 }
 
@@ -424,6 +427,7 @@ void Recorder::RefreshStats() {
   stats_.bpf_tables_evicted = c.bpf_tables_evicted;
   stats_.bpf_rows_loaded = c.bpf_rows_loaded;
   stats_.bpf_rows_in_use = c.bpf_rows_in_use;
+  stats_.bpf_rows_map_bytes = c.bpf_rows_map_bytes;
   stats_.bpf_first_load_problem = c.bpf_first_load_problem;
   stats_.verify_samples = a.verify_samples;
   stats_.verify_agreed = a.verify_agreed;
