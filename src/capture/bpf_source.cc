@@ -257,9 +257,8 @@ class BpfSource : public SampleSource {
                              bpf_unwind_ ? (max_rows - 1) / STACKSYM_ROWS_PER_SEGMENT + 1 : 1);
     // The map of row segments takes its shape from a segment: with unwinding, the first one
     // (libbpf would create one and drop it), else one row.
-    first_rows_segment_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
-                                         sizeof(stacksym_unwind_row),
-                                         bpf_unwind_ ? STACKSYM_ROWS_PER_SEGMENT : 1, nullptr);
+    first_rows_segment_ =
+        BpfUnwindLoader::CreateSegment(bpf_unwind_ ? STACKSYM_ROWS_PER_SEGMENT : 1);
     if (first_rows_segment_ < 0) return ErrnoError(errno, "creating the unwind rows map");
     bpf_map__set_inner_map_fd(skel_->maps.unwind_rows, first_rows_segment_);
     bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);

@@ -4,6 +4,7 @@
 #include <linux/membarrier.h>
 #include <linux/types.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,8 @@
 namespace stacksym {
 namespace {
 
+constexpr size_t kSegmentBytes = size_t{STACKSYM_ROWS_PER_SEGMENT} * sizeof(stacksym_unwind_row);
+
 double MonotonicNow() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,22 +36,25 @@ double MonotonicNow() {
 
 BpfUnwindLoader::BpfUnwindLoader() = default;
 BpfUnwindLoader::~BpfUnwindLoader() {
-  for (int fd : segment_fds_) {
-    if (fd >= 0) close(fd);
+  for (const RowsSegment& segment : segments_) {
+    if (segment.rows != nullptr) munmap(segment.rows, kSegmentBytes);
+    if (segment.fd >= 0) close(segment.fd);
   }
+}
+
+int BpfUnwindLoader::CreateSegment(uint32_t rows) {
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+  return bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
+                        sizeof(stacksym_unwind_row), rows, &opts);
 }
 
 void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, int mappings_fd,
                            uint32_t max_processes, std::shared_ptr<UnwindTableCache> tables) {
   rows_fd_ = rows_fd;
-  segment_fds_.assign(
-      (uint64_t{max_rows} + STACKSYM_ROWS_PER_SEGMENT - 1) / STACKSYM_ROWS_PER_SEGMENT, -1);
-  uint32_t slot = 0;
-  if (bpf_map_update_elem(rows_fd_, &slot, &first_segment, BPF_ANY) == 0) {
-    segment_fds_[0] = first_segment;
-  } else {
-    close(first_segment);  // Segment() tries again, and says why if it fails
-  }
+  segments_.resize((uint64_t{max_rows} + STACKSYM_ROWS_PER_SEGMENT - 1) /
+                   STACKSYM_ROWS_PER_SEGMENT);
+  std::string why;
+  AddSegment(0, first_segment, &why);  // on failure Segment() tries again and says why
   space_ = std::make_unique<BpfRowSpace>(max_rows);
   mappings_fd_ = mappings_fd;
   max_processes_ = max_processes;
@@ -95,10 +101,9 @@ void BpfUnwindLoader::AddCounters(SourceCounters* c) const {
   c->bpf_tables_evicted = tables_evicted_;
   c->bpf_rows_loaded = rows_loaded_;
   c->bpf_rows_in_use = space_ ? space_->used_rows() : 0;
-  c->bpf_rows_map_bytes =
-      static_cast<uint64_t>(
-          std::count_if(segment_fds_.begin(), segment_fds_.end(), [](int fd) { return fd >= 0; })) *
-      STACKSYM_ROWS_PER_SEGMENT * sizeof(stacksym_unwind_row);
+  c->bpf_rows_map_bytes = kSegmentBytes * static_cast<uint64_t>(std::count_if(
+                                              segments_.begin(), segments_.end(),
+                                              [](const RowsSegment& s) { return s.fd >= 0; }));
   c->bpf_first_load_problem = first_problem_;
 }
 
@@ -183,48 +188,49 @@ bool BpfUnwindLoader::MakeRoom(uint32_t rows, uint32_t pid, std::string* why, ui
   return true;
 }
 
-// The segment holding row `index`, created (all rows zero) and put in its slot the first time.
-int BpfUnwindLoader::Segment(uint32_t index, std::string* why) {
-  uint32_t slot = index / STACKSYM_ROWS_PER_SEGMENT;
-  if (slot >= segment_fds_.size()) {
-    *why = "unwind row " + std::to_string(index) + " past the rows map";
-    return -1;
-  }
-  if (segment_fds_[slot] >= 0) return segment_fds_[slot];
-  int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
-                          sizeof(stacksym_unwind_row), STACKSYM_ROWS_PER_SEGMENT, nullptr);
-  if (fd < 0) {
-    *why = std::string("creating unwind rows: ") + strerror(errno);
-    return -1;
+// Puts segment `fd` in its slot of the rows map and maps its rows; closes it on failure.
+bool BpfUnwindLoader::AddSegment(uint32_t slot, int fd, std::string* why) {
+  void* rows = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (rows == MAP_FAILED) {
+    *why = std::string("mapping unwind rows: ") + strerror(errno);
+    close(fd);
+    return false;
   }
   if (bpf_map_update_elem(rows_fd_, &slot, &fd, BPF_ANY) != 0) {
     *why = std::string("adding unwind rows: ") + strerror(errno);
+    munmap(rows, kSegmentBytes);
     close(fd);
-    return -1;
+    return false;
   }
-  segment_fds_[slot] = fd;
-  return fd;
+  segments_[slot] = {fd, static_cast<UnwindRow*>(rows)};
+  return true;
 }
 
-// Rows [at, at + rows.size()), one syscall per batch within a segment (array maps take
-// batches since Linux 5.6).
+// The rows of the segment holding row `index`, created (all zero) the first time.
+UnwindRow* BpfUnwindLoader::Segment(uint32_t index, std::string* why) {
+  uint32_t slot = index / STACKSYM_ROWS_PER_SEGMENT;
+  if (slot >= segments_.size()) {
+    *why = "unwind row " + std::to_string(index) + " past the rows map";
+    return nullptr;
+  }
+  if (segments_[slot].rows != nullptr) return segments_[slot].rows;
+  int fd = CreateSegment(STACKSYM_ROWS_PER_SEGMENT);
+  if (fd < 0) {
+    *why = std::string("creating unwind rows: ") + strerror(errno);
+    return nullptr;
+  }
+  return AddSegment(slot, fd, why) ? segments_[slot].rows : nullptr;
+}
+
+// Rows [at, at + rows.size()), copied into the segments' mapped memory.
 bool BpfUnwindLoader::WriteRows(uint32_t at, std::span<const UnwindRow> rows, std::string* why) {
-  constexpr uint32_t kBatch = 8192;
-  std::vector<uint32_t> keys;
   for (size_t done = 0; done < rows.size();) {
     uint32_t index = at + static_cast<uint32_t>(done);
-    int fd = Segment(index, why);
-    if (fd < 0) return false;
+    UnwindRow* segment = Segment(index, why);
+    if (segment == nullptr) return false;
     uint32_t in_segment = index % STACKSYM_ROWS_PER_SEGMENT;
-    uint32_t n = static_cast<uint32_t>(
-        std::min<size_t>({kBatch, rows.size() - done, STACKSYM_ROWS_PER_SEGMENT - in_segment}));
-    keys.resize(n);
-    for (uint32_t i = 0; i < n; ++i) keys[i] = in_segment + i;
-    uint32_t written = n;
-    if (bpf_map_update_batch(fd, keys.data(), rows.data() + done, &written, nullptr) != 0) {
-      *why = std::string("writing unwind rows: ") + strerror(errno);
-      return false;
-    }
+    size_t n = std::min<size_t>(rows.size() - done, STACKSYM_ROWS_PER_SEGMENT - in_segment);
+    std::memcpy(segment + in_segment, rows.data() + done, n * sizeof(UnwindRow));
     done += n;
   }
   return true;
