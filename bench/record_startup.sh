@@ -9,8 +9,8 @@
 #
 #   bench/record_startup.sh [BUILD_DIR] [N]
 # Environment: HZ (default 99); BASE_STACKSYM (another stacksym binary, e.g. main's, run
-# with the default call graph as an extra row); CMD (the real command, default: python3
-# dumping JSON for about 0.2 s, or a shell loop without python3).
+# with the default call graph as an extra row); CMD (the real command, run with sh -c;
+# default: /usr/bin/python3 dumping JSON for about 0.2 s, or a shell loop without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -22,10 +22,10 @@ trap 'rm -rf "$TMP"' EXIT
 [[ -x "$STACKSYM" ]] || { echo "build stacksym first: $STACKSYM missing" >&2; exit 1; }
 command -v perf >/dev/null || { echo "perf is needed (task-clock, and the comparison)" >&2; exit 1; }
 if [[ -z "${CMD:-}" ]]; then
-  if command -v python3 >/dev/null; then
-    CMD="python3 -c 'import json; [json.dumps(list(range(300))) for _ in range(4000)]'"
+  if [[ -x /usr/bin/python3 ]]; then  # not a version manager's shim on PATH
+    CMD="/usr/bin/python3 -c 'import json; [json.dumps(list(range(300))) for _ in range(4000)]'"
   else
-    CMD="sh -c 'i=0; while [ \$i -lt 200000 ]; do i=\$((i+1)); done'"
+    CMD="i=0; while [ \$i -lt 200000 ]; do i=\$((i+1)); done"
   fi
 fi
 
@@ -41,20 +41,23 @@ fi
 add "perf record -g" "perf record -q -F $HZ -g -o $TMP/p.data --"
 add "perf record --call-graph dwarf" "perf record -q -F $HZ --call-graph dwarf -o $TMP/p.data --"
 
-# CPU milliseconds of one run of "$1 $2" (task-clock counts the children too).
+# CPU milliseconds of one run of tool $1 on command $2 (`true`, or the real command through
+# sh -c); task-clock counts the children too.
 cpu_ms() {
-  perf stat -x, -e task-clock -o "$TMP/stat" -- sh -c "$1 $2" >/dev/null 2>"$TMP/err" ||
-    { echo "failed: $1 $2" >&2; cat "$TMP/err" >&2; exit 1; }
+  local tool command
+  read -ra tool <<<"$1"
+  if [[ $2 == true ]]; then command=(true); else command=(sh -c "$CMD"); fi
+  perf stat -x, -e task-clock -o "$TMP/stat" -- "${tool[@]}" "${command[@]}" >/dev/null \
+    2>"$TMP/err" || { echo "failed: $1 ${command[*]}" >&2; cat "$TMP/err" >&2; exit 1; }
   awk -F, '/task-clock/ {print $1; exit}' "$TMP/stat"
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 for w in true real; do
-  command_line=$([[ $w == true ]] && echo true || echo "$CMD")
   for ((r = 0; r < N; ++r)); do
     for i in "${!tools[@]}"; do
       [[ $w == true && -z "${tools[$i]}" ]] && continue
-      cpu_ms "${tools[$i]}" "$command_line" >>"$TMP/$w.$i"
+      cpu_ms "${tools[$i]}" "$w" >>"$TMP/$w.$i"
     done
   done
 done
@@ -67,7 +70,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "" || b <= 0) prin
 minus() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a - b}'; }
 
 echo "$(date -u +%Y-%m-%d), $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg); -F $HZ, median of $N interleaved runs"
-echo "real command: $CMD"
+echo "real command: sh -c \"$CMD\""
 echo
 echo "| tool | \`-- true\` CPU ms | vs perf -g | real command CPU ms | profiler ms (minus bare) | vs perf -g |"
 echo "|---|---|---|---|---|---|"
@@ -77,7 +80,7 @@ for i in "${!names[@]}"; do
   t=$(med true "$i")
   real=$(med real "$i")
   if [[ -z "${tools[$i]}" ]]; then
-    echo "| ${names[$i]} | - | - | $real | - | - |"
+    printf '| %s | - | - | %.1f | - | - |\n' "${names[$i]}" "$real"
     continue
   fi
   p=$(minus "$real" "$bare")
