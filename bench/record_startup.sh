@@ -5,7 +5,8 @@
 # -F. Runs are interleaved (one of each tool per round), so that a loaded machine slows them
 # alike; the table gives the median of N and the ratio to `perf record -g`. On the real
 # command, "profiler" is the median minus the bare command's. stacksym's runs include
-# symbolizing and writing the profile; perf's do not (that is `perf report`). Needs root.
+# symbolizing and writing the profile (one row without symbolizing); perf's do not (that is
+# `perf report`). Needs root.
 #
 #   bench/record_startup.sh [BUILD_DIR] [N]
 # Environment: HZ (default 99); BASE_STACKSYM (another stacksym binary, e.g. main's, run
@@ -35,6 +36,9 @@ add "bare command" ""
 add "stacksym record (bpf)" "$STACKSYM record -q -F $HZ --call-graph bpf -o $TMP/s.folded --"
 add "stacksym record (dwarf)" "$STACKSYM record -q -F $HZ --call-graph dwarf -o $TMP/s.folded --"
 add "stacksym record (fp)" "$STACKSYM record -q -F $HZ --call-graph fp -o $TMP/s.folded --"
+# Like perf record, which leaves symbolizing to perf report.
+add "stacksym record (bpf, --no-symbolize)" \
+  "$STACKSYM record -q -F $HZ --call-graph bpf --no-symbolize -o $TMP/s.folded --"
 if [[ -n "${BASE_STACKSYM:-}" ]]; then
   add "base stacksym record (bpf)" "$BASE_STACKSYM record -q -F $HZ -o $TMP/b.folded --"
 fi

@@ -1,5 +1,5 @@
 // Where the BPF program's CO-RE relocations find the kernel's types. libbpf reads the whole
-// kernel BTF for them (/sys/kernel/btf/vmlinux, 5 MB: about 15 ms of a 25 ms start); the
+// kernel BTF for them (/sys/kernel/btf/vmlinux, 5 MB: about 10 ms of a 25 ms start); the
 // build cuts out the few types the program uses (src/capture/bpf/min_btf.sh), and on the
 // kernel it was cut from — the same build ID — libbpf reads that cut instead.
 //
