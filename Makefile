@@ -1,5 +1,7 @@
 # The two commands of the README: `make demo` (the main job) and `make test` (all tests).
-# Both install what a fresh Debian bookworm machine lacks first (scripts/setup.sh).
+# Both install what a fresh Debian bookworm machine lacks first (scripts/setup.sh): `demo` only
+# what it needs, and it builds only what it runs (target stacksym_programs: the command and
+# its HTTP module), not the tests, benches or fuzzers; `test` installs and builds the rest.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
@@ -7,12 +9,15 @@ FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all setup build demo test test-sanitize fuzz bench format clean install deb
+.PHONY: all setup setup-demo build demo test test-sanitize fuzz bench format clean install installed deb
 
 all: build
 
 setup:
 	@./scripts/setup.sh
+
+setup-demo:
+	@./scripts/setup.sh demo
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTACKSYM_WERROR=ON $(CMAKE_FLAGS)
@@ -20,7 +25,9 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# tests/install/demo_target_test.sh checks (make -n) that this builds no test target.
+demo: setup-demo $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target stacksym_programs
 	@./scripts/demo.sh $(BUILD)
 
 # scripts/ctest.sh: without the environment's DEBUGINFOD_URLS; failed tests rerun verbosely.
@@ -51,14 +58,19 @@ fuzz: setup
 bench: build
 	./bench/run.sh $(BUILD)
 
-# bin/stacksym, lib/libstacksym.so, the C header, pkg-config and CMake files, man page,
-# libexec/stacksym/llvm-symbolizer under PREFIX.
-install: build
+# bin/stacksym, lib/x86_64-linux-gnu/libstacksym.so (Debian's multiarch directory), the C
+# header, pkg-config and CMake files, man page, libexec/stacksym/llvm-symbolizer under PREFIX.
+# Only what is installed is built (not the tests).
+install: installed
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # A Debian package (CPack) in $(BUILD)/package: apt install ./$(BUILD)/package/stacksym_*.deb
-deb: build
+# (libraries under /usr/lib/x86_64-linux-gnu, as Debian lays them out).
+deb: installed
 	cd $(BUILD) && cpack -G DEB
+
+installed: setup-demo $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target stacksym_programs stacksym_capi
 
 format:
 	git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i

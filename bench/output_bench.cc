@@ -15,7 +15,7 @@ stacksym::Profile MakeProfile(size_t stacks, size_t frames) {
   std::mt19937_64 rng(42);
   std::vector<uint32_t> modules;
   for (int m = 0; m < 20; ++m) {
-    modules.push_back(p.AddModule({ProfileModuleKind::kElf,
+    modules.push_back(p.AddModule({ModuleKind::kElf,
                                    "/usr/lib/libbench" + std::to_string(m) + ".so",
                                    {uint8_t(m), 0xab, 0xcd, 0xef}}));
   }

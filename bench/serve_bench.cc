@@ -195,7 +195,7 @@ void BM_LocalSymbolizeProfile(benchmark::State& state, const Input* in) {
   double wall = 0;
   for (auto _ : state) {
     Profile p;
-    uint32_t m = p.AddModule({ProfileModuleKind::kElf, in->path, in->build_id});
+    uint32_t m = p.AddModule({ModuleKind::kElf, in->path, in->build_id});
     for (uint64_t off : in->offsets) {
       p.AddSample({1, 1, "bench", {p.InternFrame({FrameKind::kUser, m, off})}}, 1);
     }

@@ -42,7 +42,7 @@ void AppendText(uint64_t addr, const NormalizedAddress& a, const NormalizedBatch
     out->append(")\n");
     return;
   }
-  const NormalizedModule& m = batch.modules[a.module];
+  const Module& m = batch.modules[a.module];
   out->append(" ");
   out->append(ModuleKindName(m.kind));
   out->append(" ");
@@ -74,7 +74,7 @@ void AppendJson(uint64_t addr, const NormalizedAddress& a, const NormalizedBatch
     out->append("}\n");
     return;
   }
-  const NormalizedModule& m = batch.modules[a.module];
+  const Module& m = batch.modules[a.module];
   out->append(",\"kind\":\"");
   out->append(ModuleKindName(m.kind));
   out->append("\",\"path\":");

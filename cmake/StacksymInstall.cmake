@@ -1,12 +1,13 @@
 # What `cmake --install build --prefix P` (and `make install`) puts under P, and the Debian
-# package `make deb` builds from the same rules (CPack):
+# package `make deb` builds from the same rules (CPack, P = /usr). LIBDIR is
+# lib/x86_64-linux-gnu on Debian and its derivatives (cmake/StacksymInstallDirs.cmake):
 #   bin/stacksym                          the command
 #   libexec/stacksym/llvm-symbolizer      symlink to it: the llvm-symbolizer drop-in
-#   lib/libstacksym.so.N                  the C API (SONAME libstacksym.so.N)
-#   lib/stacksym/libstacksym-http.so      HTTP (cpp-httplib) for serve and --server, dlopen'ed
+#   LIBDIR/libstacksym.so.N               the C API (SONAME libstacksym.so.N)
+#   LIBDIR/stacksym/libstacksym-http.so   HTTP (cpp-httplib) for serve and --server, dlopen'ed
 #   include/stacksym/stacksym.h           its header
-#   lib/pkgconfig/stacksym.pc             relocatable pkg-config file
-#   lib/cmake/stacksym/                   find_package(stacksym) → stacksym::stacksym
+#   LIBDIR/pkgconfig/stacksym.pc          pkg-config file naming P
+#   LIBDIR/cmake/stacksym/                find_package(stacksym) → stacksym::stacksym
 #   share/man/man1/stacksym.1             man page
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -28,8 +29,28 @@ install(CODE "
   message(STATUS \"Installing: \${dir}/llvm-symbolizer -> ../../${CMAKE_INSTALL_BINDIR}/stacksym\")
 ")
 
-configure_file(${CMAKE_SOURCE_DIR}/cmake/stacksym.pc.in ${CMAKE_BINARY_DIR}/stacksym.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/stacksym.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# stacksym.pc names the prefix it is installed under, as distributions' .pc files do, so it is
+# written at install time, when CMAKE_INSTALL_PREFIX is the one `--prefix`, `make install` or
+# cpack (/usr, through DESTDIR) gives, not the tree's configured one.
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(pc_${dir} "${CMAKE_INSTALL_${dir}}")
+    set(pc_${dir}_installed "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(pc_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+    set(pc_${dir}_installed "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+install(CODE "
+  get_filename_component(pc_prefix \"\${CMAKE_INSTALL_PREFIX}\" ABSOLUTE)
+  set(pc_libdir [[${pc_LIBDIR}]])
+  set(pc_includedir [[${pc_INCLUDEDIR}]])
+  set(PROJECT_VERSION ${PROJECT_VERSION})
+  set(pc \"\$ENV{DESTDIR}${pc_LIBDIR_installed}/pkgconfig/stacksym.pc\")
+  message(STATUS \"Installing: \${pc}\")
+  configure_file(\"${CMAKE_SOURCE_DIR}/cmake/stacksym.pc.in\" \"\${pc}\" @ONLY)
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${pc}\")
+")
 
 set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/stacksym)
 install(EXPORT stacksymTargets NAMESPACE stacksym:: DESTINATION ${config_dir})
@@ -48,6 +69,10 @@ set(CPACK_PACKAGE_CONTACT "stacksym developers <stacksym@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
   "Stack capture, normalization and symbolization (CLI, C library, llvm-symbolizer drop-in)")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# Installed with CMAKE_INSTALL_PREFIX=/usr into a staging DESTDIR (not with the staging
+# directory as the prefix), so that stacksym.pc says prefix=/usr.
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX ${CPACK_PACKAGING_INSTALL_PREFIX})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_STRIP_FILES ON)  # as Debian ships binaries: debug info belongs in a -dbgsym package

@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian bookworm machine lacks to build, test and demo stacksym.
+# Installs what a fresh Debian bookworm machine lacks to build, test and demo stacksym:
+#   scripts/setup.sh        everything (make test, test-sanitize, fuzz, bench)
+#   scripts/setup.sh demo   only what `make demo` needs (a quarter of the download)
 # Idempotent and quick when everything is present: dpkg is asked first, apt only when needed.
 set -euo pipefail
 
-PACKAGES=(
+# `setup.sh demo` (make demo): what building the `stacksym` command and running the demo need
+# (its compilers, libraries and headers, clang for the BPF program and the workload, libc6-dbg
+# for the demo's DWARF), plus the test frameworks that configuring the tree asks for (small).
+DEMO_PACKAGES=(
   cmake ninja-build g++ make pkg-config
   zlib1g-dev libzstd-dev libisal-dev libiberty-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang llvm llvm-16 libclang-rt-14-dev clang-format
-  binutils elfutils dwz libc6-dbg
-  dpkg-dev
-  libbpf-dev bpftool linux-perf
+  clang binutils libc6-dbg
+  libbpf-dev bpftool
   libprotobuf-dev protobuf-compiler
-  libdebuginfod-dev libcpp-httplib-dev debuginfod
+  libdebuginfod-dev libcpp-httplib-dev
+)
+# `setup.sh` (make test and the rest): the tools the tests compare against and build fixtures
+# with, on top of the demo's.
+PACKAGES=(
+  "${DEMO_PACKAGES[@]}"
+  llvm llvm-16 libclang-rt-14-dev clang-format
+  elfutils dwz
+  dpkg-dev
+  linux-perf
+  debuginfod
   python3
 )
 # Large packages used by differential tests (librados2: libceph-common, a large C++ library
 # for the unwind-table test; librados2-dbg: its DWARF, for the index's differential test),
 # benchmarks and the flame graph browser test (chromium); wanted but not fatal.
 OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium librados2 librados2-dbg)
+if [[ ${1:-} == demo ]]; then
+  PACKAGES=("${DEMO_PACKAGES[@]}")
+  OPTIONAL_PACKAGES=()
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

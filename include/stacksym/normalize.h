@@ -10,7 +10,7 @@
 //   if (!batch) return batch.error();                    // only for meaningless arguments
 //   for (const NormalizedAddress& a : batch->addresses) {
 //     if (!a.ok()) { printf("%s\n", ReasonName(a.reason)); continue; }
-//     const NormalizedModule& m = batch->modules[a.module];
+//     const Module& m = batch->modules[a.module];
 //     printf("%s %s 0x%llx\n", m.path.c_str(), ToHex(m.build_id).c_str(), a.file_offset);
 //   }
 //
@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stacksym/module.h"
 #include "stacksym/reason.h"
 #include "stacksym/result.h"
 
@@ -51,34 +52,6 @@ std::optional<VmaSourceKind> ParseVmaSourceKind(std::string_view name);
 // ---------------------------------------------------------------------------------------------
 // Normalizer
 
-enum class ModuleKind : uint8_t {
-  kElf,        // a file-backed mapping (normally ELF; build_id_reason says when it is not)
-  kVdso,       // [vdso]; file_offset is the offset in the vDSO image
-  kAnonymous,  // heap, stack, [anon:NAME], unnamed anonymous memory (JIT code lives here)
-  kUnknown,    // other special mappings ([vvar], [uprobes], ...)
-};
-const char* ModuleKindName(ModuleKind kind);  // "elf", "vdso", "anonymous", "unknown"
-
-struct NormalizedModule {
-  ModuleKind kind = ModuleKind::kUnknown;
-  // Path as the process sees it (without " (deleted)"), or the bracketed name, or empty.
-  std::string path;
-  bool deleted = false;
-  uint64_t dev = 0;
-  uint64_t inode = 0;
-  // GNU build ID; empty when there is none, it was not asked for, or it could not be read.
-  std::vector<uint8_t> build_id;
-  // Why build_id is empty when build IDs were asked for: kNoBuildId, kFileUnavailable,
-  // kAccessDenied, kProcessGone. Unset when build_id is present or was not asked for.
-  std::optional<Reason> build_id_reason;
-  // The lowest VMA of this module seen in the batch, to open its file through
-  // /proc/PID/map_files/START-END (lowercase hex, no 0x; it opens deleted files and files of
-  // other mount namespaces too) and, for the vDSO, to read its pages from /proc/PID/mem.
-  uint64_t map_start = 0;
-  uint64_t map_end = 0;
-  uint64_t map_offset = 0;
-};
-
 inline constexpr uint32_t kNoModule = 0xffffffffu;
 
 struct NormalizedAddress {
@@ -94,7 +67,7 @@ struct NormalizedBatch {
   pid_t pid = 0;
   VmaSourceKind source = VmaSourceKind::kAuto;  // the source that served (kIoctl or kText)
   std::vector<NormalizedAddress> addresses;     // one per input address, in input order
-  std::vector<NormalizedModule> modules;        // in order of first appearance by address
+  std::vector<Module> modules;                  // in order of first appearance by address
 };
 
 struct NormalizerOptions {
@@ -158,6 +131,12 @@ class Normalizer {
   // exits during the call gives per-address Reasons (kProcessGone, kAccessDenied).
   Result<NormalizedBatch> Normalize(pid_t pid, std::span<const uint64_t> addrs);
 
+  // The executable mapping of `pid` whose file has GNU build ID `build_id` — for frames the
+  // kernel already gave as (build ID, offset) — as a module with one VMA to open it by;
+  // nullopt when none has it (or the process is gone). Build IDs are read through the same
+  // cache as Normalize's; the answer is remembered per (pid, build ID) until Invalidate(pid).
+  std::optional<Module> FindModuleByBuildId(pid_t pid, std::span<const uint8_t> build_id);
+
   // Forgets the cached VMAs of `pid` (all processes for InvalidateAll).
   void Invalidate(pid_t pid);
   void InvalidateAll();
@@ -179,5 +158,10 @@ class Normalizer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Reads the ELF image of a process's vDSO from its memory (/proc/PID/mem at the [vdso] VMA).
+// Errors: kNotFound when the process has gone, kPermission, kMalformed for a bad image.
+class ElfFile;
+Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end);
 
 }  // namespace stacksym

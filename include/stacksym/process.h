@@ -96,8 +96,4 @@ class ProcessSymbolizer {
   std::unique_ptr<ProcessSymbolizerCaches> caches_;  // across calls
 };
 
-// Reads the ELF image of a process's vDSO from its memory (/proc/PID/mem at the [vdso] VMA).
-// Errors: kNotFound when the process has gone, kPermission, kMalformed for a bad image.
-Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end);
-
 }  // namespace stacksym

@@ -1,4 +1,5 @@
-// stacksym/profile.h — a profile: deduplicated stacks of normalized frames, with counts.
+// stacksym/profile.h — a profile: deduplicated stacks of normalized frames, with counts and,
+// for a recording of where threads wait, off-CPU time.
 //
 // This is what `record` produces and every output (pprof, folded, flame graph, report)
 // consumes. User frames are normalized (module = ELF build ID + path, address = file
@@ -7,31 +8,27 @@
 // (Profile::symbols), however many stacks refer to it.
 //
 //   Profile p;
-//   uint32_t m = p.AddModule({.kind = ProfileModuleKind::kElf, .path = "/usr/bin/bash", ...});
+//   uint32_t m = p.AddModule({.kind = ModuleKind::kElf, .path = "/usr/bin/bash", ...});
 //   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x4a2f0});
 //   p.AddSample({.pid = 1, .tid = 1, .comm = "bash", .frames = {f}}, /*count=*/1);
+//   p.AddOffCpu({.pid = 1, .tid = 1, .comm = "bash", .frames = {f},
+//                .state = ThreadState::kSleeping}, /*nanoseconds=*/2'000'000);
+//   uint64_t wall = p.Value(0, SampleType::kWall);   // CPU + off-CPU time of stack 0
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "stacksym/frame.h"
+#include "stacksym/module.h"
 #include "stacksym/reason.h"
 
 namespace stacksym {
-
-enum class ProfileModuleKind : uint8_t { kElf, kVdso, kAnonymous, kKernel, kUnknown };
-
-struct ProfileModule {
-  ProfileModuleKind kind = ProfileModuleKind::kUnknown;
-  std::string path;               // file path as mapped ("[vdso]", "[kernel.kallsyms]", ...)
-  std::vector<uint8_t> build_id;  // empty when unknown
-  bool operator==(const ProfileModule&) const = default;
-};
 
 enum class FrameKind : uint8_t {
   kUser,     // address = file offset inside module
@@ -46,14 +43,37 @@ struct ProfileFrame {
   bool operator==(const ProfileFrame&) const = default;
 };
 
+// What a thread was doing when its stack was taken: running (a CPU sample), or off CPU in one of
+// the scheduler's states (an off-CPU interval, recorded when it left the CPU). Off-CPU stacks of
+// one code path in different states stay apart, so that a reader can tell sleeping from
+// waiting on I/O from being preempted.
+enum class ThreadState : uint8_t {
+  kRunning,          // on CPU (CPU samples)
+  kSleeping,         // off CPU, interruptible sleep (futex, pipe, nanosleep, poll...)
+  kUninterruptible,  // off CPU, uninterruptible sleep (disk I/O, page faults...)
+  kPreempted,        // off CPU, still runnable: preempted by another task
+  kOther,            // off CPU in another state (stopped, traced, ...)
+};
+const char* ThreadStateName(ThreadState state);  // "running", "sleeping", "uninterruptible"...
+std::optional<ThreadState> ParseThreadState(std::string_view name);
+
 struct ProfileStack {
   uint32_t pid = 0;
   uint32_t tid = 0;
   std::string comm;              // thread name
   std::vector<uint32_t> frames;  // indices into Profile::frames, leaf (innermost) first;
                                  // kernel frames come before user frames
+  ThreadState state = ThreadState::kRunning;
   bool operator==(const ProfileStack&) const = default;
 };
+
+// The values a profile's stacks carry, and the one a single-valued output (folded, the flame
+// graph, report) shows: CPU samples (a count), CPU time (samples × period), off-CPU time, or
+// wall time (CPU + off-CPU), the times in nanoseconds.
+enum class SampleType : uint8_t { kSamples, kCpu, kOffCpu, kWall };
+const char* SampleTypeName(SampleType type);  // "samples", "cpu", "off_cpu", "wall"
+const char* SampleTypeUnit(SampleType type);  // "count" or "nanoseconds"
+std::optional<SampleType> ParseSampleType(std::string_view name);
 
 // The most samples a profile holds in all, so that every count, however stacks merge, fits
 // pprof's int64 sample values. Readers refuse input beyond it.
@@ -67,20 +87,23 @@ class ElfFile;  // stacksym/elf.h
 class ModuleFiles {
  public:
   // Keeps `file` for `module` (replacing one kept before); a null file is not kept.
-  void Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file);
-  std::shared_ptr<ElfFile> Find(const ProfileModule& module) const;  // null: none kept
+  void Keep(const Module& module, std::shared_ptr<ElfFile> file);
+  std::shared_ptr<ElfFile> Find(const Module& module) const;  // null: none kept
   size_t size() const { return files_.size(); }
 
  private:
-  static std::string Key(const ProfileModule& module);
+  static std::string Key(const Module& module);
   std::unordered_map<std::string, std::shared_ptr<ElfFile>> files_;
 };
 
 struct Profile {
-  std::vector<ProfileModule> modules;
-  std::vector<ProfileFrame> frames;                  // distinct frames
-  std::vector<ProfileStack> stacks;                  // distinct stacks
-  std::vector<uint64_t> counts;                      // samples per stack, parallel to stacks
+  std::vector<Module> modules;
+  std::vector<ProfileFrame> frames;  // distinct frames
+  std::vector<ProfileStack> stacks;  // distinct stacks
+  std::vector<uint64_t> counts;      // CPU samples per stack, parallel to stacks (0: off-CPU only)
+  // Off-CPU nanoseconds per stack, parallel to stacks; empty when the recording measured no
+  // off-CPU time (has_off_cpu()).
+  std::vector<uint64_t> off_cpu_ns;
   std::vector<std::optional<FrameSymbols>> symbols;  // parallel to frames once symbolized
 
   uint64_t period_ns = 0;      // sampling period (1e9 / frequency)
@@ -90,14 +113,29 @@ struct Profile {
   std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
   ModuleFiles files;          // files the recorder kept open (SymbolizeProfile looks here first)
 
-  uint32_t AddModule(const ProfileModule& module);            // deduplicated
-  uint32_t InternFrame(const ProfileFrame& frame);            // deduplicated
+  uint32_t AddModule(const Module& module);         // deduplicated by identity; keeps the identity
+  uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
   void AddSample(const ProfileStack& stack, uint64_t count);  // aggregates equal stacks
+  // Off-CPU time of a stack (its state says which kind of wait); aggregates equal stacks.
+  void AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds);
   uint64_t total_samples() const;
+  // The recording measured off-CPU time (AddOffCpu, or off_cpu_ns filled by a reader), so the
+  // off-CPU and wall values mean something, even where they are 0.
+  bool has_off_cpu() const { return !off_cpu_ns.empty() || off_cpu_recorded; }
+  bool off_cpu_recorded = false;  // set by a recorder that measured off-CPU time
+  // Stack `stack`'s value of `type` (see SampleType).
+  uint64_t Value(size_t stack, SampleType type) const;
+  uint64_t Total(SampleType type) const;
+  // What a single-valued output shows when the user does not say: wall time for a recording
+  // of off-CPU time, else samples.
+  SampleType DefaultSampleType() const {
+    return has_off_cpu() ? SampleType::kWall : SampleType::kSamples;
+  }
 
  private:
   // Rebuilds the lookup indexes when the public vectors were filled directly.
   void RebuildIndexesIfStale();
+  uint32_t InternStack(const ProfileStack& stack);  // its index, added with no value when new
   struct FrameHash {
     size_t operator()(const ProfileFrame& f) const;
   };

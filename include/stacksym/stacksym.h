@@ -262,6 +262,7 @@ typedef enum stacksym_module_kind {
   STACKSYM_MODULE_VDSO = 1,      /* file_offset is the offset in the vDSO image */
   STACKSYM_MODULE_ANONYMOUS = 2, /* heap, stack, JIT code: offset from the mapping's start */
   STACKSYM_MODULE_UNKNOWN = 3,   /* other special mappings */
+  STACKSYM_MODULE_KERNEL = 4,    /* the kernel (not a user mapping: normalization never gives it) */
   STACKSYM_MODULE_KIND_MAX_ENUM_ = 0x7fffffff /* not a value (as for stacksym_status) */
 } stacksym_module_kind;
 

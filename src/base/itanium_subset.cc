@@ -71,6 +71,22 @@ const char* BuiltinType(char c) {
   }
 }
 
+// D <letter>: the builtin types spelt with two characters.
+const char* DBuiltinType(char c) {
+  switch (c) {
+    case 'n':
+      return "decltype(nullptr)";
+    case 'i':
+      return "char32_t";
+    case 's':
+      return "char16_t";
+    case 'u':
+      return "char8_t";
+    default:
+      return nullptr;
+  }
+}
+
 // The suffix libiberty prints after an integer literal of these types ("5ul"); others are
 // printed as a cast ("(short)5").
 const char* IntegerLiteralSuffix(char type) {
@@ -316,6 +332,14 @@ class Parser {
   }
   uint32_t Literal();
   uint32_t Type();
+  uint32_t QualifiedType();
+  uint32_t ModifiedType(char code);
+  uint32_t MemberPointerType();
+  uint32_t ArrayType();
+  uint32_t PackExpansionType();
+  uint32_t TemplateParamType();
+  uint32_t StdType();
+  uint32_t SubstitutionType(bool* candidate);
   uint32_t ValueType();
   uint32_t Qualify(const char* qualifiers, size_t count, uint32_t inner);
   uint32_t Reference(char code, uint32_t inner, bool collapse);
@@ -615,6 +639,8 @@ uint32_t Parser::ValueType() {
   return type;
 }
 
+// <type>: one production per leading character. A type built here is a substitution
+// candidate; builtin types and references to substitutions are not.
 uint32_t Parser::Type() {
   const DepthGuard nesting(type_depth_);
   if (type_depth_ > kMaxTypeDepth) return Fail();
@@ -628,113 +654,40 @@ uint32_t Parser::Type() {
   switch (c) {
     case 'r':
     case 'V':
-    case 'K': {
-      char qualifiers[kMaxQualifiers];
-      size_t count = 0;
-      while (Peek() == 'r' || Peek() == 'V' || Peek() == 'K') {
-        if (count == kMaxQualifiers) return Fail();
-        qualifiers[count++] = in_[at_++];
-      }
-      if (Peek() == 'F') return Fail();  // a member function's qualifiers: left to libiberty
-      const uint32_t inner = Type();
-      if (!ok_) return 0;
-      if (KindOf(inner) == Node::kPack) {
-        type =
-            MapPack(inner, [&](uint32_t element) { return Qualify(qualifiers, count, element); });
-      } else {
-        type = Qualify(qualifiers, count, inner);
-      }
+    case 'K':
+      type = QualifiedType();
       break;
-    }
     case 'P':
     case 'R':
-    case 'O': {
+    case 'O':
       ++at_;
-      // libiberty collapses a reference to a reference only where the inner one is a template
-      // parameter standing for one; others (which compilers do not write) are left to it.
-      const bool template_param = Peek() == 'T';
-      const uint32_t inner = Type();
-      if (!ok_) return 0;
-      if (KindOf(inner) == Node::kExpansion) return Fail();
-      if (KindOf(inner) == Node::kPack) {
-        // References collapse where the pattern's inner type is the parameter itself; over
-        // another modifier libiberty does not collapse them ("char const&&&").
-        const bool collapse = !nodes_[inner].mapped;
-        type = MapPack(inner, [&](uint32_t element) { return Modify(c, element, collapse); });
-      } else {
-        type = Modify(c, inner, template_param);
-      }
+      type = ModifiedType(c);
       break;
-    }
     case 'F':
       ++at_;
       type = FunctionType();
       break;
-    case 'M': {
-      // M <class> <member type>: "long C::*", "void (C::*)(int)".
+    case 'M':
       ++at_;
-      const uint32_t owner = ValueType();
-      if (!ok_) return 0;
-      if (!IsName(KindOf(owner))) return Fail();                           // no class
-      if (Peek() == 'K' || Peek() == 'V' || Peek() == 'r') return Fail();  // const member fns
-      const uint32_t member = ValueType();
-      if (!ok_) return 0;
-      const Node::Kind kind = KindOf(member);
-      if (kind == Node::kRef || kind == Node::kRvalueRef || kind == Node::kExpansion ||
-          kind == Node::kArray || kind == Node::kMemberPointer ||
-          (kind != Node::kFunction && !ReturnTypeInReach(member))) {
-        return Fail();
-      }
-      type = Add(Node::kMemberPointer, owner, member);
+      type = MemberPointerType();
       break;
-    }
-    case 'A': {
-      // A [<digits>] _ <element type>: "int [3]", "T []".
+    case 'A':
       ++at_;
-      std::string_view dimension;
-      if (!Eat('_') && (!Digits(&dimension) || !Eat('_'))) return Fail();
-      const uint32_t element = ValueType();
-      if (!ok_) return 0;
-      const Node::Kind kind = KindOf(element);
-      if (kind == Node::kArray || kind == Node::kExpansion || kind == Node::kMemberPointer ||
-          !ReturnTypeInReach(element)) {
-        return Fail();
-      }
-      type = Add(Node::kArray, element);
-      nodes_[type].text = dimension;
+      type = ArrayType();
       break;
-    }
     case 'D':
-      if (Peek(1) == 'n') {
+      if (const char* builtin = DBuiltinType(Peek(1))) {
         at_ += 2;
-        return Text("decltype(nullptr)");
+        return Text(builtin);
       }
-      if (Peek(1) == 'i' || Peek(1) == 's' || Peek(1) == 'u') {
-        at_ += 2;
-        const char code = in_[at_ - 1];
-        return Text(code == 'i' ? "char32_t" : code == 's' ? "char16_t" : "char8_t");
-      }
-      if (Peek(1) == 'p') {
-        at_ += 2;
-        const uint32_t pattern = Type();
-        if (!ok_) return 0;
-        // An expansion of anything but a template argument pack (a function parameter
-        // pack) is printed "pattern..." by libiberty: left to it.
-        if (KindOf(pattern) != Node::kPack) return Fail();
-        type = Add(Node::kExpansion, 0, nodes_[pattern].right);
-        break;
-      }
-      return Fail();
-    case 'T': {
-      ++at_;
-      size_t index;
-      // Only in a function template's signature, where they are its own arguments.
-      if (!SeqId(&index) || function_args_ < 0) return Fail();
-      const uint32_t list = static_cast<uint32_t>(function_args_);
-      if (index >= lists_[list] || Peek() == 'I') return Fail();
-      type = lists_[list + 1 + index];
+      if (Peek(1) != 'p') return Fail();
+      at_ += 2;
+      type = PackExpansionType();
       break;
-    }
+    case 'T':
+      ++at_;
+      type = TemplateParamType();
+      break;
     case 'N': {
       NameEnd end;
       std::string_view member_qualifiers;
@@ -745,29 +698,13 @@ uint32_t Parser::Type() {
     case 'S': {
       if (Peek(1) == 't') {
         at_ += 2;
-        std::string_view identifier;
-        uint32_t name = SourceName(&identifier);
-        if (!ok_) return 0;
-        name = AbiTags(name);
-        type = Add(Node::kNested, Text("std"), name);
-        if (ok_ && Peek() == 'I') type = CandidateWithArgs(type);
+        type = StdType();
         break;
       }
       ++at_;
-      std::string_view ignored;
-      const bool standard = Peek() >= 'a' && Peek() <= 'z';
-      const uint32_t replaced = Substitution(false, &ignored);
-      if (!ok_) return 0;
-      if (Peek() != 'I') {
-        // A substitution is not a candidate again. One standing for an expansion is printed
-        // otherwise by libiberty.
-        if (KindOf(replaced) == Node::kExpansion) return Fail();
-        from_substitution_ = !standard;
-        return replaced;
-      }
-      if (!IsName(KindOf(replaced))) return Fail();
-      const uint32_t args = TemplateArgs();
-      type = Add(Node::kTemplate, replaced, args);
+      bool candidate = true;
+      type = SubstitutionType(&candidate);
+      if (!candidate) return type;
       break;
     }
     default: {
@@ -783,6 +720,124 @@ uint32_t Parser::Type() {
   substitutions_.push_back(type);
   from_substitution_ = false;
   return type;
+}
+
+// <CV-qualifiers> <type>, over each element of a pack.
+uint32_t Parser::QualifiedType() {
+  char qualifiers[kMaxQualifiers];
+  size_t count = 0;
+  while (Peek() == 'r' || Peek() == 'V' || Peek() == 'K') {
+    if (count == kMaxQualifiers) return Fail();
+    qualifiers[count++] = in_[at_++];
+  }
+  if (Peek() == 'F') return Fail();  // a member function's qualifiers: left to libiberty
+  const uint32_t inner = Type();
+  if (!ok_) return 0;
+  if (KindOf(inner) == Node::kPack) {
+    return MapPack(inner, [&](uint32_t element) { return Qualify(qualifiers, count, element); });
+  }
+  return Qualify(qualifiers, count, inner);
+}
+
+// P, R or O <type> (code): a pointer, reference or rvalue reference, over each element of a
+// pack.
+uint32_t Parser::ModifiedType(char code) {
+  // libiberty collapses a reference to a reference only where the inner one is a template
+  // parameter standing for one; others (which compilers do not write) are left to it.
+  const bool template_param = Peek() == 'T';
+  const uint32_t inner = Type();
+  if (!ok_) return 0;
+  if (KindOf(inner) == Node::kExpansion) return Fail();
+  if (KindOf(inner) == Node::kPack) {
+    // References collapse where the pattern's inner type is the parameter itself; over
+    // another modifier libiberty does not collapse them ("char const&&&").
+    const bool collapse = !nodes_[inner].mapped;
+    return MapPack(inner, [&](uint32_t element) { return Modify(code, element, collapse); });
+  }
+  return Modify(code, inner, template_param);
+}
+
+// M <class> <member type>: "long C::*", "void (C::*)(int)".
+uint32_t Parser::MemberPointerType() {
+  const uint32_t owner = ValueType();
+  if (!ok_) return 0;
+  if (!IsName(KindOf(owner))) return Fail();                           // no class
+  if (Peek() == 'K' || Peek() == 'V' || Peek() == 'r') return Fail();  // const member fns
+  const uint32_t member = ValueType();
+  if (!ok_) return 0;
+  const Node::Kind kind = KindOf(member);
+  if (kind == Node::kRef || kind == Node::kRvalueRef || kind == Node::kExpansion ||
+      kind == Node::kArray || kind == Node::kMemberPointer ||
+      (kind != Node::kFunction && !ReturnTypeInReach(member))) {
+    return Fail();
+  }
+  return Add(Node::kMemberPointer, owner, member);
+}
+
+// A [<digits>] _ <element type>: "int [3]", "T []".
+uint32_t Parser::ArrayType() {
+  std::string_view dimension;
+  if (!Eat('_') && (!Digits(&dimension) || !Eat('_'))) return Fail();
+  const uint32_t element = ValueType();
+  if (!ok_) return 0;
+  const Node::Kind kind = KindOf(element);
+  if (kind == Node::kArray || kind == Node::kExpansion || kind == Node::kMemberPointer ||
+      !ReturnTypeInReach(element)) {
+    return Fail();
+  }
+  const uint32_t type = Add(Node::kArray, element);
+  nodes_[type].text = dimension;
+  return type;
+}
+
+// Dp <pattern>: the expansion of a template argument pack.
+uint32_t Parser::PackExpansionType() {
+  const uint32_t pattern = Type();
+  if (!ok_) return 0;
+  // An expansion of anything but a template argument pack (a function parameter pack) is
+  // printed "pattern..." by libiberty: left to it.
+  if (KindOf(pattern) != Node::kPack) return Fail();
+  return Add(Node::kExpansion, 0, nodes_[pattern].right);
+}
+
+// T [<number>] _: a template parameter, only in a function template's signature, where the
+// parameters are its own arguments.
+uint32_t Parser::TemplateParamType() {
+  size_t index;
+  if (!SeqId(&index) || function_args_ < 0) return Fail();
+  const uint32_t list = static_cast<uint32_t>(function_args_);
+  if (index >= lists_[list] || Peek() == 'I') return Fail();
+  return lists_[list + 1 + index];
+}
+
+// St <source name> [<template args>]: a name in std::.
+uint32_t Parser::StdType() {
+  std::string_view identifier;
+  uint32_t name = SourceName(&identifier);
+  if (!ok_) return 0;
+  name = AbiTags(name);
+  const uint32_t type = Add(Node::kNested, Text("std"), name);
+  if (ok_ && Peek() == 'I') return CandidateWithArgs(type);
+  return type;
+}
+
+// S <seq-id> _ or S <abbreviation>, with template arguments or without. A substitution is not
+// a candidate again (*candidate false); with arguments, the template is.
+uint32_t Parser::SubstitutionType(bool* candidate) {
+  std::string_view ignored;
+  const bool standard = Peek() >= 'a' && Peek() <= 'z';
+  const uint32_t replaced = Substitution(false, &ignored);
+  if (!ok_) return 0;
+  if (Peek() != 'I') {
+    // One standing for an expansion is printed otherwise by libiberty.
+    if (KindOf(replaced) == Node::kExpansion) return Fail();
+    from_substitution_ = !standard;
+    *candidate = false;
+    return replaced;
+  }
+  if (!IsName(KindOf(replaced))) return Fail();
+  const uint32_t args = TemplateArgs();
+  return Add(Node::kTemplate, replaced, args);
 }
 
 uint32_t Parser::UnqualifiedName(NameEnd* end) {

@@ -41,6 +41,8 @@ stacksym_module_kind ToC(stacksym::ModuleKind kind) {
       return STACKSYM_MODULE_VDSO;
     case stacksym::ModuleKind::kAnonymous:
       return STACKSYM_MODULE_ANONYMOUS;
+    case stacksym::ModuleKind::kKernel:
+      return STACKSYM_MODULE_KERNEL;
     case stacksym::ModuleKind::kUnknown:
       break;
   }
@@ -52,7 +54,7 @@ stacksym_normalized* MakeView(stacksym::NormalizedBatch batch) {
   storage->owned = new Owned;
   Owned* owned = storage->owned;
   owned->batch = std::move(batch);
-  for (const stacksym::NormalizedModule& m : owned->batch.modules) {
+  for (const stacksym::Module& m : owned->batch.modules) {
     stacksym_module c{};
     c.kind = ToC(m.kind);
     c.path = m.path.c_str();

@@ -7,24 +7,9 @@
 #include <cstring>
 #include <utility>
 
-namespace stacksym {
+#include "normalize/process_files.h"
 
-// The vDSO is the same image in every process of this kernel: our own copy serves for
-// symbolizing theirs.
-std::shared_ptr<ElfFile> OpenOwnVdso() {
-  auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
-  if (base == nullptr) return nullptr;
-  // The image ends with its section headers: e_shoff + e_shnum * e_shentsize (ELF64).
-  uint64_t shoff;
-  uint16_t shentsize, shnum;
-  std::memcpy(&shoff, base + 0x28, 8);
-  std::memcpy(&shentsize, base + 0x3a, 2);
-  std::memcpy(&shnum, base + 0x3c, 2);
-  uint64_t size = shoff + uint64_t{shentsize} * shnum;
-  if (size == 0 || size > (1u << 20)) return nullptr;
-  auto elf = ElfFile::FromBytes(std::span<const uint8_t>(base, size), "[vdso]");
-  return elf ? *elf : nullptr;
-}
+namespace stacksym {
 
 namespace {
 
@@ -35,7 +20,7 @@ inline uint64_t CallerAddress(uint64_t return_address) {
   return return_address == 0 ? 0 : return_address - 1;
 }
 
-std::string ModuleKey(ProfileModuleKind kind, const std::string& path,
+std::string ModuleKey(ModuleKind kind, const std::string& path,
                       const std::vector<uint8_t>& build_id) {
   std::string key;
   key.reserve(path.size() + build_id.size() + 2);
@@ -46,74 +31,50 @@ std::string ModuleKey(ProfileModuleKind kind, const std::string& path,
   return key;
 }
 
-ProfileModuleKind ToProfileKind(UserModuleKind kind) {
-  switch (kind) {
-    case UserModuleKind::kElf:
-      return ProfileModuleKind::kElf;
-    case UserModuleKind::kVdso:
-      return ProfileModuleKind::kVdso;
-    case UserModuleKind::kAnonymous:
-      return ProfileModuleKind::kAnonymous;
-    case UserModuleKind::kUnknown:
-      break;
-  }
-  return ProfileModuleKind::kUnknown;
-}
-
-std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const UserModule& m) {
-  if (m.kind == UserModuleKind::kVdso) return OpenOwnVdso();
-  if (m.kind != UserModuleKind::kElf) return nullptr;
-  // map_files reaches the very file mapped (deleted, replaced or in another mount
-  // namespace); the path is the fallback when map_files is not readable.
-  std::vector<std::string> candidates;
-  if (m.map_end > m.map_start) {
-    candidates.push_back(UserStackNormalizer::MapFilesPath(pid, m.map_start, m.map_end));
-  }
-  candidates.push_back("/proc/" + std::to_string(pid) + "/root" + m.path);
-  candidates.push_back(m.path);
-  for (const std::string& path : candidates) {
-    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
-    if (!elf) continue;
-    auto id = (*elf)->build_id();
-    if (!m.build_id.empty() &&
-        !std::equal(id.begin(), id.end(), m.build_id.begin(), m.build_id.end())) {
-      continue;  // a different file now lives at this path
-    }
-    return *elf;
-  }
-  return nullptr;
+// The module's file, opened the one way (normalize/process_files.h); null when it cannot be had.
+std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const Module& m) {
+  Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(pid, m);
+  return elf ? *elf : nullptr;
 }
 
 }  // namespace
 
+// The recorder's normalizer: samples are read a little after they were taken, and the same
+// processes come back sample after sample.
+NormalizerOptions RecorderNormalizerOptions() {
+  NormalizerOptions o;
+  o.build_ids = true;
+  o.cache_vmas = true;  // per-process VMA cache: repeated stacks cost no /proc reads
+  o.vma_cache_processes = 256;
+  o.past_addresses = true;  // samples of processes that exited since still resolve
+  return o;
+}
+
 SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables)
-    : unwinder_(
-          &normalizer_, [this](pid_t pid, const UserModule& m) { return ModuleFile(pid, m); },
+    : normalizer_(RecorderNormalizerOptions()),
+      unwinder_(
+          &normalizer_, [this](pid_t pid, const Module& m) { return ModuleFile(pid, m); },
           std::move(unwind_tables)) {}
 
-std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const UserModule& m) {
-  if (std::shared_ptr<ElfFile> kept =
-          profile_.files.Find({ToProfileKind(m.kind), m.path, m.build_id})) {
-    return kept;
-  }
-  std::string key = ModuleKey(ToProfileKind(m.kind), m.path, m.build_id);
+std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const Module& m) {
+  if (std::shared_ptr<ElfFile> kept = profile_.files.Find(m)) return kept;
+  std::string key = ModuleKey(m.kind, m.path, m.build_id);
   auto [it, inserted] = unwind_files_.try_emplace(std::move(key));
   if (inserted || !it->second) it->second = OpenModuleFile(pid, m);
   return it->second;
 }
 
-uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
-  ProfileModuleKind kind = ToProfileKind(m.kind);
-  std::string key = ModuleKey(kind, m.path, m.build_id);
+uint32_t SampleAggregator::InternModule(pid_t pid, const Module& m) {
+  std::string key = ModuleKey(m.kind, m.path, m.build_id);
   if (auto it = module_index_.find(key); it != module_index_.end()) {
     uint32_t index = it->second;
-    if (m.kind == UserModuleKind::kElf && !profile_.files.Find(profile_.modules[index])) {
+    if (m.kind == ModuleKind::kElf && !profile_.files.Find(profile_.modules[index])) {
       // Retry: the last open may have failed.
       profile_.files.Keep(profile_.modules[index], OpenModuleFile(pid, m));
     }
     return index;
   }
-  uint32_t index = profile_.AddModule({kind, m.path, m.build_id});
+  uint32_t index = profile_.AddModule(m);
   if (auto opened = unwind_files_.find(key); opened != unwind_files_.end() && opened->second) {
     profile_.files.Keep(profile_.modules[index], std::move(opened->second));
     unwind_files_.erase(opened);
@@ -126,23 +87,34 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const UserModule& m) {
 
 uint32_t SampleAggregator::KernelModule() {
   if (kernel_module_ == UINT32_MAX) {
-    kernel_module_ = profile_.AddModule({ProfileModuleKind::kKernel, "[kernel.kallsyms]", {}});
+    kernel_module_ = profile_.AddModule({ModuleKind::kKernel, "[kernel.kallsyms]", {}});
   }
   return kernel_module_;
+}
+
+const NormalizedBatch& SampleAggregator::Normalize(pid_t pid) {
+  batch_.addresses.clear();
+  batch_.modules.clear();
+  if (addrs_.empty()) return batch_;
+  // Errors only for meaningless pids: then every frame stays raw.
+  if (Result<NormalizedBatch> batch = normalizer_.Normalize(pid, addrs_); batch) {
+    batch_ = std::move(*batch);
+  }
+  return batch_;
 }
 
 void SampleAggregator::AppendUserFrames(const RawSample& s, std::span<const uint64_t> ips,
                                         std::vector<uint32_t>* frames) {
   addrs_.assign(ips.begin(), ips.end());
   for (size_t i = 1; i < addrs_.size(); ++i) addrs_[i] = CallerAddress(addrs_[i]);
-  normalizer_.Normalize(static_cast<pid_t>(s.pid), addrs_, &user_frames_, &user_modules_);
-  std::vector<uint32_t> module_map(user_modules_.size(), UINT32_MAX);
+  const NormalizedBatch& batch = Normalize(static_cast<pid_t>(s.pid));
+  std::vector<uint32_t> module_map(batch.modules.size(), UINT32_MAX);
   for (size_t i = 0; i < addrs_.size(); ++i) {
-    const UserFrame& f = user_frames_[i];
     ProfileFrame pf;
-    if (f.ok && f.module < user_modules_.size()) {
+    if (i < batch.addresses.size() && batch.addresses[i].ok()) {
+      const NormalizedAddress& f = batch.addresses[i];
       uint32_t& m = module_map[f.module];
-      if (m == UINT32_MAX) m = InternModule(static_cast<pid_t>(s.pid), user_modules_[f.module]);
+      if (m == UINT32_MAX) m = InternModule(static_cast<pid_t>(s.pid), batch.modules[f.module]);
       pf = {FrameKind::kUser, m, f.file_offset};
     } else {
       ++counters_.frames_not_normalized;
@@ -161,9 +133,7 @@ void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint3
       addrs_.push_back(i == 0 ? f.offset_or_ip : CallerAddress(f.offset_or_ip));
     }
   }
-  if (!addrs_.empty()) {
-    normalizer_.Normalize(static_cast<pid_t>(s.pid), addrs_, &user_frames_, &user_modules_);
-  }
+  const NormalizedBatch& batch = Normalize(static_cast<pid_t>(s.pid));
   size_t next_fallback = 0;
   for (size_t i = 0; i < s.user_build_id_frames.size(); ++i) {
     const BuildIdFrame& f = s.user_build_id_frames[i];
@@ -178,22 +148,21 @@ void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint3
       size_t len = sizeof(f.build_id);
       while (len > 0 && f.build_id[len - 1] == 0) --len;
       std::span<const uint8_t> id(f.build_id, len);
-      std::optional<UserModule> module =
-          normalizer_.FindModuleByBuildId(static_cast<pid_t>(s.pid), id);
-      UserModule m;
+      std::optional<Module> module = normalizer_.FindModuleByBuildId(static_cast<pid_t>(s.pid), id);
+      Module m;
       if (module) {
-        m = *module;
+        m = std::move(*module);
       } else {
-        m.kind = UserModuleKind::kElf;
+        m.kind = ModuleKind::kElf;
         m.build_id.assign(id.begin(), id.end());
       }
       pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), m), offset};
     } else {
       ++counters_.build_id_fallbacks;
       size_t k = next_fallback++;
-      const UserFrame& uf = user_frames_[k];
-      if (uf.ok && uf.module < user_modules_.size()) {
-        pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), user_modules_[uf.module]),
+      if (k < batch.addresses.size() && batch.addresses[k].ok()) {
+        const NormalizedAddress& uf = batch.addresses[k];
+        pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), batch.modules[uf.module]),
               uf.file_offset};
       } else {
         ++counters_.frames_not_normalized;
@@ -262,7 +231,7 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
 
 void SampleAggregator::Add(const RawSample& s) {
   if (s.exec) {
-    normalizer_.Forget(static_cast<pid_t>(s.pid));
+    normalizer_.Invalidate(static_cast<pid_t>(s.pid));
     unwinder_.Forget(static_cast<pid_t>(s.pid));
     return;
   }

@@ -12,15 +12,12 @@
 #include <vector>
 
 #include "capture/sample_source.h"
-#include "capture/user_normalizer.h"
 #include "capture/user_stack_unwinder.h"
 #include "stacksym/elf.h"
+#include "stacksym/normalize.h"
 #include "stacksym/profile.h"
 
 namespace stacksym {
-
-// The vDSO image of this process: the same in every process of this kernel.
-std::shared_ptr<ElfFile> OpenOwnVdso();
 
 struct AggregatorCounters {
   uint64_t aggregated = 0;  // samples (with counts) added to the profile
@@ -56,18 +53,20 @@ class SampleAggregator {
   const std::vector<std::string>& verify_differences() const { return verify_differences_; }
 
  private:
-  uint32_t InternModule(pid_t pid, const UserModule& module);
+  uint32_t InternModule(pid_t pid, const Module& module);
+  // addrs_ of process `pid` normalized (every frame raw when the pid is meaningless).
+  const NormalizedBatch& Normalize(pid_t pid);
   uint32_t KernelModule();
   void Verify(const RawSample& s, UnwindEnd end);
   void AppendUserFrames(const RawSample& s, std::span<const uint64_t> ips,
                         std::vector<uint32_t>* frames);
-  std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const UserModule& module);
+  std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const Module& module);
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
 
   Profile profile_;
   std::unordered_map<std::string, uint32_t> module_index_;  // kind|path|build ID → index
   uint32_t kernel_module_ = UINT32_MAX;
-  UserStackNormalizer normalizer_;
+  Normalizer normalizer_;
   // Files opened to unwind through modules that no frame has named yet (InternModule takes
   // them over).
   std::unordered_map<std::string, std::shared_ptr<ElfFile>> unwind_files_;
@@ -76,8 +75,7 @@ class SampleAggregator {
   AggregatorCounters counters_;
   std::vector<std::string> verify_differences_;
   // Reused buffers.
-  std::vector<UserFrame> user_frames_;
-  std::vector<UserModule> user_modules_;
+  NormalizedBatch batch_;
   std::vector<uint64_t> addrs_;
   ProfileStack stack_;
 };

@@ -15,7 +15,8 @@
 #include <cstring>
 #include <optional>
 
-#include "capture/aggregator.h"
+#include "normalize/process_files.h"
+#include "normalize/vma_sources.h"
 
 // clang-format off
 #include "bpf/sample_event.h"
@@ -269,59 +270,67 @@ BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
   return &tables_.emplace(*key, lt).first->second;
 }
 
+// The ELF file behind an executable VMA of `pid`, opened the one way (process_files.h); the
+// vDSO from our own image (every process of this kernel maps the same one).
+std::shared_ptr<ElfFile> BpfUnwindLoader::FileOf(uint32_t pid, const Vma& vma) {
+  if (vma.name == "[vdso]") {
+    if (!vdso_) vdso_ = OpenOwnVdso();
+    return vdso_;
+  }
+  if (!vma.file_backed() || vma.name.empty() || vma.name.front() != '/') return nullptr;
+  Module module{ModuleKind::kElf, std::string(vma.name), {}};
+  module.deleted = vma.deleted;
+  module.dev = vma.dev;
+  module.inode = vma.inode;
+  module.map_start = vma.start;
+  module.map_end = vma.end;
+  module.map_offset = vma.offset;
+  Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(static_cast<pid_t>(pid), module);
+  return elf ? *elf : nullptr;
+}
+
 void BpfUnwindLoader::Load(uint32_t pid) {
-  std::string maps_path = "/proc/" + std::to_string(pid) + "/maps";
-  FILE* f = fopen(maps_path.c_str(), "re");
-  if (f == nullptr) return;  // gone: nothing to count
+  VmaSourceOptions vma_options;
+  vma_options.executable_only = true;
+  Result<std::unique_ptr<VmaSource>> source =
+      OpenVmaSource(static_cast<pid_t>(pid), VmaSourceKind::kAuto, vma_options);
+  if (!source) return;  // gone: nothing to count
   auto value = std::make_unique<stacksym_proc_mappings>();
   std::memset(value.get(), 0, sizeof(*value));
   std::vector<std::string> keys;  // tables this load holds a use of
-  char line[4096];
   std::string why;
   ++clock_;
-  while (fgets(line, sizeof(line), f) != nullptr) {
-    unsigned long long start, end, offset, inode;
-    char perms[8], dev[32];
-    int path_at = 0;
-    if (sscanf(line, "%llx-%llx %7s %llx %31s %llu %n", &start, &end, perms, &offset, dev, &inode,
-               &path_at) < 6) {
-      continue;
-    }
-    if (perms[2] != 'x') continue;
-    std::string path = path_at > 0 ? line + path_at : "";
-    while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+  Vma vma;
+  for (uint64_t addr = 0;;) {
+    Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
+    if (!found || !*found || vma.end <= addr) break;
+    addr = vma.end;
+    if ((vma.perms & kVmaExec) == 0) continue;
     if (value->count >= STACKSYM_MAX_PROC_MAPPINGS) {
       why = "more than " + std::to_string(STACKSYM_MAX_PROC_MAPPINGS) + " executable mappings";
       break;
     }
     stacksym_mapping& m = value->m[value->count++];
-    m.start = start;
-    m.end = end;
-    Result<std::shared_ptr<ElfFile>> elf = MakeError(ErrorCode::kNotFound, "no file");
-    if (path == "[vdso]") {
-      if (!vdso_) vdso_ = OpenOwnVdso();
-      if (vdso_) elf = vdso_;
-    } else if (inode != 0 && !path.empty() && path[0] == '/') {
-      char map_file[96];
-      snprintf(map_file, sizeof(map_file), "/proc/%u/map_files/%llx-%llx", pid, start, end);
-      elf = ElfFile::Open(map_file);
-    }
+    m.start = vma.start;
+    m.end = vma.end;
+    std::shared_ptr<ElfFile> elf = FileOf(pid, vma);
     if (!elf) continue;  // anonymous, not ELF, or unreadable: frame pointers
-    std::optional<uint64_t> vaddr = (*elf)->FileOffsetToVaddr(offset);
+    std::optional<uint64_t> vaddr = elf->FileOffsetToVaddr(vma.offset);
     if (!vaddr) continue;
     std::string key;
-    LoadedTable* t = Table(**elf, path + ":" + dev + ":" + std::to_string(inode), pid, &key, &why);
+    std::string file_key =
+        std::string(vma.name) + ":" + std::to_string(vma.dev) + ":" + std::to_string(vma.inode);
+    LoadedTable* t = Table(*elf, file_key, pid, &key, &why);
     if (t == nullptr) break;
     ++t->users;  // held from here, so that loading the next table cannot evict it
     t->last_use = clock_;
     keys.push_back(std::move(key));
-    uint64_t bias = start - *vaddr;
+    uint64_t bias = vma.start - *vaddr;
     m.table_base = bias + t->base_pc;
     m.row_start = t->row_start;
     m.row_count = t->row_count;
     m.table_end = t->table_end;
   }
-  fclose(f);
   if (why.empty() && !loaded_.contains(pid) && loaded_.size() >= max_processes_ &&
       !EvictProcess(pid)) {
     why = "more than " + std::to_string(max_processes_) + " processes";

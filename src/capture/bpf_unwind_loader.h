@@ -29,6 +29,7 @@
 
 #include "capture/bpf_row_space.h"
 #include "capture/sample_source.h"
+#include "normalize/vma_sources.h"
 #include "stacksym/elf.h"
 #include "stacksym/unwind.h"
 
@@ -97,6 +98,7 @@ class BpfUnwindLoader {
   std::shared_ptr<UnwindTableCache> table_cache_;
   std::unordered_map<std::string, LoadedTable> tables_;
   std::unordered_map<uint32_t, LoadedProcess> loaded_;
+  std::shared_ptr<ElfFile> FileOf(uint32_t pid, const Vma& vma);
   std::shared_ptr<ElfFile> vdso_;
   std::unordered_map<uint32_t, double> attempts_;  // pid → last load attempt
   std::set<uint32_t> failed_;

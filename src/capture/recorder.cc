@@ -196,7 +196,6 @@ Recorder::~Recorder() {
 
 Profile& Recorder::profile() { return aggregator_->profile(); }
 
-
 namespace {
 
 // The default call graph when the unwinding program cannot be loaded (a kernel without
@@ -214,19 +213,20 @@ Result<std::unique_ptr<SampleSource>> OpenBpfWithStackCopies(SourceConfig& confi
   return source;
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
-  const double cpu_at_start = ProcessCpuSeconds();
-  RecordOptions options = given;
-  const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
-  if (!call_graph_chosen) {
+// What the options leave to the recorder: the call graph the backend walks best (in BPF by
+// default, stack copies on perf, frame pointers in the stack map) and a ring buffer sized
+// for what each sample carries.
+void FillDefaults(RecordOptions& options) {
+  if (options.call_graph == CallGraph::kAuto) {
     options.call_graph = options.backend == CaptureBackend::kStackMap ? CallGraph::kFramePointers
                          : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
                                                                       : CallGraph::kBpf;
   }
   if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
-  // 1. Check everything the user gave before touching the kernel.
+}
+
+// The sampling settings and whether the backend can walk the call graph asked for.
+Result<void> CheckSampling(const RecordOptions& options) {
   if (options.frequency_hz == 0 || options.frequency_hz > 100000) {
     return MakeError(ErrorCode::kInvalidArgument, "sampling frequency must be 1..100000 Hz, got " +
                                                       std::to_string(options.frequency_hz));
@@ -260,6 +260,12 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
       (options.stackmap_size == 0 || options.stackmap_size > (1u << 24))) {
     return MakeError(ErrorCode::kInvalidArgument, "stack map size must be 1 .. 16M entries");
   }
+  return {};
+}
+
+// A command or -p/--tid targets, each of which exists (the command on PATH), so that a typo
+// is reported before anything is attached.
+Result<void> CheckTargets(const RecordOptions& options) {
   if (!options.command.empty() && (!options.pids.empty() || !options.tids.empty())) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "give either a command or -p/--tid targets, not both");
@@ -277,9 +283,12 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   if (!options.command.empty() && !CommandFindable(options.command[0])) {
     return MakeError(ErrorCode::kNotFound, "command not found: " + options.command[0]);
   }
+  return {};
+}
 
-  std::unique_ptr<Recorder> rec(new Recorder());
-  rec->options_ = options;
+// The backends' configuration before any kernel object exists: the options, the unwind
+// tables they share, the -p/--tid targets and the event asked for.
+SourceConfig BaseConfig(const RecordOptions& options) {
   SourceConfig config;
   config.options = options;
   UnwindTableCacheOptions table_options;
@@ -288,34 +297,126 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   config.unwind_tables = std::make_shared<UnwindTableCache>(table_options);
   config.tgids = options.pids;
   config.tids = options.tids;
-  int cgroup_fd = -1;
-  if (!options.cgroup_path.empty()) {
-    cgroup_fd = open(options.cgroup_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cgroup_fd < 0) {
-      return ErrnoError(errno, "cgroup " + options.cgroup_path);
-    }
-    struct stat st;
-    fstat(cgroup_fd, &st);
-    config.filter_cgroup = true;
-    config.cgroup_id = st.st_ino;  // cgroup v2: the id bpf_get_current_cgroup_id returns
-    config.cgroup_fd = cgroup_fd;
-  }
-
-  // 2. The event: cycles needs a PMU.
   config.event = options.event;
-  if (options.event == CaptureEvent::kCycles) {
-    Result<std::vector<int>> cpus = OnlineCpus();
-    if (!cpus) return cpus.error();
-    if (!CyclesAvailable(cpus->front())) {
-      rec->notes_.push_back(
-          "hardware cycles event unavailable (no PMU here); sampling "
-          "cpu-clock instead");
-      config.event = CaptureEvent::kCpuClock;
-    }
-  }
+  return config;
+}
 
-  // 3. The command, stopped before exec, so that its pid is a target from its first
-  // instruction.
+// Opens the --cgroup directory: the BPF program filters on its id, perf events are opened
+// on the directory. The caller closes the descriptor.
+Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
+  int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "cgroup " + path);
+  struct stat st;
+  fstat(fd, &st);
+  config.filter_cgroup = true;
+  config.cgroup_id = st.st_ino;  // cgroup v2: the id bpf_get_current_cgroup_id returns
+  config.cgroup_fd = fd;
+  return fd;
+}
+
+// The cycles event needs a PMU; without one, cpu-clock, said in a note.
+Result<void> ChooseEvent(SourceConfig& config, std::vector<std::string>* notes) {
+  if (config.event != CaptureEvent::kCycles) return {};
+  Result<std::vector<int>> cpus = OnlineCpus();
+  if (!cpus) return cpus.error();
+  if (!CyclesAvailable(cpus->front())) {
+    notes->push_back(
+        "hardware cycles event unavailable (no PMU here); sampling "
+        "cpu-clock instead");
+    config.event = CaptureEvent::kCpuClock;
+  }
+  return {};
+}
+
+// The BPF backend, else stack copies in BPF when the default call graph cannot be walked
+// there, else perf_event_open with stack copies; each step down said in a note.
+Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool call_graph_chosen,
+                                                     std::vector<std::string>* notes) {
+  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, /*stackmap=*/false, notes);
+  if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
+    source = OpenBpfWithStackCopies(config, source.error(), notes);
+  }
+  if (source) return source;
+  notes->push_back("BPF backend unavailable (" + source.error().ToString() +
+                   "); using perf_event_open");
+  if (config.options.call_graph == CallGraph::kBpf) {
+    notes->push_back(call_graph_chosen ? "--call-graph bpf needs BPF: using stack copies (dwarf)"
+                                       : "user stacks: from stack copies (dwarf)");
+    config.options.call_graph = CallGraph::kDwarf;
+  }
+  return OpenPerfSource(config, notes);
+}
+
+// The backend asked for; a fallback changes config.options.call_graph to the one it walks.
+Result<std::unique_ptr<SampleSource>> OpenBackend(SourceConfig& config, bool call_graph_chosen,
+                                                  std::vector<std::string>* notes) {
+  Result<std::unique_ptr<SampleSource>> source =
+      MakeError(ErrorCode::kInternal, "no backend tried");
+  switch (config.options.backend) {
+    case CaptureBackend::kAuto:
+      source = OpenAnyBackend(config, call_graph_chosen, notes);
+      break;
+    case CaptureBackend::kBpf:
+      source = OpenBpfSource(config, false, notes);
+      if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
+        source = OpenBpfWithStackCopies(config, source.error(), notes);
+      }
+      break;
+    case CaptureBackend::kStackMap:
+      source = OpenBpfSource(config, true, notes);
+      break;
+    case CaptureBackend::kPerf:
+      source = OpenPerfSource(config, notes);
+      break;
+  }
+  return source;
+}
+
+// --kernel-build-ids only changes what the BPF backend walking frame pointers records.
+void NoteKernelBuildIds(const RecordOptions& options, CaptureBackend backend,
+                        std::vector<std::string>* notes) {
+  if (!options.kernel_build_ids) return;
+  if (options.call_graph != CallGraph::kFramePointers) {
+    notes->push_back(
+        "--kernel-build-ids applies to --call-graph fp only; unwound stacks are normalized in "
+        "user space");
+  } else if (backend != CaptureBackend::kBpf) {
+    notes->push_back(
+        "--kernel-build-ids applies to the BPF backend only; user stacks "
+        "are normalized in user space");
+  }
+}
+
+}  // namespace
+
+// Checks everything the user gave before touching the kernel, then the event, the command
+// (started stopped before its exec, so that its pid is a target from its first instruction)
+// and the backend with its fallbacks.
+Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
+  const double cpu_at_start = ProcessCpuSeconds();
+  RecordOptions options = given;
+  const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
+  FillDefaults(options);
+  if (Result<void> ok = CheckSampling(options); !ok) return ok.error();
+  if (Result<void> ok = CheckTargets(options); !ok) return ok.error();
+
+  std::unique_ptr<Recorder> rec(new Recorder());
+  rec->options_ = options;
+  SourceConfig config = BaseConfig(options);
+  // Closed however Create returns (it leaked when the event or the command failed); the
+  // perf events keep their own reference, the BPF program only the id.
+  struct ClosedOnReturn {
+    int fd = -1;
+    ~ClosedOnReturn() {
+      if (fd >= 0) close(fd);
+    }
+  } cgroup;
+  if (!options.cgroup_path.empty()) {
+    Result<int> fd = OpenCgroup(options.cgroup_path, config);
+    if (!fd) return fd.error();
+    cgroup.fd = *fd;
+  }
+  if (Result<void> ok = ChooseEvent(config, &rec->notes_); !ok) return ok.error();
   if (!options.command.empty()) {
     Result<std::pair<pid_t, int>> started = StartCommandPaused(options.command);
     if (!started) return started.error();
@@ -326,51 +427,10 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
     config.follow_forks = true;
   }
 
-  // 4. The backend.
   Result<std::unique_ptr<SampleSource>> source =
-      MakeError(ErrorCode::kInternal, "no backend tried");
-  switch (options.backend) {
-    case CaptureBackend::kAuto:
-      source = OpenBpfSource(config, /*stackmap=*/false, &rec->notes_);
-      if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
-        source = OpenBpfWithStackCopies(config, source.error(), &rec->notes_);
-      }
-      if (!source) {
-        rec->notes_.push_back("BPF backend unavailable (" + source.error().ToString() +
-                              "); using perf_event_open");
-        if (config.options.call_graph == CallGraph::kBpf) {
-          rec->notes_.push_back(call_graph_chosen
-                                    ? "--call-graph bpf needs BPF: using stack copies (dwarf)"
-                                    : "user stacks: from stack copies (dwarf)");
-          config.options.call_graph = CallGraph::kDwarf;
-        }
-        source = OpenPerfSource(config, &rec->notes_);
-      }
-      break;
-    case CaptureBackend::kBpf:
-      source = OpenBpfSource(config, false, &rec->notes_);
-      if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
-        source = OpenBpfWithStackCopies(config, source.error(), &rec->notes_);
-      }
-      break;
-    case CaptureBackend::kStackMap:
-      source = OpenBpfSource(config, true, &rec->notes_);
-      break;
-    case CaptureBackend::kPerf:
-      source = OpenPerfSource(config, &rec->notes_);
-      break;
-  }
-  if (cgroup_fd >= 0) close(cgroup_fd);  // perf events keep their own reference
-  if (!source) return source.error();    // ~Recorder kills the paused command
-  if (options.kernel_build_ids && options.call_graph != CallGraph::kFramePointers) {
-    rec->notes_.push_back(
-        "--kernel-build-ids applies to --call-graph fp only; unwound stacks are normalized in "
-        "user space");
-  } else if (options.kernel_build_ids && (*source)->backend() != CaptureBackend::kBpf) {
-    rec->notes_.push_back(
-        "--kernel-build-ids applies to the BPF backend only; user stacks "
-        "are normalized in user space");
-  }
+      OpenBackend(config, call_graph_chosen, &rec->notes_);
+  if (!source) return source.error();  // ~Recorder kills the paused command
+  NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
   rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
   rec->unwind_tables_ = config.unwind_tables;

@@ -39,7 +39,7 @@ size_t UserStackUnwinder::MemoKeyHash::operator()(const MemoKey& k) const {
   return static_cast<size_t>(h);
 }
 
-UserStackUnwinder::UserStackUnwinder(UserStackNormalizer* normalizer, OpenModuleFile open_file,
+UserStackUnwinder::UserStackUnwinder(Normalizer* normalizer, OpenModuleFile open_file,
                                      std::shared_ptr<UnwindTableCache> tables)
     : normalizer_(normalizer),
       open_file_(std::move(open_file)),
@@ -70,16 +70,17 @@ const UserStackUnwinder::Mapping* UserStackUnwinder::Resolve(pid_t pid, uint64_t
   if (it != list.begin() && pc < std::prev(it)->end) return &*std::prev(it);
 
   uint64_t addr = pc;
-  normalizer_->Normalize(pid, std::span<const uint64_t>(&addr, 1), &frames_, &modules_);
-  if (frames_.empty() || !frames_[0].ok || frames_[0].module >= modules_.size()) return nullptr;
-  const UserModule& module = modules_[frames_[0].module];
+  Result<NormalizedBatch> batch = normalizer_->Normalize(pid, std::span<const uint64_t>(&addr, 1));
+  if (!batch || batch->addresses.empty() || !batch->addresses[0].ok()) return nullptr;
+  const NormalizedAddress& at = batch->addresses[0];
+  const Module& module = batch->modules[at.module];
   std::vector<Mapping> found;
   std::shared_ptr<ElfFile> elf;
-  if (module.kind == UserModuleKind::kElf || module.kind == UserModuleKind::kVdso) {
+  if (module.kind == ModuleKind::kElf || module.kind == ModuleKind::kVdso) {
     elf = open_file_(pid, module);
   }
   std::optional<uint64_t> vaddr;
-  if (elf) vaddr = elf->FileOffsetToVaddr(frames_[0].file_offset);
+  if (elf) vaddr = elf->FileOffsetToVaddr(at.file_offset);
   if (elf && vaddr) {
     // Every executable segment of the file, placed with the load bias of this one.
     std::shared_ptr<const UnwindTable> table = tables_->Get(*elf);

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "capture/sample_source.h"
-#include "capture/user_normalizer.h"
 #include "stacksym/elf.h"
+#include "stacksym/normalize.h"
 #include "stacksym/stack_unwind.h"
 #include "stacksym/unwind.h"
 
@@ -27,11 +27,11 @@ namespace stacksym {
 class UserStackUnwinder {
  public:
   // Opens the ELF file of a module of process pid (null when it cannot be had).
-  using OpenModuleFile = std::function<std::shared_ptr<ElfFile>(pid_t, const UserModule&)>;
+  using OpenModuleFile = std::function<std::shared_ptr<ElfFile>(pid_t, const Module&)>;
 
   // tables: shared with whoever else builds unwind tables during the recording (the BPF
   // loader); null: a private cache.
-  UserStackUnwinder(UserStackNormalizer* normalizer, OpenModuleFile open_file,
+  UserStackUnwinder(Normalizer* normalizer, OpenModuleFile open_file,
                     std::shared_ptr<UnwindTableCache> tables);
 
   // pcs gets the sampled pc and then return addresses, innermost first.
@@ -68,7 +68,7 @@ class UserStackUnwinder {
   bool Lookup(pid_t pid, uint64_t pc, UnwindModule* out);
   const Mapping* Resolve(pid_t pid, uint64_t pc);
 
-  UserStackNormalizer* normalizer_;
+  Normalizer* normalizer_;
   OpenModuleFile open_file_;
   std::shared_ptr<UnwindTableCache> tables_;
   std::unordered_map<pid_t, std::vector<Mapping>> mappings_;  // sorted by start, disjoint
@@ -77,8 +77,6 @@ class UserStackUnwinder {
   uint64_t fp_frames_ = 0;
   // Reused buffers.
   std::vector<StackWord> words_;
-  std::vector<UserFrame> frames_;
-  std::vector<UserModule> modules_;
 };
 
 }  // namespace stacksym

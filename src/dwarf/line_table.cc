@@ -13,13 +13,6 @@ namespace {
 
 constexpr const char* kSection = ".debug_line";
 
-struct Sequence {
-  size_t first = 0;  // index into the scratch row vector
-  size_t end = 0;    // one past the end marker
-  uint64_t low = 0;
-  uint64_t high = 0;
-};
-
 // A string-valued field of a v5 directory/file entry.
 bool EntryString(const AttrValue& v, const LineSections& s, uint8_t offset_size,
                  std::string_view* out) {
@@ -92,7 +85,11 @@ void AppendPath(std::string* path, std::string_view part) {
   path->append(part);
 }
 
-Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8_t address_size) {
+// The unit header, the directories and the files (into `table`), the program's parameters
+// (into `header`); the cursor returned stands at the first opcode, bounded by the unit.
+Result<ByteCursor> LineTable::ParseHeader(const LineSections& s, uint64_t offset,
+                                          uint8_t address_size, LineTable* table,
+                                          ProgramHeader* header) {
   if (offset >= s.line.size()) return Malformed(kSection, offset, "line table offset past the end");
   ByteCursor whole(s.line);
   whole.Seek(static_cast<size_t>(offset));
@@ -108,19 +105,18 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
     return Malformed(kSection, offset, "line table extends past the end of the section");
   }
   ByteCursor c = whole.Sub(static_cast<size_t>(length));
-  LineTable table;
-  table.version_ = c.U16();
-  if (table.version_ < 2 || table.version_ > 5) {
+  table->version_ = c.U16();
+  if (table->version_ < 2 || table->version_ > 5) {
     return MakeError(ErrorCode::kUnsupported,
-                     "line table version " + std::to_string(table.version_))
+                     "line table version " + std::to_string(table->version_))
         .WithSection(kSection)
         .WithOffset(offset);
   }
   FormContext ctx;
-  ctx.version = table.version_;
+  ctx.version = table->version_;
   ctx.offset_size = offset_size;
   ctx.address_size = address_size;
-  if (table.version_ >= 5) {
+  if (table->version_ >= 5) {
     ctx.address_size = c.U8();
     c.U8();  // segment selector size
   }
@@ -129,29 +125,28 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
     return Malformed(kSection, offset, "line table header length past the end");
   }
   size_t program_start = c.offset() + static_cast<size_t>(header_length);
-  uint8_t min_inst_length = c.U8();
+  header->min_inst_length = c.U8();
   uint8_t max_ops = 1;
-  if (table.version_ >= 4) max_ops = c.U8();
+  if (table->version_ >= 4) max_ops = c.U8();
   (void)max_ops;  // VLIW op_index is not tracked: x86-64 and aarch64 always have 1
   bool default_is_stmt = c.U8() != 0;
   (void)default_is_stmt;
-  int8_t line_base = c.S8();
-  uint8_t line_range = c.U8();
-  uint8_t opcode_base = c.U8();
+  header->line_base = c.S8();
+  header->line_range = c.U8();
+  header->opcode_base = c.U8();
   if (!c.ok()) return Malformed(kSection, offset, "truncated line table header");
-  if (line_range == 0) return Malformed(kSection, offset, "line_range is 0");
-  if (opcode_base == 0) return Malformed(kSection, offset, "opcode_base is 0");
-  uint8_t opcode_lengths[256] = {};
-  for (int i = 1; i < opcode_base; ++i) opcode_lengths[i] = c.U8();
+  if (header->line_range == 0) return Malformed(kSection, offset, "line_range is 0");
+  if (header->opcode_base == 0) return Malformed(kSection, offset, "opcode_base is 0");
+  for (int i = 1; i < header->opcode_base; ++i) header->opcode_lengths[i] = c.U8();
 
-  if (table.version_ >= 5) {
+  if (table->version_ >= 5) {
     struct DirSink {
       LineTable* t;
       const LineSections* s;
       uint8_t os;
       bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
       void add(std::string_view path, uint64_t) { t->dirs_.push_back(path); }
-    } dirs{&table, &s, offset_size};
+    } dirs{table, &s, offset_size};
     if (!ReadV5Entries(c, ctx, dirs)) {
       return Malformed(kSection, offset, "bad directory table");
     }
@@ -161,14 +156,14 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
       uint8_t os;
       bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
       void add(std::string_view path, uint64_t dir) { t->files_.push_back({path, dir}); }
-    } files{&table, &s, offset_size};
+    } files{table, &s, offset_size};
     if (!ReadV5Entries(c, ctx, files)) return Malformed(kSection, offset, "bad file name table");
   } else {
     while (true) {
       std::string_view dir = c.CStr();
       if (!c.ok()) return Malformed(kSection, offset, "truncated include directories");
       if (dir.empty()) break;
-      table.dirs_.push_back(dir);
+      table->dirs_.push_back(dir);
     }
     while (true) {
       std::string_view name = c.CStr();
@@ -177,20 +172,27 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
       uint64_t dir = c.Uleb128();
       c.SkipLeb128();  // mtime
       c.SkipLeb128();  // length
-      table.files_.push_back({name, dir});
+      table->files_.push_back({name, dir});
     }
   }
   if (!c.ok()) return Malformed(kSection, offset, "truncated line table header");
   if (program_start > c.size()) return Malformed(kSection, offset, "program start past the end");
   c.Seek(program_start);
+  return c;
+}
 
-  // Run the state machine. Rows go to a scratch vector per sequence; sequences are sorted by
-  // start address afterwards (the linker may place them in any order).
-  // The thread's own, reused table after table (an index build parses thousands on each
-  // thread): grown once instead of faulted in anew for every line program.
-  static thread_local std::vector<LineRow> scratch;
-  scratch.clear();
-  std::vector<Sequence> sequences;
+// Runs the line program: rows go to a scratch vector per sequence (the thread's own, reused
+// table after table: an index build parses thousands on each thread, and a vector grown once is
+// not faulted in anew for every line program), sequences are noted with their bounds.
+Result<void> LineTable::RunProgram(ByteCursor& c, const ProgramHeader& header, uint64_t offset,
+                                   ProgramRows* out) {
+  const uint8_t min_inst_length = header.min_inst_length;
+  const int8_t line_base = header.line_base;
+  const uint8_t line_range = header.line_range;
+  const uint8_t opcode_base = header.opcode_base;
+  const uint8_t* opcode_lengths = header.opcode_lengths;
+  std::vector<LineRow>& scratch = *out->rows;
+  std::vector<Sequence>& sequences = out->sequences;
   uint64_t address = 0;
   uint64_t file = 1;
   uint64_t line = 1;
@@ -198,8 +200,7 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   uint64_t discriminator = 0;
   size_t seq_first = 0;
   // scratch_discriminators[i]: the discriminator of scratch[i] (most are 0).
-  static thread_local std::vector<uint32_t> scratch_discriminators;
-  scratch_discriminators.clear();
+  std::vector<uint32_t>& scratch_discriminators = *out->discriminators;
   auto reset = [&] {
     address = 0;
     file = 1;
@@ -306,7 +307,16 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   // Rows after the last end_sequence belong to no sequence and are dropped (as LLVM does).
   scratch.resize(seq_first);
   scratch_discriminators.resize(seq_first);
+  return {};
+}
 
+// The sequences in address order into the table's rows (the linker may place them in any
+// order), with their discriminators.
+void LineTable::TakeSequences(ProgramRows& program) {
+  const std::vector<LineRow>& scratch = *program.rows;
+  const std::vector<uint32_t>& scratch_discriminators = *program.discriminators;
+  std::vector<Sequence>& sequences = program.sequences;
+  LineTable& table = *this;
   std::stable_sort(sequences.begin(), sequences.end(),
                    [](const Sequence& a, const Sequence& b) { return a.low < b.low; });
   table.rows_.reserve(scratch.size());
@@ -339,6 +349,22 @@ Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8
   // tail that is never touched, so it is not copied to fit.)
   table.discriminators_.shrink_to_fit();
   table.index_.Build(table.rows_.size(), [&](size_t i) { return table.rows_[i].address; });
+}
+
+Result<LineTable> LineTable::Parse(const LineSections& s, uint64_t offset, uint8_t address_size) {
+  LineTable table;
+  ProgramHeader header;
+  Result<ByteCursor> program = ParseHeader(s, offset, address_size, &table, &header);
+  if (!program) return std::move(program).error();
+  static thread_local std::vector<LineRow> scratch;
+  static thread_local std::vector<uint32_t> scratch_discriminators;
+  scratch.clear();
+  scratch_discriminators.clear();
+  ProgramRows rows{&scratch, &scratch_discriminators, {}};
+  if (Result<void> ran = RunProgram(*program, header, offset, &rows); !ran) {
+    return std::move(ran).error();
+  }
+  table.TakeSequences(rows);
   return table;
 }
 

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/byte_cursor.h"
 #include "dwarf/address_index.h"
 #include "stacksym/result.h"
 
@@ -83,6 +84,31 @@ class LineTable {
   }
 
  private:
+  struct ProgramHeader {
+    uint8_t min_inst_length = 1;
+    int8_t line_base = 0;
+    uint8_t line_range = 1;
+    uint8_t opcode_base = 1;
+    uint8_t opcode_lengths[256] = {};
+  };
+  struct Sequence {
+    size_t first = 0;  // index into the scratch row vector
+    size_t end = 0;    // one past the end marker
+    uint64_t low = 0;
+    uint64_t high = 0;
+  };
+  struct ProgramRows {
+    std::vector<LineRow>* rows;             // per sequence, in program order
+    std::vector<uint32_t>* discriminators;  // parallel to rows (most are 0)
+    std::vector<Sequence> sequences;
+  };
+  static Result<ByteCursor> ParseHeader(const LineSections& s, uint64_t offset,
+                                        uint8_t address_size, LineTable* table,
+                                        ProgramHeader* header);
+  static Result<void> RunProgram(ByteCursor& c, const ProgramHeader& header, uint64_t offset,
+                                 ProgramRows* out);
+  void TakeSequences(ProgramRows& program);
+
   uint16_t version_ = 0;
   std::vector<std::string_view> dirs_;
   std::vector<FileEntry> files_;

@@ -231,7 +231,8 @@ bool UnitCache::IsSplit(const UnitInfo& unit) {
 }
 
 bool UnitCache::CompleteUnit(UnitState& state) {
-  if (state.functions.coverage() == FunctionTable::Coverage::kFull || state.completion_failed) {
+  if (state.functions.coverage() == FunctionTable::Coverage::kFull || state.completion_failed ||
+      state.function_file == nullptr) {
     return false;
   }
   Result<FunctionTable> full = FunctionTable::Build(*state.function_file, *state.function_unit);

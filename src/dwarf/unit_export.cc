@@ -36,7 +36,11 @@ UnitTables UnitCache::ExportUnit(size_t index) {
   out.name_hashes.reserve(out.nodes.size());
   // Names are views of .debug_str, the demangle cache or (DW_FORM_string) .debug_info; the
   // last are copied, once each, to outlive the section.
-  const std::span<const uint8_t> info = state->function_file->sections().info;
+  // A split unit whose .dwo could not be had has no function DIEs (its line table still
+  // answers): no names to export, and no file to keep them in.
+  const std::span<const uint8_t> info = state->function_file != nullptr
+                                            ? state->function_file->sections().info
+                                            : std::span<const uint8_t>();
   std::unordered_map<const char*, std::string_view> copied;
   auto lasting = [&](std::string_view text) {
     const auto* at = reinterpret_cast<const uint8_t*>(text.data());

@@ -45,6 +45,180 @@ std::string SectionLabel(const ElfSection& s) {
   return "[" + std::to_string(s.index) + "]";
 }
 
+// The table sizes Parse works with, after extended numbering.
+struct TableCounts {
+  uint64_t shnum = 0;
+  uint64_t phnum = 0;
+  uint32_t shstrndx = 0;
+};
+
+// Extended numbering: counts and the name-table index that do not fit in 16 bits live in
+// section 0's header (SHN_XINDEX, PN_XNUM, e_shnum 0).
+Result<TableCounts> ReadTableCounts(std::span<const uint8_t> bytes, const elf::ElfHeader& h) {
+  TableCounts n{h.shoff == 0 ? 0 : uint64_t{h.shnum}, h.phnum, h.shstrndx};
+  if (h.shoff == 0) return n;
+  if (h.shentsize < h.shdr_size()) {
+    return Error(ErrorCode::kMalformed, "section header entry size " + std::to_string(h.shentsize) +
+                                            " is smaller than " + std::to_string(h.shdr_size()));
+  }
+  if (!RangeFits(h.shoff, h.shentsize, bytes.size())) {
+    return Error(ErrorCode::kMalformed, "section header table at " + Hex(h.shoff) +
+                                            " lies past the end of the file (" +
+                                            std::to_string(bytes.size()) + " bytes)");
+  }
+  ByteCursor c(bytes.subspan(h.shoff, h.shdr_size()));
+  uint32_t unused_name;
+  ElfSection first = elf::ReadSectionHeader(c, h.is_64bit, &unused_name);
+  if (n.shnum == 0) n.shnum = first.size;
+  if (n.shstrndx == SHN_XINDEX) n.shstrndx = first.link;
+  if (n.phnum == PN_XNUM) n.phnum = first.info;
+  return n;
+}
+
+// Both header tables lie whole inside the file, in entries at least as big as a header, so
+// that reading them needs no further check.
+Result<void> CheckHeaderTables(const elf::ElfHeader& h, const TableCounts& n, uint64_t file_size) {
+  uint64_t table_bytes = 0;
+  if (n.shnum > 0 && (!CheckedMul(n.shnum, h.shentsize, &table_bytes) ||
+                      !RangeFits(h.shoff, table_bytes, file_size))) {
+    return Error(ErrorCode::kMalformed, "section header table (" + std::to_string(n.shnum) +
+                                            " entries of " + std::to_string(h.shentsize) +
+                                            " bytes at " + Hex(h.shoff) +
+                                            ") extends past the end of the file (" +
+                                            std::to_string(file_size) + " bytes)");
+  }
+  if (n.phnum == 0) return {};
+  if (h.phentsize < h.phdr_size()) {
+    return Error(ErrorCode::kMalformed, "program header entry size " + std::to_string(h.phentsize) +
+                                            " is smaller than " + std::to_string(h.phdr_size()));
+  }
+  if (!CheckedMul(n.phnum, h.phentsize, &table_bytes) ||
+      !RangeFits(h.phoff, table_bytes, file_size)) {
+    return Error(ErrorCode::kMalformed, "program header table (" + std::to_string(n.phnum) +
+                                            " entries of " + std::to_string(h.phentsize) +
+                                            " bytes at " + Hex(h.phoff) +
+                                            ") extends past the end of the file (" +
+                                            std::to_string(file_size) + " bytes)");
+  }
+  return {};
+}
+
+// The section headers, unnamed; each one's offset into the name table goes to name_offsets.
+std::vector<ElfSection> ReadSectionHeaders(std::span<const uint8_t> bytes, const elf::ElfHeader& h,
+                                           uint64_t shnum, std::vector<uint32_t>* name_offsets) {
+  name_offsets->assign(shnum, 0);
+  std::vector<ElfSection> sections;
+  sections.reserve(shnum);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    ByteCursor c(bytes.subspan(h.shoff + i * h.shentsize, h.shdr_size()));
+    ElfSection s = elf::ReadSectionHeader(c, h.is_64bit, &(*name_offsets)[i]);
+    s.index = static_cast<uint32_t>(i);
+    sections.push_back(s);
+  }
+  return sections;
+}
+
+// Names the sections from the section name table (none when shstrndx is SHN_UNDEF).
+Result<void> NameSections(std::span<const uint8_t> bytes, uint32_t shstrndx,
+                          const std::vector<uint32_t>& name_offsets,
+                          std::vector<ElfSection>& sections) {
+  const uint64_t shnum = sections.size();
+  if (shnum == 0 || shstrndx == SHN_UNDEF) return {};
+  if (shstrndx >= shnum) {
+    return Error(ErrorCode::kMalformed, "section name table index " + std::to_string(shstrndx) +
+                                            " is out of range (" + std::to_string(shnum) +
+                                            " sections)");
+  }
+  const ElfSection& names = sections[shstrndx];
+  if (HasNoFileData(names) || !RangeFits(names.offset, names.size, bytes.size())) {
+    return Error(ErrorCode::kMalformed, "section name table (section " + std::to_string(shstrndx) +
+                                            " at " + Hex(names.offset) + ", " +
+                                            std::to_string(names.size) +
+                                            " bytes) lies outside the file");
+  }
+  std::span<const uint8_t> table = bytes.subspan(names.offset, names.size);
+  for (uint64_t i = 0; i < shnum; ++i) {
+    if (!StringAt(table, name_offsets[i], &sections[i].name)) {
+      // Section 0 (SHT_NULL) conventionally has name 0, which is fine even in an empty table.
+      if (i == 0 && name_offsets[i] == 0) continue;
+      return Error(ErrorCode::kMalformed, "name offset " + Hex(name_offsets[i]) + " of section " +
+                                              std::to_string(i) +
+                                              " is outside the section name table (" +
+                                              std::to_string(table.size()) + " bytes)");
+    }
+  }
+  return {};
+}
+
+std::vector<ElfSegment> ReadProgramHeaders(std::span<const uint8_t> bytes, const elf::ElfHeader& h,
+                                           uint64_t phnum) {
+  std::vector<ElfSegment> segments;
+  segments.reserve(phnum);
+  for (uint64_t i = 0; i < phnum; ++i) {
+    ByteCursor c(bytes.subspan(h.phoff + i * h.phentsize, h.phdr_size()));
+    segments.push_back(elf::ReadProgramHeader(c, h.is_64bit));
+  }
+  return segments;
+}
+
+// Parses one note area; the first build ID found in any area is the file's.
+Result<void> ReadNoteArea(std::span<const uint8_t> area, uint64_t align,
+                          std::vector<uint8_t>* build_id) {
+  auto notes = elf::ParseNotes(area, align);
+  if (!notes) return std::move(notes).error();
+  if (build_id->empty()) {
+    std::span<const uint8_t> id = elf::FindBuildIdNote(*notes);
+    build_id->assign(id.begin(), id.end());
+  }
+  return {};
+}
+
+// Note sections first (present in separate debug files too), then PT_NOTE segments. A note
+// area that lies outside the file or is malformed is an error: a build ID read from garbage
+// would be a silently wrong answer.
+Result<void> ReadNotes(std::span<const uint8_t> bytes, const std::vector<ElfSection>& sections,
+                       const std::vector<ElfSegment>& segments, std::vector<uint8_t>* build_id) {
+  for (const ElfSection& s : sections) {
+    if (s.type != SHT_NOTE) continue;
+    if (!RangeFits(s.offset, s.size, bytes.size())) {
+      return Error(ErrorCode::kMalformed, "note section (" + std::to_string(s.size) + " bytes at " +
+                                              Hex(s.offset) + ") lies past the end of the file")
+          .WithSection(SectionLabel(s));
+    }
+    Result<void> read = ReadNoteArea(bytes.subspan(s.offset, s.size), s.addralign, build_id);
+    if (!read) return std::move(read).error().WithSection(SectionLabel(s));
+  }
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const ElfSegment& seg = segments[i];
+    if (seg.type != PT_NOTE) continue;
+    std::string label = "PT_NOTE segment " + std::to_string(i);
+    if (!RangeFits(seg.offset, seg.filesz, bytes.size())) {
+      return Error(ErrorCode::kMalformed, label + " (" + std::to_string(seg.filesz) + " bytes at " +
+                                              Hex(seg.offset) + ") lies past the end of the file");
+    }
+    Result<void> read = ReadNoteArea(bytes.subspan(seg.offset, seg.filesz), seg.align, build_id);
+    if (!read) return std::move(read).error().WithSection(label);
+  }
+  return {};
+}
+
+// Debug links are hints for finding separate debug files; a corrupt one costs only that: it
+// is kept in problems, and the link stays unset.
+template <typename Link>
+void ReadDebugLink(const ElfFile& elf, std::string_view name,
+                   Result<Link> (*parse)(std::span<const uint8_t>), std::optional<Link>* link,
+                   std::vector<Error>* problems) {
+  const ElfSection* s = elf.FindSection(name);
+  if (s == nullptr) return;
+  Result<std::span<const uint8_t>> data = elf.SectionData(*s);
+  Result<Link> parsed = data ? parse(*data) : Result<Link>(data.error());
+  if (parsed) {
+    *link = std::move(*parsed);
+  } else {
+    problems->push_back(std::move(parsed).error().WithSection(std::string(name)));
+  }
+}
+
 }  // namespace
 
 ElfFile::~ElfFile() {
@@ -72,9 +246,10 @@ Result<std::shared_ptr<ElfFile>> ElfFile::FromBytes(std::span<const uint8_t> byt
   return FromMapped(MappedFile::FromBytes(bytes, std::move(name)));
 }
 
+// In the order of the checks the error messages depend on: header, extended counts, both
+// header tables' bounds, section headers and names, program headers, notes, debug links.
 Result<void> ElfFile::Parse() {
   const std::span<const uint8_t> bytes = file_.bytes();
-  const uint64_t file_size = bytes.size();
   Result<elf::ElfHeader> header = elf::ParseElfHeader(bytes);
   if (!header) return std::move(header).error();
   const elf::ElfHeader& h = *header;
@@ -82,154 +257,28 @@ Result<void> ElfFile::Parse() {
   type_ = h.type;
   machine_ = h.machine;
 
-  // Extended numbering: counts and the name-table index that do not fit in 16 bits live in
-  // section 0's header.
-  uint64_t shnum = h.shoff == 0 ? 0 : h.shnum;
-  uint64_t phnum = h.phnum;
-  uint32_t shstrndx = h.shstrndx;
-  if (h.shoff != 0) {
-    if (h.shentsize < h.shdr_size()) {
-      return Error(ErrorCode::kMalformed, "section header entry size " +
-                                              std::to_string(h.shentsize) + " is smaller than " +
-                                              std::to_string(h.shdr_size()));
-    }
-    if (!RangeFits(h.shoff, h.shentsize, file_size)) {
-      return Error(ErrorCode::kMalformed, "section header table at " + Hex(h.shoff) +
-                                              " lies past the end of the file (" +
-                                              std::to_string(file_size) + " bytes)");
-    }
-    ByteCursor c(bytes.subspan(h.shoff, h.shdr_size()));
-    uint32_t unused_name;
-    ElfSection first = elf::ReadSectionHeader(c, is_64bit_, &unused_name);
-    if (shnum == 0) shnum = first.size;
-    if (shstrndx == SHN_XINDEX) shstrndx = first.link;
-    if (phnum == PN_XNUM) phnum = first.info;
-  }
+  Result<TableCounts> counts = ReadTableCounts(bytes, h);
+  if (!counts) return std::move(counts).error();
+  if (Result<void> fit = CheckHeaderTables(h, *counts, bytes.size()); !fit) return fit;
 
-  uint64_t table_bytes = 0;
-  if (shnum > 0 && (!CheckedMul(shnum, h.shentsize, &table_bytes) ||
-                    !RangeFits(h.shoff, table_bytes, file_size))) {
-    return Error(ErrorCode::kMalformed, "section header table (" + std::to_string(shnum) +
-                                            " entries of " + std::to_string(h.shentsize) +
-                                            " bytes at " + Hex(h.shoff) +
-                                            ") extends past the end of the file (" +
-                                            std::to_string(file_size) + " bytes)");
+  std::vector<uint32_t> name_offsets;
+  sections_ = ReadSectionHeaders(bytes, h, counts->shnum, &name_offsets);
+  if (Result<void> named = NameSections(bytes, counts->shstrndx, name_offsets, sections_); !named) {
+    return named;
   }
-  if (phnum > 0) {
-    if (h.phentsize < h.phdr_size()) {
-      return Error(ErrorCode::kMalformed, "program header entry size " +
-                                              std::to_string(h.phentsize) + " is smaller than " +
-                                              std::to_string(h.phdr_size()));
-    }
-    if (!CheckedMul(phnum, h.phentsize, &table_bytes) ||
-        !RangeFits(h.phoff, table_bytes, file_size)) {
-      return Error(ErrorCode::kMalformed, "program header table (" + std::to_string(phnum) +
-                                              " entries of " + std::to_string(h.phentsize) +
-                                              " bytes at " + Hex(h.phoff) +
-                                              ") extends past the end of the file (" +
-                                              std::to_string(file_size) + " bytes)");
-    }
-  }
+  segments_ = ReadProgramHeaders(bytes, h, counts->phnum);
 
-  // Section headers, then their names.
-  std::vector<uint32_t> name_offsets(shnum);
-  sections_.reserve(shnum);
-  for (uint64_t i = 0; i < shnum; ++i) {
-    ByteCursor c(bytes.subspan(h.shoff + i * h.shentsize, h.shdr_size()));
-    ElfSection s = elf::ReadSectionHeader(c, is_64bit_, &name_offsets[i]);
-    s.index = static_cast<uint32_t>(i);
-    sections_.push_back(s);
-  }
-  if (shnum > 0 && shstrndx != SHN_UNDEF) {
-    if (shstrndx >= shnum) {
-      return Error(ErrorCode::kMalformed, "section name table index " + std::to_string(shstrndx) +
-                                              " is out of range (" + std::to_string(shnum) +
-                                              " sections)");
-    }
-    const ElfSection& names = sections_[shstrndx];
-    if (HasNoFileData(names) || !RangeFits(names.offset, names.size, file_size)) {
-      return Error(ErrorCode::kMalformed,
-                   "section name table (section " + std::to_string(shstrndx) + " at " +
-                       Hex(names.offset) + ", " + std::to_string(names.size) +
-                       " bytes) lies outside the file");
-    }
-    std::span<const uint8_t> table = bytes.subspan(names.offset, names.size);
-    for (uint64_t i = 0; i < shnum; ++i) {
-      if (!StringAt(table, name_offsets[i], &sections_[i].name)) {
-        // Section 0 (SHT_NULL) conventionally has name 0, which is fine even in an empty table.
-        if (i == 0 && name_offsets[i] == 0) continue;
-        return Error(ErrorCode::kMalformed, "name offset " + Hex(name_offsets[i]) + " of section " +
-                                                std::to_string(i) +
-                                                " is outside the section name table (" +
-                                                std::to_string(table.size()) + " bytes)");
-      }
-    }
-  }
-
-  segments_.reserve(phnum);
-  for (uint64_t i = 0; i < phnum; ++i) {
-    ByteCursor c(bytes.subspan(h.phoff + i * h.phentsize, h.phdr_size()));
-    segments_.push_back(elf::ReadProgramHeader(c, is_64bit_));
-  }
-
+  // Before the debug links are read: SectionData decompresses through these slots.
   decompressed_.resize(sections_.size());
   for (const ElfSection& s : sections_) {
     if (IsCompressed(s)) decompressed_[s.index] = std::make_unique<Decompressed>();
   }
 
-  // Notes: note sections first (present in separate debug files too), then PT_NOTE segments.
-  // A note area that lies outside the file or is malformed is an error: a build ID read from
-  // garbage would be a silently wrong answer.
-  for (const ElfSection& s : sections_) {
-    if (s.type != SHT_NOTE) continue;
-    if (!RangeFits(s.offset, s.size, file_size)) {
-      return Error(ErrorCode::kMalformed, "note section (" + std::to_string(s.size) + " bytes at " +
-                                              Hex(s.offset) + ") lies past the end of the file")
-          .WithSection(SectionLabel(s));
-    }
-    auto notes = elf::ParseNotes(bytes.subspan(s.offset, s.size), s.addralign);
-    if (!notes) return std::move(notes).error().WithSection(SectionLabel(s));
-    if (build_id_.empty()) {
-      std::span<const uint8_t> id = elf::FindBuildIdNote(*notes);
-      build_id_.assign(id.begin(), id.end());
-    }
+  if (Result<void> notes = ReadNotes(bytes, sections_, segments_, &build_id_); !notes) {
+    return notes;
   }
-  for (size_t i = 0; i < segments_.size(); ++i) {
-    const ElfSegment& seg = segments_[i];
-    if (seg.type != PT_NOTE) continue;
-    std::string label = "PT_NOTE segment " + std::to_string(i);
-    if (!RangeFits(seg.offset, seg.filesz, file_size)) {
-      return Error(ErrorCode::kMalformed, label + " (" + std::to_string(seg.filesz) + " bytes at " +
-                                              Hex(seg.offset) + ") lies past the end of the file");
-    }
-    auto notes = elf::ParseNotes(bytes.subspan(seg.offset, seg.filesz), seg.align);
-    if (!notes) return std::move(notes).error().WithSection(label);
-    if (build_id_.empty()) {
-      std::span<const uint8_t> id = elf::FindBuildIdNote(*notes);
-      build_id_.assign(id.begin(), id.end());
-    }
-  }
-
-  // Debug links are hints for finding separate debug files; a corrupt one costs only that.
-  if (const ElfSection* s = FindSection(".gnu_debuglink")) {
-    Result<std::span<const uint8_t>> data = SectionData(*s);
-    Result<DebugLink> link = data ? elf::ParseDebugLink(*data) : Result<DebugLink>(data.error());
-    if (link) {
-      debuglink_ = std::move(*link);
-    } else {
-      problems_.push_back(std::move(link).error().WithSection(".gnu_debuglink"));
-    }
-  }
-  if (const ElfSection* s = FindSection(".gnu_debugaltlink")) {
-    Result<std::span<const uint8_t>> data = SectionData(*s);
-    Result<DebugAltLink> link =
-        data ? elf::ParseDebugAltLink(*data) : Result<DebugAltLink>(data.error());
-    if (link) {
-      debugaltlink_ = std::move(*link);
-    } else {
-      problems_.push_back(std::move(link).error().WithSection(".gnu_debugaltlink"));
-    }
-  }
+  ReadDebugLink(*this, ".gnu_debuglink", &elf::ParseDebugLink, &debuglink_, &problems_);
+  ReadDebugLink(*this, ".gnu_debugaltlink", &elf::ParseDebugAltLink, &debugaltlink_, &problems_);
   return {};
 }
 

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <unordered_map>
 
 #include "base/flat_table.h"
 #include "normalize/build_id_cache.h"
+#include "normalize/process_files.h"
 #include "normalize/vma_sources.h"
 #include "normalize/vma_walk.h"
 #include "stacksym/elf.h"
@@ -180,6 +182,9 @@ struct Normalizer::Impl {
                      std::shared_ptr<const ModuleInfo> info, uint64_t start, uint64_t end,
                      uint64_t offset);
   void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
+  std::optional<Module> ScanForBuildId(pid_t pid, std::span<const uint8_t> build_id);
+  // FindModuleByBuildId's answers, per (pid, build ID).
+  std::map<std::pair<pid_t, std::vector<uint8_t>>, std::optional<Module>> by_build_id;
   void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
   void SnapshotExecutableVmas(pid_t pid, ProcessCache& pc);
   ProcessCache* CacheFor(pid_t pid);
@@ -192,7 +197,7 @@ struct Normalizer::Impl {
 
 // Keeps the lowest mapping; at an equal start the later one wins (lookups run after cache
 // hits, so a fresh VMA replaces one the cache remembered).
-static void NoteMapping(NormalizedModule& m, uint64_t start, uint64_t end, uint64_t offset) {
+static void NoteMapping(Module& m, uint64_t start, uint64_t end, uint64_t offset) {
   if (start <= m.map_start) {
     m.map_start = start;
     m.map_end = end;
@@ -209,7 +214,7 @@ ModuleSlot& Normalizer::Impl::FindModule(Call& call, const ModuleKey& key, uint6
 uint32_t Normalizer::Impl::AddModule(Call& call, ModuleSlot& slot, uint64_t hash,
                                      std::shared_ptr<const ModuleInfo> info, uint64_t start,
                                      uint64_t end, uint64_t offset) {
-  NormalizedModule m;
+  Module m;
   m.kind = info->kind;
   m.path = info->path;
   m.deleted = info->deleted;
@@ -268,20 +273,10 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
   // The kernel gave no answer (text source, or it found none): read the file ourselves. An
   // empty kernel answer is not trusted as "no build ID" because the kernel also returns
   // nothing when it cannot read the page; the negative cache keeps the re-check cheap.
-  std::string paths[2] = {MapFilesPath(pid, vma.start, vma.end), std::string()};
-  int path_count = 1;
-  if (!vma.deleted && !vma.name.empty() && vma.name.front() == '/') {
-    paths[path_count++] = ProcRootPath(pid, vma.name);
-  }
-  int last_errno = 0;
-  for (int p = 0; p < path_count; ++p) {
-    struct stat st;
-    if (stat(paths[p].c_str(), &st) != 0) {
-      last_errno = errno;
-      continue;
-    }
-    FileIdentity id = FileIdentityOf(st);
-    if (const BuildIdEntry* hit = build_ids.Find(id)) {
+  Result<MappedFileRef> found =
+      FindMappedFile(pid, MappingRef{vma.start, vma.end, vma.name, vma.inode, vma.deleted});
+  if (found) {
+    if (const BuildIdEntry* hit = build_ids.Find(found->identity)) {
       if (hit->build_id.empty()) {
         ++stats.negative_hits;
         info->build_id_reason = hit->reason;
@@ -291,46 +286,46 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
       }
       return;
     }
-    int fd = open(paths[p].c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      last_errno = errno;
-      continue;
-    }
-    ++stats.build_id_reads;
-    struct stat fst;
-    if (fstat(fd, &fst) == 0) id = FileIdentityOf(fst);  // the file actually read
-    Result<std::vector<uint8_t>> read = ReadBuildIdFromFd(fd);
-    close(fd);
-    BuildIdEntry entry;
-    if (!read) {
-      entry.reason = read.error().code == ErrorCode::kPermission ? Reason::kAccessDenied
-                                                                 : Reason::kFileUnavailable;
-      if (read.error().code == ErrorCode::kIo) {  // transient: do not remember
-        info->build_id_reason = entry.reason;
-        info->transient_failure = true;
-        return;
-      }
-    } else if (read->empty()) {
-      entry.reason = Reason::kNoBuildId;
+  }
+  int fd = found ? open(found->path.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0) {
+    info->transient_failure = true;
+    int err = found ? errno : (found.error().code == ErrorCode::kPermission ? EACCES : ENOENT);
+    if (err == EACCES || err == EPERM) {
+      info->build_id_reason = Reason::kAccessDenied;
+    } else if (!ProcessAlive(pid)) {
+      info->build_id_reason = Reason::kProcessGone;
     } else {
-      entry.build_id = *read;
+      info->build_id_reason = Reason::kFileUnavailable;
     }
-    if (entry.build_id.empty()) {
-      info->build_id_reason = entry.reason;
-    } else {
-      info->build_id = entry.build_id;
-    }
-    build_ids.Insert(id, std::move(entry));
     return;
   }
-  info->transient_failure = true;
-  if (last_errno == EACCES || last_errno == EPERM) {
-    info->build_id_reason = Reason::kAccessDenied;
-  } else if (!ProcessAlive(pid)) {
-    info->build_id_reason = Reason::kProcessGone;
+  FileIdentity id = found->identity;
+  struct stat fst;
+  if (fstat(fd, &fst) == 0) id = FileIdentityOf(fst);  // the file actually read
+  ++stats.build_id_reads;
+  Result<std::vector<uint8_t>> read = ReadBuildIdFromFd(fd);
+  close(fd);
+  BuildIdEntry entry;
+  if (!read) {
+    entry.reason = read.error().code == ErrorCode::kPermission ? Reason::kAccessDenied
+                                                               : Reason::kFileUnavailable;
+    if (read.error().code == ErrorCode::kIo) {  // transient: do not remember
+      info->build_id_reason = entry.reason;
+      info->transient_failure = true;
+      return;
+    }
+  } else if (read->empty()) {
+    entry.reason = Reason::kNoBuildId;
   } else {
-    info->build_id_reason = Reason::kFileUnavailable;
+    entry.build_id = *read;
   }
+  if (entry.build_id.empty()) {
+    info->build_id_reason = entry.reason;
+  } else {
+    info->build_id = entry.build_id;
+  }
+  build_ids.Insert(id, std::move(entry));
 }
 
 void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
@@ -700,20 +695,6 @@ void Normalizer::Impl::DropProcess(pid_t pid) {
 
 // ---------------------------------------------------------------------------------------------
 
-const char* ModuleKindName(ModuleKind kind) {
-  switch (kind) {
-    case ModuleKind::kElf:
-      return "elf";
-    case ModuleKind::kVdso:
-      return "vdso";
-    case ModuleKind::kAnonymous:
-      return "anonymous";
-    case ModuleKind::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
 Normalizer::Normalizer(NormalizerOptions options) : impl_(std::make_unique<Impl>(options)) {}
 Normalizer::~Normalizer() = default;
 
@@ -721,15 +702,62 @@ Result<NormalizedBatch> Normalizer::Normalize(pid_t pid, std::span<const uint64_
   return impl_->Normalize(pid, addrs);
 }
 
+std::optional<Module> Normalizer::FindModuleByBuildId(pid_t pid,
+                                                      std::span<const uint8_t> build_id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto key = std::make_pair(pid, std::vector<uint8_t>(build_id.begin(), build_id.end()));
+  auto [it, added] = impl_->by_build_id.try_emplace(std::move(key));
+  if (added) it->second = impl_->ScanForBuildId(pid, build_id);
+  return it->second;
+}
+
+// Every executable file mapping in address order, each file's build ID read once (through the
+// build-ID cache), until one matches.
+std::optional<Module> Normalizer::Impl::ScanForBuildId(pid_t pid,
+                                                       std::span<const uint8_t> build_id) {
+  VmaSourceOptions vopts;
+  vopts.executable_only = true;
+  Result<std::unique_ptr<VmaSource>> source = OpenVmaSource(pid, VmaSourceKind::kAuto, vopts);
+  if (!source) return std::nullopt;
+  std::vector<std::pair<uint64_t, uint64_t>> checked;  // (dev, inode)
+  Vma vma;
+  for (uint64_t addr = 0;;) {
+    Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
+    if (!found || !*found) return std::nullopt;
+    if (vma.end <= addr) return std::nullopt;  // no progress: a broken source
+    addr = vma.end;
+    std::pair<uint64_t, uint64_t> file{vma.dev, vma.inode};
+    if (!vma.file_backed() || std::find(checked.begin(), checked.end(), file) != checked.end()) {
+      continue;
+    }
+    checked.push_back(file);
+    ModuleInfo info;
+    ResolveBuildId(pid, vma, &info);
+    if (!std::equal(info.build_id.begin(), info.build_id.end(), build_id.begin(), build_id.end())) {
+      continue;
+    }
+    Module m{ModuleKind::kElf, std::string(vma.name), info.build_id};
+    m.deleted = vma.deleted;
+    m.dev = vma.dev;
+    m.inode = vma.inode;
+    m.map_start = vma.start;
+    m.map_end = vma.end;
+    m.map_offset = vma.offset;
+    return m;
+  }
+}
+
 void Normalizer::Invalidate(pid_t pid) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->DropProcess(pid);
+  std::erase_if(impl_->by_build_id, [&](const auto& entry) { return entry.first.first == pid; });
 }
 
 void Normalizer::InvalidateAll() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto& [pid, pc] : impl_->processes) impl_->stats.vma_cache_invalidations += pc.vmas.size();
   impl_->processes.clear();
+  impl_->by_build_id.clear();
 }
 
 void Normalizer::Revalidate(pid_t pid) {

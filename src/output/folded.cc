@@ -76,9 +76,9 @@ std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
 Result<Profile> ParseFolded(std::string_view text) {
   Profile profile;
   uint32_t user_module =
-      profile.AddModule({.kind = ProfileModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
+      profile.AddModule({.kind = ModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
   uint32_t kernel_module = profile.AddModule(
-      {.kind = ProfileModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
+      {.kind = ModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
   // A folded frame has no address: each distinct (kind, inline chain) gets the next number.
   std::unordered_map<std::string, uint32_t> frame_by_key;
   std::vector<uint32_t> root_first;

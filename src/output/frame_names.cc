@@ -13,7 +13,7 @@ std::string BaseName(const std::string& path) {
 std::string FrameModuleName(const Profile& profile, const ProfileFrame& frame) {
   if (frame.kind == FrameKind::kKernel) {
     if (frame.module < profile.modules.size() && !profile.modules[frame.module].path.empty() &&
-        profile.modules[frame.module].kind == ProfileModuleKind::kKernel) {
+        profile.modules[frame.module].kind == ModuleKind::kKernel) {
       return profile.modules[frame.module].path;
     }
     return "[kernel.kallsyms]";

@@ -189,7 +189,7 @@ void PprofWriter::WriteValueType(pb::ValueType* vt, const char* type, const char
 uint64_t PprofWriter::MappingOf(const ProfileFrame& frame) const {
   if (frame.kind == FrameKind::kUserRaw) return 0;
   if (frame.module < profile_.modules.size()) {
-    bool kernel_module = profile_.modules[frame.module].kind == ProfileModuleKind::kKernel;
+    bool kernel_module = profile_.modules[frame.module].kind == ModuleKind::kKernel;
     if ((frame.kind == FrameKind::kKernel) == kernel_module) return frame.module + 1;
   }
   return frame.kind == FrameKind::kKernel ? synthetic_kernel_id_ : 0;
@@ -219,8 +219,8 @@ Result<void> PprofWriter::GatherMappingFacts() {
 
 void PprofWriter::WriteMappings() {
   for (size_t i = 0; i < profile_.modules.size(); ++i) {
-    const ProfileModule& module = profile_.modules[i];
-    WriteMapping(i + 1, module.path, module.build_id, module.kind == ProfileModuleKind::kKernel);
+    const Module& module = profile_.modules[i];
+    WriteMapping(i + 1, module.path, module.build_id, module.kind == ModuleKind::kKernel);
   }
   if (facts_[synthetic_kernel_id_].any_frame) {
     WriteMapping(synthetic_kernel_id_, "[kernel.kallsyms]", {}, true);
@@ -434,14 +434,14 @@ void PprofReader::ReadHeader() {
 // A Mapping as a module, its kind told by its path.
 Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
   if (m.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: mapping with id 0");
-  ProfileModule module;
+  Module module;
   module.path = Str(m.filename(), "mapping file name");
   bool kernel = IsKernelPath(module.path);
-  module.kind = kernel                    ? ProfileModuleKind::kKernel
-                : module.path == "[vdso]" ? ProfileModuleKind::kVdso
-                : module.path.empty()     ? ProfileModuleKind::kUnknown
-                : module.path[0] == '['   ? ProfileModuleKind::kAnonymous
-                                          : ProfileModuleKind::kElf;
+  module.kind = kernel                    ? ModuleKind::kKernel
+                : module.path == "[vdso]" ? ModuleKind::kVdso
+                : module.path.empty()     ? ModuleKind::kUnknown
+                : module.path[0] == '['   ? ModuleKind::kAnonymous
+                                          : ModuleKind::kElf;
   const std::string& build_id = Str(m.build_id(), "mapping build id");
   if (!build_id.empty() && !ParseHexBuildId(build_id, &module.build_id)) {
     module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes

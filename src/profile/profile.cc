@@ -31,32 +31,34 @@ size_t Profile::FrameHash::operator()(const ProfileFrame& f) const {
 }
 
 size_t Profile::StackHash::operator()(const ProfileStack& s) const {
-  uint64_t h = Combine(s.pid, s.tid);
+  uint64_t h = Combine(Combine(s.pid, s.tid), static_cast<uint64_t>(s.state));
   h = Combine(h, std::hash<std::string>{}(s.comm));
   for (uint32_t frame : s.frames) h = Combine(h, frame);
   return static_cast<size_t>(Combine(h, s.frames.size()));
 }
 
-std::string ModuleFiles::Key(const ProfileModule& module) {
+std::string ModuleFiles::Key(const Module& module) {
   if (module.build_id.empty()) return "p" + module.path;
   return "b" + std::string(module.build_id.begin(), module.build_id.end());
 }
 
-void ModuleFiles::Keep(const ProfileModule& module, std::shared_ptr<ElfFile> file) {
+void ModuleFiles::Keep(const Module& module, std::shared_ptr<ElfFile> file) {
   if (file) files_[Key(module)] = std::move(file);
 }
 
-std::shared_ptr<ElfFile> ModuleFiles::Find(const ProfileModule& module) const {
+std::shared_ptr<ElfFile> ModuleFiles::Find(const Module& module) const {
   auto it = files_.find(Key(module));
   return it == files_.end() ? nullptr : it->second;
 }
 
-uint32_t Profile::AddModule(const ProfileModule& module) {
+uint32_t Profile::AddModule(const Module& module) {
   // Modules are few (tens to hundreds); a linear scan keeps the struct free of another index.
+  // A profile keeps a module's identity only: where one process mapped it says nothing of
+  // another's samples.
   for (size_t i = 0; i < modules.size(); ++i) {
-    if (modules[i] == module) return static_cast<uint32_t>(i);
+    if (modules[i].SameIdentity(module)) return static_cast<uint32_t>(i);
   }
-  modules.push_back(module);
+  modules.push_back(module.Identity());
   return static_cast<uint32_t>(modules.size() - 1);
 }
 
@@ -76,6 +78,7 @@ void Profile::RebuildIndexesIfStale() {
       stack_index_.emplace(stacks[i], static_cast<uint32_t>(i));
     }
     counts.resize(stacks.size(), 0);
+    if (!off_cpu_ns.empty()) off_cpu_ns.resize(stacks.size(), 0);
   }
 }
 
@@ -93,21 +96,100 @@ uint32_t Profile::InternFrame(const ProfileFrame& frame) {
   return it->second;
 }
 
-void Profile::AddSample(const ProfileStack& stack, uint64_t count) {
+uint32_t Profile::InternStack(const ProfileStack& stack) {
   RebuildIndexesIfStale();
   auto [it, inserted] = stack_index_.try_emplace(stack, static_cast<uint32_t>(stacks.size()));
   if (inserted) {
     stacks.push_back(stack);
-    counts.push_back(count);
-  } else {
-    counts[it->second] += count;
+    counts.push_back(0);
+    if (!off_cpu_ns.empty()) off_cpu_ns.push_back(0);
   }
+  return it->second;
 }
 
-uint64_t Profile::total_samples() const {
+void Profile::AddSample(const ProfileStack& stack, uint64_t count) {
+  counts[InternStack(stack)] += count;
+}
+
+void Profile::AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds) {
+  uint32_t index = InternStack(stack);
+  off_cpu_ns.resize(stacks.size(), 0);
+  off_cpu_ns[index] += nanoseconds;
+}
+
+uint64_t Profile::total_samples() const { return Total(SampleType::kSamples); }
+
+uint64_t Profile::Value(size_t stack, SampleType type) const {
+  uint64_t samples = stack < counts.size() ? counts[stack] : 0;
+  uint64_t off_cpu = stack < off_cpu_ns.size() ? off_cpu_ns[stack] : 0;
+  switch (type) {
+    case SampleType::kSamples:
+      return samples;
+    case SampleType::kCpu:
+      return samples * period_ns;
+    case SampleType::kOffCpu:
+      return off_cpu;
+    case SampleType::kWall:
+      return samples * period_ns + off_cpu;
+  }
+  return 0;
+}
+
+uint64_t Profile::Total(SampleType type) const {
   uint64_t total = 0;
-  for (uint64_t c : counts) total += c;
+  for (size_t i = 0; i < stacks.size(); ++i) total += Value(i, type);
   return total;
+}
+
+const char* ThreadStateName(ThreadState state) {
+  switch (state) {
+    case ThreadState::kRunning:
+      return "running";
+    case ThreadState::kSleeping:
+      return "sleeping";
+    case ThreadState::kUninterruptible:
+      return "uninterruptible";
+    case ThreadState::kPreempted:
+      return "preempted";
+    case ThreadState::kOther:
+      break;
+  }
+  return "other";
+}
+
+std::optional<ThreadState> ParseThreadState(std::string_view name) {
+  for (ThreadState s :
+       {ThreadState::kRunning, ThreadState::kSleeping, ThreadState::kUninterruptible,
+        ThreadState::kPreempted, ThreadState::kOther}) {
+    if (name == ThreadStateName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+const char* SampleTypeName(SampleType type) {
+  switch (type) {
+    case SampleType::kSamples:
+      return "samples";
+    case SampleType::kCpu:
+      return "cpu";
+    case SampleType::kOffCpu:
+      return "off_cpu";
+    case SampleType::kWall:
+      break;
+  }
+  return "wall";
+}
+
+const char* SampleTypeUnit(SampleType type) {
+  return type == SampleType::kSamples ? "count" : "nanoseconds";
+}
+
+std::optional<SampleType> ParseSampleType(std::string_view name) {
+  for (SampleType t :
+       {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall}) {
+    if (name == SampleTypeName(t)) return t;
+  }
+  return std::nullopt;
 }
 
 }  // namespace stacksym

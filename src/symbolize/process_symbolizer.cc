@@ -14,6 +14,7 @@
 #include <optional>
 #include <utility>
 
+#include "normalize/process_files.h"
 #include "normalize/vma_sources.h"
 #include "stacksym/mapped_file.h"
 #include "stacksym/process.h"
@@ -23,35 +24,10 @@ namespace stacksym {
 
 namespace {
 
-// A vDSO is one or two pages; anything much larger is not a vDSO image.
-constexpr uint64_t kMaxVdsoBytes = uint64_t{16} << 20;
-
 std::optional<FileIdentity> StatIdentity(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileIdentityOf(st);
-}
-
-// Reads [start, start + size) of a process's memory through /proc/PID/mem.
-Result<std::vector<uint8_t>> ReadProcessMemory(pid_t pid, uint64_t start, uint64_t size) {
-  std::string path = "/proc/" + std::to_string(pid) + "/mem";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "cannot open").WithFile(path);
-  std::vector<uint8_t> bytes(size);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n =
-        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(start + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : ESRCH;  // a read of 0 bytes: the address space is gone
-      ::close(fd);
-      return ErrnoError(err == EIO ? ESRCH : err, "cannot read process memory").WithFile(path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return bytes;
 }
 
 bool SameFile(const std::string& a, const std::string& b) {
@@ -111,14 +87,14 @@ class CallState {
   }
 
   // The ElfSymbolizer for a file-backed module, or the Error it cannot be had with.
-  Result<ElfSymbolizer*> ForElf(const NormalizedModule& m) {
+  Result<ElfSymbolizer*> ForElf(const Module& m) {
     auto key = std::make_pair(m.dev, m.inode);
     auto it = elf_.find(key);
     if (it == elf_.end()) it = elf_.emplace(key, FindOrOpenElf(m)).first;
     return it->second;
   }
 
-  Result<ElfSymbolizer*> ForVdso(const NormalizedModule& m) {
+  Result<ElfSymbolizer*> ForVdso(const Module& m) {
     if (!vdso_) vdso_.emplace(LoadVdso(m));
     return *vdso_;
   }
@@ -133,31 +109,19 @@ class CallState {
   }
 
  private:
-  Result<ElfSymbolizer*> FindOrOpenElf(const NormalizedModule& m) {
-    // map_files names the mapped file itself: right in any mount namespace, and still there
-    // after the file was deleted or replaced on disk.
-    std::string path = MapFilesPath(pid_, m.map_start, m.map_end);
-    std::optional<FileIdentity> id = StatIdentity(path);
-    if (!id && !m.deleted && !m.path.empty()) {
-      // Without CAP_SYS_ADMIN map_files is closed; the path in the process's root is next
-      // best, if it still names the mapped inode.
-      std::string by_root = ProcRootPath(pid_, m.path);
-      std::optional<FileIdentity> root_id = StatIdentity(by_root);
-      if (root_id && (m.inode == 0 || root_id->inode == m.inode)) {
-        path = by_root;
-        id = root_id;
+  Result<ElfSymbolizer*> FindOrOpenElf(const Module& m) {
+    // The mapped file (process_files.h), looked up first only by identity: a file parsed by an
+    // earlier call is reused without opening it again.
+    Result<MappedFileRef> found = FindMappedFile(pid_, MappingOf(m));
+    if (!found) return std::move(found).error();
+    for (ProcessSymbolizerCaches::CachedElf& c : caches_->elf) {
+      if (c.identity == found->identity) {
+        c.last_use = ++caches_->clock;
+        ++stats_->file_cache_hits;
+        return c.symbolizer.get();
       }
     }
-    if (id) {
-      for (ProcessSymbolizerCaches::CachedElf& c : caches_->elf) {
-        if (c.identity == *id) {
-          c.last_use = ++caches_->clock;
-          ++stats_->file_cache_hits;
-          return c.symbolizer.get();
-        }
-      }
-    }
-    Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
+    Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(pid_, m, &*found);
     if (!elf) return std::move(elf).error();
     // Opened through map_files, the file's own directory is unknown to the debuglink search:
     // tell it the path the process maps it by, under the process's root (which reaches into
@@ -189,26 +153,23 @@ class CallState {
     return raw;
   }
 
-  Result<ElfSymbolizer*> LoadVdso(const NormalizedModule& m) {
-    if (m.map_end <= m.map_start || m.map_end - m.map_start > kMaxVdsoBytes) {
-      return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
-    }
-    Result<std::vector<uint8_t>> bytes =
-        ReadProcessMemory(pid_, m.map_start, m.map_end - m.map_start);
-    if (!bytes) return std::move(bytes).error();
+  Result<ElfSymbolizer*> LoadVdso(const Module& m) {
+    Result<std::shared_ptr<ElfFile>> elf = ReadVdsoImage(pid_, m.map_start, m.map_end);
+    if (!elf) return std::move(elf).error();
     ++stats_->vdso_reads;
     // Every process of a kernel (and ABI) shares one vDSO image: reuse its symbolizer.
-    if (caches_->vdso && caches_->vdso_image == *bytes) {
+    std::span<const uint8_t> image = (*elf)->bytes();
+    if (caches_->vdso && std::equal(image.begin(), image.end(), caches_->vdso_image.begin(),
+                                    caches_->vdso_image.end())) {
       ++stats_->vdso_reuses;
       return caches_->vdso.get();
     }
-    Result<std::shared_ptr<ElfFile>> elf = ElfFile::FromBytes(*bytes, "[vdso]");
-    if (!elf) return std::move(elf).error();
+    std::vector<uint8_t> bytes(image.begin(), image.end());
     auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), symbolize_options_);
     if (!symbolizer) return std::move(symbolizer).error();
     if (caches_->vdso) call_owned_.push_back(std::move(caches_->vdso));
     caches_->vdso = std::move(*symbolizer);
-    caches_->vdso_image = std::move(*bytes);
+    caches_->vdso_image = std::move(bytes);
     return caches_->vdso.get();
   }
 
@@ -251,15 +212,6 @@ class CallState {
 };
 
 }  // namespace
-
-Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end) {
-  if (vma_end <= vma_start || vma_end - vma_start > kMaxVdsoBytes) {
-    return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
-  }
-  Result<std::vector<uint8_t>> bytes = ReadProcessMemory(pid, vma_start, vma_end - vma_start);
-  if (!bytes) return std::move(bytes).error();
-  return ElfFile::FromBytes(*bytes, "[vdso]");
-}
 
 ProcessSymbolizer::ProcessSymbolizer(ProcessSymbolizerOptions options)
     : options_(std::move(options)),
@@ -321,7 +273,7 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
 
   for (size_t m = 0; m < batch.modules.size(); ++m) {
     if (by_module[m].empty()) continue;
-    const NormalizedModule& module = batch.modules[m];
+    const Module& module = batch.modules[m];
     std::string label = module.deleted ? module.path + " (deleted)" : module.path;
     switch (module.kind) {
       case ModuleKind::kElf:
@@ -351,6 +303,7 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
         break;
       }
       case ModuleKind::kAnonymous:
+      case ModuleKind::kKernel:  // (the normalizer never answers with the kernel)
       case ModuleKind::kUnknown:
         for (uint32_t i : by_module[m]) from_perf_map(i, Reason::kAnonymous, label);
         break;

@@ -107,14 +107,14 @@ void AskServer(Profile& profile, FrameGroups& groups, const ProfileSymbolizeOpti
 // The frames of one user module, from its local files.
 void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& frames,
                      const ProfileSymbolizeOptions& options, ProfileSymbolizeStats& stats) {
-  const ProfileModule& module = profile.modules[m];
+  const Module& module = profile.modules[m];
   std::shared_ptr<ElfFile> kept = profile.files.Find(module);
   Result<std::shared_ptr<ElfFile>> binary = Error(ErrorCode::kNotFound, "");
   Reason missing = Reason::kNotFound;
-  if (module.kind == ProfileModuleKind::kElf || kept) {
+  if (module.kind == ModuleKind::kElf || kept) {
     binary = OpenModuleBinary(module.build_id, module.path, kept, options.symbolize);
   } else {
-    missing = module.kind == ProfileModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
+    missing = module.kind == ModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
   }
   Result<std::unique_ptr<ElfSymbolizer>> symbolizer = Error(ErrorCode::kNotFound, "");
   if (binary) {
@@ -129,7 +129,7 @@ void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& 
   }
   if (!symbolizer) {
     ++stats.modules_missing;
-    if (module.kind == ProfileModuleKind::kElf) {
+    if (module.kind == ModuleKind::kElf) {
       const Error& why = binary ? symbolizer.error() : binary.error();
       stats.messages.push_back(module.path + ": " + why.message);
       if (binary) missing = Reason::kFileUnavailable;

@@ -41,6 +41,12 @@ foreach(style gnu d5)
     OUTPUTS ${p}_b ${p}_a.debug ${p}_b.debug ${p}_common.debug ${p}_a.stripped ${p}_b.stripped)
 endforeach()
 
+# Split DWARF whose .dwo files are gone (a build tree cleaned after linking): the skeletons'
+# line tables still answer, and an index build must cope with units that have no functions.
+stacksym_fixture(real_split_nodwo SOURCES ${real_srcs} FLAGS ${real_inc} -O2 -g -gsplit-dwarf
+                 -Wl,--build-id
+  POST_COMMANDS "rm -f real_split_nodwo-*.dwo")
+
 # Split DWARF, compiled unit by unit so DW_AT_dwo_name is relative to DW_AT_comp_dir.
 foreach(v 4 5)
   set(p real_split${v})
@@ -71,7 +77,7 @@ stacksym_fixture(real_dwp_clang5 SOURCES ${real_srcs} COMPILER clang
 stacksym_fixture(real_clang5 SOURCES ${real_srcs} COMPILER clang FLAGS ${real_inc} -O2 -g -gdwarf-5)
 
 set(real_fixture_targets fixture_real_dbg fixture_real_other fixture_real_dwz_gnu_a
-  fixture_real_dwz_d5_a fixture_real_split4 fixture_real_split5 fixture_real_dwp_gnu4
+  fixture_real_dwz_d5_a fixture_real_split4 fixture_real_split5 fixture_real_split_nodwo fixture_real_dwp_gnu4
   fixture_real_dwp_llvm4 fixture_real_dwp_clang5 fixture_real_clang5)
 
 stacksym_gtest(dwarf_real_finder_test

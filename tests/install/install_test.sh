@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# One step of the install tests (see CMakeLists.txt): install_test.sh STEP, with PREFIX,
-# BUILD_DIR, SOURCE_DIR and FIXTURE_DIR in the environment. Exit 0 pass, 77 skip, else fail.
+# One step of the install tests (see CMakeLists.txt): install_test.sh STEP, with PREFIX, LIBDIR
+# (CMAKE_INSTALL_LIBDIR, relative), BUILD_DIR, SOURCE_DIR and FIXTURE_DIR in the environment.
+# Exit 0 pass, 77 skip, else fail.
 set -euo pipefail
 step=$1
 work=$(mktemp -d "${BUILD_DIR}/install-test-${step}.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
-export PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig"
+libdir="$PREFIX/$LIBDIR"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
 fixture="$FIXTURE_DIR/capi_example_target"
 libc=/lib/x86_64-linux-gnu/libc.so.6
 
@@ -59,17 +61,17 @@ tree)
   ;;
 
 layout)
-  for f in bin/stacksym include/stacksym/stacksym.h lib/pkgconfig/stacksym.pc \
-           lib/cmake/stacksym/stacksymConfig.cmake lib/cmake/stacksym/stacksymConfigVersion.cmake \
-           share/man/man1/stacksym.1 lib/stacksym/libstacksym-http.so; do
+  for f in bin/stacksym include/stacksym/stacksym.h "$LIBDIR/pkgconfig/stacksym.pc" \
+           "$LIBDIR/cmake/stacksym/stacksymConfig.cmake" "$LIBDIR/cmake/stacksym/stacksymConfigVersion.cmake" \
+           share/man/man1/stacksym.1 "$LIBDIR/stacksym/libstacksym-http.so"; do
     [[ -f "$PREFIX/$f" ]] || fail "missing $f"
   done
   [[ -L "$PREFIX/libexec/stacksym/llvm-symbolizer" && -x "$PREFIX/libexec/stacksym/llvm-symbolizer" ]] ||
     fail "libexec/stacksym/llvm-symbolizer is not a working symlink"
-  lib=$(ls "$PREFIX"/lib/libstacksym.so.[0-9]* | head -n1)
+  lib=$(ls "$libdir"/libstacksym.so.[0-9]* | head -n1)
   soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
   [[ "$soname" == libstacksym.so.0 ]] || fail "SONAME is '$soname'"
-  [[ -e "$PREFIX/lib/$soname" && -e "$PREFIX/lib/libstacksym.so" ]] || fail "missing $soname or libstacksym.so link"
+  [[ -e "$libdir/$soname" && -e "$libdir/libstacksym.so" ]] || fail "missing $soname or libstacksym.so link"
   # Exactly the functions the header declares are exported, nothing else.
   nm -D --defined-only "$lib" | awk '{ print $NF }' | sed 's/@.*//' | sort -u >"$work/exported"
   grep -o 'stacksym_[a-z_]*(' "$PREFIX/include/stacksym/stacksym.h" | tr -d '(' | sort -u >"$work/declared"
@@ -85,6 +87,21 @@ layout)
     fail "header does not compile as C++"
   [[ "$(pkg-config --modversion stacksym)" == "$("$PREFIX/bin/stacksym" --version | awk '{ print $2 }').0" ]] ||
     fail "pkg-config version differs from stacksym --version"
+  # The .pc names the prefix it was installed under (no path relative to the .pc file).
+  pc="$libdir/pkgconfig/stacksym.pc"
+  for v in "prefix=$PREFIX" 'libdir=${prefix}/'"$LIBDIR" 'includedir=${prefix}/include' \
+           'Cflags: -I${includedir}' 'Libs: -L${libdir} -lstacksym'; do
+    grep -qxF "$v" "$pc" || { cat "$pc" >&2; fail "stacksym.pc has no line '$v'"; }
+  done
+  ! grep -q 'pcfiledir\|/\.\./' "$pc" || { cat "$pc" >&2; fail "stacksym.pc has relative paths"; }
+  [[ "$(pkg-config --cflags --libs stacksym)" == "-I$PREFIX/include -L$libdir -lstacksym " ||
+     "$(pkg-config --cflags --libs stacksym)" == "-I$PREFIX/include -L$libdir -lstacksym" ]] ||
+    fail "pkg-config --cflags --libs stacksym: '$(pkg-config --cflags --libs stacksym)'"
+  # The installed command loads its HTTP module from the installed tree, not the build's.
+  LD_DEBUG=files timeout 20 "$PREFIX/bin/stacksym" serve --listen 256.0.0.1:1 >/dev/null 2>"$work/ld" || true
+  loaded=$(sed -n 's/.*calling init: \(.*libstacksym-http\.so\)$/\1/p' "$work/ld" | head -n1)
+  [[ -n "$loaded" && "$(realpath "$loaded")" == "$(realpath "$libdir/stacksym/libstacksym-http.so")" ]] ||
+    { grep 'http\|stacksym:' "$work/ld" >&2; fail "the installed stacksym loaded '$loaded', not $libdir/stacksym/libstacksym-http.so"; }
   if command -v man >/dev/null; then  # (man-db is not in a minimal image)
     MANWIDTH=80 man -l "$PREFIX/share/man/man1/stacksym.1" 2>/dev/null | grep -q 'LLVM-SYMBOLIZER DROP-IN' ||
       fail "the man page does not render"
@@ -106,7 +123,7 @@ add_executable(symbolize "$SOURCE_DIR/examples/c/symbolize.c")
 target_link_libraries(symbolize PRIVATE stacksym::stacksym)
 CMAKE
     cmake -S "$work/consumer" -B "$work/consumer/build" -DCMAKE_PREFIX_PATH="$PREFIX" \
-      -DCMAKE_BUILD_RPATH="$PREFIX/lib" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "configure"; }
+      -DCMAKE_BUILD_RPATH="$libdir" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "configure"; }
     cmake --build "$work/consumer/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "build"; }
     cp "$work/consumer/build/symbolize" "$work/symbolize"
   fi
@@ -681,8 +698,25 @@ deb)
   dpkg-deb -x "$deb" "$work/root"
   "$work/root/usr/bin/stacksym" --version | grep -q '^stacksym ' || fail "stacksym --version from the package"
   [[ -L "$work/root/usr/libexec/stacksym/llvm-symbolizer" ]] || fail "drop-in link missing from the package"
-  [[ -n "$(find "$work/root/usr" -name libstacksym.so.0)" ]] || fail "libstacksym.so.0 missing from the package"
   echo "y" | "$work/root/usr/libexec/stacksym/llvm-symbolizer" --version | grep -q stacksym || fail "drop-in --version"
+  # Laid out as Debian lays out libraries: under /usr/lib/<multiarch triplet>, nothing in
+  # /usr/lib itself.
+  triplet=$(gcc -print-multiarch)
+  [[ -n "$triplet" ]] || skip "gcc names no multiarch triplet"
+  dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's|^\./||' >"$work/contents"
+  for f in libstacksym.so.0 libstacksym.so stacksym/libstacksym-http.so pkgconfig/stacksym.pc \
+           cmake/stacksym/stacksymConfig.cmake; do
+    grep -qxF "usr/lib/$triplet/$f" "$work/contents" || { cat "$work/contents" >&2; fail "usr/lib/$triplet/$f is not in the package"; }
+  done
+  ! grep -E '^usr/lib/[^/]+$' "$work/contents" || fail "files directly in /usr/lib"
+  pc="$work/root/usr/lib/$triplet/pkgconfig/stacksym.pc"
+  grep -qx 'prefix=/usr' "$pc" && grep -qxF 'libdir=${prefix}/lib/'"$triplet" "$pc" ||
+    { cat "$pc" >&2; fail "the package's stacksym.pc does not name /usr/lib/$triplet"; }
+  # The C example built through the package's .pc, its prefix moved to where it was unpacked.
+  flags=$(PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --define-variable=prefix="$work/root/usr" --cflags --libs stacksym)
+  cc -std=c11 -Wall -Werror -o "$work/symbolize" "$SOURCE_DIR/examples/c/symbolize.c" $flags \
+    -Wl,-rpath,"$work/root/usr/lib/$triplet" || fail "cannot build the C example with: $flags"
+  "$work/symbolize" "$libc" $(addresses_of "$libc" 5) | grep -q . || fail "the C example built against the package answered nothing"
   ;;
 *)
   fail "unknown step $step"

@@ -214,7 +214,7 @@ TEST_F(NormalizeTest, MatchesElfFilesAndReadelf) {
       SCOPED_TRACE(s.file + " " + s.name);
       const NormalizedAddress& a = batch->addresses[i];
       ASSERT_TRUE(a.ok()) << ReasonName(a.reason);
-      const NormalizedModule& m = batch->modules[a.module];
+      const Module& m = batch->modules[a.module];
       EXPECT_EQ(m.kind, ModuleKind::kElf);
       EXPECT_EQ(m.path, s.file);
       EXPECT_EQ(m.deleted, s.file == target_->binary);
@@ -278,7 +278,7 @@ TEST_F(NormalizeTest, SpecialRegions) {
     if (target_->vdso_fn) addrs.push_back(target_->vdso_fn);
     auto batch = normalizer.Normalize(target_->child.pid(), addrs);
     ASSERT_TRUE(batch);
-    auto module = [&](size_t i) -> const NormalizedModule& {
+    auto module = [&](size_t i) -> const Module& {
       return batch->modules[batch->addresses[i].module];
     };
     for (size_t i = 0; i < addrs.size(); ++i) ASSERT_TRUE(batch->addresses[i].ok()) << i;
@@ -314,7 +314,7 @@ TEST_F(NormalizeTest, NamedAnonymousRegion) {
     uint64_t addrs[] = {target_->anon_named};
     auto batch = normalizer.Normalize(target_->child.pid(), addrs);
     ASSERT_TRUE(batch && batch->addresses[0].ok());
-    const NormalizedModule& m = batch->modules[batch->addresses[0].module];
+    const Module& m = batch->modules[batch->addresses[0].module];
     EXPECT_EQ(m.kind, ModuleKind::kAnonymous);
     EXPECT_EQ(m.path, "[anon:stacksym test]");
     EXPECT_EQ(batch->addresses[0].file_offset, 8u);
@@ -367,8 +367,8 @@ TEST_F(NormalizeTest, TextAndIoctlSourcesAgree) {
         }
         EXPECT_EQ(x.module, y.module);
         EXPECT_EQ(x.file_offset, y.file_offset);
-        const NormalizedModule& m = a->modules[x.module];
-        const NormalizedModule& n = b->modules[y.module];
+        const Module& m = a->modules[x.module];
+        const Module& n = b->modules[y.module];
         EXPECT_EQ(m.kind, n.kind);
         EXPECT_EQ(m.path, n.path);
         EXPECT_EQ(m.deleted, n.deleted);
@@ -668,7 +668,7 @@ TEST_F(NormalizeTest, OneModulePerFileAndPerName) {
       SCOPED_TRACE(vmas[i].name);
       const NormalizedAddress& a = batch->addresses[i];
       ASSERT_TRUE(a.ok()) << ReasonName(a.reason);
-      const NormalizedModule& m = batch->modules[a.module];
+      const Module& m = batch->modules[a.module];
       if (vmas[i].dev != 0 || vmas[i].inode != 0) {
         EXPECT_EQ(m.kind, ModuleKind::kElf);
         EXPECT_EQ(m.dev, vmas[i].dev);
@@ -699,7 +699,7 @@ TEST_F(NormalizeTest, BuildIdCacheAndNegativeCache) {
     auto first = normalizer.Normalize(target_->child.pid(), addrs);
     ASSERT_TRUE(first);
     NormalizerStats s1 = normalizer.stats();
-    const NormalizedModule& nobid = first->modules[first->addresses[1].module];
+    const Module& nobid = first->modules[first->addresses[1].module];
     EXPECT_TRUE(nobid.build_id.empty());
     EXPECT_EQ(nobid.build_id_reason, Reason::kNoBuildId);
     if (source == VmaSourceKind::kIoctl) {
@@ -756,8 +756,8 @@ TEST_F(NormalizeTest, RememberedVmasReuseModules) {
       const NormalizedAddress& b = second->addresses[i];
       ASSERT_TRUE(a.ok() && b.ok());
       EXPECT_EQ(a.file_offset, b.file_offset);
-      const NormalizedModule& m = first->modules[a.module];
-      const NormalizedModule& n = second->modules[b.module];
+      const Module& m = first->modules[a.module];
+      const Module& n = second->modules[b.module];
       EXPECT_EQ(m.path, n.path);
       EXPECT_EQ(m.deleted, n.deleted);
       EXPECT_EQ(m.build_id, n.build_id);
@@ -790,8 +790,8 @@ TEST_F(NormalizeTest, VmaCacheSkipsLookupsUntilInvalidated) {
     for (size_t i = 0; i < addrs.size(); ++i) {
       ASSERT_TRUE(second->addresses[i].ok());
       EXPECT_EQ(second->addresses[i].file_offset, first->addresses[i].file_offset);
-      const NormalizedModule& m = second->modules[second->addresses[i].module];
-      const NormalizedModule& n = first->modules[first->addresses[i].module];
+      const Module& m = second->modules[second->addresses[i].module];
+      const Module& n = first->modules[first->addresses[i].module];
       EXPECT_EQ(m.path, n.path);
       EXPECT_EQ(m.build_id, n.build_id);
       EXPECT_EQ(m.build_id_reason, n.build_id_reason);
@@ -876,8 +876,8 @@ TEST_F(NormalizeTest, PastAddressesOfAnExitedProcessAnswerFromMemory) {
         ASSERT_TRUE(alive->addresses[i].ok());
         ASSERT_TRUE(gone->addresses[i].ok()) << ReasonName(gone->addresses[i].reason);
         EXPECT_EQ(gone->addresses[i].file_offset, alive->addresses[i].file_offset);
-        const NormalizedModule& then = alive->modules[alive->addresses[i].module];
-        const NormalizedModule& now = gone->modules[gone->addresses[i].module];
+        const Module& then = alive->modules[alive->addresses[i].module];
+        const Module& now = gone->modules[gone->addresses[i].module];
         EXPECT_EQ(now.path, then.path);
         EXPECT_EQ(now.kind, then.kind);
         EXPECT_EQ(now.build_id, then.build_id);
@@ -936,7 +936,7 @@ TEST_F(NormalizeTest, PastAddressesNeverLookedUpWhileAliveStillResolve) {
     for (size_t i = 0; i < inside.size(); ++i) {
       SCOPED_TRACE(names[i]);
       ASSERT_TRUE(gone->addresses[i].ok()) << ReasonName(gone->addresses[i].reason);
-      const NormalizedModule& m = gone->modules[gone->addresses[i].module];
+      const Module& m = gone->modules[gone->addresses[i].module];
       if (!names[i].empty()) {
         EXPECT_EQ(m.path, names[i].substr(0, names[i].find(" (deleted)")));
       }
@@ -1032,7 +1032,7 @@ TEST_F(NormalizeTest, CommandLineJson) {
           << line;
       continue;
     }
-    const NormalizedModule& m = batch->modules[a.module];
+    const Module& m = batch->modules[a.module];
     char off[40];
     snprintf(off, sizeof(off), "\"file_offset\":\"0x%llx\"",
              static_cast<unsigned long long>(a.file_offset));

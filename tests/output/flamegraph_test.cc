@@ -33,7 +33,7 @@ TEST(FlameGraphTest, HtmlPageIsSelfContained) {
 
 TEST(FlameGraphTest, NamesCannotBreakOutOfTheScript) {
   Profile p;
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, "/bin/x", {}});
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/bin/x", {}});
   uint32_t f = p.InternFrame({FrameKind::kUser, m, 1});
   p.symbols.resize(1);
   p.symbols[0] = FrameSymbols{

@@ -27,7 +27,7 @@ TEST(FoldedTest, MarkersCanBeTurnedOff) {
 
 TEST(FoldedTest, SeparatorsInNamesAreReplaced) {
   Profile p;
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, "/bin/x", {}});
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/bin/x", {}});
   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x10});
   p.symbols.resize(1);
   p.symbols[0] = FrameSymbols{std::nullopt, {SourceFrame{"a;b\nc", "", "", 0, 0, false}}};

@@ -113,7 +113,7 @@ TEST_F(OutputCliTest, SymbolizeProfileFromBuildIdDir) {
   for (size_t i = 0; i + 1 < build_id.size(); i += 2) {
     bytes.push_back(static_cast<uint8_t>(std::stoi(build_id.substr(i, 2), nullptr, 16)));
   }
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, "/deleted/target", bytes});
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/deleted/target", bytes});
   uint32_t f = p.InternFrame({FrameKind::kUser, m, vaddr});
   p.AddSample({1, 1, "target", {f}}, 3);
   ASSERT_TRUE(WriteProfile(p, dir_ + "/normalized.pb.gz"));

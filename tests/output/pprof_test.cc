@@ -80,11 +80,11 @@ TEST(PprofTest, RoundTripKeepsSamplesSymbolsAndMetadata) {
   EXPECT_EQ(decoded->total_samples(), 100u);
   // Build IDs survive, as bytes.
   bool found_app = false;
-  for (const ProfileModule& m : decoded->modules) {
+  for (const Module& m : decoded->modules) {
     if (m.path == "/usr/bin/app") {
       found_app = true;
       EXPECT_EQ(m.build_id, (std::vector<uint8_t>{0xab, 0xcd, 0x01, 0x02}));
-      EXPECT_EQ(m.kind, ProfileModuleKind::kElf);
+      EXPECT_EQ(m.kind, ModuleKind::kElf);
     }
   }
   EXPECT_TRUE(found_app);
@@ -216,7 +216,7 @@ Profile MakeSmallProfile() {
   p.duration_ns = 7;
   p.lost_samples = 1;
   p.event = "cycles";
-  uint32_t app = p.AddModule({ProfileModuleKind::kElf, "/bin/app", {0xbe, 0xef}});
+  uint32_t app = p.AddModule({ModuleKind::kElf, "/bin/app", {0xbe, 0xef}});
   uint32_t leaf = p.InternFrame({FrameKind::kUser, app, 0x1234});
   uint32_t kernel = p.InternFrame({FrameKind::kKernel, 0, 0xffffffff81000010});
   uint32_t raw = p.InternFrame({FrameKind::kUserRaw, 0, 0x7f00});

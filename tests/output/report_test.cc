@@ -42,7 +42,7 @@ TEST(ReportTest, SelfAndTotalSamples) {
 
 TEST(ReportTest, RecursionCountsOncePerStackInTotal) {
   Profile p;
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, "/bin/r", {}});
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/bin/r", {}});
   uint32_t a = p.InternFrame({FrameKind::kUser, m, 1});
   uint32_t b = p.InternFrame({FrameKind::kUser, m, 2});
   p.symbols.resize(2);

@@ -31,9 +31,9 @@ const char kSampleFolded[] =
 
 Profile MakeNormalizedOnlyProfile() {
   Profile p;
-  uint32_t app = p.AddModule({ProfileModuleKind::kElf, "/usr/bin/app", {0xab, 0xcd, 0x01, 0x02}});
-  uint32_t lib = p.AddModule({ProfileModuleKind::kElf, "/usr/lib/libfoo.so", {0x11, 0x22, 0x33}});
-  uint32_t kernel = p.AddModule({ProfileModuleKind::kKernel, "[kernel.kallsyms]", {}});
+  uint32_t app = p.AddModule({ModuleKind::kElf, "/usr/bin/app", {0xab, 0xcd, 0x01, 0x02}});
+  uint32_t lib = p.AddModule({ModuleKind::kElf, "/usr/lib/libfoo.so", {0x11, 0x22, 0x33}});
+  uint32_t kernel = p.AddModule({ModuleKind::kKernel, "[kernel.kallsyms]", {}});
   uint32_t f_main = p.InternFrame({FrameKind::kUser, app, 0x1000});
   uint32_t f_work = p.InternFrame({FrameKind::kUser, app, 0x1100});
   uint32_t f_leaf = p.InternFrame({FrameKind::kUser, app, 0x1200});

@@ -12,10 +12,10 @@ namespace {
 
 TEST(ProfileTest, ModulesAreDeduplicatedByContent) {
   Profile p;
-  uint32_t a = p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 3}});
-  uint32_t b = p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 4}});  // other build ID
-  uint32_t c = p.AddModule({ProfileModuleKind::kElf, "/bin/b", {1, 2, 3}});
-  EXPECT_EQ(a, p.AddModule({ProfileModuleKind::kElf, "/bin/a", {1, 2, 3}}));
+  uint32_t a = p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 3}});
+  uint32_t b = p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 4}});  // other build ID
+  uint32_t c = p.AddModule({ModuleKind::kElf, "/bin/b", {1, 2, 3}});
+  EXPECT_EQ(a, p.AddModule({ModuleKind::kElf, "/bin/a", {1, 2, 3}}));
   EXPECT_NE(a, b);
   EXPECT_NE(a, c);
   EXPECT_EQ(p.modules.size(), 3u);
@@ -101,6 +101,51 @@ TEST(ProfileTest, SymbolsStayParallelToFramesOnceStarted) {
   p.symbols.resize(p.frames.size());
   p.InternFrame({FrameKind::kUser, 0, 2});
   EXPECT_EQ(p.symbols.size(), p.frames.size());
+}
+
+}  // namespace
+}  // namespace stacksym
+
+namespace stacksym {
+namespace {
+
+// Off-CPU time beside CPU samples: each stack's values by sample type, states kept apart, and
+// a profile without off-CPU time keeps its samples as the default type.
+TEST(ProfileSampleTypes, ValuesByTypeAndState) {
+  Profile p;
+  p.period_ns = 1'000'000;  // 1000 Hz
+  uint32_t m = p.AddModule({ModuleKind::kElf, "/bin/x", {1, 2}});
+  uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x10});
+  ProfileStack running{.pid = 1, .tid = 2, .comm = "x", .frames = {f}};
+  EXPECT_FALSE(p.has_off_cpu());
+  EXPECT_EQ(p.DefaultSampleType(), SampleType::kSamples);
+  p.AddSample(running, 3);
+  ProfileStack sleeping = running;
+  sleeping.state = ThreadState::kSleeping;
+  p.AddOffCpu(sleeping, 5'000'000);
+  p.AddOffCpu(sleeping, 2'000'000);
+  ProfileStack preempted = running;
+  preempted.state = ThreadState::kPreempted;
+  p.AddOffCpu(preempted, 1'000);
+  p.AddSample(running, 1);
+  ASSERT_EQ(p.stacks.size(), 3u) << "one code path in three states: three stacks";
+  EXPECT_TRUE(p.has_off_cpu());
+  EXPECT_EQ(p.DefaultSampleType(), SampleType::kWall);
+  EXPECT_EQ(p.Value(0, SampleType::kSamples), 4u);
+  EXPECT_EQ(p.Value(0, SampleType::kCpu), 4'000'000u);
+  EXPECT_EQ(p.Value(0, SampleType::kOffCpu), 0u);
+  EXPECT_EQ(p.Value(1, SampleType::kSamples), 0u);
+  EXPECT_EQ(p.Value(1, SampleType::kOffCpu), 7'000'000u);
+  EXPECT_EQ(p.Value(1, SampleType::kWall), 7'000'000u);
+  EXPECT_EQ(p.Total(SampleType::kWall), 4'000'000u + 7'000'000u + 1'000u);
+  EXPECT_EQ(p.total_samples(), 4u);
+  for (SampleType t : {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu,
+                       SampleType::kWall}) {
+    EXPECT_EQ(ParseSampleType(SampleTypeName(t)), t);
+  }
+  EXPECT_FALSE(ParseSampleType("cycles"));
+  EXPECT_EQ(ParseThreadState("uninterruptible"), ThreadState::kUninterruptible);
+  EXPECT_FALSE(ParseThreadState("zombie"));
 }
 
 }  // namespace

@@ -63,9 +63,9 @@ std::vector<uint64_t> RemoteProgOffsets() {
 Profile MakeRemoteProgProfile() {
   Profile p;
   uint32_t prog = p.AddModule(
-      {ProfileModuleKind::kElf, "/nonexistent/remote_prog", BuildIdOf(FixturePath("remote_prog"))});
+      {ModuleKind::kElf, "/nonexistent/remote_prog", BuildIdOf(FixturePath("remote_prog"))});
   uint32_t unknown = p.AddModule(
-      {ProfileModuleKind::kElf, "/nonexistent/unknown.so", std::vector<uint8_t>(20, 0xab)});
+      {ModuleKind::kElf, "/nonexistent/unknown.so", std::vector<uint8_t>(20, 0xab)});
   uint32_t kernel_frame = p.InternFrame({FrameKind::kKernel, 0, 0xffffffff81000000ull});
   std::vector<uint64_t> offsets = RemoteProgOffsets();
   for (size_t i = 0; i < offsets.size(); ++i) {

@@ -77,7 +77,7 @@ TEST(BuildIdSymbolizerTest, NormalizedOutputSymbolizesLikeTheLiveProcess) {
   std::string dir = MakeDebugDir("remote");
   for (const NormalizedAddress& a : batch->addresses) {
     ASSERT_TRUE(a.ok());
-    const NormalizedModule& m = batch->modules[a.module];
+    const Module& m = batch->modules[a.module];
     ASSERT_FALSE(m.build_id.empty()) << m.path;
     bool is_lib = m.path.find("libprocess_lib") != std::string::npos;
     std::string file = FixturePath(is_lib ? "libprocess_lib.so" : "process_target");
@@ -92,7 +92,7 @@ TEST(BuildIdSymbolizerTest, NormalizedOutputSymbolizesLikeTheLiveProcess) {
   BuildIdSymbolizer remote(options);
   for (size_t i = 0; i < addrs.size(); ++i) {
     const NormalizedAddress& a = batch->addresses[i];
-    const NormalizedModule& m = batch->modules[a.module];
+    const Module& m = batch->modules[a.module];
     SymbolizedAddress r = remote.Symbolize(m.build_id, a.file_offset);
     ExpectSame(r, (*live)[i]);
     EXPECT_EQ(r.input, a.file_offset);

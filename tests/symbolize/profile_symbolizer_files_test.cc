@@ -68,7 +68,7 @@ class ProfileSymbolizerFilesTest : public ::testing::Test {
 
   Profile MakeProfile(const std::string& module_path, std::vector<uint8_t> build_id) {
     Profile p;
-    uint32_t m = p.AddModule({ProfileModuleKind::kElf, module_path, std::move(build_id)});
+    uint32_t m = p.AddModule({ModuleKind::kElf, module_path, std::move(build_id)});
     uint32_t leaf = p.InternFrame({FrameKind::kUser, m, *elf_->VaddrToFileOffset(leaf_vaddr_)});
     uint32_t call = p.InternFrame({FrameKind::kUser, m, *elf_->VaddrToFileOffset(call_vaddr_)});
     p.AddSample({7, 7, "target", {leaf, call}}, 9);

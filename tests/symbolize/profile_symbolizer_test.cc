@@ -44,7 +44,7 @@ TEST(SymbolizeProfileTest, UserFramesMatchAddr2line) {
   ASSERT_TRUE(elf.ok()) << elf.error().ToString();
   Profile p;
   std::vector<uint8_t> id((*elf)->build_id().begin(), (*elf)->build_id().end());
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, kFixture, id});
+  uint32_t m = p.AddModule({ModuleKind::kElf, kFixture, id});
   std::vector<uint32_t> frames;
   std::vector<std::string> names = {"cap_hot_leaf", "cap_middle_b", "cap_outer_a", "main"};
   std::vector<uint64_t> vaddrs;
@@ -90,7 +90,7 @@ TEST(SymbolizeProfileTest, HandedInFileWinsOverMissingPath) {
   ASSERT_TRUE(elf.ok());
   Profile p;
   std::vector<uint8_t> id((*elf)->build_id().begin(), (*elf)->build_id().end());
-  uint32_t gone = p.AddModule({ProfileModuleKind::kElf, "/nonexistent/deleted_binary", id});
+  uint32_t gone = p.AddModule({ModuleKind::kElf, "/nonexistent/deleted_binary", id});
   Fn fn = FindFunction(**elf, "cap_outer_a");
   uint32_t f = p.InternFrame({FrameKind::kUser, gone, fn.file_offset});
   p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
@@ -129,7 +129,7 @@ TEST(SymbolizeProfileTest, HandedInFileFindsDebuglinkNextToItsMappedPath) {
     SCOPED_TRACE(known ? "mapped path next to the debug file" : "mapped path elsewhere");
     Profile p;
     std::string mapped = tmp + (known ? "/mapped/process_target" : "/elsewhere/process_target");
-    uint32_t m = p.AddModule({ProfileModuleKind::kElf, mapped, id});
+    uint32_t m = p.AddModule({ModuleKind::kElf, mapped, id});
     uint32_t f = p.InternFrame({FrameKind::kUser, m, fn.file_offset + 1});
     p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
     p.files.Keep(p.modules[m], *elf);
@@ -151,7 +151,7 @@ TEST(SymbolizeProfileTest, HandedInFileFindsDebuglinkNextToItsMappedPath) {
 
 TEST(SymbolizeProfileTest, WrongBuildIdIsNotTrusted) {
   Profile p;
-  uint32_t m = p.AddModule({ProfileModuleKind::kElf, kFixture, {0xde, 0xad, 0xbe, 0xef}});
+  uint32_t m = p.AddModule({ModuleKind::kElf, kFixture, {0xde, 0xad, 0xbe, 0xef}});
   uint32_t f = p.InternFrame({FrameKind::kUser, m, 0x1000});
   p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = {f}}, 1);
   ProfileSymbolizeOptions opts;
@@ -184,7 +184,7 @@ TEST(SymbolizeProfileTest, RawAndKernelFrames) {
   std::vector<uint32_t> frames = {raw};
   uint32_t k = UINT32_MAX;
   if (addr != 0) {
-    uint32_t km = p.AddModule({ProfileModuleKind::kKernel, "[kernel.kallsyms]", {}});
+    uint32_t km = p.AddModule({ModuleKind::kKernel, "[kernel.kallsyms]", {}});
     k = p.InternFrame({FrameKind::kKernel, km, addr + 1});
     frames.insert(frames.begin(), k);
   }
