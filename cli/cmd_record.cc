@@ -27,7 +27,7 @@ struct Options {
   uint32_t frequency = 99;
   std::string event = "cpu-clock";
   std::string backend = "auto";
-  std::string ringbuf_size;    // default: 8M with frame pointers, 32M with stack copies
+  std::string ringbuf_size;    // default: RecordOptions' (from the rate, CPUs and call graph)
   std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
   std::string call_graph;      // empty: the library's default (bpf where BPF runs)
   bool all = false;
@@ -76,6 +76,33 @@ void PrintStatus(const RecordStats& s) {
   std::fflush(stderr);
 }
 
+// Where Recorder::Create's CPU went: one line, since a short recording is mostly start-up.
+void PrintStartup(const RecordStartup& st, CaptureBackend backend) {
+  auto ms = [](double s) { return s * 1e3; };
+  if (backend == CaptureBackend::kPerf) {
+    std::fprintf(stderr, "  start-up: %.1f ms of CPU\n", ms(st.total_s));
+    return;
+  }
+  std::string types = st.kernel_types_bytes > 0
+                          ? std::to_string(st.kernel_types_bytes) + " bytes of kernel types"
+                          : std::string("the kernel's BTF");
+  std::string ring;
+  if (st.ring_bytes > 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), ", %llu KiB ring buffer mapped %.1f ms",
+                  static_cast<unsigned long long>(st.ring_bytes >> 10), ms(st.ring_s));
+    ring = buf;
+  }
+  double rest = st.total_s - st.open_s - st.load_s - st.attach_s - st.ring_s;
+  std::fprintf(stderr,
+               "  start-up: %.1f ms of CPU: BPF object opened %.1f ms, loaded %.1f ms (maps, %s, "
+               "%llu instructions verified), attached on %u CPUs %.1f ms%s; checks and the "
+               "command's fork %.1f ms\n",
+               ms(st.total_s), ms(st.open_s), ms(st.load_s), types.c_str(),
+               static_cast<unsigned long long>(st.verified_insns), st.cpus, ms(st.attach_s),
+               ring.c_str(), ms(rest > 0 ? rest : 0));
+}
+
 void PrintSummary(const RecordStats& s, const Options& o) {
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::fprintf(stderr,
@@ -113,12 +140,13 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  u(s.bpf_fallback_copies), u(s.bpf_unknown_mapping));
     std::fprintf(stderr,
                  "  unwind tables in BPF maps: %llu processes, %llu tables, %llu rows loaded "
-                 "(%.1f MiB in use at the end); evicted to make room: %llu tables, %llu "
-                 "processes; %llu processes could not be loaded%s%s\n",
+                 "(%.1f MiB in use at the end, in %llu MiB of maps); evicted to make room: "
+                 "%llu tables, %llu processes; %llu processes could not be loaded%s%s\n",
                  u(s.bpf_processes_loaded), u(s.bpf_tables_loaded), u(s.bpf_rows_loaded),
-                 static_cast<double>(s.bpf_rows_in_use) * 16 / (1 << 20), u(s.bpf_tables_evicted),
-                 u(s.bpf_processes_evicted), u(s.bpf_processes_not_loaded),
-                 s.bpf_first_load_problem.empty() ? "" : ": ", s.bpf_first_load_problem.c_str());
+                 static_cast<double>(s.bpf_rows_in_use) * 16 / (1 << 20),
+                 u(s.bpf_rows_map_bytes >> 20), u(s.bpf_tables_evicted), u(s.bpf_processes_evicted),
+                 u(s.bpf_processes_not_loaded), s.bpf_first_load_problem.empty() ? "" : ": ",
+                 s.bpf_first_load_problem.c_str());
     std::string bpf_ends;
     for (int i = 0; i < kUnwindEndCount; ++i) {
       if (s.bpf_unwind_ends[i] == 0) continue;
@@ -181,6 +209,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
                  u(s.stackmap_counts_full));
   }
+  PrintStartup(s.startup, s.backend);
   if (s.samples > 0) {
     rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -218,7 +247,7 @@ int RunRecord(Options& o) {
     o.record.call_graph = call_graph->mode;
     o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
   }
-  // Empty: the library's default for the call graph (8M with frame pointers, else 32M).
+  // Empty: the library's default (a second of the largest samples, 1M to 32M).
   if (!o.ringbuf_size.empty() && !ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
     std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
                  o.ringbuf_size.c_str());
@@ -351,7 +380,8 @@ CommandRegistrar registrar(
                      "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
                      "bytes a row); past it, tables are evicted and counted");
       app.add_option("--ringbuf-size", o->ringbuf_size,
-                     "Ring buffer size (default 32M with dwarf and bpf, 8M with fp)");
+                     "Ring buffer size (default: a second of the largest samples at -F on "
+                     "every CPU, 1M to 32M)");
       app.add_option("--stackmap-size", o->record.stackmap_size,
                      "Entries of the stackmap backend's map (default 16384)");
       app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,

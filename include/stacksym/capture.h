@@ -112,11 +112,26 @@ struct RecordOptions {
   uint64_t unwind_cache_max_bytes = uint64_t{1} << 30;
 
   // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
-  // 0: 8 MiB with frame pointers, else 32 MiB (dwarf copies the stack into every sample, bpf
-  // into a process's first ones; a 16 KiB copy per sample fills 8 MiB in a few hundred
-  // samples per CPU, and a consumer that falls behind then loses samples).
+  // 0: room for a second of the largest samples the call graph sends (dwarf copies the stack
+  // into every sample, bpf into a process's first ones) at frequency_hz on every online CPU,
+  // a power of two from 1 to 32 MiB (at 99 Hz on 2 CPUs: 4 MiB with bpf and dwarf, 1 MiB
+  // with fp). Its pages are allocated and mapped at start: 32 MiB cost about 10 ms of CPU.
   uint64_t ringbuf_size = 0;
   uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
+};
+
+// Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are
+// zero where it has none (the perf backend opens and maps per CPU, under attach and ring).
+struct RecordStartup {
+  double total_s = 0;           // all of Recorder::Create: checks, the command's fork, the backend
+  double open_s = 0;            // BPF object opened (its ELF and BTF parsed)
+  double load_s = 0;            // maps created, kernel types read, programs verified and loaded
+  double attach_s = 0;          // targets written, tracepoints, one perf event and link per CPU
+  double ring_s = 0;            // the ring buffer's reader created (its pages mapped)
+  uint64_t verified_insns = 0;  // instructions the kernel's verifier processed
+  uint64_t kernel_types_bytes = 0;  // BTF read for CO-RE: the build's cut, or the kernel's
+  uint64_t ring_bytes = 0;
+  uint32_t cpus = 0;  // CPUs with a perf event
 };
 
 // Everything the recorder counted. Nothing is dropped silently: every sample taken is either
@@ -169,6 +184,7 @@ struct RecordStats {
   uint64_t bpf_tables_evicted = 0;        // tables whose rows were given to another table
   uint64_t bpf_rows_loaded = 0;           // rows written, in all
   uint64_t bpf_rows_in_use = 0;           // rows holding a table at the end
+  uint64_t bpf_rows_map_bytes = 0;        // kernel memory of the rows map: its segments created
   std::string bpf_first_load_problem;
   // bpf_unwind_verify: samples compared, samples whose chains agreed, and the differences.
   uint64_t verify_samples = 0;
@@ -180,6 +196,7 @@ struct RecordStats {
   std::vector<std::string> verify_differences;  // the first 1000
   double elapsed_s = 0;
   double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
+  RecordStartup startup;
 };
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;

@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 #include <signal.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 
 #include "capture/aggregator.h"
 #include "capture/bpf_unwind_loader.h"
+#include "capture/kernel_btf.h"
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
 #include "stacksym/elf.h"
@@ -42,6 +45,12 @@ int LibbpfQuiet(enum libbpf_print_level level, const char* format, va_list args)
   return 0;
 }
 
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 uint64_t RoundRingbufSize(uint64_t bytes) {
   uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   uint64_t size = page;
@@ -62,114 +71,82 @@ static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupport
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
 
+// Whether perf_event programs may use hash maps that allocate elements as they are added
+// (BPF_F_NO_PREALLOC; Linux 6.1+). A preallocated map allocates and zeroes every element at
+// creation: 10 MiB for proc_mappings' 1024 processes, in every recording.
+bool HashMapsOnDemand() {
+  utsname u;
+  if (uname(&u) != 0) return false;
+  unsigned major = 0, minor = 0;
+  if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
+  return major > 6 || (major == 6 && minor >= 1);
+}
+
+// The rows map's bound must fit in memory: its segments are created as tables fill them, so
+// a bound the machine cannot hold would only fail later, table by table.
+Result<void> CheckRowsBound(uint32_t rows) {
+  struct sysinfo si;
+  if (sysinfo(&si) != 0) return {};
+  uint64_t bytes = uint64_t{rows} * sizeof(stacksym_unwind_row);
+  if (bytes > uint64_t{si.totalram} * si.mem_unit) {
+    return MakeError(ErrorCode::kInvalidArgument, "unwind rows bound of " +
+                                                      std::to_string(bytes >> 20) +
+                                                      " MiB exceeds the machine's memory");
+  }
+  return {};
+}
+
 class BpfSource : public SampleSource {
  public:
   ~BpfSource() override { Close(); }
 
+  // In steps, each timed for the start-up summary (RecordStartup).
   Result<void> Open(const SourceConfig& config, bool stackmap, std::vector<std::string>* notes) {
     stackmap_ = stackmap;
     event_ = config.event;
-    libbpf_set_print(LibbpfQuiet);
-    skel_ = profile_bpf__open();
-    if (skel_ == nullptr) return ErrnoError(errno, "opening the BPF object");
-    auto* ro = skel_->rodata;
-    ro->filter_tgid = !config.tgids.empty();
-    ro->filter_tid = !config.tids.empty();
-    ro->filter_cgroup = config.filter_cgroup;
-    ro->target_cgroup_id = config.cgroup_id;
-    ro->follow_forks = config.follow_forks;
-    ro->include_idle = config.options.include_idle;
-    ro->kernel_stacks = config.options.kernel_stacks;
-    ro->user_stacks = config.options.user_stacks;
-    ro->user_build_ids = config.options.kernel_build_ids;
-    if (config.options.call_graph == CallGraph::kDwarf ||
-        config.options.call_graph == CallGraph::kBpf) {
-      ro->stack_copy_size = config.options.stack_copy_bytes;
-      ro->user_build_ids = 0;
-    }
     bpf_unwind_ = config.options.call_graph == CallGraph::kBpf && !stackmap;
-    ro->bpf_unwind = bpf_unwind_;
-    ro->bpf_unwind_verify = bpf_unwind_ && config.options.bpf_unwind_verify;
-    bpf_map__set_max_entries(skel_->maps.unwind_rows,
-                             bpf_unwind_ ? std::max(config.options.bpf_unwind_rows, 1u) : 1);
-    bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);
-    if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
-      bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
-    }
-
-    uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
-    ro->wakeup_bytes = rb_size / 8;
-    bpf_map__set_max_entries(skel_->maps.samples, stackmap ? 4096 : rb_size);
-    bpf_map__set_max_entries(skel_->maps.stackmap, stackmap ? config.options.stackmap_size : 1);
-    bpf_map__set_max_entries(skel_->maps.stack_counts, stackmap ? 65536 : 1);
-    bpf_program__set_autoload(skel_->progs.on_sample, !stackmap);
-    bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap);
-    bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
-    bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
-    bpf_program__set_autoload(skel_->progs.on_exec, !stackmap && config.options.user_stacks);
-
+    double t = ProcessCpuSeconds();
+    auto lap = [&t](double* phase) {
+      double now = ProcessCpuSeconds();
+      *phase = now - t;
+      t = now;
+    };
+    KernelTypesFile kernel_types;
+    if (Result<void> r = OpenObject(config, kernel_types); !r) return r;
+    if (Result<void> r = SizeMaps(config); !r) return r;
+    lap(&startup_.open_s);
     if (int err = profile_bpf__load(skel_); err != 0) {
       return ErrnoError(-err,
                         "loading the BPF program (needs CAP_BPF and CAP_PERFMON, and a kernel "
                         "with BTF, ring buffers and bpf_get_stack; set STACKSYM_BPF_DEBUG=1 "
                         "for the verifier log)");
     }
-    uint8_t one = 1;
-    for (pid_t pid : config.tgids) {
-      uint32_t key = static_cast<uint32_t>(pid);
-      if (bpf_map__update_elem(skel_->maps.target_tgids, &key, sizeof(key), &one, sizeof(one),
-                               BPF_ANY) != 0) {
-        return ErrnoError(errno, "adding pid " + std::to_string(pid) + " to the BPF targets");
-      }
-    }
-    for (pid_t tid : config.tids) {
-      uint32_t key = static_cast<uint32_t>(tid);
-      if (bpf_map__update_elem(skel_->maps.target_tids, &key, sizeof(key), &one, sizeof(one),
-                               BPF_ANY) != 0) {
-        return ErrnoError(errno, "adding tid " + std::to_string(tid) + " to the BPF targets");
-      }
-    }
-    if (config.follow_forks) {
-      for (bpf_program* p : {skel_->progs.on_fork, skel_->progs.on_exit}) {
-        bpf_link* link = bpf_program__attach(p);
-        if (link == nullptr) return ErrnoError(errno, "attaching the fork/exit tracepoints");
-        tracepoint_links_.push_back(link);
-      }
-    }
-    if (!stackmap && config.options.user_stacks) {
-      bpf_link* link = bpf_program__attach(skel_->progs.on_exec);
-      if (link == nullptr) return ErrnoError(errno, "attaching the exec tracepoint");
-      tracepoint_links_.push_back(link);
-    }
+    lap(&startup_.load_s);
+    startup_.verified_insns = VerifiedInstructions();
+    if (Result<void> r = AttachTracepoints(config); !r) return r;
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
-      loader_.Init(
-          bpf_map__fd(skel_->maps.unwind_rows), std::max(config.options.bpf_unwind_rows, 1u),
-          bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses, config.unwind_tables);
+      loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
+                   std::max(config.options.bpf_unwind_rows, 1u), first_rows_segment_,
+                   bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses,
+                   config.unwind_tables);
+    } else {
+      close(first_rows_segment_);
     }
+    first_rows_segment_ = -1;  // the loader's, or closed
+    if (Result<void> r = AttachPerfEvents(config); !r) return r;
+    lap(&startup_.attach_s);
     if (!stackmap) {
       ring_ =
           ring_buffer__new(bpf_map__fd(skel_->maps.samples), &BpfSource::OnRecord, this, nullptr);
       if (ring_ == nullptr) return ErrnoError(errno, "creating the ring buffer reader");
     }
-
-    Result<std::vector<int>> cpus = OnlineCpus();
-    if (!cpus) return cpus.error();
-    bpf_program* prog = stackmap ? skel_->progs.on_sample_stackmap : skel_->progs.on_sample;
-    for (int cpu : *cpus) {
-      perf_event_attr attr = SamplingAttr(event_, config.options.frequency_hz);
-      Result<int> fd = PerfEventOpen(&attr, -1, cpu, -1, 0);
-      if (!fd) return fd.error();
-      perf_fds_.push_back(*fd);
-      bpf_link* link = bpf_program__attach_perf_event(prog, *fd);
-      if (link == nullptr) {
-        return ErrnoError(errno, "attaching the BPF program to cpu " + std::to_string(cpu));
-      }
-      links_.push_back(link);
-    }
+    lap(&startup_.ring_s);
     (void)notes;
     return {};
   }
+
+  RecordStartup Startup() const override { return startup_; }
 
   CaptureBackend backend() const override {
     return stackmap_ ? CaptureBackend::kStackMap : CaptureBackend::kBpf;
@@ -237,6 +214,139 @@ class BpfSource : public SampleSource {
   }
 
  private:
+  // The skeleton, with the options the program reads (frozen at load: the verifier drops
+  // what they switch off) and, on the kernel the build cut them from, its few kernel types.
+  Result<void> OpenObject(const SourceConfig& config, const KernelTypesFile& kernel_types) {
+    libbpf_set_print(LibbpfQuiet);
+    LIBBPF_OPTS(bpf_object_open_opts, open_opts, .btf_custom_path = kernel_types.path());
+    startup_.kernel_types_bytes = kernel_types.path() != nullptr ? kernel_types.bytes() : 0;
+    skel_ = profile_bpf__open_opts(&open_opts);
+    if (skel_ == nullptr) return ErrnoError(errno, "opening the BPF object");
+    auto* ro = skel_->rodata;
+    ro->filter_tgid = !config.tgids.empty();
+    ro->filter_tid = !config.tids.empty();
+    ro->filter_cgroup = config.filter_cgroup;
+    ro->target_cgroup_id = config.cgroup_id;
+    ro->follow_forks = config.follow_forks;
+    ro->include_idle = config.options.include_idle;
+    ro->kernel_stacks = config.options.kernel_stacks;
+    ro->user_stacks = config.options.user_stacks;
+    ro->user_build_ids = config.options.kernel_build_ids;
+    if (config.options.call_graph == CallGraph::kDwarf ||
+        config.options.call_graph == CallGraph::kBpf) {
+      ro->stack_copy_size = config.options.stack_copy_bytes;
+      ro->user_build_ids = 0;
+    }
+    ro->bpf_unwind = bpf_unwind_;
+    ro->bpf_unwind_verify = bpf_unwind_ && config.options.bpf_unwind_verify;
+    bpf_program__set_autoload(skel_->progs.on_sample, !stackmap_);
+    bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap_);
+    bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
+    bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
+    bpf_program__set_autoload(skel_->progs.on_exec, !stackmap_ && config.options.user_stacks);
+    return {};
+  }
+
+  // Maps the options do not use get one entry; the rest are sized to the run.
+  Result<void> SizeMaps(const SourceConfig& config) {
+    const uint32_t max_rows = std::max(config.options.bpf_unwind_rows, 1u);
+    if (bpf_unwind_) {
+      if (Result<void> r = CheckRowsBound(max_rows); !r) return r.error();
+    }
+    bpf_map__set_max_entries(skel_->maps.unwind_rows,
+                             bpf_unwind_ ? (max_rows - 1) / STACKSYM_ROWS_PER_SEGMENT + 1 : 1);
+    // The map of row segments takes its shape from a segment: with unwinding, the first one
+    // (libbpf would create one and drop it), else one row.
+    first_rows_segment_ =
+        BpfUnwindLoader::CreateSegment(bpf_unwind_ ? STACKSYM_ROWS_PER_SEGMENT : 1);
+    if (first_rows_segment_ < 0) return ErrnoError(errno, "creating the unwind rows map");
+    bpf_map__set_inner_map_fd(skel_->maps.unwind_rows, first_rows_segment_);
+    bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);
+    if (HashMapsOnDemand()) {
+      for (bpf_map* m :
+           {skel_->maps.proc_mappings, skel_->maps.target_tgids, skel_->maps.target_tids}) {
+        bpf_map__set_map_flags(m, bpf_map__map_flags(m) | BPF_F_NO_PREALLOC);
+      }
+    }
+    if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
+      bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
+    }
+    uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
+    skel_->rodata->wakeup_bytes = rb_size / 8;
+    bpf_map__set_max_entries(skel_->maps.samples, stackmap_ ? 4096 : rb_size);
+    startup_.ring_bytes = stackmap_ ? 0 : rb_size;
+    bpf_map__set_max_entries(skel_->maps.stackmap, stackmap_ ? config.options.stackmap_size : 1);
+    bpf_map__set_max_entries(skel_->maps.stack_counts, stackmap_ ? 65536 : 1);
+    return {};
+  }
+
+  // Instructions the verifier processed, over the loaded programs (Linux 5.16+; else 0).
+  uint64_t VerifiedInstructions() const {
+    uint64_t total = 0;
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, skel_->obj) {
+      if (!bpf_program__autoload(prog)) continue;
+      bpf_prog_info info = {};
+      uint32_t len = sizeof(info);
+      if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {
+        total += info.verified_insns;
+      }
+    }
+    return total;
+  }
+
+  // The targets, and the tracepoints that follow forks, exits and execs.
+  Result<void> AttachTracepoints(const SourceConfig& config) {
+    uint8_t one = 1;
+    for (pid_t pid : config.tgids) {
+      uint32_t key = static_cast<uint32_t>(pid);
+      if (bpf_map__update_elem(skel_->maps.target_tgids, &key, sizeof(key), &one, sizeof(one),
+                               BPF_ANY) != 0) {
+        return ErrnoError(errno, "adding pid " + std::to_string(pid) + " to the BPF targets");
+      }
+    }
+    for (pid_t tid : config.tids) {
+      uint32_t key = static_cast<uint32_t>(tid);
+      if (bpf_map__update_elem(skel_->maps.target_tids, &key, sizeof(key), &one, sizeof(one),
+                               BPF_ANY) != 0) {
+        return ErrnoError(errno, "adding tid " + std::to_string(tid) + " to the BPF targets");
+      }
+    }
+    if (config.follow_forks) {
+      for (bpf_program* p : {skel_->progs.on_fork, skel_->progs.on_exit}) {
+        bpf_link* link = bpf_program__attach(p);
+        if (link == nullptr) return ErrnoError(errno, "attaching the fork/exit tracepoints");
+        tracepoint_links_.push_back(link);
+      }
+    }
+    if (!stackmap_ && config.options.user_stacks) {
+      bpf_link* link = bpf_program__attach(skel_->progs.on_exec);
+      if (link == nullptr) return ErrnoError(errno, "attaching the exec tracepoint");
+      tracepoint_links_.push_back(link);
+    }
+    return {};
+  }
+
+  // One sampling event per online CPU, the program attached to each.
+  Result<void> AttachPerfEvents(const SourceConfig& config) {
+    Result<std::vector<int>> cpus = OnlineCpus();
+    if (!cpus) return cpus.error();
+    bpf_program* prog = stackmap_ ? skel_->progs.on_sample_stackmap : skel_->progs.on_sample;
+    for (int cpu : *cpus) {
+      perf_event_attr attr = SamplingAttr(event_, config.options.frequency_hz);
+      Result<int> fd = PerfEventOpen(&attr, -1, cpu, -1, 0);
+      if (!fd) return fd.error();
+      perf_fds_.push_back(*fd);
+      bpf_link* link = bpf_program__attach_perf_event(prog, *fd);
+      if (link == nullptr) {
+        return ErrnoError(errno, "attaching the BPF program to cpu " + std::to_string(cpu));
+      }
+      links_.push_back(link);
+    }
+    startup_.cpus = static_cast<uint32_t>(cpus->size());
+    return {};
+  }
+
   static int OnRecord(void* ctx, void* data, size_t size) {
     auto* self = static_cast<BpfSource*>(ctx);
     if (self->callback_ == nullptr || size < sizeof(stacksym_sample)) return 0;
@@ -363,6 +473,8 @@ class BpfSource : public SampleSource {
     ring_ = nullptr;
     if (skel_ != nullptr) profile_bpf__destroy(skel_);
     skel_ = nullptr;
+    if (first_rows_segment_ >= 0) close(first_rows_segment_);
+    first_rows_segment_ = -1;
   }
 
   bool stackmap_ = false;
@@ -373,6 +485,8 @@ class BpfSource : public SampleSource {
   uint32_t awaiting_exec_ = 0;
   CaptureEvent event_ = CaptureEvent::kCpuClock;
   profile_bpf* skel_ = nullptr;
+  int first_rows_segment_ = -1;  // until Open hands it to the loader
+  RecordStartup startup_;
   ring_buffer* ring_ = nullptr;
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> links_;

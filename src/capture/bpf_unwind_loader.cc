@@ -4,6 +4,7 @@
 #include <linux/membarrier.h>
 #include <linux/types.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@
 namespace stacksym {
 namespace {
 
+constexpr size_t kSegmentBytes = size_t{STACKSYM_ROWS_PER_SEGMENT} * sizeof(stacksym_unwind_row);
+
 double MonotonicNow() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -33,11 +36,26 @@ double MonotonicNow() {
 }  // namespace
 
 BpfUnwindLoader::BpfUnwindLoader() = default;
-BpfUnwindLoader::~BpfUnwindLoader() = default;
+BpfUnwindLoader::~BpfUnwindLoader() {
+  for (const RowsSegment& segment : segments_) {
+    if (segment.rows != nullptr) munmap(segment.rows, kSegmentBytes);
+    if (segment.fd >= 0) close(segment.fd);
+  }
+}
 
-void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes,
-                           std::shared_ptr<UnwindTableCache> tables) {
+int BpfUnwindLoader::CreateSegment(uint32_t rows) {
+  LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
+  return bpf_map_create(BPF_MAP_TYPE_ARRAY, "unwind_rows_seg", sizeof(uint32_t),
+                        sizeof(stacksym_unwind_row), rows, &opts);
+}
+
+void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, int mappings_fd,
+                           uint32_t max_processes, std::shared_ptr<UnwindTableCache> tables) {
   rows_fd_ = rows_fd;
+  segments_.resize((uint64_t{max_rows} + STACKSYM_ROWS_PER_SEGMENT - 1) /
+                   STACKSYM_ROWS_PER_SEGMENT);
+  std::string why;
+  AddSegment(0, first_segment, &why);  // on failure Segment() tries again and says why
   space_ = std::make_unique<BpfRowSpace>(max_rows);
   mappings_fd_ = mappings_fd;
   max_processes_ = max_processes;
@@ -84,6 +102,9 @@ void BpfUnwindLoader::AddCounters(SourceCounters* c) const {
   c->bpf_tables_evicted = tables_evicted_;
   c->bpf_rows_loaded = rows_loaded_;
   c->bpf_rows_in_use = space_ ? space_->used_rows() : 0;
+  c->bpf_rows_map_bytes = kSegmentBytes * static_cast<uint64_t>(std::count_if(
+                                              segments_.begin(), segments_.end(),
+                                              [](const RowsSegment& s) { return s.fd >= 0; }));
   c->bpf_first_load_problem = first_problem_;
 }
 
@@ -168,6 +189,54 @@ bool BpfUnwindLoader::MakeRoom(uint32_t rows, uint32_t pid, std::string* why, ui
   return true;
 }
 
+// Puts segment `fd` in its slot of the rows map and maps its rows; closes it on failure.
+bool BpfUnwindLoader::AddSegment(uint32_t slot, int fd, std::string* why) {
+  void* rows = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (rows == MAP_FAILED) {
+    *why = std::string("mapping unwind rows: ") + strerror(errno);
+    close(fd);
+    return false;
+  }
+  if (bpf_map_update_elem(rows_fd_, &slot, &fd, BPF_ANY) != 0) {
+    *why = std::string("adding unwind rows: ") + strerror(errno);
+    munmap(rows, kSegmentBytes);
+    close(fd);
+    return false;
+  }
+  segments_[slot] = {fd, static_cast<UnwindRow*>(rows)};
+  return true;
+}
+
+// The rows of the segment holding row `index`, created (all zero) the first time.
+UnwindRow* BpfUnwindLoader::Segment(uint32_t index, std::string* why) {
+  uint32_t slot = index / STACKSYM_ROWS_PER_SEGMENT;
+  if (slot >= segments_.size()) {
+    *why = "unwind row " + std::to_string(index) + " past the rows map";
+    return nullptr;
+  }
+  if (segments_[slot].rows != nullptr) return segments_[slot].rows;
+  int fd = CreateSegment(STACKSYM_ROWS_PER_SEGMENT);
+  if (fd < 0) {
+    *why = std::string("creating unwind rows: ") + strerror(errno);
+    return nullptr;
+  }
+  return AddSegment(slot, fd, why) ? segments_[slot].rows : nullptr;
+}
+
+// Rows [at, at + rows.size()), copied into the segments' mapped memory.
+bool BpfUnwindLoader::WriteRows(uint32_t at, std::span<const UnwindRow> rows, std::string* why) {
+  for (size_t done = 0; done < rows.size();) {
+    uint32_t index = at + static_cast<uint32_t>(done);
+    UnwindRow* segment = Segment(index, why);
+    if (segment == nullptr) return false;
+    uint32_t in_segment = index % STACKSYM_ROWS_PER_SEGMENT;
+    size_t n = std::min<size_t>(rows.size() - done, STACKSYM_ROWS_PER_SEGMENT - in_segment);
+    std::memcpy(segment + in_segment, rows.data() + done, n * sizeof(UnwindRow));
+    done += n;
+  }
+  return true;
+}
+
 BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
                                                      const std::string& identity, uint32_t pid,
                                                      std::string* key, std::string* why) {
@@ -187,20 +256,9 @@ BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
       *why += " at " + elf.path();
       return nullptr;
     }
-    // One syscall per batch of rows (array maps take batches since Linux 5.6).
-    constexpr uint32_t kBatch = 8192;
-    std::vector<uint32_t> keys;
-    for (uint32_t done = 0; done < count;) {
-      uint32_t n = std::min(kBatch, count - done);
-      keys.resize(n);
-      for (uint32_t i = 0; i < n; ++i) keys[i] = at + done + i;
-      uint32_t written = n;
-      if (bpf_map_update_batch(rows_fd_, keys.data(), rows.data() + done, &written, nullptr) != 0) {
-        *why = std::string("writing unwind rows: ") + strerror(errno);
-        space_->Release(at, count);
-        return nullptr;
-      }
-      done += n;
+    if (!WriteRows(at, rows, why)) {
+      space_->Release(at, count);
+      return nullptr;
     }
     lt.row_start = at;
     lt.row_count = count;

@@ -11,6 +11,8 @@
 // processes least recently sampled first (their next sample comes as a stack copy and loads
 // them again). Rows are only rewritten after an RCU grace period since the last deletion of a
 // process's mappings, so a walk that started before the deletion never reads the new rows.
+// The rows live in segments of STACKSYM_ROWS_PER_SEGMENT rows, the inner maps of the program's
+// unwind_rows map, each created when the first table placed in it is written.
 // Not thread-safe: the recorder's thread calls it.
 #pragma once
 
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,8 +39,13 @@ class BpfUnwindLoader {
  public:
   BpfUnwindLoader();
   ~BpfUnwindLoader();
-  void Init(int rows_fd, uint32_t max_rows, int mappings_fd, uint32_t max_processes,
-            std::shared_ptr<UnwindTableCache> tables);
+  // A segment of `rows` rows (all zero), mappable: rows are written by memcpy, not one
+  // syscall element at a time (130k rows took 20 ms through bpf_map_update_batch).
+  static int CreateSegment(uint32_t rows);
+  // rows_fd: the ARRAY_OF_MAPS whose slots are the segments, enough for max_rows; the loader
+  // owns first_segment (from CreateSegment) and puts it in slot 0.
+  void Init(int rows_fd, uint32_t max_rows, int first_segment, int mappings_fd,
+            uint32_t max_processes, std::shared_ptr<UnwindTableCache> tables);
 
   // Called for a sample of pid that was not unwound in the program (tables not loaded), or
   // whose walk met an unknown mapping. At most every 0.2 s per process.
@@ -73,9 +81,17 @@ class BpfUnwindLoader {
   void Unload(uint32_t pid);
   void Release(const std::vector<std::string>& keys);
   void WaitForWalks();
+  bool WriteRows(uint32_t at, std::span<const UnwindRow> rows, std::string* why);
+  bool AddSegment(uint32_t slot, int fd, std::string* why);
+  UnwindRow* Segment(uint32_t index, std::string* why);
   void Fail(uint32_t pid, const std::string& why);
 
   int rows_fd_ = -1;
+  struct RowsSegment {
+    int fd = -1;                // -1: not created yet
+    UnwindRow* rows = nullptr;  // mapped
+  };
+  std::vector<RowsSegment> segments_;
   int mappings_fd_ = -1;
   uint32_t max_processes_ = 0;
   std::unique_ptr<BpfRowSpace> space_;

@@ -222,9 +222,7 @@ void FillDefaults(RecordOptions& options) {
                          : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
                                                                       : CallGraph::kBpf;
   }
-  if (options.ringbuf_size == 0) {
-    options.ringbuf_size = options.call_graph == CallGraph::kFramePointers ? 8u << 20 : 32u << 20;
-  }
+  if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
 }
 
 // The sampling settings and whether the backend can walk the call graph asked for.
@@ -395,6 +393,7 @@ void NoteKernelBuildIds(const RecordOptions& options, CaptureBackend backend,
 // (started stopped before its exec, so that its pid is a target from its first instruction)
 // and the backend with its fallbacks.
 Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
+  const double cpu_at_start = ProcessCpuSeconds();
   RecordOptions options = given;
   const bool call_graph_chosen = options.call_graph != CallGraph::kAuto;
   FillDefaults(options);
@@ -441,6 +440,8 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   Profile& p = rec->aggregator_->profile();
   p.period_ns = 1000000000ull / options.frequency_hz;
   p.event = CaptureEventName(rec->stats_.event);
+  rec->stats_.startup = rec->source_->Startup();
+  rec->stats_.startup.total_s = ProcessCpuSeconds() - cpu_at_start;
   return rec;
 }
 
@@ -486,6 +487,7 @@ void Recorder::RefreshStats() {
   stats_.bpf_tables_evicted = c.bpf_tables_evicted;
   stats_.bpf_rows_loaded = c.bpf_rows_loaded;
   stats_.bpf_rows_in_use = c.bpf_rows_in_use;
+  stats_.bpf_rows_map_bytes = c.bpf_rows_map_bytes;
   stats_.bpf_first_load_problem = c.bpf_first_load_problem;
   stats_.verify_samples = a.verify_samples;
   stats_.verify_agreed = a.verify_agreed;

@@ -89,6 +89,7 @@ struct SourceCounters {
   uint64_t bpf_tables_evicted = 0;
   uint64_t bpf_rows_loaded = 0;
   uint64_t bpf_rows_in_use = 0;
+  uint64_t bpf_rows_map_bytes = 0;  // the rows map's segments created, in bytes
   std::string bpf_first_load_problem;
 };
 
@@ -117,6 +118,8 @@ class SampleSource {
   // Stops sampling and delivers everything still buffered.
   virtual Result<void> StopAndDrain(const SampleCallback& callback) = 0;
   virtual SourceCounters Counters() = 0;
+  // The backend's part of the start-up (total_s is the recorder's).
+  virtual RecordStartup Startup() const { return {}; }
 };
 
 // Both fail with a clear Error (kPermission, kUnsupported, ...) when the kernel refuses.
@@ -126,6 +129,10 @@ Result<std::unique_ptr<SampleSource>> OpenPerfSource(const SourceConfig& config,
                                                      std::vector<std::string>* notes);
 // Whether the BPF backend was compiled in (clang, bpftool and libbpf found at build time).
 bool BpfBackendCompiled();
+
+// RecordOptions::ringbuf_size when none is given: about a second of the run's largest samples
+// from every CPU, a power of two from 1 to 32 MiB.
+uint64_t DefaultRingbufSize(const RecordOptions& options);
 
 // Online CPU ids (from /sys/devices/system/cpu/online).
 Result<std::vector<int>> OnlineCpus();

@@ -3,6 +3,7 @@
 // UnwindStack (the reference) and compares. On the FP-less fixtures (gcc, clang) and on
 // python3, at least 99.9 % of the chains must be the same; every difference is printed.
 #include <gtest/gtest.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -299,6 +300,63 @@ TEST(BpfUnwindRecordTest, AgreesWithStackCopiesPython) {
                   "while time.time() < end:\n"
                   "    f(30)\n"},
                  "python3");
+}
+
+// The default start pays for what the run uses: the walk's program verified once per step
+// function (the verifier processed 54k instructions when it checked the walk in every state
+// of its loop), the first 1 MiB segment of rows and no more, the ring buffer sized to the
+// rate, and the phases accounted.
+TEST(BpfUnwindRecordTest, StartsWithWhatTheRunNeeds) {
+  RecordOptions o;
+  o.command = {"/bin/true"};
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  const RecordStats& st = rec->stats();
+  if (st.call_graph != CallGraph::kBpf) GTEST_SKIP() << "no unwinding in BPF here";
+  const RecordStartup& s = st.startup;
+  std::printf(
+      "start-up: %.1f ms (open %.1f, load %.1f, attach %.1f, ring %.1f); %llu "
+      "instructions verified, %llu bytes of kernel types, %llu KiB ring buffer\n",
+      s.total_s * 1e3, s.open_s * 1e3, s.load_s * 1e3, s.attach_s * 1e3, s.ring_s * 1e3,
+      static_cast<unsigned long long>(s.verified_insns),
+      static_cast<unsigned long long>(s.kernel_types_bytes),
+      static_cast<unsigned long long>(s.ring_bytes >> 10));
+  EXPECT_GT(s.load_s, 0);
+  EXPECT_GE(s.total_s, s.open_s + s.load_s + s.attach_s + s.ring_s);
+  EXPECT_GT(s.verified_insns, 0u);
+  EXPECT_LT(s.verified_insns, 20000u);
+  EXPECT_EQ(s.cpus, static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_LE(s.ring_bytes, 32u << 20);
+  EXPECT_EQ(st.bpf_rows_map_bytes, 1u << 20);
+}
+
+// A rows bound of 4 GiB costs nothing until tables fill it: segments are created as rows
+// are written, so the map holds about what was loaded.
+TEST(BpfUnwindRecordTest, RowsMapGrowsWithTheTables) {
+  struct sysinfo si;
+  ASSERT_EQ(sysinfo(&si), 0);
+  constexpr uint64_t kBound = uint64_t{4} << 30;
+  if (uint64_t{si.totalram} * si.mem_unit < kBound) GTEST_SKIP() << "less than 4 GiB of memory";
+  RecordOptions o;
+  o.frequency_hz = 499;
+  o.call_graph = CallGraph::kBpf;
+  o.bpf_unwind_rows = static_cast<uint32_t>(kBound / 16);
+#ifdef STACKSYM_SANITIZED_BUILD
+  o.command = {kFixtureDir + "/unwind_app_gcc", "4.0"};  // its loader takes about a second
+#else
+  o.command = {kFixtureDir + "/unwind_app_gcc", "1.0"};
+#endif
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  const RecordStats& st = rec->stats();
+  std::printf("%llu rows loaded, %llu in use, rows map %llu KiB\n",
+              static_cast<unsigned long long>(st.bpf_rows_loaded),
+              static_cast<unsigned long long>(st.bpf_rows_in_use),
+              static_cast<unsigned long long>(st.bpf_rows_map_bytes >> 10));
+  ASSERT_GT(st.bpf_rows_loaded, 0u) << st.bpf_first_load_problem;
+  // First fit from row 0, nothing evicted: the rows in use, rounded up to a segment.
+  EXPECT_EQ(st.bpf_tables_evicted, 0u);
+  EXPECT_EQ(st.bpf_rows_map_bytes, (st.bpf_rows_in_use * 16 + (1u << 20) - 1) / (1u << 20) << 20);
 }
 
 }  // namespace

@@ -75,12 +75,20 @@ struct {
 } counters SEC(".maps");
 
 // --call-graph bpf: the rows of every loaded table, and each process's executable mappings.
-// User space sizes both (tiny when unused).
-struct {
+// Row i is row i % STACKSYM_ROWS_PER_SEGMENT of segment i / STACKSYM_ROWS_PER_SEGMENT, an array
+// user space creates when the first table reaches it: a recording holds kernel memory for the
+// rows it loaded, not for its bound (which sets the number of segments). Tiny when unused.
+struct unwind_rows_segment {
   __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, STACKSYM_ROWS_PER_SEGMENT);
+  __uint(key_size, sizeof(__u32));  // sizes: only a pointer to this struct reaches the BTF
+  __uint(value_size, sizeof(struct stacksym_unwind_row));
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct stacksym_unwind_row);
+  __array(values, struct unwind_rows_segment);
 } unwind_rows SEC(".maps");
 
 struct {
@@ -148,8 +156,10 @@ static __always_inline bool is_target(__u32 tgid, __u32 tid) {
 // pieces that end at page boundaries: a piece that cannot be read (the end of the stack
 // mapping, a page not resident) ends the copy, and what was read before it is kept.
 // Writes at `base` (after the kernel stack and any unwound IPs); returns the bytes written.
-static __always_inline long copy_user_stack(struct scratch_buf* buf, __u64 base,
-                                            struct stacksym_counters* cnt) {
+// Global (not static): the verifier checks it once for any arguments, not at each call.
+__noinline long copy_user_stack(struct scratch_buf* buf, __u64 base,
+                                struct stacksym_counters* cnt) {
+  if (!buf || !cnt || base > SAMPLE_ROOM + STACKSYM_UIPS_ROOM) return 0;
   struct stacksym_user_regs* r = (struct stacksym_user_regs*)(buf->data + base);
   struct task_struct* task = bpf_get_current_task_btf();
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
@@ -234,6 +244,14 @@ static __always_inline void bump_last_ip(struct unwind_state* st) {
   *(__u64*)(buf->data + off) += 1;
 }
 
+static __always_inline const struct stacksym_unwind_row* lookup_row(__u32 index) {
+  __u32 segment = index / STACKSYM_ROWS_PER_SEGMENT;
+  void* rows = bpf_map_lookup_elem(&unwind_rows, &segment);
+  if (!rows) return NULL;
+  __u32 at = index % STACKSYM_ROWS_PER_SEGMENT;
+  return bpf_map_lookup_elem(rows, &at);
+}
+
 // One step of the mapping search (a bpf_loop callback, verified once, like the row search).
 struct mapping_search {
   const struct stacksym_proc_mappings* pm;
@@ -281,7 +299,7 @@ static long row_search_step(__u32 index, void* arg) {
   if (lo >= hi) return 1;
   __u32 mid = lo + (hi - lo) / 2;
   __u32 idx = rs->row_start + mid;
-  const struct stacksym_unwind_row* r = bpf_map_lookup_elem(&unwind_rows, &idx);
+  const struct stacksym_unwind_row* r = lookup_row(idx);
   if (!r) {
     rs->lo = 0;  // not found
     rs->hi = 0;
@@ -303,8 +321,7 @@ static __always_inline const struct stacksym_unwind_row* find_row(const struct s
   struct row_search rs = {.lo = 0, .hi = m->row_count, .row_start = m->row_start, .rel = rel};
   bpf_loop(ROW_SEARCH_STEPS, row_search_step, &rs, 0);
   if (rs.lo == 0) return NULL;
-  __u32 idx = rs.row_start + rs.lo - 1;
-  return bpf_map_lookup_elem(&unwind_rows, &idx);
+  return lookup_row(rs.row_start + rs.lo - 1);
 }
 
 static __always_inline int read_word(__u64 addr, __u64* out) {
@@ -335,9 +352,11 @@ static __always_inline int apply_reg_rule(__u8 rule, __s16 offset, __u64 cfa, __
   return STACKSYM_END_UNSUPPORTED;
 }
 
-// One frame: from (pc, sp, bp) to the caller's. Returns 1 to stop the loop.
-static long unwind_step(__u32 index, void* arg) {
-  struct unwind_state* st = arg;
+// One frame: from (pc, sp, bp) to the caller's. Returns 1 to stop the walk.
+// Global (not static): the verifier checks it once, for any state. As bpf_loop's callback
+// itself it was checked in every state the walk's loop could reach: 54k instructions, 0.2 s.
+__noinline int unwind_frame(struct unwind_state* st) {
+  if (!st) return 1;
   if (st->n >= STACKSYM_MAX_FRAMES) {
     st->end = STACKSYM_END_DEPTH;
     return 1;
@@ -453,6 +472,8 @@ static long unwind_step(__u32 index, void* arg) {
   st->exact_pc = signal;
   return 0;
 }
+
+static long unwind_step(__u32 index, void* arg) { return unwind_frame(arg) ? 1 : 0; }
 
 // --call-graph bpf: walks the user stack of the current task into the scratch buffer at
 // `base`; returns the number of IPs.

@@ -55,8 +55,9 @@ struct stacksym_sample {
 #define STACKSYM_END_BAD_CFA 6
 #define STACKSYM_END_UNSUPPORTED 7
 
-// --call-graph bpf: unwind tables in BPF maps. Rows of every loaded table live in one array
-// (stacksym_unwind_row has the layout of stacksym::UnwindRow); a table is a slice of it, shared
+// --call-graph bpf: unwind tables in BPF maps. Rows of every loaded table are numbered as one
+// array, stored in segments of STACKSYM_ROWS_PER_SEGMENT rows (stacksym_unwind_row has the
+// layout of stacksym::UnwindRow); a table is a slice of it (it may span segments), shared
 // by every process that maps the same file (by build ID). Each process has one
 // stacksym_proc_mappings value: its executable mappings sorted by start.
 struct stacksym_unwind_row {
@@ -69,6 +70,9 @@ struct stacksym_unwind_row {
   __s16 ra_offset;
   __s16 rbp_offset;
 };
+
+// Rows per segment of the rows map (1 MiB of rows; a power of two).
+#define STACKSYM_ROWS_PER_SEGMENT 65536
 
 #define STACKSYM_MAX_PROC_MAPPINGS 256  // power of two
 struct stacksym_mapping {
