@@ -33,6 +33,7 @@ inline constexpr uint16_t DW_TAG_skeleton_unit = 0x4a;
 inline constexpr uint16_t DW_TAG_module = 0x1e;
 inline constexpr uint16_t DW_TAG_formal_parameter = 0x05;
 inline constexpr uint16_t DW_TAG_variable = 0x34;
+inline constexpr uint16_t DW_TAG_member = 0x0d;  // struct members (struct_members.h)
 // Type tags (the ones LLVM's dwarf::isType() names), for the variable table.
 inline constexpr uint16_t DW_TAG_array_type = 0x01;
 inline constexpr uint16_t DW_TAG_pointer_type = 0x0f;
@@ -75,6 +76,12 @@ inline constexpr uint16_t DW_AT_count = 0x37;
 inline constexpr uint16_t DW_AT_decl_file = 0x3a;
 inline constexpr uint16_t DW_AT_decl_line = 0x3b;
 inline constexpr uint16_t DW_AT_type = 0x49;
+// Struct members (struct_members.h).
+inline constexpr uint16_t DW_AT_bit_offset = 0x0c;  // DWARF 2-3: from the storage unit's MSB
+inline constexpr uint16_t DW_AT_bit_size = 0x0d;
+inline constexpr uint16_t DW_AT_data_member_location = 0x38;
+inline constexpr uint16_t DW_AT_declaration = 0x3c;
+inline constexpr uint16_t DW_AT_data_bit_offset = 0x6b;
 inline constexpr uint16_t DW_AT_specification = 0x47;
 inline constexpr uint16_t DW_AT_entry_pc = 0x52;
 inline constexpr uint16_t DW_AT_ranges = 0x55;
@@ -146,6 +153,7 @@ inline constexpr uint16_t DW_FORM_GNU_strp_alt = 0x1f21;
 // Location expression operations (the ones a global's address is written with).
 inline constexpr uint8_t DW_OP_addr = 0x03;
 inline constexpr uint8_t DW_OP_plus_uconst = 0x23;
+inline constexpr uint8_t DW_OP_constu = 0x10;  // member locations of DWARF 2 producers
 inline constexpr uint8_t DW_OP_addrx = 0xa1;
 inline constexpr uint8_t DW_OP_GNU_addr_index = 0xfb;  // DWARF 4 split units' DW_OP_addrx
 // Line-number program.
