@@ -1,0 +1,39 @@
+#include "interp/python/code_cache.h"
+
+namespace stacksym::interp::python {
+
+const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryReader& memory,
+                                       const Layout& layout, const TypeAddresses& types,
+                                       std::optional<int32_t> first_line) {
+  ++stats_.lookups;
+  std::unordered_map<uint64_t, Entry>& entries = processes_[pid];
+  auto it = entries.find(address);
+  if (it != entries.end()) {
+    const Entry& e = it->second;
+    bool stale = first_line && e.code && e.code->first_line != *first_line;
+    if (!stale) return e;
+    ++stats_.rereads;
+  } else if (entries.size() >= max_per_process_) {
+    entries.clear();
+  }
+  ++stats_.reads;
+  CodeRead read = ReadCodeObject(memory, layout, types, address);
+  Entry entry;
+  entry.error = read.error;
+  if (read.code) {
+    entry.code = std::make_shared<const CodeObject>(std::move(*read.code));
+  } else {
+    ++stats_.failures[static_cast<size_t>(read.error)];
+  }
+  Entry& slot = entries[address];
+  slot = std::move(entry);
+  return slot;
+}
+
+size_t CodeCache::size() const {
+  size_t n = 0;
+  for (const auto& [pid, entries] : processes_) n += entries.size();
+  return n;
+}
+
+}  // namespace stacksym::interp::python
