@@ -93,6 +93,7 @@ TEST(CodeObjectTest, DumpedCodeObjectsReadBack) {
     EXPECT_EQ(read.code->qualname, code.qualname);
     EXPECT_EQ(read.code->filename, code.filename);
     EXPECT_EQ(read.code->first_line, code.first_line);
+    EXPECT_EQ(read.code->code_units, code.lines.size());
     for (size_t i = 0; i < code.lines.size(); ++i) {
       int64_t want = code.lines[i] < 0 ? 0 : code.lines[i];
       ASSERT_EQ(read.code->Line(static_cast<int64_t>(i)), want) << "code unit " << i;
@@ -307,20 +308,26 @@ TEST(CodeCacheTest, ReadsOnceAndAgainWhenTheAddressHoldsAnotherObject) {
   BufferMemory memory = fake.Memory();
   CodeCache cache;
   Layout layout = Layout311();
-  const CodeCache::Entry& a = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 7);
+  const CodeCache::Entry& a = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 7);
   ASSERT_TRUE(a.code);
   EXPECT_EQ(a.code->qualname, "Worker.run");
-  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 7);
+  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 7);
   cache.Get(1, FakeCode::kCode, memory, layout, fake.types);
   EXPECT_EQ(cache.stats().lookups, 3u);
   EXPECT_EQ(cache.stats().reads, 1u);
   // The sample saw another first line at this address: another code object lives there now.
   FakeCode::Put<int32_t>(fake.code, 72, 99);
   memory.Add(FakeCode::kCode, fake.code);
-  const CodeCache::Entry& b = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 99);
+  const CodeCache::Entry& b = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 99);
   ASSERT_TRUE(b.code);
   EXPECT_EQ(b.code->first_line, 99);
   EXPECT_EQ(cache.stats().rereads, 1u);
+  EXPECT_EQ(b.code->code_units, 2u);
+  // A frame at an instruction past the cached code's end: another object lives there now.
+  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 1);
+  EXPECT_EQ(cache.stats().rereads, 1u);
+  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 2);
+  EXPECT_EQ(cache.stats().rereads, 2u);
   // Failures are kept too, and counted by reason.
   EXPECT_FALSE(cache.Get(1, 0xdead0000, memory, layout, fake.types).code);
   EXPECT_FALSE(cache.Get(1, 0xdead0000, memory, layout, fake.types).code);

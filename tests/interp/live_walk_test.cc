@@ -28,17 +28,30 @@ void ExpectWalkMatches(ProcessMemory& memory, const LiveInterpreter& live, uint6
     if (t.native_thread_id == tid) thread = &t;
   }
   ASSERT_NE(thread, nullptr) << "no thread state for tid " << tid << " among " << threads.size();
-  FrameWalk walk = WalkFrames(memory, live.layout, thread->address);
+  CodeCache cache;
+  auto line_of = [&](const PythonFrame& f) {
+    const CodeCache::Entry& e = cache.Get(static_cast<uint32_t>(memory.pid()), f.code, memory,
+                                          live.layout, live.types(), f.instruction);
+    return e.code ? e.code->Line(f.instruction) : -1;
+  };
+  // The program printed its stacks just before it blocks: until it gets there (a few
+  // instructions on, or a slow machine later), its innermost frame is on the printing line.
+  FrameWalk walk;
+  for (int tries = 0; tries < 300; ++tries) {
+    walk = WalkFrames(memory, live.layout, thread->address);
+    if (walk.frames.size() == seen.size() && line_of(walk.frames[0]) == seen[0].line) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(walk.end, WalkEnd::kOutermost);
   ASSERT_EQ(walk.frames.size(), seen.size()) << "tid " << tid;
-  CodeCache cache;
   for (size_t i = 0; i < seen.size(); ++i) {
     const PythonFrame& f = walk.frames[i];
     const SeenFrame& s = seen[i];
     SCOPED_TRACE("frame " + std::to_string(i) + " " + s.qualname);
     EXPECT_EQ(f.code, s.code);
-    const CodeCache::Entry& e = cache.Get(static_cast<uint32_t>(memory.pid()), f.code, memory,
-                                          live.layout, live.types(), int32_t(s.first_line));
+    const CodeCache::Entry& e =
+        cache.Get(static_cast<uint32_t>(memory.pid()), f.code, memory, live.layout, live.types(),
+                  f.instruction, int32_t(s.first_line));
     ASSERT_TRUE(e.code) << CodeErrorName(e.error);
     EXPECT_EQ(e.code->qualname, s.qualname);
     EXPECT_EQ(e.code->name, s.name);

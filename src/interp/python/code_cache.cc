@@ -4,13 +4,14 @@ namespace stacksym::interp::python {
 
 const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryReader& memory,
                                        const Layout& layout, const TypeAddresses& types,
-                                       std::optional<int32_t> first_line) {
+                                       int64_t instruction, std::optional<int32_t> first_line) {
   ++stats_.lookups;
   std::unordered_map<uint64_t, Entry>& entries = processes_[pid];
   auto it = entries.find(address);
   if (it != entries.end()) {
     const Entry& e = it->second;
-    bool stale = first_line && e.code && e.code->first_line != *first_line;
+    bool stale = e.code && ((first_line && e.code->first_line != *first_line) ||
+                            (e.code->code_units > 0 && instruction >= e.code->code_units));
     if (!stale) return e;
     ++stats_.rereads;
   } else if (entries.size() >= max_per_process_) {

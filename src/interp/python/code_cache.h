@@ -3,10 +3,11 @@
 // is kept too, so that a bad pointer is not read again on every sample.
 //
 // Entries are keyed by (pid, code object address). An address can come to hold another code
-// object when the first is freed (functions made at run time: lambdas, exec); the BPF program
-// sends each frame's co_firstlineno with its address, and an entry whose first line differs is
-// read again. A process's entries are dropped when it execs or its pid is reused
-// (ForgetProcess), and when it holds more than its bound (they are read again as needed).
+// object when the first is freed (functions made at run time: lambdas, exec): an entry is read
+// again when a sample's frame stands at an instruction past the cached object's code, or when
+// the caller knows the object's first line and it differs. A process's entries are dropped when it
+// execs or its pid is reused (ForgetProcess), and when it holds more than its bound (they are read
+// again as needed).
 //
 //   CodeCache cache;
 //   const CodeCache::Entry& e = cache.Get(pid, address, memory, layout, types, first_line);
@@ -39,9 +40,11 @@ class CodeCache {
   explicit CodeCache(size_t max_per_process = 1 << 16) : max_per_process_(max_per_process) {}
 
   // The code object at `address` in process `pid`, from the cache or read through `memory`.
-  // `first_line`, when known, is the co_firstlineno the sample saw at that address.
+  // `instruction`: the code unit a frame stands at (-1: none); `first_line`, when known, the
+  // co_firstlineno the sample saw at that address.
   const Entry& Get(uint32_t pid, uint64_t address, MemoryReader& memory, const Layout& layout,
-                   const TypeAddresses& types, std::optional<int32_t> first_line = std::nullopt);
+                   const TypeAddresses& types, int64_t instruction = -1,
+                   std::optional<int32_t> first_line = std::nullopt);
   void ForgetProcess(uint32_t pid) { processes_.erase(pid); }
   const Stats& stats() const { return stats_; }
   size_t size() const;  // entries held

@@ -156,6 +156,13 @@ CodeRead ReadCodeObject(MemoryReader& memory, const Layout& layout, const TypeAd
   read.error = ReadLineTable(memory, layout, types.bytes,
                              Field<uint64_t>(code, layout.code_linetable), &object.line_table);
   if (read.error != CodeError::kNone) return read;
+  uint32_t units = 0;
+  if (ForEachLocation(object.line_table, object.first_line, [&](const LocationRange& r) {
+        units = r.end;
+        return true;
+      })) {
+    object.code_units = units;
+  }
   read.code = std::move(object);
   return read;
 }

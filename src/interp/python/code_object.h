@@ -52,6 +52,8 @@ struct CodeObject {
   std::string filename;  // co_filename
   int32_t first_line = 0;
   std::vector<uint8_t> line_table;  // co_linetable
+  // Code units the line table covers (the code's length); 0 when the table is damaged.
+  uint32_t code_units = 0;
 
   // The line of code unit `instruction` (-1: not started: the first line); 0 when the table has
   // no line for it.
