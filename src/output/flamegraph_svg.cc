@@ -24,13 +24,15 @@ uint32_t Hash(const std::string& s) {
 }
 
 // Same palette as the HTML page: warm user frames, aqua inlined, green kernel, lilac comm; blue
-// for frames that were only ever off CPU, and the off-CPU state frames a darker blue.
-std::string Color(const output::FlameNode& node) {
+// for frames whose shown time is all off CPU (in a wall graph those only ever off CPU, in an
+// off-CPU graph all), and the off-CPU state frames a darker blue.
+std::string Color(const output::FlameNode& node, SampleType type) {
   double v = (Hash(node.name) % 1000) / 1000.0;
   char buf[48];
   if (node.kind == output::FlameKind::kState) return "hsl(225,55%,68%)";
-  if (node.kind != output::FlameKind::kRoot && node.kind != output::FlameKind::kComm &&
-      output::FlameTree::OffCpuOnly(node)) {
+  bool off_cpu = type == SampleType::kOffCpu ||
+                 (type == SampleType::kWall && output::FlameTree::OffCpuOnly(node));
+  if (off_cpu && node.kind != output::FlameKind::kRoot && node.kind != output::FlameKind::kComm) {
     std::snprintf(buf, sizeof buf, "hsl(%d,65%%,%d%%)", static_cast<int>(195 + 25 * v),
                   static_cast<int>(65 + 10 * v));
     return buf;
@@ -164,7 +166,7 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
     std::snprintf(buf, sizeof buf,
                   ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" "
                   "width=\"%.2f\" height=\"%.1f\" rx=\"2\" fill=\"%s\"/>",
-                  pct, x, y, w, kFrameHeight - 1, Color(node).c_str());
+                  pct, x, y, w, kFrameHeight - 1, Color(node, type).c_str());
     out += buf;
     std::string label = FitLabel(node.name, w);
     if (!label.empty()) {

@@ -377,6 +377,7 @@ window.addEventListener("load", () => {
     document.getElementById("search").value = "hot_leaf";
     document.getElementById("search-button").click();
     state("wall");
+    document.getElementById("search").value = "schedule";  // typed, not searched: not kept
     for (const t of ["cpu", "off_cpu", "samples"]) { setType(t); state(t); }
     frame("ns::hot_leaf(int)").dispatchEvent(
         new MouseEvent("mousemove", {bubbles: true, clientX: 50, clientY: 50}));
@@ -440,7 +441,9 @@ TEST_F(BrowserTest, SampleTypeSwitch) {
   // Off-CPU time: 2.6 s; "other" never left the CPU.
   EXPECT_EQ(probe["off_cpu type"], "off_cpu,off_cpu total=2600000000");
   EXPECT_EQ(probe["off_cpu [off-cpu: sleeping]"], "76.9231% 2000000000 frame kind-state off-cpu");
-  EXPECT_EQ(probe["off_cpu ns::hot_leaf(int)"], "3.8462% 100000000 frame kind-user match");
+  // Every frame of the off-CPU view shows off-CPU time only: all marked.
+  EXPECT_EQ(probe["off_cpu ns::hot_leaf(int)"], "3.8462% 100000000 frame kind-user off-cpu match");
+  EXPECT_EQ(probe["off_cpu do_syscall_64"], "76.9231% 2000000000 frame kind-kernel off-cpu");
   EXPECT_EQ(probe["off_cpu other"], "gone");
   EXPECT_EQ(probe["off_cpu matched"], "Matched: 1 frames, 100.00 ms off CPU (3.85%)");
   // Samples: the CPU profile's page.

@@ -152,6 +152,11 @@ TEST(FlameGraphTest, SvgDrawsTheChosenSampleType) {
   EXPECT_NE(off.find("<title>[off-cpu: preempted] (100.00 ms off CPU, 3.85%)</title>"),
             std::string::npos);
   EXPECT_EQ(off.find("<title>other"), std::string::npos) << "no off-CPU time: not drawn";
+  // Every frame shows off-CPU time only: blue, hot_leaf too (it has CPU time, not shown here).
+  std::regex leaf(
+      "<title>ns::hot_leaf\\(int\\) \\(100.00 ms off CPU, 3.85%\\)</title><rect "
+      "[^>]*fill=\"hsl\\((19[5-9]|2[0-2][0-9]),");
+  EXPECT_TRUE(std::regex_search(off, leaf)) << off;
 
   // A profile without off-CPU time: as before, no off-CPU legend.
   std::string samples = RenderFlameGraphSvg(testing::MakeSampleProfile(), options = {});
