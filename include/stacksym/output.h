@@ -82,6 +82,7 @@ Result<Profile> DecodePprof(std::span<const uint8_t> bytes);
 struct FoldedOptions {
   bool mark_inline = true;  // "_[i]" on inlined frames
   bool mark_kernel = true;  // "_[k]" on kernel frames
+  bool mark_python = true;  // "_[py]" on Python functions (FrameKind::kPython)
   // The value on each line, in the type's unit (nanoseconds for times); nullopt: the
   // profile's DefaultSampleType().
   std::optional<SampleType> sample_type = std::nullopt;

@@ -34,7 +34,15 @@ enum class FrameKind : uint8_t {
   kUser,     // address = file offset inside module
   kUserRaw,  // could not be normalized: address = virtual address in the process
   kKernel,   // address = kernel virtual address
+  // An interpreted Python function (a CPython code object at a line). Named when recorded:
+  // its symbols hold the qualified name, name, file, first line and line, and symbolizing
+  // leaves it alone. module = the profile's kPythonModulePath module; address = the frame's
+  // number among the profile's distinct Python frames (no meaning beyond identity).
+  kPython,
 };
+
+// The module of every Python frame (pprof: its mapping's file name).
+inline constexpr std::string_view kPythonModulePath = "[python]";
 
 struct ProfileFrame {
   FrameKind kind = FrameKind::kUser;

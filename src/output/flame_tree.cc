@@ -13,6 +13,8 @@ FlameKind KindOf(EntryKind kind) {
       return FlameKind::kKernel;
     case EntryKind::kInline:
       return FlameKind::kInline;
+    case EntryKind::kPython:
+      return FlameKind::kPython;
     case EntryKind::kUser:
       break;
   }

@@ -14,7 +14,7 @@
 namespace stacksym::output {
 
 // The page's script knows these numbers.
-enum class FlameKind : uint8_t { kRoot, kComm, kUser, kKernel, kInline, kState };
+enum class FlameKind : uint8_t { kRoot, kComm, kUser, kKernel, kInline, kState, kPython };
 
 struct FlameNode {
   std::string name;

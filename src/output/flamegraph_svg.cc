@@ -23,7 +23,15 @@ uint32_t Hash(const std::string& s) {
   return h;
 }
 
-// Same palette as the HTML page: warm user frames, aqua inlined, green kernel, lilac comm; blue
+bool HasPythonFrames(const Profile& profile) {
+  for (const ProfileFrame& f : profile.frames) {
+    if (f.kind == FrameKind::kPython) return true;
+  }
+  return false;
+}
+
+// Same palette as the HTML page: warm user frames, aqua inlined, green kernel, pink Python
+// functions, lilac comm; blue
 // for frames whose shown time is all off CPU (in a wall graph those only ever off CPU, in an
 // off-CPU graph all), and the off-CPU state frames a darker blue.
 std::string Color(const output::FlameNode& node, SampleType type) {
@@ -50,6 +58,10 @@ std::string Color(const output::FlameNode& node, SampleType type) {
     case output::FlameKind::kInline:
       std::snprintf(buf, sizeof buf, "hsl(%d,55%%,%d%%)", static_cast<int>(175 + 20 * v),
                     static_cast<int>(55 + 10 * v));
+      break;
+    case output::FlameKind::kPython:
+      std::snprintf(buf, sizeof buf, "hsl(%d,60%%,%d%%)", static_cast<int>(320 + 20 * v),
+                    static_cast<int>(68 + 10 * v));
       break;
     case output::FlameKind::kUser:
     case output::FlameKind::kState:
@@ -140,6 +152,7 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
   out += buf;
   out += output::FormatFlameValue(total, type) +
          "; green: kernel, aqua: inlined, lilac: thread name" +
+         (HasPythonFrames(profile) ? ", pink: Python" : "") +
          (profile.has_off_cpu() ? ", blue: off CPU" : "") + "</text>\n";
 
   // Depth-first walk carrying each node's x position (in samples) and depth.

@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::string_view kInlineSuffix = "_[i]";
 constexpr std::string_view kKernelSuffix = "_[k]";
+constexpr std::string_view kPythonSuffix = "_[py]";
 
 // ';' separates frames and a newline separates stacks, so neither may appear inside a name.
 void AppendSanitized(std::string_view name, std::string* out) {
@@ -52,11 +53,14 @@ std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
         // A plain frame whose name happens to end in a marker would be read back as a
         // kernel or inlined frame: a trailing space keeps it plain.
         if (entry.kind == output::EntryKind::kUser &&
-            (EndsWith(entry.name, kKernelSuffix) || EndsWith(entry.name, kInlineSuffix))) {
+            (EndsWith(entry.name, kKernelSuffix) || EndsWith(entry.name, kInlineSuffix) ||
+             EndsWith(entry.name, kPythonSuffix))) {
           line.push_back(' ');
         }
         if (entry.kind == output::EntryKind::kKernel && options.mark_kernel) {
           line.append(kKernelSuffix);
+        } else if (entry.kind == output::EntryKind::kPython && options.mark_python) {
+          line.append(kPythonSuffix);
         } else if (entry.kind == output::EntryKind::kInline && options.mark_inline) {
           line.append(kInlineSuffix);
         }
@@ -85,6 +89,7 @@ Result<Profile> ParseFolded(std::string_view text) {
       profile.AddModule({.kind = ModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
   uint32_t kernel_module =
       profile.AddModule({.kind = ModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
+  uint32_t python_module = UINT32_MAX;  // added with the first "_[py]" frame
   // A folded frame has no address: each distinct (kind, inline chain) gets the next number.
   std::unordered_map<std::string, uint32_t> frame_by_key;
   std::vector<uint32_t> root_first;
@@ -127,9 +132,10 @@ Result<Profile> ParseFolded(std::string_view text) {
     bool first = true;
     std::vector<std::string> chain;  // outermost first
     bool chain_kernel = false;
+    bool chain_python = false;
     auto flush_chain = [&]() {
       if (chain.empty()) return;
-      std::string key(chain_kernel ? "k" : "u");
+      std::string key(chain_kernel ? "k" : chain_python ? "p" : "u");
       for (const std::string& name : chain) {
         key += '\n';
         key += name;
@@ -138,6 +144,14 @@ Result<Profile> ParseFolded(std::string_view text) {
       if (inserted) {
         ProfileFrame frame{chain_kernel ? FrameKind::kKernel : FrameKind::kUser,
                            chain_kernel ? kernel_module : user_module, profile.frames.size()};
+        if (chain_python) {
+          if (python_module == UINT32_MAX) {
+            python_module = profile.AddModule({.kind = ModuleKind::kAnonymous,
+                                               .path = std::string(kPythonModulePath),
+                                               .build_id = {}});
+          }
+          frame = {FrameKind::kPython, python_module, profile.frames.size()};
+        }
         it->second = profile.InternFrame(frame);
         profile.symbols.resize(profile.frames.size());
         FrameSymbols symbols;
@@ -163,14 +177,17 @@ Result<Profile> ParseFolded(std::string_view text) {
         continue;
       }
       if (part.empty()) return error("empty frame name");
-      if (EndsWith(part, kInlineSuffix) && !chain.empty() && !chain_kernel) {
+      if (EndsWith(part, kInlineSuffix) && !chain.empty() && !chain_kernel && !chain_python) {
         chain.emplace_back(part.substr(0, part.size() - kInlineSuffix.size()));
         continue;
       }
       flush_chain();
       chain_kernel = EndsWith(part, kKernelSuffix);
+      chain_python = EndsWith(part, kPythonSuffix);
       if (chain_kernel) {
         part.remove_suffix(kKernelSuffix.size());
+      } else if (chain_python) {
+        part.remove_suffix(kPythonSuffix.size());
       } else if (EndsWith(part, kInlineSuffix)) {
         part.remove_suffix(kInlineSuffix.size());  // an inlined frame with no caller shown
       }

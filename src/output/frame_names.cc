@@ -18,8 +18,8 @@ std::string FrameModuleName(const Profile& profile, const ProfileFrame& frame) {
     }
     return "[kernel.kallsyms]";
   }
-  if (frame.kind == FrameKind::kUser && frame.module < profile.modules.size() &&
-      !profile.modules[frame.module].path.empty()) {
+  if ((frame.kind == FrameKind::kUser || frame.kind == FrameKind::kPython) &&
+      frame.module < profile.modules.size() && !profile.modules[frame.module].path.empty()) {
     return profile.modules[frame.module].path;
   }
   return "[unknown]";
@@ -46,18 +46,21 @@ std::vector<std::vector<NamedEntry>> NameAllFrames(const Profile& profile) {
   for (size_t i = 0; i < profile.frames.size(); ++i) {
     const ProfileFrame& frame = profile.frames[i];
     bool kernel = frame.kind == FrameKind::kKernel;
+    bool python = frame.kind == FrameKind::kPython;
     const FrameSymbols* symbols =
         i < profile.symbols.size() && profile.symbols[i] ? &*profile.symbols[i] : nullptr;
     std::vector<NamedEntry>& out = names[i];
     if (symbols == nullptr || symbols->lines.empty()) {
-      out.push_back(
-          {UnsymbolizedName(profile, frame), kernel ? EntryKind::kKernel : EntryKind::kUser});
+      out.push_back({UnsymbolizedName(profile, frame), kernel   ? EntryKind::kKernel
+                                                       : python ? EntryKind::kPython
+                                                                : EntryKind::kUser});
       continue;
     }
     // lines are innermost first; the display order is outermost first.
     for (size_t j = symbols->lines.size(); j-- > 0;) {
       bool inlined = j + 1 < symbols->lines.size();
       EntryKind kind = kernel    ? EntryKind::kKernel
+                       : python  ? EntryKind::kPython
                        : inlined ? EntryKind::kInline
                                  : EntryKind::kUser;
       out.push_back({FunctionName(symbols->lines[j]), kind});

@@ -10,7 +10,8 @@
 
 namespace stacksym::output {
 
-enum class EntryKind : uint8_t { kUser, kKernel, kInline };
+// kPython: an interpreted Python function (FrameKind::kPython).
+enum class EntryKind : uint8_t { kUser, kKernel, kInline, kPython };
 
 // One displayed frame: a function of an inline chain, or an unsymbolized address.
 struct NamedEntry {

@@ -261,7 +261,8 @@ void PprofWriter::WriteLocation(size_t frame_index) {
   loc->set_id(frame_index + 1);
   uint64_t mapping = MappingOf(frame);
   loc->set_mapping_id(mapping);
-  bool relocate = mapping != 0 && frame.kind == FrameKind::kUser;
+  bool relocate =
+      mapping != 0 && (frame.kind == FrameKind::kUser || frame.kind == FrameKind::kPython);
   loc->set_address(relocate ? mapping * kModuleSpacing + frame.address : frame.address);
   // Lines innermost first.
   if (const FrameSymbols* symbols = SymbolsOf(frame_index)) {
@@ -287,6 +288,7 @@ uint64_t PprofWriter::FunctionId(const SourceFrame& line) {
     fn->set_name(name);
     fn->set_system_name(system);
     fn->set_filename(file);
+    fn->set_start_line(line.start_line);
   }
   return it->second;
 }
@@ -365,6 +367,7 @@ class PprofReader {
     uint32_t module;
     bool kernel;
     const pb::Mapping* proto;
+    bool python = false;  // kPythonModulePath: its frames are Python functions
   };
 
   const std::string& Str(int64_t index, const char* what);
@@ -484,6 +487,7 @@ Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
     return MakeError(ErrorCode::kMalformed,
                      "pprof: duplicate mapping id " + std::to_string(m.id()));
   }
+  mappings_[m.id()].python = module.path == kPythonModulePath;
   mappings_[m.id()].module = profile_.AddModule(module);
   return {};
 }
@@ -533,9 +537,11 @@ Result<void> PprofReader::ReadLocation(const pb::Location& loc) {
 ProfileFrame PprofReader::FrameOf(const pb::Location& loc, const MappingInfo* mapping) {
   if (mapping == nullptr) return {FrameKind::kUserRaw, 0, loc.address()};
   if (mapping->kernel) return {FrameKind::kKernel, mapping->module, loc.address()};
+  // Python functions (stacksym's recordings): named, never symbolized again.
+  FrameKind kind = mapping->python ? FrameKind::kPython : FrameKind::kUser;
   // Unsigned arithmetic wraps for addresses below memory_start; such a location is still
   // kept (its offset is meaningless, as it was in the input).
-  return {FrameKind::kUser, mapping->module,
+  return {kind, mapping->module,
           loc.address() - mapping->proto->memory_start() + mapping->proto->file_offset()};
 }
 
@@ -570,6 +576,7 @@ SourceFrame PprofReader::ReadLine(const pb::Line& line, const pb::Function& func
   sf.raw_function = Str(function.system_name(), "function system name");
   sf.file = Str(function.filename(), "function file name");
   sf.line = static_cast<uint32_t>(std::clamp<int64_t>(line.line(), 0, UINT32_MAX));
+  sf.start_line = static_cast<uint32_t>(std::clamp<int64_t>(function.start_line(), 0, UINT32_MAX));
   sf.column = static_cast<uint32_t>(std::clamp<int64_t>(line.column(), 0, UINT32_MAX));
   sf.inlined = inlined;
   return sf;

@@ -32,8 +32,10 @@ FrameGroups GroupFrames(Profile& profile, bool resymbolize, bool kernel) {
   FrameGroups groups;
   groups.by_module.resize(profile.modules.size());
   for (uint32_t i = 0; i < profile.frames.size(); ++i) {
-    if (!resymbolize && Named(profile.symbols[i])) continue;
     const ProfileFrame& frame = profile.frames[i];
+    // Python frames were named when recorded, from the process's memory: nothing to redo.
+    if (frame.kind == FrameKind::kPython) continue;
+    if (!resymbolize && Named(profile.symbols[i])) continue;
     if (frame.kind == FrameKind::kKernel && !kernel) continue;
     groups.all.push_back(i);
     profile.symbols[i].reset();
@@ -50,6 +52,8 @@ FrameGroups GroupFrames(Profile& profile, bool resymbolize, bool kernel) {
         break;
       case FrameKind::kUserRaw:
         profile.symbols[i] = FrameSymbols{Reason::kUnmapped, {}};
+        break;
+      case FrameKind::kPython:
         break;
     }
   }
