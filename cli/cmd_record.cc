@@ -34,6 +34,7 @@ struct Options {
   bool all = false;
   bool quiet = false;
   bool no_symbolize = false;
+  bool no_python = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
   SampleTypeCliOptions sample_type;  // what the written profile shows (not what is recorded)
@@ -103,6 +104,47 @@ void PrintStartup(const RecordStartup& st, CaptureBackend backend) {
                ms(st.total_s), ms(st.open_s), ms(st.load_s), types.c_str(),
                static_cast<unsigned long long>(st.verified_insns), st.cpus, ms(st.attach_s),
                ring.c_str(), ms(rest > 0 ? rest : 0));
+}
+
+// Python frames: what was found, how many frames per sample, how many samples in the
+// interpreter got a named chain, code objects read, and every failure by reason.
+void PrintPython(const RecordStats& s) {
+  if (s.python_processes == 0 && s.python_processes_unsupported == 0) return;
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  auto per = [](uint64_t a, uint64_t b) {
+    return b ? static_cast<double>(a) / static_cast<double>(b) : 0.0;
+  };
+  std::fprintf(stderr,
+               "  python: %llu processes (%s), %llu samples, %.1f Python frames per sample; "
+               "%llu samples in the interpreter, %.1f %% with a named Python chain; %llu code "
+               "objects read\n",
+               u(s.python_processes), s.python_versions.c_str(), u(s.python_samples),
+               per(s.python_frames, s.python_samples), u(s.python_samples_in_interpreter),
+               100 * per(s.python_samples_named, s.python_samples_in_interpreter),
+               u(s.python_code_objects_read));
+  std::string failures;
+  for (const auto& [reason, count] : s.python_failures) {
+    failures += (failures.empty() ? " " : ", ") + reason + " " + std::to_string(count);
+  }
+  if (s.python_frames_unnamed > 0) {
+    failures += (failures.empty() ? " " : ", ") + std::string("frames unnamed ") +
+                std::to_string(s.python_frames_unnamed);
+  }
+  if (s.python_calls_unplaced > 0) {
+    failures += (failures.empty() ? " " : ", ") +
+                std::string("calls with no evaluator frame (placed outermost) ") +
+                std::to_string(s.python_calls_unplaced);
+  }
+  if (s.python_layouts_corrected > 0) {
+    failures += (failures.empty() ? " " : ", ") +
+                std::string("built-in layouts corrected by the DWARF ") +
+                std::to_string(s.python_layouts_corrected);
+  }
+  if (s.python_processes_unsupported > 0) {
+    failures += (failures.empty() ? " " : ", ") + std::to_string(s.python_processes_unsupported) +
+                " processes unsupported: " + s.python_first_problem;
+  }
+  if (!failures.empty()) std::fprintf(stderr, "  python failures:%s\n", failures.c_str());
 }
 
 void PrintSummary(const RecordStats& s, const Options& o) {
@@ -211,6 +253,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
                  u(s.stackmap_counts_full));
   }
+  PrintPython(s);
   PrintStartup(s.startup, s.backend);
   if (s.samples > 0) {
     rusage ru;
@@ -299,6 +342,7 @@ int RunRecord(Options& o) {
     return kExitUsage;
   }
   o.record.backend = *backend;
+  o.record.python = !o.no_python;
   if (!o.call_graph.empty()) {
     Result<CallGraphSpec> call_graph = ParseCallGraph(o.call_graph);
     if (!call_graph) {
@@ -422,6 +466,8 @@ CommandRegistrar registrar(
                      "every CPU, 1M to 32M)");
       app.add_option("--stackmap-size", o->record.stackmap_size,
                      "Entries of the stackmap backend's map (default 16384)");
+      app.add_flag("--no-python", o->no_python,
+                   "No Python frames: leave CPython's evaluator frames as they are");
       app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,
                    "BPF: user frames as build ID + offset from the kernel");
       app.add_option("-o,--output", o->output,

@@ -29,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stacksym/elf.h"
@@ -118,6 +119,10 @@ struct RecordOptions {
   // with fp). Its pages are allocated and mapped at start: 32 MiB cost about 10 ms of CPU.
   uint64_t ringbuf_size = 0;
   uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
+  // BPF backend: the Python frames of processes running a CPython interpreter (3.11-3.14), named
+  // from their code objects and placed where the interpreter's evaluator frames stand
+  // (FrameKind::kPython). Off: --no-python.
+  bool python = true;
 };
 
 // Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are
@@ -194,6 +199,29 @@ struct RecordStats {
   // the process's exit or exec). Not compared.
   uint64_t verify_no_reference = 0;
   std::vector<std::string> verify_differences;  // the first 1000
+  // Python (RecordOptions::python): processes found running CPython (and found but unusable:
+  // python_first_problem says why), their samples and the Python frames those carried; samples
+  // whose native stack holds the interpreter's evaluator and, of those, the ones whose every
+  // evaluator frame became named Python frames; code objects read from the processes' memory;
+  // every failure by reason (code objects that could not be read; walks cut at the depth limit,
+  // by unreadable memory, or of threads without a thread state); calls whose frames had no
+  // evaluator frame to stand in for (the native stack was cut), placed outermost.
+  uint64_t python_processes = 0;
+  uint64_t python_processes_unsupported = 0;
+  uint64_t python_samples = 0;
+  uint64_t python_frames = 0;
+  uint64_t python_samples_in_interpreter = 0;
+  uint64_t python_samples_named = 0;
+  uint64_t python_frames_unnamed = 0;
+  uint64_t python_calls_unplaced = 0;
+  uint64_t python_code_objects_read = 0;
+  uint64_t python_thread_searches = 0;  // thread-state lists walked in BPF
+  std::vector<std::pair<std::string, uint64_t>> python_failures;  // reason → count (nonzero)
+  std::string python_versions;  // "3.11.2 (dwarf)": each interpreter and its layout's source
+  // Layouts from the built-in table or debug offsets, used until the interpreter's DWARF was
+  // read (on a thread of its own), that the DWARF's disagreed with.
+  uint64_t python_layouts_corrected = 0;
+  std::string python_first_problem;
   double elapsed_s = 0;
   double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
   RecordStartup startup;
@@ -204,6 +232,7 @@ using RecordStatusCallback = std::function<void(const RecordStats&)>;
 class SampleSource;  // backend (src/capture); opaque here
 class SampleAggregator;
 class UnwindTableCache;
+class PythonProcesses;
 
 class Recorder {
  public:
@@ -237,6 +266,7 @@ class Recorder {
   std::unique_ptr<SampleSource> source_;
   std::unique_ptr<SampleAggregator> aggregator_;
   std::shared_ptr<UnwindTableCache> unwind_tables_;
+  std::shared_ptr<PythonProcesses> python_;
   RecordStats stats_;
   std::vector<std::string> notes_;
   std::atomic<bool> stop_requested_{false};

@@ -50,11 +50,14 @@ NormalizerOptions RecorderNormalizerOptions() {
   return o;
 }
 
-SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables)
+SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables,
+                                   std::shared_ptr<PythonProcesses> python)
     : normalizer_(RecorderNormalizerOptions()),
       unwinder_(
           &normalizer_, [this](pid_t pid, const Module& m) { return ModuleFile(pid, m); },
-          std::move(unwind_tables)) {}
+          std::move(unwind_tables)) {
+  if (python) python_ = std::make_unique<PythonStacks>(std::move(python));
+}
 
 std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const Module& m) {
   if (std::shared_ptr<ElfFile> kept = profile_.files.Find(m)) return kept;
@@ -266,11 +269,13 @@ void SampleAggregator::Add(const RawSample& s) {
     if (user_frames == 0) counters_.user_stacks_empty += s.count;
     if (user_frames >= kMaxStackFrames) counters_.user_stacks_truncated += s.count;
   }
+  size_t user_begin = stack_.frames.size();
   if (!s.user_build_id_frames.empty()) {
     AppendBuildIdFrames(s, &stack_.frames);
   } else if (!user_ips.empty()) {
     AppendUserFrames(s, user_ips, &stack_.frames);
   }
+  if (python_ && s.python) python_->Splice(s, user_begin, profile_, &stack_.frames);
   profile_.AddSample(stack_, s.count);
   counters_.aggregated += s.count;
 }

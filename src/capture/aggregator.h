@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capture/python_processes.h"
 #include "capture/sample_source.h"
 #include "capture/user_stack_unwinder.h"
 #include "stacksym/elf.h"
@@ -38,8 +39,10 @@ struct AggregatorCounters {
 
 class SampleAggregator {
  public:
-  // unwind_tables: the recording's table cache (null: a private one).
-  explicit SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables = nullptr);
+  // unwind_tables: the recording's table cache (null: a private one); python: the processes
+  // running CPython whose samples carry Python frames (null: none do).
+  explicit SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables = nullptr,
+                            std::shared_ptr<PythonProcesses> python = nullptr);
   void Add(const RawSample& sample);
   // Mappings may have changed since the VMA cache was filled: drop it (called periodically).
   void RevalidateMappings() {
@@ -71,6 +74,7 @@ class SampleAggregator {
   // them over).
   std::unordered_map<std::string, std::shared_ptr<ElfFile>> unwind_files_;
   UserStackUnwinder unwinder_;
+  std::unique_ptr<PythonStacks> python_;  // null: no Python frames
   std::vector<uint64_t> unwound_;
   AggregatorCounters counters_;
   std::vector<std::string> verify_differences_;

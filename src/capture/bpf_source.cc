@@ -22,6 +22,7 @@
 #include "capture/bpf_unwind_loader.h"
 #include "capture/kernel_btf.h"
 #include "capture/perf_event_util.h"
+#include "capture/python_processes.h"
 #include "capture/sample_source.h"
 #include "stacksym/elf.h"
 #include "stacksym/unwind.h"
@@ -60,6 +61,7 @@ uint64_t RoundRingbufSize(uint64_t bytes) {
 
 static_assert(sizeof(stacksym_unwind_row) == sizeof(UnwindRow));
 static_assert(sizeof(stacksym_sample) % 8 == 0);
+static_assert(sizeof(stacksym_py_frame) == sizeof(RawPythonFrame));
 // The program's walk ends are UnwindEnd's values, so that both walks are counted alike.
 static_assert(STACKSYM_END_OUTERMOST == static_cast<int>(UnwindEnd::kOutermost));
 static_assert(STACKSYM_END_DEPTH == static_cast<int>(UnwindEnd::kDepthLimit));
@@ -70,6 +72,10 @@ static_assert(STACKSYM_END_BAD_CFA == static_cast<int>(UnwindEnd::kBadCfa));
 static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupportedRule));
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
+// Python processes registered, and threads whose thread state the program remembers (a thread
+// past the bound searches its interpreter's list at each sample).
+constexpr uint32_t kMaxPythonProcesses = 1024;
+constexpr uint32_t kMaxPythonThreads = 16384;
 
 // Whether perf_event programs may use hash maps that allocate elements as they are added
 // (BPF_F_NO_PREALLOC; Linux 6.1+). A preallocated map allocates and zeroes every element at
@@ -124,6 +130,13 @@ class BpfSource : public SampleSource {
     lap(&startup_.load_s);
     startup_.verified_insns = VerifiedInstructions();
     if (Result<void> r = AttachTracepoints(config); !r) return r;
+    if (python_) {
+      int fd = bpf_map__fd(skel_->maps.python_procs);
+      python_->SetRegistrar([fd](uint32_t pid, const stacksym_python_proc* r) {
+        if (r == nullptr) return bpf_map_delete_elem(fd, &pid) == 0;
+        return bpf_map_update_elem(fd, &pid, r, BPF_ANY) == 0;
+      });
+    }
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
       loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
@@ -164,6 +177,7 @@ class BpfSource : public SampleSource {
     if (n >= 0) n = ring_buffer__consume(ring_);
     callback_ = nullptr;
     if (bpf_unwind_) loader_.Sweep();
+    if (python_) python_->ExamineWanted();
     if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling the BPF ring buffer");
     return {};
   }
@@ -208,6 +222,9 @@ class BpfSource : public SampleSource {
       c.bpf_unwind_frames += p.bpf_unwind_frames;
       c.bpf_fallback_copies += p.bpf_fallback_copies;
       c.bpf_unknown_mapping += p.bpf_unknown_mapping;
+      c.py_samples += p.py_samples;
+      c.py_frames += p.py_frames;
+      c.py_thread_searches += p.py_thread_searches;
     }
     if (bpf_unwind_) loader_.AddCounters(&c);
     return c;
@@ -238,6 +255,9 @@ class BpfSource : public SampleSource {
       ro->user_build_ids = 0;
     }
     ro->bpf_unwind = bpf_unwind_;
+    // Python frames need the ring buffer's records (not the stack map's aggregation).
+    if (config.python && !stackmap_ && config.options.user_stacks) python_ = config.python;
+    ro->python = python_ != nullptr;
     ro->bpf_unwind_verify = bpf_unwind_ && config.options.bpf_unwind_verify;
     bpf_program__set_autoload(skel_->progs.on_sample, !stackmap_);
     bpf_program__set_autoload(skel_->progs.on_sample_stackmap, stackmap_);
@@ -262,9 +282,12 @@ class BpfSource : public SampleSource {
     if (first_rows_segment_ < 0) return ErrnoError(errno, "creating the unwind rows map");
     bpf_map__set_inner_map_fd(skel_->maps.unwind_rows, first_rows_segment_);
     bpf_map__set_max_entries(skel_->maps.proc_mappings, bpf_unwind_ ? kMaxUnwindProcesses : 1);
+    bpf_map__set_max_entries(skel_->maps.python_procs, python_ ? kMaxPythonProcesses : 1);
+    bpf_map__set_max_entries(skel_->maps.python_threads, python_ ? kMaxPythonThreads : 1);
     if (HashMapsOnDemand()) {
-      for (bpf_map* m :
-           {skel_->maps.proc_mappings, skel_->maps.target_tgids, skel_->maps.target_tids}) {
+      // (Not python_threads: an LRU map is always preallocated.)
+      for (bpf_map* m : {skel_->maps.proc_mappings, skel_->maps.target_tgids,
+                         skel_->maps.target_tids, skel_->maps.python_procs}) {
         bpf_map__set_map_flags(m, bpf_map__map_flags(m) | BPF_F_NO_PREALLOC);
       }
     }
@@ -353,6 +376,7 @@ class BpfSource : public SampleSource {
     const auto* h = static_cast<const stacksym_sample*>(data);
     if (h->flags & STACKSYM_SAMPLE_EXEC) {
       if (self->bpf_unwind_) self->loader_.Forget(h->pid);  // the kernel dropped its mappings
+      if (self->python_) self->python_->Exec(h->pid);
       if (h->pid == self->awaiting_exec_) self->awaiting_exec_ = 0;
       RawSample exec;
       exec.pid = h->pid;
@@ -366,7 +390,12 @@ class BpfSource : public SampleSource {
     const auto* bytes = static_cast<const uint8_t*>(data);
     size_t kbytes = h->kstack_bytes > 0 ? static_cast<size_t>(h->kstack_bytes) : 0;
     size_t ubytes = h->ustack_bytes > 0 ? static_cast<size_t>(h->ustack_bytes) : 0;
-    if (sizeof(*h) + kbytes + ubytes > size) return 0;  // cannot happen: the program sized it
+    bool python = (h->flags & STACKSYM_SAMPLE_PYTHON) != 0;
+    size_t pframes = python ? std::min<size_t>(h->py_frames, STACKSYM_MAX_PY_FRAMES) : 0;
+    size_t pbytes = pframes * sizeof(stacksym_py_frame);
+    // Cannot happen: the program sized it.
+    if (sizeof(*h) + kbytes + pbytes + ubytes > size) return 0;
+    if (self->python_) self->python_->Seen(h->pid);
     RawSample s;
     s.pid = h->pid;
     s.tid = h->tid;
@@ -375,7 +404,13 @@ class BpfSource : public SampleSource {
     s.comm = std::string_view(h->comm, strnlen(h->comm, sizeof(h->comm)));
     s.kernel_thread = (h->flags & STACKSYM_SAMPLE_KTHREAD) != 0;
     s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
-    const uint8_t* u = bytes + sizeof(*h) + kbytes;
+    if (python) {
+      s.python = true;
+      s.python_frames = {reinterpret_cast<const RawPythonFrame*>(bytes + sizeof(*h) + kbytes),
+                         pframes};
+      s.python_end = static_cast<int>(h->py_end);
+    }
+    const uint8_t* u = bytes + sizeof(*h) + kbytes + pbytes;
     if (h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) {
       size_t ips = std::min<size_t>(h->unwind_frames, ubytes / 8);
       std::span<const uint64_t> frames{reinterpret_cast<const uint64_t*>(u), ips};
@@ -480,6 +515,7 @@ class BpfSource : public SampleSource {
   bool stackmap_ = false;
   bool bpf_unwind_ = false;
   BpfUnwindLoader loader_;
+  std::shared_ptr<PythonProcesses> python_;  // null: no Python frames walked
   // The command's pid until its exec is seen: before it, the process is a copy of stacksym
   // (in execve), whose tables are not worth loading.
   uint32_t awaiting_exec_ = 0;

@@ -297,6 +297,7 @@ SourceConfig BaseConfig(const RecordOptions& options) {
   table_options.dir = options.unwind_cache_dir;
   table_options.dir_max_bytes = options.unwind_cache_max_bytes;
   config.unwind_tables = std::make_shared<UnwindTableCache>(table_options);
+  if (options.python) config.python = std::make_shared<PythonProcesses>();
   config.tgids = options.pids;
   config.tids = options.tids;
   config.event = options.event;
@@ -443,7 +444,8 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   if (!source) return source.error();  // ~Recorder kills the paused command
   NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
-  rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
+  rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables, config.python);
+  rec->python_ = config.python;
   rec->unwind_tables_ = config.unwind_tables;
   rec->stats_.backend = rec->source_->backend();
   rec->stats_.event = rec->source_->event();
@@ -454,6 +456,35 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   rec->stats_.startup = rec->source_->Startup();
   rec->stats_.startup.total_s = ProcessCpuSeconds() - cpu_at_start;
   return rec;
+}
+
+// The Python counters as RecordStats has them: failures by their stable names.
+static void CopyPythonStats(PythonProcesses& python, RecordStats* stats) {
+  python.AddCodeStats();
+  const PythonCounters& p = python.counters();
+  stats->python_processes = p.processes;
+  stats->python_processes_unsupported = p.processes_unsupported;
+  stats->python_samples = p.samples;
+  stats->python_frames = p.frames;
+  stats->python_samples_in_interpreter = p.samples_in_interpreter;
+  stats->python_samples_named = p.samples_named;
+  stats->python_frames_unnamed = p.frames_unnamed;
+  stats->python_calls_unplaced = p.groups_unplaced;
+  stats->python_code_objects_read = p.code_objects_read;
+  stats->python_versions = python.Versions();
+  stats->python_layouts_corrected = p.layouts_corrected;
+  stats->python_first_problem = p.first_problem;
+  stats->python_failures.clear();
+  for (size_t e = 0; e < p.code_failures.size(); ++e) {
+    if (p.code_failures[e] == 0) continue;
+    std::string name = interp::python::CodeErrorName(static_cast<interp::python::CodeError>(e));
+    stats->python_failures.emplace_back("code object " + name, p.code_failures[e]);
+  }
+  const char* ends[] = {"outermost", "walk cut at the depth limit", "walk read failed",
+                        "no thread state"};
+  for (int e = 1; e < STACKSYM_PY_END_COUNT; ++e) {
+    if (p.walk_ends[e] != 0) stats->python_failures.emplace_back(ends[e], p.walk_ends[e]);
+  }
 }
 
 void Recorder::RefreshStats() {
@@ -505,6 +536,8 @@ void Recorder::RefreshStats() {
   stats_.verify_no_reference = a.verify_no_reference;
   stats_.verify_differences = aggregator_->verify_differences();
   stats_.distinct_stacks = aggregator_->profile().stacks.size();
+  stats_.python_thread_searches = c.py_thread_searches;
+  if (python_) CopyPythonStats(*python_, &stats_);
 }
 
 Result<void> Recorder::Run(const RecordStatusCallback& status) {

@@ -18,6 +18,7 @@
 namespace stacksym {
 
 class UnwindTableCache;
+class PythonProcesses;
 
 // Same layout as struct stacksym_build_id_frame / the kernel's struct bpf_stack_build_id.
 struct BuildIdFrame {
@@ -37,6 +38,17 @@ struct RawUserStack {
   std::span<const uint8_t> bytes;  // from sp upward
   bool cut_at_unreadable_page = false;
 };
+
+// A Python frame as the BPF program sends it (struct stacksym_py_frame): the code object, the
+// code unit it stands at (-1: not started) and flags (kRawPythonEntry: the outermost frame of
+// its evaluator call; the frame's owner in bits 8-15).
+struct RawPythonFrame {
+  uint64_t code;
+  int32_t instruction;
+  uint32_t flags;
+};
+static_assert(sizeof(RawPythonFrame) == 16);
+inline constexpr uint32_t kRawPythonEntry = 1;
 
 struct RawSample {
   uint32_t pid = 0;  // thread group
@@ -62,6 +74,11 @@ struct RawSample {
   // Verify mode: the BPF-unwound IPs, while user_stack holds the copy of the same sample.
   bool verify = false;
   std::span<const uint64_t> verify_bpf_ips;
+  // A process the Python walk is registered for: its Python frames (innermost first) and why
+  // their walk ended (STACKSYM_PY_END_*).
+  bool python = false;
+  std::span<const RawPythonFrame> python_frames;
+  int python_end = -1;
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -91,6 +108,9 @@ struct SourceCounters {
   uint64_t bpf_rows_in_use = 0;
   uint64_t bpf_rows_map_bytes = 0;  // the rows map's segments created, in bytes
   std::string bpf_first_load_problem;
+  uint64_t py_samples = 0;  // samples of registered Python processes (kernel side)
+  uint64_t py_frames = 0;
+  uint64_t py_thread_searches = 0;
 };
 
 // What a backend needs to know, with targets already resolved and checked.
@@ -106,6 +126,8 @@ struct SourceConfig {
   CaptureEvent event = CaptureEvent::kCpuClock;
   // Unwind tables by build ID, shared by the BPF loader and the stack-copy unwinder.
   std::shared_ptr<UnwindTableCache> unwind_tables;
+  // Processes running CPython (null with --no-python), shared with the aggregator.
+  std::shared_ptr<PythonProcesses> python;
 };
 
 class SampleSource {

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "dwarf/debug_file_finder.h"
 #include "dwarf/debug_files.h"
 #include "interp/python/interpreter.h"
 
@@ -60,13 +62,27 @@ TEST(InterpreterTest, FindsPython311) {
   EXPECT_EQ(i.version.hex >> 16, 0x030bu);
   EXPECT_NE(i.runtime, 0u);
   EXPECT_GT(i.runtime_size, 1000u);
-  EXPECT_NE(i.eval_frame, 0u);
-  EXPECT_GT(i.eval_frame_size, 1000u);
+  ASSERT_EQ(i.eval_frames.size(), 1u);  // stripped: the .cold part is in the debug file
+  EXPECT_GT(i.eval_frames[0].end - i.eval_frames[0].start, 1000u);
   EXPECT_NE(i.code_type, 0u);
   EXPECT_NE(i.unicode_type, 0u);
   EXPECT_NE(i.bytes_type, 0u);
   EXPECT_TRUE(SupportedVersion(i.version));
   EXPECT_EQ(i.version.ToString().substr(0, 5), "3.11.");
+}
+
+// The separate debug file names the part gcc split off the evaluator.
+TEST(InterpreterTest, EvaluatorColdPartFromTheDebugFile) {
+  if (!Readable("/usr/bin/python3.11")) GTEST_SKIP();
+  auto binary = ElfFile::Open("/usr/bin/python3.11");
+  ASSERT_TRUE(binary);
+  DebugFileFinder finder;
+  auto debug = finder.FindSeparateDebugFile(**binary);
+  if (!debug || *debug == nullptr) GTEST_SKIP() << "python3.11-dbg is not installed";
+  std::vector<CodeRange> ranges = EvaluatorRanges(**debug);
+  ASSERT_EQ(ranges.size(), 2u);  // _PyEval_EvalFrameDefault and _PyEval_EvalFrameDefault.cold
+  EXPECT_TRUE(std::find(ranges.begin(), ranges.end(), EvaluatorRanges(**binary)[0]) !=
+              ranges.end());
 }
 
 TEST(InterpreterTest, NotPython) {
@@ -109,6 +125,36 @@ TEST(LayoutTest, WithoutDebugInfoTheTable) {
   Loaded l = Load("/usr/bin/python3.11", none);
   EXPECT_EQ(l.layout.source, LayoutSource::kBuiltin);
   EXPECT_NE(l.notes.find("no debug info"), std::string::npos) << l.notes;
+}
+
+// The recorder's two parts: the quick layout at once, the DWARF's on a thread; SameOffsets tells
+// whether the second corrects the first.
+TEST(LayoutTest, QuickAndDwarfParts) {
+  if (!Readable("/usr/bin/python3.11")) GTEST_SKIP();
+  auto elf = ElfFile::Open("/usr/bin/python3.11");
+  ASSERT_TRUE(elf);
+  auto interpreter = FindInterpreter(**elf);
+  ASSERT_TRUE(interpreter && *interpreter);
+  Result<Layout> quick = LoadQuickLayout(**elf, **interpreter);
+  ASSERT_TRUE(quick);
+  EXPECT_EQ(quick->source, LayoutSource::kBuiltin);
+  dwarf::DebugFileSearch none;
+  none.debug_dirs.clear();
+  std::string notes;
+  EXPECT_FALSE(LoadDwarfLayout(*elf, **interpreter, none, &notes));
+  EXPECT_NE(notes.find("no debug info"), std::string::npos) << notes;
+  Result<Layout> dwarf = LoadDwarfLayout(*elf, **interpreter, {});
+  if (!dwarf) GTEST_SKIP() << "python3.11-dbg is not installed";
+  EXPECT_EQ(dwarf->source, LayoutSource::kDwarf);
+  EXPECT_TRUE(SameOffsets(*quick, *dwarf));
+  Layout moved = *quick;
+  moved.frame_previous += 8;
+  EXPECT_FALSE(SameOffsets(moved, *dwarf));
+  Version v = (*interpreter)->version;
+  v.minor = 10;
+  Interpreter old = **interpreter;
+  old.version = v;
+  EXPECT_FALSE(LoadQuickLayout(**elf, old));
 }
 
 // Other versions' tables against DWARF of builds of them, where installed.

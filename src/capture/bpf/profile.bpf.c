@@ -47,6 +47,8 @@ const volatile __u8 bpf_unwind_verify = 0;
 // Wake the reader only once this many bytes wait (it also polls on a timer): one wakeup per
 // sample would cost a context switch per sample.
 const volatile __u64 wakeup_bytes = 0;
+// Walk the Python frames of processes in python_procs (off with --no-python).
+const volatile __u8 python = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -98,14 +100,33 @@ struct {
   __type(value, struct stacksym_proc_mappings);
 } proc_mappings SEC(".maps");
 
-// Header, kernel stack, then either the user IPs or the user registers + stack copy (or, with
-// bpf_unwind_verify, the unwound IPs and then the registers + copy). The
+// Python processes user space registered (by tgid), and each of their threads' thread state
+// once found (by tid). Sized by user space.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_python_proc);
+} python_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_python_thread);
+} python_threads SEC(".maps");
+
+// Header, kernel stack, Python frames, then either the user IPs or the user registers + stack
+// copy (or, with bpf_unwind_verify, the unwound IPs and then the registers + copy). The
 // copy is written in page-sized pieces at offsets below STACKSYM_STACK_COPY_ROOM, so a
-// piece may run one page past it.
-#define SAMPLE_ROOM (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM)
+// piece may run one page past it. At the end, where a Python frame is read before its fields
+// are taken (PY_TMP_ROOM: any offset below 128 plus 8 bytes fits).
+#define SAMPLE_ROOM (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM)
+#define PY_TMP_ROOM 256
 #define SCRATCH_SIZE                                                      \
   (SAMPLE_ROOM + STACKSYM_UIPS_ROOM + sizeof(struct stacksym_user_regs) + \
-   STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE)
+   STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE + PY_TMP_ROOM)
+#define PY_TMP (SCRATCH_SIZE - PY_TMP_ROOM)
 struct scratch_buf {
   __u8 data[SCRATCH_SIZE];
 };
@@ -504,6 +525,197 @@ static __always_inline __u32 unwind_user(__u64 base, struct stacksym_sample* s,
   return st.n > STACKSYM_MAX_FRAMES ? STACKSYM_MAX_FRAMES : st.n;
 }
 
+// --- Python frames (see interp/python/frame_walk.h, the same walk in user space) ---
+
+// A Python thread stays without a thread state this long before its list is walked again (a
+// new thread gets its native id a moment after its first instructions).
+#define PY_NO_THREAD_RETRY_NS 200000000ull
+#define PY_MAX_THREAD_STEPS 256  // thread states and interpreters looked at per search
+
+struct tstate_search {
+  __u64 interp;
+  __u64 tstate;
+  __u64 found;
+  __u64 tid;
+  __u32 interp_next, interp_threads_head, tstate_next, tstate_native_thread_id;
+  __u8 failed;
+};
+
+// One thread state (or a step to the next interpreter) of the search for this thread's.
+static long tstate_search_step(__u32 index, void* arg) {
+  struct tstate_search* ts = arg;
+  __u64 next = 0;
+  if (ts->tstate == 0) {
+    if (ts->interp == 0 || read_word(ts->interp + ts->interp_next, &next) != 0) return 1;
+    ts->interp = next;
+    if (next == 0) return 1;
+    if (read_word(next + ts->interp_threads_head, &ts->tstate) != 0) {
+      ts->failed = 1;
+      return 1;
+    }
+    return 0;
+  }
+  __u64 id = 0;
+  if (read_word(ts->tstate + ts->tstate_native_thread_id, &id) != 0 ||
+      read_word(ts->tstate + ts->tstate_next, &next) != 0) {
+    ts->failed = 1;
+    return 1;
+  }
+  if (id == ts->tid) {
+    ts->found = ts->tstate;
+    return 1;
+  }
+  ts->tstate = next;
+  return 0;
+}
+
+// This thread's PyThreadState: remembered (checked by its native id), else searched for in
+// every interpreter's list. 0: none (*failed: its memory could not be read).
+static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc, __u32 tgid,
+                                         __u32 tid, struct stacksym_counters* cnt, bool* failed) {
+  __u64 now = bpf_ktime_get_ns();
+  struct stacksym_python_thread* known = bpf_map_lookup_elem(&python_threads, &tid);
+  if (known && known->tgid == tgid) {
+    __u64 id = 0;
+    if (known->tstate != 0 && read_word(known->tstate + proc->tstate_native_thread_id, &id) == 0 &&
+        id == tid) {
+      return known->tstate;
+    }
+    if (known->tstate == 0 && now - known->checked_ns < PY_NO_THREAD_RETRY_NS) return 0;
+  }
+  cnt->py_thread_searches++;
+  struct tstate_search ts = {};
+  ts.tid = tid;
+  ts.interp_next = proc->interp_next;
+  ts.interp_threads_head = proc->interp_threads_head;
+  ts.tstate_next = proc->tstate_next;
+  ts.tstate_native_thread_id = proc->tstate_native_thread_id;
+  if (read_word(proc->interpreters_head, &ts.interp) != 0) {
+    *failed = true;
+    return 0;
+  }
+  if (ts.interp != 0 && read_word(ts.interp + ts.interp_threads_head, &ts.tstate) != 0) {
+    *failed = true;
+    return 0;
+  }
+  bpf_loop(PY_MAX_THREAD_STEPS, tstate_search_step, &ts, 0);
+  *failed = ts.failed;
+  struct stacksym_python_thread entry = {.tstate = ts.found, .checked_ns = now, .tgid = tgid};
+  bpf_map_update_elem(&python_threads, &tid, &entry, BPF_ANY);
+  return ts.found;
+}
+
+// The walk's state between bpf_loop steps; the offsets come from the process's registration.
+struct py_walk {
+  __u64 frame;  // the next frame to read
+  __u64 base;   // offset of the frames in the scratch buffer
+  __u32 cpu;
+  __u32 n;    // frames written
+  __u32 end;  // STACKSYM_PY_END_*
+  __u32 code_adaptive;
+  __u8 frame_code, frame_previous, frame_instr, frame_owner, frame_is_entry, shim_owner;
+  __u8 code_tag_bits;
+};
+
+// One frame: read it whole, write (code, instruction, flags), move to the previous one.
+// Global (not static): verified once, for any state, like unwind_frame.
+__noinline int python_frame_step(struct py_walk* w) {
+  if (!w) return 1;
+  if (w->frame == 0) {
+    w->end = STACKSYM_PY_END_OUTERMOST;
+    return 1;
+  }
+  if (w->n >= STACKSYM_MAX_PY_FRAMES) {
+    w->end = STACKSYM_PY_END_DEPTH;
+    return 1;
+  }
+  __u32 cpu = w->cpu;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  if (!buf) return 1;
+  __u8* f = buf->data + PY_TMP;
+  if (bpf_probe_read_user(f, STACKSYM_PY_FRAME_READ, (const void*)w->frame) != 0) {
+    w->end = STACKSYM_PY_END_READ_FAILED;
+    return 1;
+  }
+  __u8 owner = f[w->frame_owner & 127];
+  __u64 previous = *(__u64*)(f + (w->frame_previous & 127));
+  if (owner >= w->shim_owner) {
+    // The evaluator's own frame (3.12+): the Python frame before it was its call's outermost.
+    if (w->n > 0) {
+      __u64 last = w->base + (__u64)((w->n - 1) & (STACKSYM_MAX_PY_FRAMES - 1)) * 16;
+      if (last <= SCRATCH_SIZE - 16) {
+        ((struct stacksym_py_frame*)(buf->data + last))->flags |= STACKSYM_PY_ENTRY;
+      }
+    }
+    w->frame = previous;
+    return 0;
+  }
+  __u64 code = *(__u64*)(f + (w->frame_code & 127)) & ~(__u64)w->code_tag_bits;
+  __u64 ip = *(__u64*)(f + (w->frame_instr & 127));
+  __u64 first = code + w->code_adaptive;
+  __s32 index = -1;
+  if (ip >= first && ip - first < (1ull << 31)) index = (__s32)((ip - first) >> 1);
+  __u32 flags = (__u32)owner << 8;
+  if (w->frame_is_entry != 0xff && f[w->frame_is_entry & 127]) flags |= STACKSYM_PY_ENTRY;
+  __u64 off = w->base + (__u64)(w->n & (STACKSYM_MAX_PY_FRAMES - 1)) * 16;
+  if (off > SCRATCH_SIZE - 16) return 1;
+  struct stacksym_py_frame* out = (struct stacksym_py_frame*)(buf->data + off);
+  out->code = code;
+  out->instruction = index;
+  out->flags = flags;
+  w->n++;
+  w->frame = previous;
+  return 0;
+}
+
+static long python_step(__u32 index, void* arg) { return python_frame_step(arg) ? 1 : 0; }
+
+// The Python frames of the current thread, written at `base` of the scratch buffer; returns
+// how many (0 when the process is not a registered Python process).
+static __always_inline __u32 walk_python(__u64 base, struct stacksym_sample* s,
+                                         struct stacksym_counters* cnt) {
+  __u32 tgid = s->pid;
+  const struct stacksym_python_proc* proc = bpf_map_lookup_elem(&python_procs, &tgid);
+  if (!proc) return 0;
+  s->flags |= STACKSYM_SAMPLE_PYTHON;
+  cnt->py_samples++;
+  bool failed = false;
+  __u64 tstate = find_tstate(proc, tgid, s->tid, cnt, &failed);
+  struct py_walk w = {};
+  w.end = failed ? STACKSYM_PY_END_READ_FAILED : STACKSYM_PY_END_NO_THREAD;
+  if (tstate != 0) {
+    // The innermost frame: through the thread's _PyCFrame (3.11, 3.12; none: no Python
+    // running), or in the thread state itself (3.13+).
+    __u64 holder = tstate;
+    bool ok = true;
+    if (proc->tstate_cframe != STACKSYM_PY_ABSENT) {
+      ok = read_word(tstate + proc->tstate_cframe, &holder) == 0;
+    }
+    if (ok && holder != 0) ok = read_word(holder + proc->current_frame, &w.frame) == 0;
+    w.end = ok ? STACKSYM_PY_END_OUTERMOST : STACKSYM_PY_END_READ_FAILED;
+  }
+  if (w.end == STACKSYM_PY_END_OUTERMOST && w.frame != 0) {
+    w.base = base;
+    w.cpu = s->cpu;
+    w.code_adaptive = proc->code_adaptive;
+    w.frame_code = proc->frame_code;
+    w.frame_previous = proc->frame_previous;
+    w.frame_instr = proc->frame_instr;
+    w.frame_owner = proc->frame_owner;
+    w.frame_is_entry = proc->frame_is_entry;
+    w.shim_owner = proc->shim_owner;
+    w.code_tag_bits = proc->code_tag_bits;
+    w.end = STACKSYM_PY_END_DEPTH;
+    bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+  }
+  __u32 n = w.n > STACKSYM_MAX_PY_FRAMES ? STACKSYM_MAX_PY_FRAMES : w.n;
+  s->py_frames = n;
+  s->py_end = w.end;
+  cnt->py_frames += n;
+  if (w.end < STACKSYM_PY_END_COUNT) cnt->py_ends[w.end & 3]++;
+  return n;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data* ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -526,6 +738,8 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   s->flags = 0;
   s->unwind_frames = 0;
   s->unwind_end = 0;
+  s->py_frames = 0;
+  s->py_end = 0;
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   if (BPF_CORE_READ(task, flags) & PF_KTHREAD) s->flags |= STACKSYM_SAMPLE_KTHREAD;
   bpf_get_current_comm(s->comm, sizeof(s->comm));
@@ -546,8 +760,16 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   }
   klen &= (STACKSYM_KSTACK_ROOM - 1);
 
+  // Python frames live on the heap: walked here whatever the call graph.
+  __u64 plen = 0;
+  if (python && user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
+    __u32 n = walk_python(sizeof(*s) + klen, s, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
+    if (n > STACKSYM_MAX_PY_FRAMES) n = STACKSYM_MAX_PY_FRAMES;
+    plen = (__u64)n * sizeof(struct stacksym_py_frame);
+  }
+
   long ulen = 0;
-  __u64 ubase = sizeof(*s) + klen;
+  __u64 ubase = sizeof(*s) + klen + plen;
   bool unwound = false;
   if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD) && bpf_unwind &&
       bpf_map_lookup_elem(&proc_mappings, &tgid)) {
@@ -577,7 +799,7 @@ int on_sample(struct bpf_perf_event_data* ctx) {
     ulen = copy_user_stack(buf, ubase, cnt);
     s->ustack_bytes = (__s32)ulen;
   } else if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
-    void* dst = buf->data + sizeof(*s) + klen;
+    void* dst = buf->data + ubase;
     if (user_build_ids) {
       s->flags |= STACKSYM_SAMPLE_USER_BUILD_ID;
       ulen = bpf_get_stack(ctx, dst, STACKSYM_MAX_FRAMES * sizeof(struct stacksym_build_id_frame),
@@ -595,7 +817,7 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   }
   if (!(s->flags & STACKSYM_SAMPLE_STACK_COPY)) ulen &= (STACKSYM_USTACK_ROOM - 1);
 
-  __u64 len = sizeof(*s) + klen + ulen;
+  __u64 len = ubase + ulen;
   if (len > SCRATCH_SIZE) return 0;  // cannot happen; keeps the verifier's bound explicit
   __u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + len >= wakeup_bytes
                    ? BPF_RB_FORCE_WAKEUP
@@ -671,7 +893,8 @@ int BPF_PROG(on_exit, struct task_struct* task) {
   return 0;
 }
 
-// exec replaces every mapping of the process. --call-graph bpf: the loaded ones would unwind
+// exec replaces every mapping of the process (and, for Python, its interpreter). --call-graph
+// bpf: the loaded ones would unwind
 // the new image with the old image's tables wherever the address ranges overlap; forgetting
 // them sends the next sample as a stack copy, which has the recorder load the new ones. And
 // user space is told, in order with the samples, so that the mappings it remembers stop
@@ -681,6 +904,8 @@ int BPF_PROG(on_exec, struct task_struct* task) {
   __u32 tgid = BPF_CORE_READ(task, tgid);
   __u32 tid = BPF_CORE_READ(task, pid);
   if (bpf_unwind) bpf_map_delete_elem(&proc_mappings, &tgid);
+  // The new image has its own interpreter, or none: user space registers it again.
+  if (python) bpf_map_delete_elem(&python_procs, &tgid);
   if (!is_target(tgid, tid)) return 0;
   struct stacksym_sample s = {};
   s.time_ns = bpf_ktime_get_ns();
@@ -689,6 +914,8 @@ int BPF_PROG(on_exec, struct task_struct* task) {
   s.cpu = bpf_get_smp_processor_id();
   s.flags = STACKSYM_SAMPLE_EXEC;
   bpf_get_current_comm(s.comm, sizeof(s.comm));
-  bpf_ringbuf_output(&samples, &s, sizeof(s), 0);
+  // With Python frames, the reader is woken: it registers a new interpreter before the
+  // program's first Python samples rather than a poll interval later.
+  bpf_ringbuf_output(&samples, &s, sizeof(s), python ? BPF_RB_FORCE_WAKEUP : 0);
   return 0;
 }

@@ -30,9 +30,13 @@
 // Not a sample: the process exec'd (sched_process_exec), so every mapping it had is gone and
 // what user space remembers of them must not answer for its later samples.
 #define STACKSYM_SAMPLE_EXEC 32u
+// The process runs a CPython interpreter user space registered (python_procs): py_frames
+// Python frames follow the kernel stack, and py_end says why their walk ended.
+#define STACKSYM_SAMPLE_PYTHON 64u
 
 // A sample record in the ring buffer: this header, then kstack_bytes of u64 kernel IPs
-// (innermost first), then ustack_bytes of user frames (u64 IPs, or build-ID frames).
+// (innermost first), then py_frames stacksym_py_frame entries (STACKSYM_SAMPLE_PYTHON), then
+// ustack_bytes of user frames (u64 IPs, or build-ID frames).
 struct stacksym_sample {
   __u64 time_ns;  // CLOCK_MONOTONIC (bpf_ktime_get_ns)
   __u32 pid;      // thread group id
@@ -44,6 +48,57 @@ struct stacksym_sample {
   char comm[STACKSYM_COMM_LEN];
   __u32 unwind_frames;  // STACKSYM_SAMPLE_BPF_UNWOUND: IPs at the start of the ustack
   __u32 unwind_end;     // STACKSYM_SAMPLE_BPF_UNWOUND: why the walk ended (STACKSYM_END_*)
+  __u32 py_frames;      // STACKSYM_SAMPLE_PYTHON: Python frames after the kernel stack
+  __u32 py_end;         // STACKSYM_SAMPLE_PYTHON: why their walk ended (STACKSYM_PY_END_*)
+};
+
+// Python frames (src/interp/python/frame_walk.h is the same walk in user space): the code
+// object and the code unit the frame stands at, innermost first. One evaluator call
+// (_PyEval_EvalFrameDefault) runs several: STACKSYM_PY_ENTRY marks the outermost of each.
+#define STACKSYM_MAX_PY_FRAMES 64
+#define STACKSYM_PY_ROOM 1024  // STACKSYM_MAX_PY_FRAMES * sizeof(struct stacksym_py_frame)
+#define STACKSYM_PY_ENTRY 1u
+struct stacksym_py_frame {
+  __u64 code;         // PyCodeObject address
+  __s32 instruction;  // code unit index (-1: not started)
+  __u32 flags;        // STACKSYM_PY_ENTRY; the frame's owner in bits 8-15
+};
+// Why a Python walk ended.
+#define STACKSYM_PY_END_OUTERMOST 0    // the thread's first frame (or it runs no Python)
+#define STACKSYM_PY_END_DEPTH 1        // STACKSYM_MAX_PY_FRAMES frames
+#define STACKSYM_PY_END_READ_FAILED 2  // a frame or the thread state could not be read
+#define STACKSYM_PY_END_NO_THREAD 3    // no thread state of the process is this thread's
+#define STACKSYM_PY_END_COUNT 4
+
+// A registered interpreter: where its thread states are reached from, and the offsets of the
+// fields the walk reads (a Layout, interp/python/layout.h). Keyed by tgid in python_procs.
+#define STACKSYM_PY_ABSENT 0xffffffffu
+#define STACKSYM_PY_FRAME_READ 80  // bytes of a frame read at once (>= Layout::FrameBytes())
+struct stacksym_python_proc {
+  __u64 interpreters_head;  // process address of _PyRuntime.interpreters.head
+  __u32 interp_next;
+  __u32 interp_threads_head;
+  __u32 tstate_next;
+  __u32 tstate_native_thread_id;
+  __u32 tstate_cframe;  // STACKSYM_PY_ABSENT: current_frame is in the thread state (3.13+)
+  __u32 current_frame;
+  __u32 code_adaptive;  // first code unit in the code object
+  __u8 frame_code;      // offsets in a frame (all below STACKSYM_PY_FRAME_READ)
+  __u8 frame_previous;
+  __u8 frame_instr;
+  __u8 frame_owner;
+  __u8 frame_is_entry;  // 0xff: none (3.12+)
+  __u8 shim_owner;      // owners from this value up are the evaluator's own frames (0xff: none)
+  __u8 code_tag_bits;   // low bits of the code pointer that tag it (3.14)
+  __u8 pad;
+};
+// A thread's state, found once (python_threads, by tid); tstate 0: none, looked for at
+// checked_ns.
+struct stacksym_python_thread {
+  __u64 tstate;
+  __u64 checked_ns;
+  __u32 tgid;
+  __u32 pad;
 };
 
 // Why a BPF walk ended; same values as stacksym::UnwindEnd.
@@ -124,6 +179,10 @@ struct stacksym_counters {
   __u64 bpf_fallback_copies;  // --call-graph bpf: samples sent as stack copies (no tables yet)
   __u64 bpf_unknown_mapping;  // --call-graph bpf: walks that met a pc outside loaded mappings
   __u64 ringbuf_bytes;        // bytes of samples written to the ring buffer
+  __u64 py_samples;           // samples of registered Python processes
+  __u64 py_frames;            // Python frames those samples carried
+  __u64 py_ends[STACKSYM_PY_END_COUNT];  // why each Python walk ended
+  __u64 py_thread_searches;  // thread-state lists walked (a thread's first sample, or stale)
 };
 
 // Key of the stackmap backend's in-kernel aggregation.

@@ -55,6 +55,18 @@ bool SupportedVersion(const Version& version) {
   return version.major == 3 && version.minor >= 11 && version.minor <= 14;
 }
 
+std::vector<CodeRange> EvaluatorRanges(const ElfFile& elf) {
+  constexpr std::string_view kEval = "_PyEval_EvalFrameDefault";
+  std::vector<CodeRange> out;
+  for (const ElfSymbol& s : elf.symbols().symbols()) {
+    if (s.size == 0 || s.name.substr(0, kEval.size()) != kEval) continue;
+    if (s.name.size() == kEval.size() || s.name[kEval.size()] == '.') {
+      out.push_back({s.address, s.address + s.size});
+    }
+  }
+  return out;
+}
+
 Result<std::optional<Interpreter>> FindInterpreter(const ElfFile& elf) {
   const ElfSymbol* runtime = nullptr;
   const ElfSymbol* py_version = nullptr;
@@ -65,9 +77,6 @@ Result<std::optional<Interpreter>> FindInterpreter(const ElfFile& elf) {
       runtime = &s;
     } else if (s.name == "Py_Version") {
       py_version = &s;
-    } else if (s.name == "_PyEval_EvalFrameDefault") {
-      interp.eval_frame = s.address;
-      interp.eval_frame_size = s.size;
     } else if (s.name == "PyCode_Type") {
       interp.code_type = s.address;
     } else if (s.name == "PyUnicode_Type") {
@@ -79,6 +88,7 @@ Result<std::optional<Interpreter>> FindInterpreter(const ElfFile& elf) {
   if (runtime == nullptr) return std::optional<Interpreter>();
   interp.runtime = runtime->address;
   interp.runtime_size = runtime->size;
+  interp.eval_frames = EvaluatorRanges(elf);
   std::optional<Version> version;
   if (py_version != nullptr) version = VersionFromSymbol(elf, *py_version);
   if (!version) version = VersionFromName(elf.path());

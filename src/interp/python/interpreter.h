@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
@@ -30,17 +31,29 @@ struct Version {
 // headers).
 bool SupportedVersion(const Version& version);
 
+// [start, end) of a function's code, virtual addresses in the file.
+struct CodeRange {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool operator==(const CodeRange&) const = default;
+};
+
 // Virtual addresses in the file (add the load bias for the process's).
 struct Interpreter {
   Version version;
   uint64_t runtime = 0;  // _PyRuntime
   uint64_t runtime_size = 0;
-  uint64_t eval_frame = 0;  // _PyEval_EvalFrameDefault; 0: not found
-  uint64_t eval_frame_size = 0;
+  // _PyEval_EvalFrameDefault, and the parts gcc split from it where the symbol table names them
+  // (`.cold`: a stripped binary's separate debug file has them, see EvaluatorRanges).
+  std::vector<CodeRange> eval_frames;
   uint64_t code_type = 0;     // PyCode_Type; 0: not found (code objects are not checked)
   uint64_t unicode_type = 0;  // PyUnicode_Type
   uint64_t bytes_type = 0;    // PyBytes_Type
 };
+
+// _PyEval_EvalFrameDefault and its split parts (`_PyEval_EvalFrameDefault.cold`) in `elf`'s
+// symbol table: the native frames that run Python frames.
+std::vector<CodeRange> EvaluatorRanges(const ElfFile& elf);
 
 // nullopt: not CPython (no `_PyRuntime`). An error: CPython whose version cannot be found
 // (neither `Py_Version`, 3.11+, nor a version in the file's name).

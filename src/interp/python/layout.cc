@@ -330,8 +330,8 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> bytes, const Vers
   return l;
 }
 
-Result<Layout> LoadLayout(std::shared_ptr<ElfFile> binary, const Interpreter& interpreter,
-                          const dwarf::DebugFileSearch& search, std::string* notes) {
+Result<Layout> LoadDwarfLayout(std::shared_ptr<ElfFile> binary, const Interpreter& interpreter,
+                               const dwarf::DebugFileSearch& search, std::string* notes) {
   const Version& version = interpreter.version;
   if (!SupportedVersion(version)) {
     return Error(ErrorCode::kUnsupported, "CPython " + version.ToString() + " is not supported")
@@ -345,17 +345,31 @@ Result<Layout> LoadLayout(std::shared_ptr<ElfFile> binary, const Interpreter& in
   auto files = dwarf::DebugFiles::Open(binary, search, UINT64_MAX);
   if (!files) {
     note("debug info: " + files.error().ToString());
-  } else if (*files == nullptr || (*files)->main() == nullptr) {
-    note("no debug info");
-  } else {
-    (void)(*files)->main()->ScanUnits();  // the units before any damage are still read
-    Result<Layout> from_dwarf = LayoutFromDwarf(*(*files)->main(), version);
-    if (from_dwarf) return from_dwarf;
-    note("debug info: " + from_dwarf.error().message);
+    return files.error();
   }
+  if (*files == nullptr || (*files)->main() == nullptr) {
+    note("no debug info");
+    return Error(ErrorCode::kNotFound, "no debug info").WithFile(binary->path());
+  }
+  (void)(*files)->main()->ScanUnits();  // the units before any damage are still read
+  Result<Layout> from_dwarf = LayoutFromDwarf(*(*files)->main(), version);
+  if (!from_dwarf) note("debug info: " + from_dwarf.error().message);
+  return from_dwarf;
+}
+
+Result<Layout> LoadQuickLayout(const ElfFile& binary, const Interpreter& interpreter,
+                               std::string* notes) {
+  const Version& version = interpreter.version;
+  if (!SupportedVersion(version)) {
+    return Error(ErrorCode::kUnsupported, "CPython " + version.ToString() + " is not supported")
+        .WithFile(binary.path());
+  }
+  auto note = [&](const std::string& text) {
+    if (notes != nullptr) *notes += (notes->empty() ? "" : "; ") + text;
+  };
   if (version.minor >= 13) {
-    std::optional<uint64_t> offset = binary->VaddrToFileOffset(interpreter.runtime);
-    std::span<const uint8_t> file = binary->bytes();
+    std::optional<uint64_t> offset = binary.VaddrToFileOffset(interpreter.runtime);
+    std::span<const uint8_t> file = binary.bytes();
     if (offset && *offset < file.size()) {
       size_t n = std::min<size_t>(file.size() - *offset, 4096);
       Result<Layout> from_offsets = LayoutFromDebugOffsets(file.subspan(*offset, n), version);
@@ -367,7 +381,24 @@ Result<Layout> LoadLayout(std::shared_ptr<ElfFile> binary, const Interpreter& in
   }
   if (std::optional<Layout> builtin = BuiltinLayout(version)) return *builtin;
   return Error(ErrorCode::kNotFound, "no layout for CPython " + version.ToString())
-      .WithFile(binary->path());
+      .WithFile(binary.path());
+}
+
+Result<Layout> LoadLayout(std::shared_ptr<ElfFile> binary, const Interpreter& interpreter,
+                          const dwarf::DebugFileSearch& search, std::string* notes) {
+  if (!SupportedVersion(interpreter.version)) {
+    return Error(ErrorCode::kUnsupported,
+                 "CPython " + interpreter.version.ToString() + " is not supported")
+        .WithFile(binary->path());
+  }
+  Result<Layout> from_dwarf = LoadDwarfLayout(binary, interpreter, search, notes);
+  if (from_dwarf) return from_dwarf;
+  return LoadQuickLayout(*binary, interpreter, notes);
+}
+
+bool SameOffsets(Layout a, Layout b) {
+  a.source = b.source;
+  return a == b;
 }
 
 }  // namespace stacksym::interp::python

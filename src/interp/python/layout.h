@@ -119,4 +119,15 @@ Result<Layout> LayoutFromDebugOffsets(std::span<const uint8_t> runtime_bytes,
 Result<Layout> LoadLayout(std::shared_ptr<ElfFile> binary, const Interpreter& interpreter,
                           const dwarf::DebugFileSearch& search, std::string* notes = nullptr);
 
+// LoadLayout in two parts. The DWARF alone: reading it can take half a second (a compressed
+// .debug_info of 20 MiB), so the recorder does it on a thread of its own. And the sources that
+// cost nothing: the debug offsets (3.13+), else the built-in table.
+Result<Layout> LoadDwarfLayout(std::shared_ptr<ElfFile> binary, const Interpreter& interpreter,
+                               const dwarf::DebugFileSearch& search, std::string* notes = nullptr);
+Result<Layout> LoadQuickLayout(const ElfFile& binary, const Interpreter& interpreter,
+                               std::string* notes = nullptr);
+
+// Whether two layouts read the same fields at the same offsets (wherever they came from).
+bool SameOffsets(Layout a, Layout b);
+
 }  // namespace stacksym::interp::python
