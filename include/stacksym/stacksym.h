@@ -34,6 +34,12 @@
  * thread. stacksym_last_error() is per thread. The functions without a handle
  * (stacksym_version, stacksym_reason_*, stacksym_status_name, stacksym_options_init) are
  * thread-safe.
+ *
+ * Profiles are not part of the C API. A pprof file `stacksym record` wrote may hold Python
+ * frames (C++: FrameKind::kPython): locations in the mapping named "[python]", whose Function
+ * holds the Python function's qualified name, co_name (system name), file and first line and
+ * whose Line holds the line. They are named already: their addresses are identities, not
+ * offsets to symbolize (docs/capture.md, "Python frames").
  */
 #ifndef STACKSYM_STACKSYM_H
 #define STACKSYM_STACKSYM_H
