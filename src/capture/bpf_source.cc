@@ -172,6 +172,9 @@ class BpfSource : public SampleSource {
       return {};
     }
     callback_ = &callback;
+    // A program linked with libpython has just exec'd: its interpreter is looked for again in a
+    // few milliseconds, not a poll interval later.
+    if (python_ && python_->WantsSoon()) timeout_ms = std::min(timeout_ms, 2);
     int n = ring_buffer__poll(ring_, timeout_ms);
     // Wakeups are batched (wakeup_bytes): after a timeout, take what is there anyway.
     if (n >= 0) n = ring_buffer__consume(ring_);

@@ -84,14 +84,32 @@ void PythonProcesses::Exec(uint32_t pid) {
   processes_.erase(pid);
   codes_.ForgetProcess(pid);
   watched_.erase(pid);
+  soon_.erase(pid);
   Seen(pid);
 }
 
 void PythonProcesses::ExamineWanted() {
   if (!reading_dwarf_.empty()) TakeDwarfLayouts();
+  if (!soon_.empty()) {
+    double now = MonotonicSeconds();
+    std::vector<std::pair<uint32_t, double>> soon(soon_.begin(), soon_.end());
+    for (const auto& [pid, deadline] : soon) {
+      if (now > deadline) {
+        soon_.erase(pid);
+      } else if (!Examine(pid)) {
+        soon_.erase(pid);
+        if (processes_.contains(pid)) {
+          watched_.erase(pid);
+        } else {
+          watched_[pid].next = std::numeric_limits<double>::infinity();
+        }
+      }
+    }
+  }
   if (wanted_.empty() && watched_.empty() && processes_.empty()) return;
   double now = MonotonicSeconds();
   for (uint32_t pid : wanted_) {
+    if (processes_.contains(pid)) continue;  // registered since it was seen
     // A process not (yet) running Python is looked at again, less and less often: a program
     // linked with libpython maps it a moment after its exec, and one may load it later.
     Watch& w = watched_[pid];
@@ -150,6 +168,12 @@ std::shared_ptr<PythonBinary> PythonProcesses::BinaryOf(uint32_t pid, const std:
   Result<std::optional<py::Interpreter>> interpreter = py::FindInterpreter(**elf);
   if (!interpreter || !*interpreter) {
     if (!interpreter) binary->problem = interpreter.error().ToString();
+    // A program linked with libpython: the interpreter is mapped a moment after the exec.
+    Result<std::span<const uint8_t>> dynstr = (*elf)->SectionData(".dynstr");
+    if (dynstr) {
+      std::string_view names(reinterpret_cast<const char*>(dynstr->data()), dynstr->size());
+      binary->needs_libpython = names.find("libpython") != std::string_view::npos;
+    }
     return binary;
   }
   binary->interpreter = **interpreter;
@@ -252,10 +276,12 @@ bool PythonProcesses::Examine(uint32_t pid) {
   maps_text::ParseStats stats;
   maps_text::ParseLines(std::span<char>(text.data(), text.size()), 0, true,
                         {.executable_only = true}, &entries, &stats);
+  bool soon = false;
   for (const maps_text::Entry& e : entries) {
     std::string path(maps_text::NameOf(e, text));
     if (path.empty() || path[0] != '/' || !MayBeInterpreter(path, exe)) continue;
     std::shared_ptr<PythonBinary> binary = BinaryOf(pid, path, e.start, e.end, e.inode);
+    soon = soon || binary->needs_libpython;
     if (!binary->interpreter) continue;
     if (!binary->layout) {
       if (binary->dwarf.valid()) return true;  // its DWARF is being read: ask again
@@ -278,7 +304,9 @@ bool PythonProcesses::Examine(uint32_t pid) {
     ++counters_.processes;
     return false;
   }
-  return true;  // no interpreter (yet)
+  // No interpreter yet. One that the executable needs is looked for again at once.
+  if (soon && !soon_.contains(pid)) soon_[pid] = MonotonicSeconds() + kSoonSeconds;
+  return true;
 }
 
 const PythonProcesses::Process* PythonProcesses::Find(uint32_t pid) const {

@@ -77,6 +77,8 @@ class PythonProcesses {
   // `pid` exec'd: what was known of it is forgotten, and it is examined again.
   void Exec(uint32_t pid);
   void ExamineWanted();
+  // Whether a process waits for its libpython to be mapped: the source polls sooner.
+  bool WantsSoon() const { return !soon_.empty(); }
 
   // A process running CPython, as examined.
   struct Process {
@@ -124,6 +126,10 @@ class PythonProcesses {
     double interval = 0.1;
   };
   std::unordered_set<uint32_t> wanted_;
+  // Processes whose executable needs libpython, not mapped yet when examined (at their exec):
+  // examined at every ExamineWanted until it is, or until the deadline.
+  static constexpr double kSoonSeconds = 0.5;
+  std::unordered_map<uint32_t, double> soon_;
   std::unordered_map<uint32_t, Watch> watched_;
   std::unordered_map<uint32_t, Process> processes_;
   // Interpreter binaries by BinaryKey; every file examined by path and inode.
@@ -151,7 +157,8 @@ struct PythonBinary {
     std::string notes;
   };
   std::future<DwarfAnswer> dwarf;
-  std::string quick_problem;  // why no quick layout
+  std::string quick_problem;     // why no quick layout
+  bool needs_libpython = false;  // not CPython, but linked with libpython (DT_NEEDED)
   std::string problem;
   std::vector<std::pair<uint64_t, uint64_t>> eval_offsets;  // file offsets [start, end)
 };

@@ -113,11 +113,11 @@ struct Recording {
 };
 
 // Records `command`; nullptr recorder when the kernel refused the backend.
-Recording Record(const std::vector<std::string>& command, CallGraph call_graph,
-                 bool python = true) {
+Recording Record(const std::vector<std::string>& command, CallGraph call_graph, bool python = true,
+                 uint32_t hz = 499) {
   RecordOptions o;
   o.backend = CaptureBackend::kBpf;
-  o.frequency_hz = 499;
+  o.frequency_hz = hz;
   o.command = command;
   o.call_graph = call_graph;
   o.python = python;
@@ -159,17 +159,26 @@ void PrintPythonStats(const RecordStats& st) {
   }
 }
 
-class PythonRecordTest : public ::testing::TestWithParam<CallGraph> {};
+struct Case {
+  CallGraph call_graph;
+  bool embed;  // a program embedding libpython3.11.so (tests/interp/fixtures) for python3.11
+};
+class PythonRecordTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PythonRecordTest, KnownStacks) {
   if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  const std::string binary =
+      GetParam().embed ? std::string(STACKSYM_FIXTURE_DIR) + "/python_embed" : kPython311;
+  if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "needs " << binary;
   std::map<std::string, uint32_t> line = Markers(kScript);
   ASSERT_EQ(line.size(), 10u) << "markers of " << kScript;
   char spent_path[] = "/tmp/stacksym_python_spent_XXXXXX";
   int fd = mkstemp(spent_path);
   ASSERT_GE(fd, 0);
   close(fd);
-  RECORD_OR_SKIP(r, {kPython311, kScript, spent_path, "0.4"}, GetParam());
+  // 999 Hz over 2 × 0.5 s of CPU: about 1000 samples, so that sampling's own spread of a
+  // share (±1.6 points, one standard deviation) stays well inside the 5 points allowed.
+  RECORD_OR_SKIP(r, {binary, kScript, spent_path, "0.5"}, GetParam().call_graph, true, 999);
   std::ifstream spent_in(spent_path);
   std::stringstream spent_text;
   spent_text << spent_in.rdbuf();
@@ -274,9 +283,13 @@ TEST_P(PythonRecordTest, KnownStacks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CallGraphs, PythonRecordTest,
-                         ::testing::Values(CallGraph::kBpf, CallGraph::kDwarf),
-                         [](const ::testing::TestParamInfo<CallGraph>& info) {
-                           return std::string(info.param == CallGraph::kBpf ? "bpf" : "dwarf");
+                         ::testing::Values(Case{CallGraph::kBpf, false},
+                                           Case{CallGraph::kDwarf, false},
+                                           Case{CallGraph::kBpf, true}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(info.param.call_graph == CallGraph::kBpf ? "bpf"
+                                                                                       : "dwarf") +
+                                  (info.param.embed ? "_libpython" : "");
                          });
 
 // A process that exits right after its samples: every Python frame is named, or named by the
@@ -312,7 +325,7 @@ TEST(PythonRecordExitTest, ShortLivedProcessNamedOrCounted) {
 // A program without Python: nothing registered, no Python frame; python3.11 with --no-python:
 // its evaluator frames as they were.
 TEST(PythonRecordOffTest, NoPythonUnaffected) {
-  RECORD_OR_SKIP(r, {"/bin/sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"},
+  RECORD_OR_SKIP(r, {"/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"},
                  CallGraph::kBpf);
   const RecordStats& st = r.rec->stats();
   EXPECT_GT(st.samples, 10u);
