@@ -26,6 +26,15 @@ namespace stacksym {
 namespace {
 
 const char* const kPython311 = "/usr/bin/python3.11";
+// Under ASan the recorder reads samples seconds late (loading unwind tables takes about a
+// second each): processes are registered late and short ones are gone before their code
+// objects are read. There the checks of timing (shares of samples, a short process's named
+// frames) are left out; those of what was recorded (chains, counts, reasons) stay.
+#ifdef STACKSYM_SANITIZED_BUILD
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 const std::string kScript =
     std::string(STACKSYM_SOURCE_DIR) + "/tests/capture/scripts/known_stacks.py";
 
@@ -278,6 +287,10 @@ TEST_P(PythonRecordTest, KnownStacks) {
   double zlib_profile = static_cast<double>(zlib_samples) / static_cast<double>(total);
   std::printf("CPU shares, measured / profile: gen %.3f / %.3f, burn_zlib %.3f / %.3f\n", gen_share,
               gen_profile, zlib_share, zlib_profile);
+  if (kSanitized) {
+    std::printf("sanitizer build: the CPU shares are not judged\n");
+    return;
+  }
   EXPECT_NEAR(gen_profile, gen_share, 0.05);
   EXPECT_NEAR(zlib_profile, zlib_share, 0.05);
 }
@@ -319,7 +332,9 @@ TEST(PythonRecordExitTest, ShortLivedProcessNamedOrCounted) {
   }
   EXPECT_EQ(frames, st.python_frames);
   EXPECT_EQ(unnamed, st.python_frames_unnamed);
-  EXPECT_GT(burn, 20u);
+  if (!kSanitized) {
+    EXPECT_GT(burn, 20u);
+  }
 }
 
 // A program without Python: nothing registered, no Python frame; python3.11 with --no-python:
@@ -351,7 +366,9 @@ TEST(PythonRecordOffTest, NoPythonOption) {
     EXPECT_TRUE(s.Python().empty());
     if (HasEvaluator(s)) evaluator += s.count;
   }
-  EXPECT_GE(evaluator * 2, total) << "most samples are in the evaluator's loop";
+  if (!kSanitized) {
+    EXPECT_GE(evaluator * 2, total) << "most samples are in the evaluator's loop";
+  }
 }
 
 }  // namespace
