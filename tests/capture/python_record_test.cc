@@ -371,5 +371,49 @@ TEST(PythonRecordOffTest, NoPythonOption) {
   }
 }
 
+// Through the command line: record without symbolizing, then symbolize-profile. The Python
+// frames were named when recorded and stay as they are; the native ones get their names only in
+// the second step; the folded output marks the Python ones; --no-python records none.
+TEST(PythonRecordCliTest, RecordThenSymbolizeProfile) {
+  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  const std::string bin = std::string(STACKSYM_BINARY_DIR) + "/stacksym";
+  const std::string dir =
+      std::string(STACKSYM_BINARY_DIR) + "/python_record_test_" + std::to_string(getpid());
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  const std::string program =
+      " -c 'import time\ndef busy_here():\n    t = time.thread_time()\n    while "
+      "time.thread_time() - t < 0.2: pass\nbusy_here()\n'";
+  auto run = [&](const std::string& args) {
+    return system((bin + " " + args + " 2>" + dir + "/stderr").c_str());
+  };
+  int rc =
+      run("record -q -F 499 --no-symbolize -o " + dir + "/raw.pb.gz -- " + kPython311 + program);
+  if (rc != 0 && run("record -q -d 0.1 -o /dev/null --format folded -a") != 0) {
+    GTEST_SKIP() << "the kernel refused the capture backend (needs root with CAP_BPF/CAP_PERFMON)";
+  }
+  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(run("symbolize-profile -q " + dir + "/raw.pb.gz " + dir + "/named.pb.gz"), 0);
+  ASSERT_EQ(run("convert " + dir + "/raw.pb.gz --to folded -o " + dir + "/raw.folded"), 0);
+  ASSERT_EQ(run("convert " + dir + "/named.pb.gz --to folded -o " + dir + "/named.folded"), 0);
+  ASSERT_EQ(
+      run("record -q -F 499 --no-python -o " + dir + "/off.folded -- " + kPython311 + program), 0);
+  auto read = [&](const std::string& name) {
+    std::ifstream in(dir + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  std::string raw = read("raw.folded"), named = read("named.folded"), off = read("off.folded");
+  system(("rm -rf " + dir).c_str());
+  const std::string chain = ";<module>_[py];busy_here_[py]";
+  EXPECT_NE(raw.find(chain), std::string::npos) << raw.substr(0, 2000);
+  EXPECT_NE(named.find(chain), std::string::npos) << named.substr(0, 2000);
+  // Native names only after symbolize-profile.
+  EXPECT_EQ(raw.find(";Py_BytesMain;"), std::string::npos);
+  EXPECT_NE(named.find(";Py_BytesMain;"), std::string::npos) << named.substr(0, 2000);
+  EXPECT_EQ(off.find("_[py]"), std::string::npos);
+  EXPECT_NE(off.find("_PyEval_EvalFrameDefault"), std::string::npos) << off.substr(0, 2000);
+}
+
 }  // namespace
 }  // namespace stacksym
