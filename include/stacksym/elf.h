@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stacksym/hex.h"  // ToHex, FromHex: build IDs in the form they are printed in
 #include "stacksym/mapped_file.h"
 #include "stacksym/result.h"
 
@@ -222,11 +223,6 @@ class ElfFile {
   void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
                           bool background) const;
 };
-
-// Hex of a byte string, lowercase ("build ID" form).
-std::string ToHex(std::span<const uint8_t> bytes);
-// Parses hex (even length, no prefix) into bytes; nullopt on bad input.
-std::optional<std::vector<uint8_t>> FromHex(std::string_view hex);
 
 // Reads just the GNU build ID of an open ELF file with pread: the ELF header, program
 // headers and PT_NOTE contents — a few KiB, never the whole file. Empty vector: no build ID.

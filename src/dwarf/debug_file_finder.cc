@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "base/byte_cursor.h"
+#include "base/hex.h"
 
 namespace stacksym {
 
@@ -272,9 +272,9 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
           path, binary, [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
             uint32_t crc = DebugLinkCrc32(e.bytes());
             if (crc == link->crc) return std::nullopt;
-            char detail[64];
-            std::snprintf(detail, sizeof detail, "crc 0x%08x, expected 0x%08x", crc, link->crc);
-            return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongCrc, detail};
+            return CandidateSearch::Rejection{
+                FinderCandidate::Outcome::kWrongCrc,
+                "crc 0x" + HexU32Padded(crc) + ", expected 0x" + HexU32Padded(link->crc)};
           });
       if (elf) return search.Accept(std::move(elf));
     }

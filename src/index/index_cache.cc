@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/hex.h"
 #include "index/atomic_file.h"
 #include "index/checksum.h"
 #include "index/index_builder.h"
@@ -23,12 +24,6 @@
 
 namespace stacksym::symindex {
 namespace {
-
-std::string Hex32(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof(buf), "%08x", v);
-  return buf;
-}
 
 uint32_t HashText(const std::string& text, uint32_t seed = 0) {
   return Crc32c({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, seed);
@@ -93,11 +88,11 @@ std::string IndexFileName(const ElfFile& elf, const IndexOptions& options) {
     // different processes is one index.
     std::string who = std::to_string(f.dev) + ' ' + std::to_string(f.inode) + ' ' +
                       std::to_string(f.size) + ' ' + std::to_string(f.mtime_ns);
-    id = "noid-" + Hex32(HashText(who)) + Hex32(HashText(who, 0x5bd1e995));
+    id = "noid-" + HexU32Padded(HashText(who)) + HexU32Padded(HashText(who, 0x5bd1e995));
   }
   // The format version is in the name: binaries of two versions sharing a cache directory
   // each keep their own index instead of rebuilding each other's.
-  return id + "-" + Hex32(HashText(key)) + "-v" + std::to_string(kVersion) + kIndexSuffix;
+  return id + "-" + HexU32Padded(HashText(key)) + "-v" + std::to_string(kVersion) + kIndexSuffix;
 }
 
 Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, const ElfFile& elf,
@@ -255,16 +250,6 @@ Result<std::vector<DirFile>> IndexFiles(const std::string& dir, bool all_kinds =
   return files;
 }
 
-std::string HexOf(std::span<const uint8_t> bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
-}
-
 SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime_ns) {
   SymbolCacheEntry entry;
   entry.path = path;
@@ -278,7 +263,7 @@ SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime
     entry.problem = index.error().ToString();
     return entry;
   }
-  entry.build_id = HexOf((*index)->build_id());
+  entry.build_id = ToHex((*index)->build_id());
   entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
   entry.debug_file = symindex::IdentityValue((*index)->identity(), "debug");
   for (const auto& [name, size] : (*index)->section_sizes()) {
@@ -319,7 +304,7 @@ Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir) 
       entry.problem = "no valid index beside it (" + index.error().ToString() + ")";
       continue;
     }
-    entry.build_id = HexOf((*index)->build_id());
+    entry.build_id = ToHex((*index)->build_id());
     entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
     auto file = MappedFile::Open(path);
     if (!file) {

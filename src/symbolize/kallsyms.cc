@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/hex.h"
 #include "stacksym/kernel.h"
 #include "stacksym/mapped_file.h"
 #include "symbolize/text_scan.h"
@@ -204,7 +205,7 @@ std::optional<BpfProgramName> ParseBpfProgramSymbol(std::string_view symbol) {
   std::string_view rest = symbol.substr(kPrefix.size());
   if (rest.size() < 16) return std::nullopt;
   for (size_t i = 0; i < 16; ++i) {
-    if (text::HexDigit(rest[i]) < 0) return std::nullopt;
+    if (HexDigit(rest[i]) < 0) return std::nullopt;
   }
   BpfProgramName out;
   out.tag = rest.substr(0, 16);

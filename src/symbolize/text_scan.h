@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/hex.h"
+
 namespace stacksym::text {
 
 // Splits off the next line (without its '\n') from *rest. False when *rest is empty.
@@ -16,13 +18,6 @@ inline bool NextLine(std::string_view* rest, std::string_view* line) {
   *line = rest->substr(0, len);
   rest->remove_prefix(nl ? len + 1 : len);
   return true;
-}
-
-inline int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Parses a hex number (optional 0x/0X prefix) at the start of *s and removes it. Fails on no

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 
+#include "base/hex.h"
 #include "index/checksum.h"
 #include "index/index_cache.h"
 #include "stacksym/symbol_cache.h"
@@ -166,9 +166,7 @@ std::string FileName(const ElfFile& elf) {
     // By file identity, not path (as the symbol index): one file for every
     // /proc/PID/map_files path of the same library.
     std::string who = NoidLine(elf);
-    char buf[20];
-    std::snprintf(buf, sizeof(buf), "%08x%08x", HashText(who, 0), HashText(who, 0x5bd1e995));
-    id = std::string("noid-") + buf;
+    id = "noid-" + HexU32Padded(HashText(who, 0)) + HexU32Padded(HashText(who, 0x5bd1e995));
   }
   return id + "-v" + std::to_string(kVersion) + symindex::kUnwindTableSuffix;
 }
