@@ -231,4 +231,11 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd);
 // The CRC32 used by .gnu_debuglink (zlib's polynomial) of a whole file.
 uint32_t DebugLinkCrc32(std::span<const uint8_t> bytes);
 
+// Candidate paths for a build ID in one debug directory laid out like /usr/lib/debug, in the
+// order they are tried: the binary ("<dir>/.build-id/ab/cdef...") first, then its separate
+// debug file ("....debug"); empty for a build ID shorter than 2 bytes. The one place such a
+// path is built (the finders, the symbol index's identity, the llvm-symbolizer drop-in).
+std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
+                                      std::span<const uint8_t> build_id);
+
 }  // namespace stacksym

@@ -177,6 +177,23 @@ TEST_F(RealFinderLayoutTest, BuildIdDirectoryComesFirst) {
       << TraceText(trace);
 }
 
+// The finder's build-ID candidates are BuildIdPaths' debug files, a debug dir written with a
+// trailing slash naming the same file.
+TEST_F(RealFinderLayoutTest, BuildIdCandidatesAreBuildIdPaths) {
+  std::string by_id = tmp_.Make("dbg/" + BuildIdRelPath(binary_->build_id()));
+  ASSERT_TRUE(RealCopy(debug_fixture_, by_id));
+  const std::vector<std::string> dirs = {tmp_.path() + "/empty/", tmp_.path() + "/dbg/"};
+  FinderTrace trace;
+  Result<std::shared_ptr<ElfFile>> found = Finder(dirs).FindSeparateDebugFile(*binary_, &trace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  ASSERT_NE(*found, nullptr) << TraceText(trace);
+  EXPECT_EQ((*found)->path(), by_id);
+  EXPECT_EQ(BuildIdPaths(dirs[1], binary_->build_id())[1], by_id);
+  EXPECT_TRUE(TraceHas(trace, BuildIdPaths(dirs[0], binary_->build_id())[1], Outcome::kMissing))
+      << TraceText(trace);
+  EXPECT_TRUE(TraceHas(trace, by_id, Outcome::kAccepted)) << TraceText(trace);
+}
+
 TEST_F(RealFinderLayoutTest, WrongBuildIdRejected) {
   std::string by_id = tmp_.Make("dbg/" + BuildIdRelPath(binary_->build_id()));
   ASSERT_TRUE(RealCopy(RealFixture("real_other.debug"), by_id));

@@ -18,6 +18,7 @@
 
 #include "index/checksum.h"
 #include "index/index_format.h"
+#include "index/index_identity.h"
 #include "index/symbol_index.h"
 #include "index_test_util.h"
 #include "real_test_util.h"
@@ -206,6 +207,24 @@ TEST(IndexStalenessTest, ChangedOrNewDebugFileRebuildsTheIndex) {
   struct stat second;
   ASSERT_EQ(stat(index_path.c_str(), &second), 0);
   EXPECT_NE(first.st_ino, second.st_ino) << "index not rebuilt after the debug file changed";
+}
+
+// The identity's build-ID paths are those of BuildIdPaths, which the finder tries: DWARF found
+// under a debug dir written with a trailing slash is in place (no location line: the index
+// stays valid wherever the binary is), and the paths said absent are the ones the finder
+// would open.
+TEST(IndexStalenessTest, BuildIdPathsOfADebugDirWithATrailingSlash) {
+  auto elf = ElfFile::Open(Fixture("dwarf_gcc_cxx_o2_d5"));
+  ASSERT_TRUE(elf);
+  ASSERT_GE((*elf)->build_id().size(), 2u);
+  dwarf::DebugFileSearch search;
+  search.debug_dirs = {"/srv/debug/"};
+  const std::string by_id =
+      "/srv/debug/.build-id/" + (*elf)->build_id_hex().insert(2, "/") + ".debug";
+  std::string found = symindex::DescribeSources(**elf, search, by_id, {{by_id, FileIdentity{}}});
+  EXPECT_EQ(found.find("location "), std::string::npos) << found;
+  std::string none = symindex::DescribeSources(**elf, search, "", {});
+  EXPECT_NE(none.find("absent " + by_id + "\n"), std::string::npos) << none;
 }
 
 // With checksums not verified (as the fuzzer reads), corrupt records must still never make
