@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "index/checksum.h"
+#include "cache/checksum.h"
 #include "unwind/unwind_table_file.h"
 
 namespace {
@@ -33,9 +33,9 @@ std::vector<uint8_t> WithChecksums(const uint8_t* data, size_t size) {
   const uint64_t rows_offset = (unwfile::kHeaderSize + meta_size + 15) & ~uint64_t{15};
   const uint64_t rows_bytes = uint64_t{U32(b, 40)} * sizeof(UnwindRow);
   if (rows_offset + rows_bytes > size) return b;
-  PutU32(b, 48, symindex::Crc32c({b.data() + unwfile::kHeaderSize, meta_size}));
-  PutU32(b, 52, symindex::Crc32c({b.data() + rows_offset, rows_bytes}));
-  PutU32(b, 56, symindex::Crc32c({b.data(), 56}));
+  PutU32(b, 48, cache::Crc32c({b.data() + unwfile::kHeaderSize, meta_size}));
+  PutU32(b, 52, cache::Crc32c({b.data() + rows_offset, rows_bytes}));
+  PutU32(b, 56, cache::Crc32c({b.data(), 56}));
   return b;
 }
 

@@ -15,13 +15,16 @@
 
 #include "base/flat_table.h"
 #include "base/parallel.h"
+#include "cache/checksum.h"
 #include "dwarf/debug_info_source.h"
 #include "elf/symbol_choice.h"
-#include "index/checksum.h"
 #include "index/index_format.h"
 #include "index/index_identity.h"
 
 namespace stacksym::symindex {
+
+using cache::Crc32c;
+
 namespace {
 
 // Demangled names compress ~10x at level 3; higher levels gain little more.

@@ -1,7 +1,7 @@
-// The cache directory behind ElfSymbolizer: finds the valid index of a binary in
-// IndexOptions::cache_dir, or builds and stores it. Never fails: when the directory
-// cannot be used (read-only, full) the caller symbolizes without an index, after one warning
-// on stderr; an index that is corrupt, of another version or stale is reported once and
+// The symbol indexes of the cache directory (cache/cache_dir.h) behind ElfSymbolizer: finds the
+// valid index of a binary in IndexOptions::cache_dir, or builds and stores it. Never fails: when
+// the directory cannot be used (read-only, full) the caller symbolizes without an index, after one
+// warning on stderr; an index that is corrupt, of another version or stale is reported once and
 // rebuilt.
 //
 //   std::unique_ptr<SymbolIndex> index = OpenCachedIndex(elf, options);   // null: no index
@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "index/index_options.h"
@@ -23,23 +22,6 @@ class DebugInfoSource;  // src/dwarf
 
 namespace stacksym::symindex {
 
-inline constexpr const char* kIndexSuffix = ".symidx";
-// Persisted unwind tables (src/unwind/unwind_table_file.h) and the indexes' demangled-name memos
-// (kNameMemoSuffix) share the directory, its size bound and its pruning.
-inline constexpr const char* kUnwindTableSuffix = ".unwtab";
-
-// Can files be created in `dir` (created if missing)?
-Result<void> CheckWritable(const std::string& dir);
-// Writes `pieces` one after the other to `path` in `dir` so that no reader ever sees a partial
-// file: a private temporary file `path.tmp.<pid>.<random>`, fsync, rename over the old one,
-// fsync of `dir`.
-Result<void> StoreAtomically(const std::string& dir, const std::string& path,
-                             std::span<const std::span<const uint8_t>> pieces);
-inline Result<void> StoreAtomically(const std::string& dir, const std::string& path,
-                                    std::span<const uint8_t> bytes) {
-  return StoreAtomically(dir, path, std::span<const std::span<const uint8_t>>(&bytes, 1));
-}
-
 // "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
 // the debug dirs (options.search.debug_dirs) decide which DWARF is found. Where finding it also
 // depends on the binary's location (debuglink), the index records that location and is rebuilt
@@ -47,7 +29,7 @@ inline Result<void> StoreAtomically(const std::string& dir, const std::string& p
 std::string IndexFileName(const ElfFile& elf, const IndexOptions& options);
 
 // The demangled-name memo of the index at `index_path` (NameMemo): next to it, its suffix
-// kNameMemoSuffix.
+// cache::kNameMemoSuffix.
 std::string NameMemoPath(const std::string& index_path);
 // index.SaveNameMemo(at_least), a failure said once per process on stderr.
 void SaveNameMemo(const SymbolIndex& index, size_t at_least);

@@ -32,7 +32,6 @@
 
 namespace stacksym::symindex {
 
-inline constexpr const char* kNameMemoSuffix = ".symnames";
 inline constexpr uint32_t kNameMemoVersion = 1;
 // The memo stops growing at this much name text (libceph-common's 66 000 names would take
 // about 40 MB): a batch's names beyond it are demangled in memory only.

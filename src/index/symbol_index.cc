@@ -11,11 +11,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "cache/checksum.h"
 #include "dwarf/debug_info_source.h"
-#include "index/checksum.h"
 #include "stacksym/demangle.h"
 
 namespace stacksym::symindex {
+
+using cache::Crc32c;
 
 const SegmentRecord* FindSegment(std::span<const SegmentRecord> segments, uint64_t address) {
   auto it = std::upper_bound(segments.begin(), segments.end(), address,

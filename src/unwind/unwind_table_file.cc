@@ -2,7 +2,6 @@
 // the cache directory's listing and `cache build` of unwind tables.
 #include "unwind/unwind_table_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,15 +11,14 @@
 #include <cstddef>
 #include <cstring>
 
-#include "base/hex.h"
-#include "index/checksum.h"
-#include "index/index_cache.h"
+#include "cache/cache_dir.h"
+#include "cache/checksum.h"
 #include "stacksym/symbol_cache.h"
 
 namespace stacksym::unwfile {
 namespace {
 
-using symindex::Crc32c;
+using cache::Crc32c;
 
 // The fixed header; every field little-endian (x86_64 only, as the rows themselves).
 struct Header {
@@ -104,10 +102,6 @@ Error Malformed(const std::string& what) {
   return MakeError(ErrorCode::kMalformed, "unwind table file: " + what);
 }
 
-uint32_t HashText(const std::string& text, uint32_t seed) {
-  return Crc32c({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, seed);
-}
-
 std::string NoidLine(const ElfFile& elf) {
   const FileIdentity& f = elf.identity();
   return "noid " + std::to_string(f.dev) + " " + std::to_string(f.inode) + " " +
@@ -165,10 +159,9 @@ std::string FileName(const ElfFile& elf) {
   if (id.empty()) {
     // By file identity, not path (as the symbol index): one file for every
     // /proc/PID/map_files path of the same library.
-    std::string who = NoidLine(elf);
-    id = "noid-" + HexU32Padded(HashText(who, 0)) + HexU32Padded(HashText(who, 0x5bd1e995));
+    id = cache::NoBuildIdName(NoidLine(elf));
   }
-  return id + "-v" + std::to_string(kVersion) + symindex::kUnwindTableSuffix;
+  return id + "-v" + std::to_string(kVersion) + cache::kUnwindTableSuffix;
 }
 
 std::string IdentityOf(const ElfFile& elf) {
@@ -331,20 +324,11 @@ SymbolCacheEntry DescribeUnwindFile(const std::string& path) {
 }  // namespace
 
 Result<std::vector<SymbolCacheEntry>> ListUnwindTableCache(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
-  std::vector<std::string> paths;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name.ends_with(symindex::kUnwindTableSuffix))
-      paths.push_back(dir + "/" + std::string(name));
-  }
-  ::closedir(d);
-  std::sort(paths.begin(), paths.end());
+  auto files = cache::ListFiles(dir, {cache::kUnwindTableSuffix});  // sorted by path
+  if (!files) return std::move(files).error();
   std::vector<SymbolCacheEntry> out;
-  for (const std::string& p : paths) {
-    struct stat st;
-    if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.push_back(DescribeUnwindFile(p));
+  for (const cache::DirFile& f : *files) {
+    if (!f.temporary) out.push_back(DescribeUnwindFile(f.path));
   }
   return out;
 }
@@ -354,7 +338,7 @@ Result<SymbolCacheEntry> BuildUnwindTableFile(const std::string& path, const std
   if (dir.empty()) return Error(ErrorCode::kInvalidArgument, "no cache directory");
   auto elf = ElfFile::Open(path);
   if (!elf) return std::move(elf).error();
-  if (Result<void> r = symindex::CheckWritable(dir); !r) return std::move(r).error();
+  if (Result<void> r = cache::CheckWritable(dir); !r) return std::move(r).error();
   UnwindTableCache cache({.dir = dir, .dir_max_bytes = max_bytes});
   std::shared_ptr<const UnwindTable> table = cache.Get(**elf);
   std::string file = dir + "/" + unwfile::FileName(**elf);

@@ -1,7 +1,6 @@
 // The cache never gives a wrong answer: a corrupt, truncated, foreign-version, other-build-ID
 // or stale index is detected and rebuilt, an unusable directory falls back to the direct
-// path, and the answers are always those of the direct path. Pruning drops the least
-// recently used indexes first.
+// path, and the answers are always those of the direct path.
 #include "index/index_cache.h"
 
 #include <fcntl.h>
@@ -12,11 +11,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
-#include "index/checksum.h"
 #include "index/index_format.h"
 #include "index/index_identity.h"
 #include "index/symbol_index.h"
@@ -81,22 +78,6 @@ class IndexCacheTest : public ::testing::Test {
   SymbolizeOptions cached_;
   std::string index_path_;
 };
-
-// Known answers, and the same sum whether a buffer is summed at once (three interleaved
-// streams for every 4080 bytes) or in pieces of any length.
-TEST(IndexChecksumTest, Crc32cMatchesTheBytewiseDefinition) {
-  const char* digits = "123456789";
-  EXPECT_EQ(symindex::Crc32c({reinterpret_cast<const uint8_t*>(digits), 9}), 0xe3069283u);
-  std::vector<uint8_t> bytes(9001);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 % 251);
-  EXPECT_EQ(symindex::Crc32c(bytes), 0x4112d7b6u);
-  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{4080}, size_t{4096}, size_t{4919},
-                       size_t{8161}, size_t{9001}}) {
-    std::span<const uint8_t> all(bytes);
-    uint32_t first = symindex::Crc32c(all.first(split));
-    EXPECT_EQ(symindex::Crc32c(all.subspan(split), first), 0x4112d7b6u) << split;
-  }
-}
 
 TEST_F(IndexCacheTest, FlippedBytesAreDetectedAndRebuilt) {
   ExpectDirectAnswers("first build");
@@ -464,32 +445,6 @@ TEST(IndexDwpPathTest, NamedPackageAnswersAsOneNextToTheBinaryWithoutAnIndex) {
   // A named package that is not there: the .dwo files, as without one (here: none).
   named.dwp_path = tmp.path() + "/missing.dwp";
   EXPECT_EQ(FirstDifferences(addresses, alone, Answers(binary, addresses, named)), "");
-}
-
-TEST(IndexCacheDirTest, PruneDropsLeastRecentlyUsedFirst) {
-  RealTempDir dir;
-  auto make = [&](const std::string& name, size_t bytes, time_t mtime) {
-    std::string p = dir.Make(name);
-    ASSERT_TRUE(testing::RealWriteFile(p, std::string(bytes, 'x')));
-    struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
-    ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
-  };
-  time_t now = time(nullptr);
-  make("a.symidx", 1000, now - 300);
-  make("b.symidx", 1000, now - 100);
-  make("c.symidx", 1000, now - 200);
-  make("d.symidx.tmp.1.x", 10, now - 7200);  // left by a dead builder
-  make("e.symidx.tmp.2.y", 10, now);         // being written now
-  make("other.txt", 5000, now - 9999);       // not ours
-  auto result = PruneSymbolCache(dir.path(), 2000);
-  ASSERT_TRUE(result) << result.error().ToString();
-  EXPECT_EQ(result->kept_bytes, 2000u);
-  EXPECT_NE(access((dir.path() + "/a.symidx").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/b.symidx").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/c.symidx").c_str(), F_OK), 0);
-  EXPECT_NE(access((dir.path() + "/d.symidx.tmp.1.x").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/e.symidx.tmp.2.y").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/other.txt").c_str(), F_OK), 0);
 }
 
 TEST_F(IndexCacheTest, ListDescribesIndexes) {
