@@ -31,6 +31,23 @@
 #include "stacksym/result.h"
 
 namespace stacksym {
+class ElfFile;
+struct ElfSection;
+}  // namespace stacksym
+
+// Internal to the library (src/elf/): the symbol table's builder, and a section's contents
+// decompressed on a background thread, readable front to back while they arrive
+// (StreamSectionData, src/elf/section_stream.h): only the library's DWARF reader streams (it
+// parses the units of a big compressed .debug_info before all of it is inflated); callers of
+// this header use SectionData.
+namespace stacksym::elf {
+class SymbolTableBuilder;
+class SectionStream;
+std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
+                                                       const ElfSection& section);
+}  // namespace stacksym::elf
+
+namespace stacksym {
 
 struct ElfSection {
   std::string_view name;  // points into the file's section-name table
@@ -114,7 +131,7 @@ class SymbolTable {
   }
 
  private:
-  friend class SymbolTableBuilder;
+  friend class elf::SymbolTableBuilder;
   std::vector<ElfSymbol> symbols_;
   // Where a nested symbol's range ends inside an enclosing one, the enclosing symbol covers
   // again from `position` on. Sorted by position; empty when no symbols nest (the usual
@@ -133,12 +150,6 @@ class SymbolTable {
   bool has_symtab_ = false;
   bool has_dynsym_ = false;
 };
-
-// A section's contents decompressed on a background thread, readable front to back while they
-// arrive. Internal, with StreamSectionData (src/elf/section_stream.h): only the library's
-// DWARF reader streams (it parses the units of a big compressed .debug_info before all of it
-// is inflated); callers of this header use SectionData.
-class SectionStream;
 
 class ElfFile {
  public:
@@ -218,8 +229,8 @@ class ElfFile {
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
-  friend std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
-                                                                const ElfSection& section);
+  friend std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(
+      const ElfFile& elf, const ElfSection& section);
   void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
                           bool background) const;
 };

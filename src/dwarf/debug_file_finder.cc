@@ -11,7 +11,7 @@
 #include "base/byte_cursor.h"
 #include "base/hex.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 namespace {
 
@@ -385,4 +385,4 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwp(const ElfFile& file,
   return search.NothingFound();
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

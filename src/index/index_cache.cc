@@ -18,7 +18,7 @@
 #include "stacksym/mapped_file.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 namespace {
 
 uint32_t HashText(const std::string& text) {
@@ -108,7 +108,7 @@ void SaveNameMemo(const SymbolIndex& index, size_t at_least) {
 
 std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
                                              const IndexOptions& options,
-                                             std::unique_ptr<DebugInfoSource>* dwarf) {
+                                             std::unique_ptr<dwarf::DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
   struct stat st;
@@ -136,7 +136,7 @@ std::unique_ptr<SymbolIndex> RebuildDamagedIndex(const std::shared_ptr<ElfFile>&
 
 std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
                                               const IndexOptions& options,
-                                              std::unique_ptr<DebugInfoSource>* dwarf) {
+                                              std::unique_ptr<dwarf::DebugInfoSource>* dwarf) {
   const std::string& dir = options.cache_dir;
   std::string path = dir + "/" + IndexFileName(*elf, options);
   if (Result<void> r = cache::CheckWritable(dir); !r) {
@@ -168,7 +168,7 @@ std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& el
   return std::move(*index);
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index
 
 namespace stacksym {
 namespace {
@@ -179,16 +179,16 @@ SymbolCacheEntry Describe(const std::string& path, uint64_t bytes, int64_t mtime
   entry.bytes = bytes;
   entry.used_ns = mtime_ns;
   // Every chunk is checked here: `cache list` says which indexes are damaged anywhere.
-  symindex::SymbolIndex::OpenOptions open;
+  index::SymbolIndex::OpenOptions open;
   open.verify_all = true;
-  auto index = symindex::SymbolIndex::Open(path, open);
+  auto index = index::SymbolIndex::Open(path, open);
   if (!index) {
     entry.problem = index.error().ToString();
     return entry;
   }
   entry.build_id = ToHex((*index)->build_id());
-  entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
-  entry.debug_file = symindex::IdentityValue((*index)->identity(), "debug");
+  entry.binary = index::IdentityValue((*index)->identity(), "binary");
+  entry.debug_file = index::IdentityValue((*index)->identity(), "debug");
   for (const auto& [name, size] : (*index)->section_sizes()) {
     entry.sections.emplace_back(std::string(name), size);
   }
@@ -221,41 +221,41 @@ Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir) 
     entry.used_ns = f.mtime_ns;
     const std::string index_path =
         path.substr(0, path.size() - std::strlen(cache::kNameMemoSuffix)) + cache::kIndexSuffix;
-    auto index = symindex::SymbolIndex::Open(index_path);
+    auto index = index::SymbolIndex::Open(index_path);
     if (!index) {
       entry.problem = "no valid index beside it (" + index.error().ToString() + ")";
       continue;
     }
     entry.build_id = ToHex((*index)->build_id());
-    entry.binary = symindex::IdentityValue((*index)->identity(), "binary");
+    entry.binary = index::IdentityValue((*index)->identity(), "binary");
     auto file = MappedFile::Open(path);
     if (!file) {
       entry.problem = file.error().ToString();
       continue;
     }
-    auto view = symindex::ParseNameMemo(file->bytes(), (*index)->name_memo_binding());
+    auto view = index::ParseNameMemo(file->bytes(), (*index)->name_memo_binding());
     if (!view) {
       entry.problem = view.error().ToString();
       continue;
     }
-    entry.sections = {{"header", sizeof(symindex::NameMemoHeader)},
+    entry.sections = {{"header", sizeof(index::NameMemoHeader)},
                       {"entries", view->entries.size_bytes()},
                       {"text", view->text.size()}};
   }
   return out;
 }
 
-Result<SymbolCacheEntry> symindex::BuildSymbolIndex(const std::string& path,
-                                                    const symindex::IndexOptions& options) {
+Result<SymbolCacheEntry> index::BuildSymbolIndex(const std::string& path,
+                                                 const index::IndexOptions& options) {
   if (options.cache_dir.empty()) return Error(ErrorCode::kInvalidArgument, "no cache directory");
   auto elf = ElfFile::Open(path);
   if (!elf) return std::move(elf).error();
   if (Result<void> r = cache::CheckWritable(options.cache_dir); !r) {
     return std::move(r).error();
   }
-  auto index = symindex::OpenCachedIndex(*elf, options);
+  auto index = index::OpenCachedIndex(*elf, options);
   if (!index) return Error(ErrorCode::kIo, "could not build the index of " + path);
-  std::string file = options.cache_dir + "/" + symindex::IndexFileName(**elf, options);
+  std::string file = options.cache_dir + "/" + index::IndexFileName(**elf, options);
   struct stat st;
   if (::stat(file.c_str(), &st) != 0) return ErrnoError(errno, "stat " + file);
   return Describe(file, static_cast<uint64_t>(st.st_size),

@@ -16,11 +16,11 @@
 #include "stacksym/elf.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym {
-class DebugInfoSource;  // src/dwarf
+namespace stacksym::dwarf {
+class DebugInfoSource;
 }
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 // "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
 // the debug dirs (options.search.debug_dirs) decide which DWARF is found. Where finding it also
@@ -36,15 +36,15 @@ void SaveNameMemo(const SymbolIndex& index, size_t at_least);
 
 // `dwarf` (nullable): when the index is built, the DWARF source it was built from (see
 // IndexBuilder::Build).
-std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                             const IndexOptions& options,
-                                             std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+std::unique_ptr<SymbolIndex> OpenCachedIndex(
+    const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
+    std::unique_ptr<dwarf::DebugInfoSource>* dwarf = nullptr);
 
 // Builds the index of `elf` and stores it in options.cache_dir (replacing any there); null,
 // after a warning, when the directory cannot be used.
-std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                              const IndexOptions& options,
-                                              std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+std::unique_ptr<SymbolIndex> BuildCachedIndex(
+    const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
+    std::unique_ptr<dwarf::DebugInfoSource>* dwarf = nullptr);
 
 // `damaged` (the cached index of `elf`) failed a checksum in a lookup: says so once on stderr
 // and builds it again.
@@ -63,4 +63,4 @@ Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, con
                                                     const IndexOptions& options,
                                                     bool* stale = nullptr);
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

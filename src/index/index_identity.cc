@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <charconv>
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 namespace {
 
 std::string IdentityText(const FileIdentity& id) {
@@ -149,4 +149,4 @@ std::string IdentityValue(std::string_view identity, std::string_view key) {
   return out;
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -12,7 +12,7 @@
 #include "cache/atomic_file.h"
 #include "cache/checksum.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 using cache::Crc32c;
 
@@ -249,4 +249,4 @@ Result<void> NameMemo::Save() {
   return out.Commit(pieces);
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

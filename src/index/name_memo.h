@@ -30,7 +30,7 @@
 
 #include "stacksym/result.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 inline constexpr uint32_t kNameMemoVersion = 1;
 // The memo stops growing at this much name text (libceph-common's 66 000 names would take
@@ -121,4 +121,4 @@ class NameMemo {
   std::atomic<size_t> unsaved_{0};  // names added since the last Save
 };
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

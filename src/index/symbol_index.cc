@@ -15,7 +15,7 @@
 #include "dwarf/debug_info_source.h"
 #include "stacksym/demangle.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 using cache::Crc32c;
 
@@ -613,7 +613,7 @@ SourceFrame& NewFrame(std::vector<SourceFrame>* frames, std::vector<SourceFrame>
   if (spare == nullptr || spare->empty()) return frames->emplace_back();
   SourceFrame& frame = frames->emplace_back(std::move(spare->back()));
   spare->pop_back();
-  ClearKeepingStorage(frame);
+  dwarf::ClearKeepingStorage(frame);
   return frame;
 }
 
@@ -895,4 +895,4 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const AnswerOptions& options,
   return true;
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

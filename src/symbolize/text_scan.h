@@ -8,7 +8,7 @@
 
 #include "base/hex.h"
 
-namespace stacksym::text {
+namespace stacksym::symbolize {
 
 // Splits off the next line (without its '\n') from *rest. False when *rest is empty.
 inline bool NextLine(std::string_view* rest, std::string_view* line) {
@@ -70,4 +70,4 @@ inline std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
-}  // namespace stacksym::text
+}  // namespace stacksym::symbolize

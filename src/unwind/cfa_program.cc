@@ -2,7 +2,7 @@
 
 #include "base/hex.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 Error Malformed(std::string message) {
@@ -270,4 +270,4 @@ Result<void> CfaInterpreter::Execute(std::span<const uint8_t> program, const Cie
   return {};
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -5,7 +5,7 @@
 
 #include "base/hex.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 // Reads a value in the format of the low nibble of `encoding` (no base applied).
@@ -372,4 +372,4 @@ bool ReadEncodedPointer(ByteCursor& c, uint8_t encoding, const PointerBases& bas
 
 CfiEntries ReadCfiSection(const CfiSectionInfo& info) { return SectionReader(info).Read(); }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

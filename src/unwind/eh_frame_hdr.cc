@@ -5,7 +5,7 @@
 
 #include "base/hex.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 Error Malformed(std::string message) {
@@ -87,4 +87,4 @@ Result<void> CheckEhFrameHdr(const EhFrameHdr& hdr, const CfiEntries& entries,
   return {};
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -121,8 +121,8 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
 // foreign file said once: the table is remembered in memory after this) and stored.
 std::shared_ptr<const UnwindTable> UnwindTableCache::Impl::FromDir(const ElfFile& elf) {
   const std::string& dir = options.dir;
-  const std::string path = dir + "/" + unwfile::FileName(elf);
-  auto loaded = unwfile::Load(path, elf);
+  const std::string path = dir + "/" + unwind::FileName(elf);
+  auto loaded = unwind::Load(path, elf);
   if (loaded) {
     cache::MarkUsed(path);
     std::lock_guard<std::mutex> lock(mu);
@@ -139,8 +139,7 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Impl::FromDir(const ElfFile
   }
   Result<void> stored = cache::CheckWritable(dir);
   if (stored) {
-    stored =
-        cache::StoreAtomically(dir, path, unwfile::Serialize(*table, unwfile::IdentityOf(elf)));
+    stored = cache::StoreAtomically(dir, path, unwind::Serialize(*table, unwind::IdentityOf(elf)));
   }
   std::lock_guard<std::mutex> lock(mu);
   if (!stored) {

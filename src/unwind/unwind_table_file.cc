@@ -15,7 +15,7 @@
 #include "cache/checksum.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym::unwfile {
+namespace stacksym::unwind {
 namespace {
 
 using cache::Crc32c;
@@ -291,7 +291,7 @@ Result<std::shared_ptr<const UnwindTable>> Load(const std::string& path, const E
   return std::move(loaded->table);
 }
 
-}  // namespace stacksym::unwfile
+}  // namespace stacksym::unwind
 
 namespace stacksym {
 namespace {
@@ -305,19 +305,19 @@ SymbolCacheEntry DescribeUnwindFile(const std::string& path) {
     e.bytes = static_cast<uint64_t>(st.st_size);
     e.used_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   }
-  auto bytes = unwfile::ReadFile(path);
+  auto bytes = unwind::ReadFile(path);
   if (!bytes) {
     e.problem = bytes.error().ToString();
     return e;
   }
-  auto loaded = unwfile::Parse(*bytes);
+  auto loaded = unwind::Parse(*bytes);
   if (!loaded) {
     e.problem = loaded.error().ToString();
     return e;
   }
   e.build_id = ToHex(loaded->table->build_id());
-  e.binary = unwfile::IdentityValue(loaded->identity, "binary");
-  e.sections = {{"header", unwfile::kHeaderSize}, {"rows", loaded->table->rows().size_bytes()}};
+  e.binary = unwind::IdentityValue(loaded->identity, "binary");
+  e.sections = {{"header", unwind::kHeaderSize}, {"rows", loaded->table->rows().size_bytes()}};
   return e;
 }
 
@@ -341,7 +341,7 @@ Result<SymbolCacheEntry> BuildUnwindTableFile(const std::string& path, const std
   if (Result<void> r = cache::CheckWritable(dir); !r) return std::move(r).error();
   UnwindTableCache cache({.dir = dir, .dir_max_bytes = max_bytes});
   std::shared_ptr<const UnwindTable> table = cache.Get(**elf);
-  std::string file = dir + "/" + unwfile::FileName(**elf);
+  std::string file = dir + "/" + unwind::FileName(**elf);
   if (cache.dir_stores() == 0 && cache.dir_loads() == 0) {
     return Error(ErrorCode::kIo, "could not store the unwind table of " + path);
   }

@@ -36,11 +36,11 @@ std::string Fixture(const std::string& name) {
 }
 
 // The section table entry of `kind` in an index file's bytes (size 0: no such section).
-symindex::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, symindex::SectionKind kind) {
-  symindex::FileHeader header;
+index::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, index::SectionKind kind) {
+  index::FileHeader header;
   std::memcpy(&header, bytes.data(), sizeof(header));
   for (uint32_t i = 0; i < header.section_count; ++i) {
-    symindex::SectionEntry entry;
+    index::SectionEntry entry;
     std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
     if (entry.kind == static_cast<uint32_t>(kind)) return entry;
   }
@@ -65,7 +65,7 @@ class IndexCacheTest : public ::testing::Test {
   void ExpectDirectAnswers(const std::string& what) {
     std::vector<std::string> actual = Answers(path_, addresses_, cached_);
     ASSERT_EQ(FirstDifferences(addresses_, expected_, actual), "") << what;
-    auto index = symindex::OpenValidIndex(index_path_, *elf_, ToIndexOptions(cached_));
+    auto index = index::OpenValidIndex(index_path_, *elf_, symbolize::ToIndexOptions(cached_));
     ASSERT_TRUE(index) << what << ": " << index.error().ToString();
   }
 
@@ -133,13 +133,13 @@ class IndexCacheDictionaryTest : public IndexCacheTest {
 TEST_F(IndexCacheDictionaryTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  const symindex::SectionEntry dict = SectionOf(good, symindex::SectionKind::kStringDict);
+  const index::SectionEntry dict = SectionOf(good, index::SectionKind::kStringDict);
   ASSERT_GT(dict.size, 0u) << "the fixture's strings got no dictionary";
   for (uint64_t o : {dict.offset, dict.offset + dict.size / 2, dict.offset + dict.size - 1}) {
     std::vector<uint8_t> bad = good;
     bad[o] ^= 0x5a;
     WriteBytes(index_path_, bad);
-    EXPECT_FALSE(symindex::SymbolIndex::Open(index_path_)) << o;
+    EXPECT_FALSE(index::SymbolIndex::Open(index_path_)) << o;
     ExpectDirectAnswers("dictionary byte " + std::to_string(o) + " flipped");
     EXPECT_EQ(ReadBytes(index_path_), good) << "not rebuilt after byte " << o;
   }
@@ -148,10 +148,10 @@ TEST_F(IndexCacheDictionaryTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
 TEST_F(IndexCacheTest, OtherVersionIsRebuilt) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  uint32_t old_version = symindex::kVersion - 1;
-  std::memcpy(bytes.data() + offsetof(symindex::FileHeader, version), &old_version, 4);
+  uint32_t old_version = index::kVersion - 1;
+  std::memcpy(bytes.data() + offsetof(index::FileHeader, version), &old_version, 4);
   WriteBytes(index_path_, bytes);
-  auto rejected = symindex::SymbolIndex::Open(index_path_);
+  auto rejected = index::SymbolIndex::Open(index_path_);
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ErrorCode::kUnsupported);
   ExpectDirectAnswers("old version");
@@ -202,9 +202,9 @@ TEST(IndexStalenessTest, BuildIdPathsOfADebugDirWithATrailingSlash) {
   search.debug_dirs = {"/srv/debug/"};
   const std::string by_id =
       "/srv/debug/.build-id/" + (*elf)->build_id_hex().insert(2, "/") + ".debug";
-  std::string found = symindex::DescribeSources(**elf, search, by_id, {{by_id, FileIdentity{}}});
+  std::string found = index::DescribeSources(**elf, search, by_id, {{by_id, FileIdentity{}}});
   EXPECT_EQ(found.find("location "), std::string::npos) << found;
-  std::string none = symindex::DescribeSources(**elf, search, "", {});
+  std::string none = index::DescribeSources(**elf, search, "", {});
   EXPECT_NE(none.find("absent " + by_id + "\n"), std::string::npos) << none;
 }
 
@@ -213,7 +213,7 @@ TEST(IndexStalenessTest, BuildIdPathsOfADebugDirWithATrailingSlash) {
 TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
   uint64_t state = 0x9e3779b97f4a7c15;
   size_t opened = 0, inconsistent = 0;
@@ -223,12 +223,12 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
       state = state * 6364136223846793005 + 1442695040888963407;
       bad[(state >> 17) % bad.size()] = static_cast<uint8_t>(state >> 56);
     }
-    auto index = symindex::SymbolIndex::FromBytes(bad, unchecked);
+    auto index = index::SymbolIndex::FromBytes(bad, unchecked);
     if (!index) continue;
     ++opened;
     for (size_t i = 0; i < addresses_.size(); i += 7) {
       for (bool inlines : {true, false}) {
-        symindex::AnswerOptions options;
+        index::AnswerOptions options;
         options.inlines = inlines;
         SymbolizedAddress out;
         out.vaddr = addresses_[i];
@@ -253,35 +253,35 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
 TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  const symindex::SectionEntry nodes_section = SectionOf(bytes, symindex::SectionKind::kNodes);
-  const symindex::SectionEntry units_section = SectionOf(bytes, symindex::SectionKind::kUnits);
+  const index::SectionEntry nodes_section = SectionOf(bytes, index::SectionKind::kNodes);
+  const index::SectionEntry units_section = SectionOf(bytes, index::SectionKind::kUnits);
   ASSERT_GT(nodes_section.size, 0u);
   size_t damaged_nodes = 0;
   for (uint64_t at = units_section.offset;
-       at + sizeof(symindex::UnitRecord) <= units_section.offset + units_section.size;
-       at += sizeof(symindex::UnitRecord)) {
-    symindex::UnitRecord unit;
+       at + sizeof(index::UnitRecord) <= units_section.offset + units_section.size;
+       at += sizeof(index::UnitRecord)) {
+    index::UnitRecord unit;
     std::memcpy(&unit, bytes.data() + at, sizeof(unit));
-    const symindex::NodeWidths widths = symindex::NodeWidths::Unpack(unit.node_widths);
+    const index::NodeWidths widths = index::NodeWidths::Unpack(unit.node_widths);
     if (widths.parent == 0) continue;
     uint8_t* packed = bytes.data() + nodes_section.offset + unit.node_offset;
     const uint64_t all_ones = (uint64_t{1} << widths.parent) - 1;
     for (uint64_t n = 0; n < unit.node_count; ++n) {
       const uint64_t bit = n * widths.bits();
       if (n < all_ones) ++damaged_nodes;  // the distance now reaches before the first node
-      symindex::PutBits(packed, bit, all_ones);
+      index::PutBits(packed, bit, all_ones);
     }
   }
   ASSERT_GT(damaged_nodes, 10u) << "the fixture has nodes with parents";
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
-  auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
+  auto index = index::SymbolIndex::FromBytes(bytes, unchecked);
   ASSERT_TRUE(index) << index.error().ToString();
   size_t damaged = 0, frames = 0;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
+    damaged += !(*index)->Answer(a, index::AnswerOptions{}, out);
     frames += out.frames.size();
   }
   EXPECT_GT(damaged, 0u) << "no lookup met a parent before the unit's first node";
@@ -294,27 +294,27 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
 TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  const symindex::SectionEntry segment_bytes =
-      SectionOf(bytes, symindex::SectionKind::kFunctionSegmentBytes);
+  const index::SectionEntry segment_bytes =
+      SectionOf(bytes, index::SectionKind::kFunctionSegmentBytes);
   ASSERT_GT(segment_bytes.size, 0u);
   std::memset(bytes.data() + segment_bytes.offset, 0xff, segment_bytes.size);
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
-  auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
+  auto index = index::SymbolIndex::FromBytes(bytes, unchecked);
   ASSERT_TRUE(index) << index.error().ToString();
   size_t damaged = 0;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
+    damaged += !(*index)->Answer(a, index::AnswerOptions{}, out);
   }
   EXPECT_GT(damaged, addresses_.size() / 2) << "lookups answered from undecodable segments";
   // With checksums verified, the chunks' sums find the same damage: on open (a chunk it shares
   // with a section checked then) or at the first lookup that reads it.
-  auto checked = symindex::SymbolIndex::FromBytes(bytes, {});
+  auto checked = index::SymbolIndex::FromBytes(bytes, {});
   if (checked) {
     SymbolizedAddress out;
-    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, symindex::AnswerOptions{}, out);
+    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, index::AnswerOptions{}, out);
     EXPECT_TRUE((*checked)->damaged());
   } else {
     EXPECT_NE(checked.error().ToString().find("checksum"), std::string::npos)
@@ -325,9 +325,9 @@ TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
 TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  auto intact = symindex::SymbolIndex::FromBytes(good, {});
+  auto intact = index::SymbolIndex::FromBytes(good, {});
   ASSERT_TRUE(intact);
-  symindex::AnswerOptions options;
+  index::AnswerOptions options;
   std::vector<std::string> expected;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
@@ -340,7 +340,7 @@ TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
     std::vector<uint8_t> bad = good;
     bad[o] ^= 0x21;
     ++flips;
-    auto index = symindex::SymbolIndex::FromBytes(bad, {});
+    auto index = index::SymbolIndex::FromBytes(bad, {});
     if (!index) {
       ++at_open;
       continue;
