@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/hex.h"
 #include "dwarf/debug_file_finder.h"
 #include "normalize/maps_text.h"
 #include "normalize/process_files.h"
@@ -18,6 +19,13 @@
 namespace stacksym {
 
 namespace py = interp::python;
+using normalize::FindMappedFile;
+using normalize::MappedFileRef;
+using normalize::MappingRef;
+using normalize::MapsEntry;
+using normalize::MapsNameOf;
+using normalize::MapsParseStats;
+using normalize::ParseMapsLines;
 
 namespace {
 
@@ -180,7 +188,8 @@ std::shared_ptr<PythonBinary> PythonProcesses::BinaryOf(uint32_t pid, const std:
   // A stripped binary's symbol table lacks the evaluator's split parts: its debug file has them.
   std::vector<py::CodeRange> ranges = (*interpreter)->eval_frames;
   if (!(*elf)->symbols().has_symtab()) {
-    Result<std::shared_ptr<ElfFile>> debug = DebugFileFinder(search_).FindSeparateDebugFile(**elf);
+    Result<std::shared_ptr<ElfFile>> debug =
+        dwarf::DebugFileFinder(search_).FindSeparateDebugFile(**elf);
     if (debug && *debug) {
       for (const py::CodeRange& r : py::EvaluatorRanges(**debug)) {
         if (std::find(ranges.begin(), ranges.end(), r) == ranges.end()) ranges.push_back(r);
@@ -272,13 +281,13 @@ bool PythonProcesses::Examine(uint32_t pid) {
   char exe_buf[4096];
   ssize_t exe_len = readlink((prefix + "/exe").c_str(), exe_buf, sizeof(exe_buf));
   std::string_view exe = exe_len > 0 ? std::string_view(exe_buf, static_cast<size_t>(exe_len)) : "";
-  std::vector<maps_text::Entry> entries;
-  maps_text::ParseStats stats;
-  maps_text::ParseLines(std::span<char>(text.data(), text.size()), 0, true,
-                        {.executable_only = true}, &entries, &stats);
+  std::vector<MapsEntry> entries;
+  MapsParseStats stats;
+  ParseMapsLines(std::span<char>(text.data(), text.size()), 0, true, {.executable_only = true},
+                 &entries, &stats);
   bool soon = false;
-  for (const maps_text::Entry& e : entries) {
-    std::string path(maps_text::NameOf(e, text));
+  for (const MapsEntry& e : entries) {
+    std::string path(MapsNameOf(e, text));
     if (path.empty() || path[0] != '/' || !MayBeInterpreter(path, exe)) continue;
     std::shared_ptr<PythonBinary> binary = BinaryOf(pid, path, e.start, e.end, e.inode);
     soon = soon || binary->needs_libpython;

@@ -76,7 +76,7 @@ TEST(InterpreterTest, EvaluatorColdPartFromTheDebugFile) {
   if (!Readable("/usr/bin/python3.11")) GTEST_SKIP();
   auto binary = ElfFile::Open("/usr/bin/python3.11");
   ASSERT_TRUE(binary);
-  DebugFileFinder finder;
+  dwarf::DebugFileFinder finder;
   auto debug = finder.FindSeparateDebugFile(**binary);
   if (!debug || *debug == nullptr) GTEST_SKIP() << "python3.11-dbg is not installed";
   std::vector<CodeRange> ranges = EvaluatorRanges(**debug);
