@@ -112,8 +112,8 @@ class PprofWriter {
   void WriteMapping(uint64_t id, const std::string& path, const std::vector<uint8_t>& build_id,
                     bool kernel);
   void WriteLocation(size_t frame);
-  void WriteLine(const SourceFrame& line, pb::Line* out);
-  uint64_t FunctionId(const SourceFrame& line);
+  void WriteLine(const SourceFrame& line, pb::Line* out, bool python);
+  uint64_t FunctionId(const SourceFrame& line, bool python);
   Result<void> WriteSamples();
   Result<void> WriteSample(size_t s, const LabelKeys& keys);
 
@@ -240,18 +240,22 @@ void PprofWriter::WriteLocation(size_t frame_index) {
   loc->set_address(relocate ? mapping * kModuleSpacing + frame.address : frame.address);
   // Lines innermost first.
   if (const FrameSymbols* symbols = SymbolsOf(frame_index)) {
-    for (const SourceFrame& line : symbols->lines) WriteLine(line, loc->add_line());
+    bool python = frame.kind == FrameKind::kPython;
+    for (const SourceFrame& line : symbols->lines) WriteLine(line, loc->add_line(), python);
   }
 }
 
-void PprofWriter::WriteLine(const SourceFrame& line, pb::Line* out) {
-  out->set_function_id(FunctionId(line));
+void PprofWriter::WriteLine(const SourceFrame& line, pb::Line* out, bool python) {
+  out->set_function_id(FunctionId(line, python));
   out->set_line(line.line);
   out->set_column(line.column);
 }
 
 // The id of the line's Function, written when first named.
-uint64_t PprofWriter::FunctionId(const SourceFrame& line) {
+// A Python function's Function has its start line (co_firstlineno); a native one's none: not
+// every path that names native frames knows it (the server's answers do not carry it), and
+// the paths' profiles are the same bytes.
+uint64_t PprofWriter::FunctionId(const SourceFrame& line, bool python) {
   int64_t name = strings_.Intern(!line.function.empty() ? line.function : line.raw_function);
   int64_t system = strings_.Intern(!line.raw_function.empty() ? line.raw_function : line.function);
   int64_t file = strings_.Intern(line.file);
@@ -262,7 +266,7 @@ uint64_t PprofWriter::FunctionId(const SourceFrame& line) {
     fn->set_name(name);
     fn->set_system_name(system);
     fn->set_filename(file);
-    fn->set_start_line(line.start_line);
+    if (python) fn->set_start_line(line.start_line);
   }
   return it->second;
 }
