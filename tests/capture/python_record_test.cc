@@ -171,13 +171,18 @@ void PrintPythonStats(const RecordStats& st) {
 struct Case {
   CallGraph call_graph;
   bool embed;  // a program embedding libpython3.11.so (tests/interp/fixtures) for python3.11
+  // Another interpreter (pyenv's builds of 3.12 and 3.13, where installed) and its version.
+  const char* other = nullptr;
+  const char* version = "3.11.";
 };
 class PythonRecordTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PythonRecordTest, KnownStacks) {
   if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
-  const std::string binary =
-      GetParam().embed ? std::string(STACKSYM_FIXTURE_DIR) + "/python_embed" : kPython311;
+  const std::string binary = GetParam().other ? std::string(GetParam().other)
+                             : GetParam().embed
+                                 ? std::string(STACKSYM_FIXTURE_DIR) + "/python_embed"
+                                 : kPython311;
   if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "needs " << binary;
   std::map<std::string, uint32_t> line = Markers(kScript);
   ASSERT_EQ(line.size(), 10u) << "markers of " << kScript;
@@ -198,7 +203,7 @@ TEST_P(PythonRecordTest, KnownStacks) {
   const RecordStats& st = r.rec->stats();
   PrintPythonStats(st);
   EXPECT_EQ(st.python_processes, 1u);
-  EXPECT_NE(st.python_versions.find("3.11."), std::string::npos) << st.python_versions;
+  EXPECT_NE(st.python_versions.find(GetParam().version), std::string::npos) << st.python_versions;
   EXPECT_GT(st.python_code_objects_read, 6u);
   ASSERT_GT(st.python_samples_in_interpreter, 100u);
   // Goal of issue 32: 95 % of the samples in the interpreter with a named Python chain.
@@ -295,15 +300,19 @@ TEST_P(PythonRecordTest, KnownStacks) {
   EXPECT_NEAR(zlib_profile, zlib_share, 0.05);
 }
 
-INSTANTIATE_TEST_SUITE_P(CallGraphs, PythonRecordTest,
-                         ::testing::Values(Case{CallGraph::kBpf, false},
-                                           Case{CallGraph::kDwarf, false},
-                                           Case{CallGraph::kBpf, true}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(info.param.call_graph == CallGraph::kBpf ? "bpf"
-                                                                                       : "dwarf") +
-                                  (info.param.embed ? "_libpython" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    CallGraphs, PythonRecordTest,
+    ::testing::Values(
+        Case{CallGraph::kBpf, false}, Case{CallGraph::kDwarf, false}, Case{CallGraph::kBpf, true},
+        Case{CallGraph::kBpf, false, "/root/.pyenv/versions/3.12.1/bin/python3.12", "3.12."},
+        Case{CallGraph::kBpf, false, "/root/.pyenv/versions/3.13.0/bin/python3.13", "3.13."}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return std::string(info.param.call_graph == CallGraph::kBpf ? "bpf" : "dwarf") +
+             (info.param.embed ? "_libpython" : "") +
+             (info.param.other
+                  ? std::string("_python3") + info.param.version[2] + info.param.version[3]
+                  : "");
+    });
 
 // A process that exits right after its samples: every Python frame is named, or named by the
 // reason its code object could not be read, and those are counted.
