@@ -12,6 +12,7 @@
 #include <random>
 
 #include "interp/python/code_cache.h"
+#include "interp/python/frame_walk.h"
 #include "python_test_util.h"
 
 namespace stacksym::interp::python {
@@ -256,6 +257,36 @@ class GoneMemory : public MemoryReader {
   bool Read(uint64_t, std::span<uint8_t>) override { return false; }
   bool gone() const override { return true; }
 };
+
+// A cycle of the evaluator's own frames (3.12+: read, not kept) in damaged memory: the walk
+// ends at its bound (found by fuzz_python_code, which looped forever).
+TEST(FrameWalkTest, CycleOfShimFramesEnds) {
+  for (uint8_t minor : {uint8_t{12}, uint8_t{13}}) {
+    std::optional<Layout> layout = BuiltinLayout({3, minor, 0, 0});
+    ASSERT_TRUE(layout);
+    ASSERT_NE(layout->shim_owner, 0xff);
+    BufferMemory memory;
+    const uint64_t tstate = 0x10000, cframe = 0x20000, frame = 0x30000;
+    auto word = [&](uint64_t at, uint64_t value) {
+      std::vector<uint8_t> b(8);
+      std::memcpy(b.data(), &value, 8);
+      memory.Add(at, b);
+    };
+    uint64_t holder = tstate;
+    if (layout->tstate_cframe != kAbsent) {
+      word(tstate + layout->tstate_cframe, cframe);
+      holder = cframe;
+    }
+    word(holder + layout->current_frame, frame);
+    std::vector<uint8_t> f(layout->FrameBytes(), 0);
+    f[layout->frame_owner] = layout->shim_owner;
+    std::memcpy(f.data() + layout->frame_previous, &frame, 8);  // itself
+    memory.Add(frame, f);
+    FrameWalk walk = WalkFrames(memory, *layout, tstate, 64);
+    EXPECT_EQ(walk.end, WalkEnd::kDepth) << "3." << int{minor};
+    EXPECT_TRUE(walk.frames.empty());
+  }
+}
 
 TEST(CodeObjectTest, ProcessGone) {
   GoneMemory gone;

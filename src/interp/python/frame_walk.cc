@@ -77,8 +77,12 @@ FrameWalk WalkFrames(MemoryReader& memory, const Layout& layout, uint64_t tstate
   }
   std::vector<uint8_t> bytes(layout.FrameBytes());
   uint64_t tag_mask = ~uint64_t{layout.code_tag_bits};
+  // The evaluator's own frames (3.12+) are read but not kept: the frames read are bounded too,
+  // or a cycle of them (damaged memory) would never end. The BPF walk's bound is the same.
+  size_t steps = 0;
+  const size_t max_steps = max_frames + 16;
   while (frame != 0) {
-    if (walk.frames.size() >= max_frames) {
+    if (walk.frames.size() >= max_frames || ++steps > max_steps) {
       walk.end = WalkEnd::kDepth;
       return walk;
     }
