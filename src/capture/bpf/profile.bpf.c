@@ -527,9 +527,10 @@ static __always_inline __u32 unwind_user(__u64 base, struct stacksym_sample* s,
 
 // --- Python frames (see interp/python/frame_walk.h, the same walk in user space) ---
 
-// A Python thread stays without a thread state this long before its list is walked again (a
-// new thread gets its native id a moment after its first instructions).
+// A thread found without a thread state is looked for again after 2 ms, then 4, 8, ... at most
+// this long (a new thread gets its native id a moment after its first instructions).
 #define PY_NO_THREAD_RETRY_NS 200000000ull
+#define PY_NO_THREAD_FIRST_RETRY_NS 2000000ull
 #define PY_MAX_THREAD_STEPS 256  // thread states and interpreters looked at per search
 
 struct tstate_search {
@@ -581,7 +582,14 @@ static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc
         id == tid) {
       return known->tstate;
     }
-    if (known->tstate == 0 && now - known->checked_ns < PY_NO_THREAD_RETRY_NS) return 0;
+    if (known->tstate == 0) {
+      // 2 ms, 4, 8, ... up to PY_NO_THREAD_RETRY_NS: the main thread of a process registered
+      // as soon as its libpython was mapped has its thread state a few ms later.
+      __u32 misses = known->misses < 7 ? known->misses : 7;
+      __u64 wait = PY_NO_THREAD_FIRST_RETRY_NS << misses;
+      if (wait > PY_NO_THREAD_RETRY_NS) wait = PY_NO_THREAD_RETRY_NS;
+      if (now - known->checked_ns < wait) return 0;
+    }
   }
   cnt->py_thread_searches++;
   struct tstate_search ts = {};
@@ -601,6 +609,9 @@ static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc
   bpf_loop(PY_MAX_THREAD_STEPS, tstate_search_step, &ts, 0);
   *failed = ts.failed;
   struct stacksym_python_thread entry = {.tstate = ts.found, .checked_ns = now, .tgid = tgid};
+  if (ts.found == 0 && known && known->tgid == tgid && known->tstate == 0) {
+    entry.misses = known->misses + 1;
+  }
   bpf_map_update_elem(&python_threads, &tid, &entry, BPF_ANY);
   return ts.found;
 }

@@ -32,7 +32,7 @@
 #define STACKSYM_SAMPLE_EXEC 32u
 // The process runs a CPython interpreter user space registered (python_procs): py_frames
 // Python frames follow the kernel stack, and py_end says why their walk ended.
-#define STACKSYM_SAMPLE_PYTHON 64u
+#define STACKSYM_SAMPLE_PYTHON 1024u  // clear of the bits --off-cpu uses (64-512, 16-18)
 
 // A sample record in the ring buffer: this header, then kstack_bytes of u64 kernel IPs
 // (innermost first), then py_frames stacksym_py_frame entries (STACKSYM_SAMPLE_PYTHON), then
@@ -98,7 +98,7 @@ struct stacksym_python_thread {
   __u64 tstate;
   __u64 checked_ns;
   __u32 tgid;
-  __u32 pad;
+  __u32 misses;  // searches in a row that found none (the next waits longer)
 };
 
 // Why a BPF walk ended; same values as stacksym::UnwindEnd.
