@@ -30,6 +30,7 @@ struct Options {
   std::string ringbuf_size;    // default: RecordOptions' (from the rate, CPUs and call graph)
   std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
   std::string call_graph;      // empty: the library's default (bpf where BPF runs)
+  double off_cpu_min_us = 0;
   bool all = false;
   bool quiet = false;
   bool no_symbolize = false;
@@ -101,6 +102,29 @@ void PrintStartup(const RecordStartup& st, CaptureBackend backend) {
                ms(st.total_s), ms(st.open_s), ms(st.load_s), types.c_str(),
                static_cast<unsigned long long>(st.verified_insns), st.cpus, ms(st.attach_s),
                ring.c_str(), ms(rest > 0 ? rest : 0));
+}
+
+// --off-cpu: every interval that ended while recording, by fate, with its time.
+void PrintOffCpu(const OffCpuCounts& c, double sample) {
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
+  std::fprintf(stderr,
+               "  off-CPU: %llu intervals, %.3f s in all: %llu recorded (%.3f s), %llu shorter "
+               "than --off-cpu-min-us (%.3f s), %llu sampled out (%.3f s), %llu dropped "
+               "(ring buffer full, %.3f s)\n",
+               u(c.intervals), sec(c.ns), u(c.recorded), sec(c.recorded_ns), u(c.filtered),
+               sec(c.filtered_ns), u(c.sampled_out), sec(c.sampled_out_ns), u(c.dropped),
+               sec(c.dropped_ns));
+  if (sample < 1) {
+    std::fprintf(stderr,
+                 "  off-CPU values scaled by %.4g (--off-cpu-sample %.4g: each interval kept "
+                 "with that probability)\n",
+                 1 / sample, sample);
+  }
+  if (c.untracked > 0) {
+    std::fprintf(stderr, "  off-CPU: %llu switch-outs found no room to note their start\n",
+                 u(c.untracked));
+  }
 }
 
 void PrintSummary(const RecordStats& s, const Options& o) {
@@ -209,6 +233,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
                  u(s.stackmap_counts_full));
   }
+  if (o.record.off_cpu) PrintOffCpu(s.off_cpu, o.record.off_cpu_sample);
   PrintStartup(s.startup, s.backend);
   if (s.samples > 0) {
     rusage ru;
@@ -262,6 +287,11 @@ int RunRecord(Options& o) {
     }
     o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
   }
+  if (o.off_cpu_min_us < 0 || o.off_cpu_min_us > 1e12) {
+    std::fprintf(stderr, "stacksym record: bad --off-cpu-min-us %g\n", o.off_cpu_min_us);
+    return kExitUsage;
+  }
+  o.record.off_cpu_min_ns = static_cast<uint64_t>(o.off_cpu_min_us * 1000);
   o.record.unwind_cache_dir = o.symbolize.cache.Resolve();
   // Before recording: a bad --server is said at once, not after the recording.
   Result<ProfileSymbolizeOptions> symbolize_options = o.symbolize.Resolve();
@@ -379,6 +409,15 @@ CommandRegistrar registrar(
       app.add_option("--bpf-table-size", o->bpf_table_size,
                      "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
                      "bytes a row); past it, tables are evicted and counted");
+      app.add_flag("--off-cpu", o->record.off_cpu,
+                   "Also record where the targets wait: each interval a target thread spends "
+                   "off CPU (blocked or preempted), with its stacks and length (BPF backend)");
+      app.add_option("--off-cpu-min-us", o->off_cpu_min_us,
+                     "With --off-cpu: intervals shorter than this are counted, not stacked "
+                     "(default 0)");
+      app.add_option("--off-cpu-sample", o->record.off_cpu_sample,
+                     "With --off-cpu: keep each interval with this probability (0 < P <= 1, "
+                     "default 1); kept ones count 1/P times their length");
       app.add_option("--ringbuf-size", o->ringbuf_size,
                      "Ring buffer size (default: a second of the largest samples at -F on "
                      "every CPU, 1M to 32M)");

@@ -68,19 +68,30 @@ static_assert(STACKSYM_END_NO_CFI == static_cast<int>(UnwindEnd::kNoCfi));
 static_assert(STACKSYM_END_UNMAPPED == static_cast<int>(UnwindEnd::kUnmappedPc));
 static_assert(STACKSYM_END_BAD_CFA == static_cast<int>(UnwindEnd::kBadCfa));
 static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupportedRule));
+static_assert(STACKSYM_STATE_SLEEPING == static_cast<int>(ThreadState::kSleeping));
+static_assert(STACKSYM_STATE_UNINTERRUPTIBLE == static_cast<int>(ThreadState::kUninterruptible));
+static_assert(STACKSYM_STATE_PREEMPTED == static_cast<int>(ThreadState::kPreempted));
+static_assert(STACKSYM_STATE_OTHER == static_cast<int>(ThreadState::kOther));
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
 
 // Whether perf_event programs may use hash maps that allocate elements as they are added
 // (BPF_F_NO_PREALLOC; Linux 6.1+). A preallocated map allocates and zeroes every element at
 // creation: 10 MiB for proc_mappings' 1024 processes, in every recording.
-bool HashMapsOnDemand() {
+bool KernelAtLeast(unsigned want_major, unsigned want_minor) {
   utsname u;
   if (uname(&u) != 0) return false;
   unsigned major = 0, minor = 0;
   if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-  return major > 6 || (major == 6 && minor >= 1);
+  return major > want_major || (major == want_major && minor >= want_minor);
 }
+bool HashMapsOnDemand() { return KernelAtLeast(6, 1); }
+
+// --off-cpu: the frames above __schedule in a kernel stack taken in sched_switch's program (the
+// program itself and bpf_trace_run4, the tracepoint's caller of BPF programs).
+constexpr uint32_t kSwitchKernelSkip = 2;
+// Target threads with an entry (allocated as they first leave the CPU, freed as they exit).
+constexpr uint32_t kMaxOffCpuTasks = 65536;
 
 // The rows map's bound must fit in memory: its segments are created as tables fill them, so
 // a bound the machine cannot hold would only fail later, table by table.
@@ -112,6 +123,7 @@ class BpfSource : public SampleSource {
       t = now;
     };
     KernelTypesFile kernel_types;
+    off_cpu_ = config.options.off_cpu && !stackmap;
     if (Result<void> r = OpenObject(config, kernel_types); !r) return r;
     if (Result<void> r = SizeMaps(config); !r) return r;
     lap(&startup_.open_s);
@@ -124,6 +136,9 @@ class BpfSource : public SampleSource {
     lap(&startup_.load_s);
     startup_.verified_insns = VerifiedInstructions();
     if (Result<void> r = AttachTracepoints(config); !r) return r;
+    if (off_cpu_) {
+      if (Result<void> r = AttachOffCpu(); !r) return r;
+    }
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
       loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
@@ -208,12 +223,27 @@ class BpfSource : public SampleSource {
       c.bpf_unwind_frames += p.bpf_unwind_frames;
       c.bpf_fallback_copies += p.bpf_fallback_copies;
       c.bpf_unknown_mapping += p.bpf_unknown_mapping;
+      AddOffCpuCounts(p, &c.off_cpu);
     }
     if (bpf_unwind_) loader_.AddCounters(&c);
     return c;
   }
 
  private:
+  static void AddOffCpuCounts(const stacksym_counters& p, OffCpuCounts* o) {
+    o->intervals += p.off_cpu_intervals;
+    o->ns += p.off_cpu_ns;
+    o->filtered += p.off_cpu_filtered;
+    o->filtered_ns += p.off_cpu_filtered_ns;
+    o->sampled_out += p.off_cpu_sampled_out;
+    o->sampled_out_ns += p.off_cpu_sampled_out_ns;
+    o->recorded += p.off_cpu_sent;
+    o->recorded_ns += p.off_cpu_sent_ns;
+    o->dropped += p.off_cpu_lost;
+    o->dropped_ns += p.off_cpu_lost_ns;
+    o->untracked += p.off_cpu_untracked;
+  }
+
   // The skeleton, with the options the program reads (frozen at load: the verifier drops
   // what they switch off) and, on the kernel the build cut them from, its few kernel types.
   Result<void> OpenObject(const SourceConfig& config, const KernelTypesFile& kernel_types) {
@@ -244,7 +274,25 @@ class BpfSource : public SampleSource {
     bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exec, !stackmap_ && config.options.user_stacks);
+    SetOffCpuOptions(config.options);
     return {};
+  }
+
+  // --off-cpu: its program and map only when asked for (the verifier's time is start-up).
+  void SetOffCpuOptions(const RecordOptions& options) {
+    bpf_program__set_autoload(skel_->progs.on_switch, off_cpu_);
+    bpf_map__set_autocreate(skel_->maps.off_cpu_tasks, off_cpu_);
+    if (!off_cpu_) return;
+    bpf_map__set_max_entries(skel_->maps.off_cpu_tasks, kMaxOffCpuTasks);
+    auto* ro = skel_->rodata;
+    ro->off_cpu_min_ns = options.off_cpu_min_ns;
+    double keep = options.off_cpu_sample * 4294967296.0;
+    ro->off_cpu_keep = options.off_cpu_sample >= 1.0
+                           ? 0
+                           : static_cast<uint32_t>(std::clamp(keep, 1.0, 4294967295.0));
+    ro->self_tgid = static_cast<uint32_t>(getpid());
+    ro->switch_has_prev_state = KernelAtLeast(5, 18);
+    ro->off_cpu_kernel_skip = kSwitchKernelSkip;
   }
 
   // Maps the options do not use get one entry; the rest are sized to the run.
@@ -269,7 +317,10 @@ class BpfSource : public SampleSource {
       }
     }
     if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
-      bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
+      // --off-cpu: a second buffer per CPU for the switches (see off_cpu_slot_base).
+      bpf_map__set_max_entries(skel_->maps.scratch,
+                               static_cast<uint32_t>(ncpus * (off_cpu_ ? 2 : 1)));
+      skel_->rodata->off_cpu_slot_base = static_cast<uint32_t>(ncpus);
     }
     uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
     skel_->rodata->wakeup_bytes = rb_size / 8;
@@ -327,6 +378,13 @@ class BpfSource : public SampleSource {
     return {};
   }
 
+  Result<void> AttachOffCpu() {
+    bpf_link* link = bpf_program__attach(skel_->progs.on_switch);
+    if (link == nullptr) return ErrnoError(errno, "--off-cpu: attaching to sched_switch");
+    off_cpu_links_.push_back(link);
+    return {};
+  }
+
   // One sampling event per online CPU, the program attached to each.
   Result<void> AttachPerfEvents(const SourceConfig& config) {
     Result<std::vector<int>> cpus = OnlineCpus();
@@ -363,6 +421,18 @@ class BpfSource : public SampleSource {
       (*self->callback_)(exec);
       return 0;
     }
+    if (h->flags & STACKSYM_SAMPLE_OFF_CPU_CLOSE) {
+      RawSample close;
+      close.pid = h->pid;
+      close.tid = h->tid;
+      close.cpu = h->cpu;
+      close.time_ns = h->time_ns;
+      close.off_cpu =
+          (h->flags & STACKSYM_SAMPLE_OFF_CPU_DISCARD) ? OffCpuPart::kDiscard : OffCpuPart::kClose;
+      close.off_cpu_ns = h->off_cpu_ns;
+      (*self->callback_)(close);
+      return 0;
+    }
     const auto* bytes = static_cast<const uint8_t*>(data);
     size_t kbytes = h->kstack_bytes > 0 ? static_cast<size_t>(h->kstack_bytes) : 0;
     size_t ubytes = h->ustack_bytes > 0 ? static_cast<size_t>(h->ustack_bytes) : 0;
@@ -374,6 +444,13 @@ class BpfSource : public SampleSource {
     s.time_ns = h->time_ns;
     s.comm = std::string_view(h->comm, strnlen(h->comm, sizeof(h->comm)));
     s.kernel_thread = (h->flags & STACKSYM_SAMPLE_KTHREAD) != 0;
+    if (h->flags & (STACKSYM_SAMPLE_OFF_CPU | STACKSYM_SAMPLE_OFF_CPU_OPEN)) {
+      s.off_cpu = (h->flags & STACKSYM_SAMPLE_OFF_CPU) ? OffCpuPart::kInterval : OffCpuPart::kOpen;
+      s.off_cpu_ns = h->off_cpu_ns;
+      // STACKSYM_STATE_* are ThreadState's values (sample_event.h).
+      s.state = static_cast<ThreadState>((h->flags >> STACKSYM_SAMPLE_STATE_SHIFT) &
+                                         STACKSYM_SAMPLE_STATE_MASK);
+    }
     s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
     const uint8_t* u = bytes + sizeof(*h) + kbytes;
     if (h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) {
@@ -461,6 +538,8 @@ class BpfSource : public SampleSource {
   void DetachEvents() {
     for (bpf_link* l : links_) bpf_link__destroy(l);
     links_.clear();
+    for (bpf_link* l : off_cpu_links_) bpf_link__destroy(l);
+    off_cpu_links_.clear();
     for (int fd : perf_fds_) close(fd);
     perf_fds_.clear();
   }
@@ -479,6 +558,7 @@ class BpfSource : public SampleSource {
 
   bool stackmap_ = false;
   bool bpf_unwind_ = false;
+  bool off_cpu_ = false;
   BpfUnwindLoader loader_;
   // The command's pid until its exec is seen: before it, the process is a copy of stacksym
   // (in execve), whose tables are not worth loading.
@@ -491,6 +571,7 @@ class BpfSource : public SampleSource {
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> links_;
   std::vector<bpf_link*> tracepoint_links_;
+  std::vector<bpf_link*> off_cpu_links_;
   const SampleCallback* callback_ = nullptr;
   RawUserStack user_stack_;
 };

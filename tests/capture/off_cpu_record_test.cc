@@ -1,0 +1,141 @@
+// --off-cpu: the time threads of an FP-less program spend waiting, recorded with their whole
+// stacks. The fixture measures its own time inside each waiting function; the profile must
+// attribute the same time to it, under its full caller chain, and nothing to a thread that only
+// spins. A context-switch-heavy workload checks that every interval is accounted for and that
+// sampled recording scales its totals right. Needs root; skips where the kernel refuses BPF.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "record_test_util.h"
+#include "stacksym/capture.h"
+#include "stacksym/profile.h"
+
+namespace stacksym {
+namespace {
+
+const std::string kApp = std::string(STACKSYM_FIXTURE_DIR) + "/off_cpu_app";
+
+RecordOptions OffCpu(std::vector<std::string> command) {
+  RecordOptions o;
+  o.backend = CaptureBackend::kBpf;
+  o.off_cpu = true;
+  o.command = std::move(command);
+  return o;
+}
+
+// What the fixture measured itself: "NAME VALUE" lines.
+std::map<std::string, uint64_t> ReadFigures(const std::string& path) {
+  std::map<std::string, uint64_t> out;
+  std::ifstream in(path);
+  std::string name;
+  uint64_t value;
+  while (in >> name >> value) out[name] = value;
+  return out;
+}
+
+struct OffCpuStack {
+  NamedStack named;
+  uint64_t ns;
+  ThreadState state;
+};
+
+std::vector<OffCpuStack> OffCpuStacks(const Profile& p) {
+  std::vector<OffCpuStack> out;
+  std::vector<NamedStack> named = Named(p);
+  for (size_t i = 0; i < named.size(); ++i) {
+    uint64_t ns = i < p.off_cpu_ns.size() ? p.off_cpu_ns[i] : 0;
+    if (ns > 0) out.push_back({named[i], ns, p.stacks[i].state});
+  }
+  return out;
+}
+
+// Every interval that ended is in exactly one counter, and the profile holds the recorded ones.
+void ExpectAccounted(Recorder& rec) {
+  const OffCpuCounts& c = rec.stats().off_cpu;
+  std::printf(
+      "off-CPU: %llu intervals (%.3f s): %llu recorded (%.3f s), %llu filtered, %llu sampled "
+      "out, %llu dropped (%.3f s), %llu untracked\n",
+      static_cast<unsigned long long>(c.intervals), static_cast<double>(c.ns) * 1e-9,
+      static_cast<unsigned long long>(c.recorded), static_cast<double>(c.recorded_ns) * 1e-9,
+      static_cast<unsigned long long>(c.filtered), static_cast<unsigned long long>(c.sampled_out),
+      static_cast<unsigned long long>(c.dropped), static_cast<double>(c.dropped_ns) * 1e-9,
+      static_cast<unsigned long long>(c.untracked));
+  EXPECT_EQ(c.intervals, c.filtered + c.sampled_out + c.recorded + c.dropped);
+  EXPECT_EQ(c.ns, c.filtered_ns + c.sampled_out_ns + c.recorded_ns + c.dropped_ns);
+  EXPECT_EQ(rec.stats().off_cpu_aggregated, c.recorded);
+  EXPECT_EQ(rec.stats().off_cpu_aggregated_ns, c.recorded_ns);
+  EXPECT_EQ(c.untracked, 0u);
+  EXPECT_TRUE(rec.profile().has_off_cpu());
+}
+
+TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
+  const std::string out = ::testing::TempDir() + "off_cpu_figures.txt";
+  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "2", "blocking", out}));
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  Symbolize(*rec);
+  std::map<std::string, uint64_t> own = ReadFigures(out);
+  std::filesystem::remove(out);
+  ASSERT_EQ(own.size(), 4u) << "the fixture did not write its figures";
+
+  // The waiting function, its callers up to the thread's entry, and (part of the name of) a
+  // kernel function that says why it waits: pipe_read is anon_pipe_read since Linux 6.15.
+  struct Wait {
+    std::vector<std::string> chain;
+    std::string kernel;
+    uint64_t under_chain = 0, anywhere = 0;
+  };
+  std::map<std::string, Wait> waits = {
+      {"sleep_here",
+       {{"sleep_here", "sleep_loop", "sleeper_main", "start_thread"}, "do_nanosleep"}},
+      {"read_here", {{"read_here", "read_loop", "reader_main", "start_thread"}, "pipe_read"}},
+      {"lock_here", {{"lock_here", "wait_loop", "waiter_main", "start_thread"}, "futex_wait"}},
+  };
+  const uint32_t spinner = static_cast<uint32_t>(own["spinner"]);
+  uint64_t spinner_waiting = 0, spinner_preempted = 0;
+  for (const OffCpuStack& s : OffCpuStacks(rec->profile())) {
+    ASSERT_FALSE(s.named.kernel.empty()) << Describe(s.named);
+    // The kernel stack starts where the task left the CPU, not in the tracepoint's caller.
+    EXPECT_EQ(s.named.kernel.front(), "__schedule") << Describe(s.named);
+    if (s.named.tid == spinner) {
+      (s.state == ThreadState::kPreempted ? spinner_preempted : spinner_waiting) += s.ns;
+    }
+    for (auto& [name, w] : waits) {
+      if (std::find(s.named.user.begin(), s.named.user.end(), name) == s.named.user.end()) continue;
+      w.anywhere += s.ns;
+      bool why = std::any_of(s.named.kernel.begin(), s.named.kernel.end(),
+                             [&](const auto& f) { return f.find(w.kernel) != std::string::npos; });
+      if (HasChain(s.named.user, w.chain) && why) {
+        w.under_chain += s.ns;
+      } else {
+        std::printf("  %s elsewhere: %s\n", name.c_str(), Describe(s.named).c_str());
+      }
+    }
+  }
+  for (const auto& [name, w] : waits) {
+    double own_s = static_cast<double>(own[name]) * 1e-9;
+    double rec_s = static_cast<double>(w.under_chain) * 1e-9;
+    std::printf("%s: measured by the program %.4f s, recorded under its chain %.4f s (%+.2f %%)\n",
+                name.c_str(), own_s, rec_s, own_s > 0 ? (rec_s / own_s - 1) * 100 : 0.0);
+    ASSERT_GT(own[name], 100'000'000u) << name << ": the fixture waited too little to judge";
+    EXPECT_LE(std::fabs(rec_s - own_s), 0.05 * own_s) << name;
+    EXPECT_GE(w.under_chain * 100, w.anywhere * 99) << name << ": stacks without the full chain";
+  }
+  // The spinner never blocks; it may be preempted on a busy machine (said, not judged).
+  std::printf("spinner (tid %u): %.4f s waiting, %.4f s preempted\n", spinner,
+              static_cast<double>(spinner_waiting) * 1e-9,
+              static_cast<double>(spinner_preempted) * 1e-9);
+  EXPECT_LE(spinner_waiting, 20'000'000u) << "the spinning thread waited";
+}
+
+}  // namespace
+}  // namespace stacksym
