@@ -14,6 +14,7 @@
 
 #include "command.h"
 #include "profile_symbolize_options.h"
+#include "sample_type_options.h"
 #include "stacksym/capture.h"
 #include "stacksym/output.h"
 #include "stacksym/symbolize_profile.h"
@@ -36,6 +37,7 @@ struct Options {
   bool no_symbolize = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
+  SampleTypeCliOptions sample_type;  // what the written profile shows (not what is recorded)
   ProfileSymbolizeCliOptions symbolize;
 };
 
@@ -247,6 +249,65 @@ void PrintSummary(const RecordStats& s, const Options& o) {
   }
 }
 
+// What record writes: the format, the sample type and the thread states.
+struct OutputChoice {
+  std::optional<ProfileFormat> format;  // -o - writes folded stacks to stdout whatever it is
+  std::optional<SampleType> sample_type;
+  ProfileFilter filter;
+};
+
+// The output flags, checked before anything is recorded: a choice the recording cannot show
+// is said at once (and checked again against the profile by WriteOutput). Nothing records
+// off-CPU time yet: issue 31's --off-cpu will set the expected profile's off_cpu_recorded.
+Result<OutputChoice> ParseOutputChoice(const Options& o) {
+  OutputChoice out;
+  Result<SampleTypeCliOptions::Choice> choice = o.sample_type.Parse();
+  if (!choice) return std::move(choice).error();
+  out.sample_type = choice->type;
+  out.filter.states = choice->states;
+  Profile expected;
+  if (Result<SampleType> type = ChooseSampleType(expected, out.sample_type, out.filter); !type) {
+    return std::move(type).error();
+  }
+  if (!o.format.empty()) {
+    Result<ProfileFormat> format = ParseProfileFormat(o.format);
+    if (!format) return std::move(format).error();
+    out.format = *format;
+  } else if (o.output != "-") {
+    out.format = ProfileFormatFromPath(o.output);
+    if (!out.format) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "cannot tell the format of '" + o.output +
+                           "' from its extension (.pb.gz, .folded, .html, .svg) — give --format");
+    }
+  }
+  return out;
+}
+
+// Writes the recorded profile as chosen: its stacks in the chosen states, in the chosen sample
+// type, whose default follows the profile (wall once it holds off-CPU time, else samples).
+Result<void> WriteOutput(const Options& o, const OutputChoice& choice, const Profile& recorded) {
+  Result<SampleType> type = ChooseSampleType(recorded, choice.sample_type, choice.filter);
+  if (!type) return std::move(type).error();
+  Profile filtered;
+  if (!choice.filter.KeepsAll()) filtered = FilterProfile(recorded, choice.filter);
+  const Profile& profile = choice.filter.KeepsAll() ? recorded : filtered;
+  WriteOptions options;
+  options.sample_type = *type;
+  if (o.output == "-") {
+    options.folded.sample_type = *type;
+    std::string text = FormatFolded(profile, options.folded);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return {};
+  }
+  if (Result<void> w = WriteProfileAs(profile, *choice.format, o.output, options); !w) return w;
+  if (!o.quiet) {
+    std::fprintf(stderr, "stacksym record: wrote %s (%s)\n", o.output.c_str(),
+                 ProfileFormatName(*choice.format));
+  }
+  return {};
+}
+
 int RunRecord(Options& o) {
   o.record.frequency_hz = o.frequency;
   auto event = ParseCaptureEvent(o.event);
@@ -303,23 +364,10 @@ int RunRecord(Options& o) {
     std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
     return kExitUsage;
   }
-  std::optional<ProfileFormat> format;
-  if (!o.format.empty()) {
-    Result<ProfileFormat> f = ParseProfileFormat(o.format);
-    if (!f) {
-      std::fprintf(stderr, "stacksym record: %s\n", f.error().ToString().c_str());
-      return kExitUsage;
-    }
-    format = *f;
-  } else if (o.output != "-") {
-    format = ProfileFormatFromPath(o.output);
-    if (!format) {
-      std::fprintf(stderr,
-                   "stacksym record: cannot tell the format of '%s' from its extension "
-                   "(.pb.gz, .folded, .html, .svg) — give --format\n",
-                   o.output.c_str());
-      return kExitUsage;
-    }
+  Result<OutputChoice> output = ParseOutputChoice(o);
+  if (!output) {
+    std::fprintf(stderr, "stacksym record: %s\n", output.error().ToString().c_str());
+    return kExitUsage;
   }
 
   struct sigaction sa = {};
@@ -360,19 +408,9 @@ int RunRecord(Options& o) {
     if (symbolized) PrintProfileSymbolizeStats("stacksym record", *symbolized);
   }
 
-  if (o.output == "-") {
-    std::string text = FormatFolded(profile);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-  } else {
-    Result<void> w = WriteProfileAs(profile, *format, o.output);
-    if (!w) {
-      std::fprintf(stderr, "stacksym record: %s\n", w.error().ToString().c_str());
-      return kExitBadInput;
-    }
-    if (!o.quiet) {
-      std::fprintf(stderr, "stacksym record: wrote %s (%s)\n", o.output.c_str(),
-                   ProfileFormatName(*format));
-    }
+  if (Result<void> w = WriteOutput(o, *output, profile); !w) {
+    std::fprintf(stderr, "stacksym record: %s\n", w.error().ToString().c_str());
+    return kExitBadInput;
   }
   if (!run) return kExitBadInput;
   // The profile is written, but a server that was asked for and could not be used is an error.
@@ -429,6 +467,7 @@ CommandRegistrar registrar(
                      "Output file; format from the extension (default stacksym.pb.gz); "
                      "- for folded stacks on stdout");
       app.add_option("--format", o->format, "pprof, folded, html, svg (overrides extension)");
+      AddSampleTypeOptions(app, &o->sample_type);
       app.add_flag("-q,--quiet", o->quiet, "No status line or summary");
       app.add_flag("--no-symbolize", o->no_symbolize, "Keep addresses only");
       AddProfileSymbolizeOptions(app, &o->symbolize, /*default_kallsyms=*/"/proc/kallsyms");

@@ -8,4 +8,18 @@ if [ -x "$1/stacksym" ] && "$1/stacksym" convert "$out/sample.folded" --to pprof
   echo "$out/sample.pb.gz"
   gunzip -c "$out/sample.pb.gz" > "$out/sample.pb" 2>/dev/null && echo "$out/sample.pb"
 fi
+# A profile with off-CPU time (sample types samples, cpu and off_cpu; thread_state labels
+# sleeping, uninterruptible, other), which no command writes from folded text: EncodePprof's
+# bytes for three off-CPU stacks of two threads and one CPU stack.
+base64 -d > "$out/off_cpu.pb" 2>/dev/null <<'SEED' && echo "$out/off_cpu.pb"
+CgQIARACCgQIAxAECgQIBRAEEh4KAgIBEgYDwI23AQAaBAgNGAoaBAgOGAsaBAgPEBESIgoCAgES
+BAAAiCcaBAgNGAoaBAgOGAsaBAgPEBEaBAgQEBISIQoBARIEAADYNhoECA0YChoECA4YDBoECA8Q
+ExoECBAQFBIgCgEBEgMAAAEaBAgNGAoaBAgOGAwaBAgPEBMaBAgQEBUaHAgBEICAgICAIBi1pICA
+gCAoBzAIOAFAAUgBUAEaGggCEJCAgIj4/////wEYkYCAiPj/////ASgJIhMIARABGLSkgICAICIG
+CAEQCRgCIg8IAhACGJCAgIj4/////wEqCAgBEAoYCyAMMgAyB3NhbXBsZXMyBWNvdW50MgNjcHUy
+C25hbm9zZWNvbmRzMgdvZmZfY3B1MhhzdGFja3N5bSBsb3N0IHNhbXBsZXM6IDAyCC9iaW4vYXBw
+MgRiZWVmMhFba2VybmVsLmthbGxzeW1zXTIDZigpMgVfWjFmdjIEYS5jYzIDcGlkMgN0aWQyBGNv
+bW0yDHRocmVhZF9zdGF0ZTIDYXBwMghzbGVlcGluZzICaW8yD3VuaW50ZXJydXB0aWJsZTIFb3Ro
+ZXJaBAgDEARgwIQ9agEG
+SEED
 exit 0

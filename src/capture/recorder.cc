@@ -1,7 +1,9 @@
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -322,6 +324,15 @@ SourceConfig BaseConfig(const RecordOptions& options) {
 Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "cgroup " + path);
+  // The id the BPF filter compares and the fd perf_event_open takes both need a cgroup v2
+  // directory; another directory (a v1 hierarchy, the tmpfs that holds them) matched nothing
+  // or failed later with EBADF.
+  struct statfs fs;
+  if (fstatfs(fd, &fs) != 0 || fs.f_type != CGROUP2_SUPER_MAGIC) {
+    close(fd);
+    return Error(ErrorCode::kInvalidArgument,
+                 "cgroup " + path + " is not a cgroup v2 directory (see `mount -t cgroup2`)");
+  }
   struct stat st;
   fstat(fd, &st);
   config.filter_cgroup = true;

@@ -108,7 +108,19 @@ std::optional<ProfileFormat> ProfileFormatFromPath(std::string_view path) {
 }
 
 Result<void> WriteProfileAs(const Profile& profile, ProfileFormat format, const std::string& path,
-                            const WriteOptions& options) {
+                            const WriteOptions& given) {
+  WriteOptions options = given;
+  if (options.sample_type) {
+    Result<SampleType> type = ChooseSampleType(profile, options.sample_type);
+    if (!type) return std::move(type).error();
+    options.folded.sample_type = options.flame_graph.sample_type = *type;
+  }
+  for (std::optional<SampleType> type :
+       {options.folded.sample_type, options.flame_graph.sample_type}) {
+    if (Result<SampleType> checked = ChooseSampleType(profile, type); !checked) {
+      return std::move(checked).error();
+    }
+  }
   std::string data;
   switch (format) {
     case ProfileFormat::kPprof: {

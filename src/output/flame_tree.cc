@@ -72,7 +72,20 @@ FlameTree BuildFlameTree(const Profile& profile) {
   std::vector<std::string> comm_names;  // owned here so labels can point at them
   comm_names.reserve(profile.stacks.size());
 
+  // Off-CPU stacks end in their state's frame.
+  std::vector<std::string> state_names;
+  for (ThreadState state :
+       {ThreadState::kRunning, ThreadState::kSleeping, ThreadState::kUninterruptible,
+        ThreadState::kPreempted, ThreadState::kOther}) {
+    state_names.push_back(OffCpuStateFrameName(state));
+  }
+  std::vector<uint32_t> state_labels;
+  for (const std::string& name : state_names) {
+    state_labels.push_back(label_id(FlameKind::kState, name));
+  }
+
   FlameTree tree;
+  tree.period_ns = profile.period_ns;
   tree.nodes.push_back({"all", FlameKind::kRoot, 0, 0, {}});
   std::unordered_map<uint64_t, uint32_t> child_index;
   size_t max_nodes = 1;  // every frame of every stack, plus its comm: no rehashing later
@@ -92,28 +105,38 @@ FlameTree BuildFlameTree(const Profile& profile) {
 
   std::unordered_map<std::string, uint32_t> comm_labels;
   for (size_t s = 0; s < profile.stacks.size(); ++s) {
-    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
-    if (count == 0) continue;
+    uint64_t count = profile.Value(s, SampleType::kSamples);
+    uint64_t off_cpu = profile.Value(s, SampleType::kOffCpu);
+    if (count == 0 && off_cpu == 0) continue;
     const ProfileStack& stack = profile.stacks[s];
+    auto add = [&](uint32_t node) {
+      tree.nodes[node].samples += count;
+      tree.nodes[node].off_cpu_ns += off_cpu;
+    };
     const std::string& comm = stack.comm.empty() ? std::string("[unknown]") : stack.comm;
     auto comm_it = comm_labels.find(comm);
     if (comm_it == comm_labels.end()) {
       comm_names.push_back(comm);
       comm_it = comm_labels.emplace(comm, label_id(FlameKind::kComm, comm_names.back())).first;
     }
-    tree.nodes[0].total += count;
+    add(0);
     uint32_t node = child(0, comm_it->second);
-    tree.nodes[node].total += count;
+    add(node);
     uint32_t depth = 1;
     for (size_t f = stack.frames.size(); f-- > 0;) {
       if (stack.frames[f] >= frame_labels.size()) continue;
       for (uint32_t label : frame_labels[stack.frames[f]]) {
         node = child(node, label);
-        tree.nodes[node].total += count;
+        add(node);
         ++depth;
       }
     }
-    tree.nodes[node].self += count;
+    if (stack.state != ThreadState::kRunning) {
+      size_t state = std::min(static_cast<size_t>(stack.state), state_labels.size() - 1);
+      node = child(node, state_labels[state]);
+      add(node);
+      ++depth;
+    }
     tree.max_depth = std::max(tree.max_depth, depth);
   }
   for (FlameNode& node : tree.nodes) {
@@ -125,6 +148,35 @@ FlameTree BuildFlameTree(const Profile& profile) {
     });
   }
   return tree;
+}
+
+uint64_t FlameTree::Value(const FlameNode& node, SampleType type) const {
+  switch (type) {
+    case SampleType::kSamples:
+      return node.samples;
+    case SampleType::kCpu:
+      return node.samples * period_ns;
+    case SampleType::kOffCpu:
+      return node.off_cpu_ns;
+    case SampleType::kWall:
+      break;
+  }
+  return node.samples * period_ns + node.off_cpu_ns;
+}
+
+std::string FormatFlameValue(uint64_t value, SampleType type) {
+  if (type == SampleType::kSamples) return std::to_string(value) + " samples";
+  const char* what = type == SampleType::kCpu      ? "on CPU"
+                     : type == SampleType::kOffCpu ? "off CPU"
+                                                   : "wall";
+  double seconds = static_cast<double>(value) / 1e9;
+  char buf[64];
+  if (seconds < 1) {
+    std::snprintf(buf, sizeof buf, "%.2f ms %s", seconds * 1e3, what);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f s %s", seconds, what);
+  }
+  return buf;
 }
 
 namespace {

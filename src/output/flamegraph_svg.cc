@@ -1,7 +1,6 @@
-// A static flame graph as SVG (in the style of flamegraph.pl): one rect + label per frame,
-// hover titles with samples and percent.
+// A static flame graph as SVG (in the style of flamegraph.pl) of one sample type: one rect +
+// label per frame, hover titles with the value and percent.
 #include <algorithm>
-#include <cinttypes>
 #include <cstdio>
 
 #include "output/flame_tree.h"
@@ -24,10 +23,20 @@ uint32_t Hash(const std::string& s) {
   return h;
 }
 
-// Same palette as the HTML page: warm user frames, aqua inlined, green kernel, lilac comm.
-std::string Color(const output::FlameNode& node) {
+// Same palette as the HTML page: warm user frames, aqua inlined, green kernel, lilac comm; blue
+// for frames whose shown time is all off CPU (in a wall graph those only ever off CPU, in an
+// off-CPU graph all), and the off-CPU state frames a darker blue.
+std::string Color(const output::FlameNode& node, SampleType type) {
   double v = (Hash(node.name) % 1000) / 1000.0;
   char buf[48];
+  if (node.kind == output::FlameKind::kState) return "hsl(225,55%,68%)";
+  bool off_cpu = type == SampleType::kOffCpu ||
+                 (type == SampleType::kWall && output::FlameTree::OffCpuOnly(node));
+  if (off_cpu && node.kind != output::FlameKind::kRoot && node.kind != output::FlameKind::kComm) {
+    std::snprintf(buf, sizeof buf, "hsl(%d,65%%,%d%%)", static_cast<int>(195 + 25 * v),
+                  static_cast<int>(65 + 10 * v));
+    return buf;
+  }
   switch (node.kind) {
     case output::FlameKind::kRoot:
       return "rgb(204,204,204)";
@@ -43,6 +52,7 @@ std::string Color(const output::FlameNode& node) {
                     static_cast<int>(55 + 10 * v));
       break;
     case output::FlameKind::kUser:
+    case output::FlameKind::kState:
       std::snprintf(buf, sizeof buf, "hsl(%d,85%%,%d%%)", static_cast<int>(50 * v),
                     static_cast<int>(55 + 12 * v));
       break;
@@ -72,13 +82,13 @@ std::string FitLabel(const std::string& name, double width) {
 // Depth of the deepest frame at least kMinFrameWidth wide: a static image cannot open on its
 // base as the page does, but towers too narrow to draw need not make it taller (a few rare
 // 190-frame stacks would otherwise put ~3,000 px of empty background above the graph).
-uint32_t DrawnDepth(const output::FlameTree& tree, double scale) {
+uint32_t DrawnDepth(const output::FlameTree& tree, SampleType type, double scale) {
   uint32_t deepest = 0;
   std::vector<std::pair<uint32_t, uint32_t>> stack = {{0, 0}};  // node, depth
   while (!stack.empty()) {
     auto [node, depth] = stack.back();
     stack.pop_back();
-    if (tree.nodes[node].total * scale < kMinFrameWidth) continue;
+    if (tree.Value(tree.nodes[node], type) * scale < kMinFrameWidth) continue;
     deepest = std::max(deepest, depth);
     for (uint32_t child : tree.nodes[node].children) stack.push_back({child, depth + 1});
   }
@@ -89,11 +99,12 @@ uint32_t DrawnDepth(const output::FlameTree& tree, double scale) {
 
 std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions& options) {
   output::FlameTree tree = output::BuildFlameTree(profile);
+  const SampleType type = options.sample_type.value_or(profile.DefaultSampleType());
   const double width = options.svg_width < 200 ? 200 : options.svg_width;
   const double chart_width = width - 2 * kPadSide;
-  const uint64_t total = tree.nodes[0].total;
+  const uint64_t total = tree.Value(tree.nodes[0], type);
   const double scale = total > 0 ? chart_width / static_cast<double>(total) : 0;
-  const uint32_t max_depth = DrawnDepth(tree, scale);
+  const uint32_t max_depth = DrawnDepth(tree, type, scale);
   const double height = kPadTop + (max_depth + 1) * kFrameHeight + kPadBottom;
   char buf[512];
 
@@ -125,12 +136,11 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
   out += buf;
   out += title;
   out += "</text>\n";
-  std::snprintf(buf, sizeof buf,
-                "<text x=\"%.0f\" y=\"%.0f\">%" PRIu64
-                " samples; green: kernel, aqua: "
-                "inlined, lilac: thread name</text>\n",
-                kPadSide, height - 8, total);
+  std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"%.0f\">", kPadSide, height - 8);
   out += buf;
+  out += output::FormatFlameValue(total, type) +
+         "; green: kernel, aqua: inlined, lilac: thread name" +
+         (profile.has_off_cpu() ? ", blue: off CPU" : "") + "</text>\n";
 
   // Depth-first walk carrying each node's x position (in samples) and depth.
   struct Item {
@@ -144,21 +154,19 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
     Item item = stack.back();
     stack.pop_back();
     const output::FlameNode& node = tree.nodes[item.node];
-    double w = node.total * scale;
+    const uint64_t value = tree.Value(node, type);
+    double w = value * scale;
     if (w < kMinFrameWidth) continue;
     double x = kPadSide + item.x * scale;
     double y = kPadTop + (max_depth - item.depth) * kFrameHeight;
     std::string name;
     output::AppendXmlEscaped(node.name, &name);
-    double pct = total > 0 ? 100.0 * node.total / total : 0;
-    std::snprintf(buf, sizeof buf, "<g><title>");
-    out += buf;
-    out += name;
+    double pct = total > 0 ? 100.0 * value / total : 0;
+    out += "<g><title>" + name + " (" + output::FormatFlameValue(value, type);
     std::snprintf(buf, sizeof buf,
-                  " (%" PRIu64
-                  " samples, %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" "
+                  ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" "
                   "width=\"%.2f\" height=\"%.1f\" rx=\"2\" fill=\"%s\"/>",
-                  node.total, pct, x, y, w, kFrameHeight - 1, Color(node).c_str());
+                  pct, x, y, w, kFrameHeight - 1, Color(node, type).c_str());
     out += buf;
     std::string label = FitLabel(node.name, w);
     if (!label.empty()) {
@@ -171,7 +179,7 @@ std::string RenderFlameGraphSvg(const Profile& profile, const FlameGraphOptions&
     uint64_t cx = item.x;
     for (uint32_t child : node.children) {
       stack.push_back({child, cx, item.depth + 1});
-      cx += tree.nodes[child].total;
+      cx += tree.Value(tree.nodes[child], type);
     }
   }
   out += "</g>\n</svg>\n";

@@ -32,13 +32,14 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
+  const SampleType type = options.sample_type.value_or(profile.DefaultSampleType());
   std::vector<std::vector<output::NamedEntry>> names = output::NameAllFrames(profile);
   // Stacks that differ only by pid/tid fold into one line; std::map sorts the output.
   std::map<std::string, uint64_t> lines;
   std::string line;
   for (size_t s = 0; s < profile.stacks.size(); ++s) {
-    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
-    if (count == 0) continue;
+    uint64_t value = profile.Value(s, type);
+    if (value == 0) continue;
     const ProfileStack& stack = profile.stacks[s];
     line.clear();
     AppendSanitized(stack.comm.empty() ? "[unknown]" : stack.comm, &line);
@@ -61,13 +62,18 @@ std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
         }
       }
     }
-    lines[line] += count;
+    // Off CPU: the state last, as the leaf (a plain frame when read back).
+    if (stack.state != ThreadState::kRunning) {
+      line.push_back(';');
+      line += output::OffCpuStateFrameName(stack.state);
+    }
+    lines[line] += value;
   }
   std::string out;
-  for (const auto& [stack, count] : lines) {
+  for (const auto& [stack, value] : lines) {
     out += stack;
     out += ' ';
-    out += std::to_string(count);
+    out += std::to_string(value);
     out += '\n';
   }
   return out;
@@ -77,8 +83,8 @@ Result<Profile> ParseFolded(std::string_view text) {
   Profile profile;
   uint32_t user_module =
       profile.AddModule({.kind = ModuleKind::kUnknown, .path = "[folded]", .build_id = {}});
-  uint32_t kernel_module = profile.AddModule(
-      {.kind = ModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
+  uint32_t kernel_module =
+      profile.AddModule({.kind = ModuleKind::kKernel, .path = "[kernel.kallsyms]", .build_id = {}});
   // A folded frame has no address: each distinct (kind, inline chain) gets the next number.
   std::unordered_map<std::string, uint32_t> frame_by_key;
   std::vector<uint32_t> root_first;

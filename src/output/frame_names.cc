@@ -66,4 +66,9 @@ std::vector<std::vector<NamedEntry>> NameAllFrames(const Profile& profile) {
   return names;
 }
 
+std::string OffCpuStateFrameName(ThreadState state) {
+  if (state == ThreadState::kRunning) return "";
+  return std::string("[off-cpu: ") + ThreadStateName(state) + "]";
+}
+
 }  // namespace stacksym::output

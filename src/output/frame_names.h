@@ -32,4 +32,9 @@ std::string BaseName(const std::string& path);
 // frame has no module).
 std::string FrameModuleName(const Profile& profile, const ProfileFrame& frame);
 
+// The frame an off-CPU stack ends in, naming the state its thread left the CPU in
+// ("[off-cpu: sleeping]"), so that the outputs that draw or list stacks show how each waited;
+// empty for running (CPU samples get no such frame).
+std::string OffCpuStateFrameName(ThreadState state);
+
 }  // namespace stacksym::output

@@ -126,6 +126,7 @@ class PprofWriter {
  private:
   struct LabelKeys {
     int64_t pid, tid, comm;
+    int64_t state;  // 0 when no stack is off CPU (the key is then not in the string table)
   };
 
   void WriteHeader();
@@ -168,10 +169,12 @@ Result<std::string> PprofWriter::Write(bool gzip) {
   return output::GzipCompress(bytes);
 }
 
-// Sample and period types, period, times, and as comments what pprof has no field for.
+// Sample and period types, period, times, and as comments what pprof has no field for. A
+// profile without off-CPU time has the two CPU types only, so that its file stays what it was.
 void PprofWriter::WriteHeader() {
   WriteValueType(out_.add_sample_type(), "samples", "count");
   WriteValueType(out_.add_sample_type(), "cpu", "nanoseconds");
+  if (profile_.has_off_cpu()) WriteValueType(out_.add_sample_type(), "off_cpu", "nanoseconds");
   WriteValueType(out_.mutable_period_type(), "cpu", "nanoseconds");
   out_.set_period(static_cast<int64_t>(profile_.period_ns));
   out_.set_time_nanos(static_cast<int64_t>(profile_.start_time_ns));
@@ -293,21 +296,32 @@ Result<void> PprofWriter::WriteSamples() {
   keys.pid = strings_.Intern("pid");
   keys.tid = strings_.Intern("tid");
   keys.comm = strings_.Intern("comm");
+  keys.state = 0;
+  for (const ProfileStack& stack : profile_.stacks) {
+    if (stack.state != ThreadState::kRunning) {
+      keys.state = strings_.Intern("thread_state");
+      break;
+    }
+  }
   for (size_t s = 0; s < profile_.stacks.size(); ++s) {
     if (Result<void> sample = WriteSample(s, keys); !sample) return sample;
   }
   return {};
 }
 
-// Stack `s` as a Sample (none when it has no count): its locations leaf first, as pprof
-// expects, its count and CPU time, and its thread as labels.
+// Stack `s` as a Sample (none when it has neither count nor off-CPU time): its locations leaf
+// first, as pprof expects, its count, CPU time and off-CPU time (when the profile has it), and
+// its thread (and a state other than running) as labels.
 Result<void> PprofWriter::WriteSample(size_t s, const LabelKeys& keys) {
   const ProfileStack& stack = profile_.stacks[s];
-  uint64_t count = s < profile_.counts.size() ? profile_.counts[s] : 0;
-  if (count == 0) return {};
-  if (count > kMaxTotalSamples) {
+  uint64_t count = profile_.Value(s, SampleType::kSamples);
+  uint64_t off_cpu = profile_.Value(s, SampleType::kOffCpu);
+  if (count == 0 && off_cpu == 0) return {};
+  if (count > kMaxTotalSamples || off_cpu > kMaxTotalSamples) {
     return MakeError(ErrorCode::kInvalidArgument,
-                     "pprof: stack " + std::to_string(s) + " has a count above 2^63-1");
+                     "pprof: stack " + std::to_string(s) +
+                         (count > kMaxTotalSamples ? " has a count" : " has off-CPU time") +
+                         " above 2^63-1");
   }
   pb::Sample* sample = out_.add_sample();
   for (uint32_t frame : stack.frames) {
@@ -320,6 +334,7 @@ Result<void> PprofWriter::WriteSample(size_t s, const LabelKeys& keys) {
   }
   sample->add_value(static_cast<int64_t>(count));
   sample->add_value(static_cast<int64_t>(count * profile_.period_ns));
+  if (profile_.has_off_cpu()) sample->add_value(static_cast<int64_t>(off_cpu));
   pb::Label* pid = sample->add_label();
   pid->set_key(keys.pid);
   pid->set_num(stack.pid);
@@ -329,6 +344,11 @@ Result<void> PprofWriter::WriteSample(size_t s, const LabelKeys& keys) {
   pb::Label* comm = sample->add_label();
   comm->set_key(keys.comm);
   comm->set_str(strings_.Intern(stack.comm));
+  if (stack.state != ThreadState::kRunning) {
+    pb::Label* state = sample->add_label();
+    state->set_key(keys.state);
+    state->set_str(strings_.Intern(ThreadStateName(stack.state)));
+  }
   return {};
 }
 
@@ -356,7 +376,9 @@ class PprofReader {
   Result<std::optional<FrameSymbols>> ReadLines(const pb::Location& loc,
                                                 const MappingInfo* mapping);
   SourceFrame ReadLine(const pb::Line& line, const pb::Function& function, bool inlined);
-  Result<void> ReadSample(int s, uint64_t* total);
+  Result<void> ReadSample(int s);
+  Result<uint64_t> ReadValue(int s, const pb::Sample& sample, int index, const char* what,
+                             uint64_t* total);
   void ReadLabel(const pb::Label& label, ProfileStack* stack);
 
   const pb::Profile& in_;
@@ -364,7 +386,12 @@ class PprofReader {
   Error bad_string_;
   bool string_error_ = false;
   Profile profile_;
-  int count_index_ = 0;  // which sample value is the count
+  int count_index_ = -1;    // which sample value is the count (-1: none)
+  int off_cpu_index_ = -1;  // which is the off-CPU time (-1: none)
+  // Equal stacks are merged by adding their values; bounding the totals keeps every merged
+  // value within what pprof's int64 values can carry when the profile is written again.
+  uint64_t total_count_ = 0;
+  uint64_t total_off_cpu_ = 0;
   std::unordered_map<uint64_t, MappingInfo> mappings_;
   std::unordered_map<uint64_t, const pb::Function*> functions_;
   std::unordered_map<uint64_t, uint32_t> frame_of_location_;
@@ -382,11 +409,8 @@ Result<Profile> PprofReader::Read() {
   for (const pb::Location& loc : in_.location()) {
     if (Result<void> location = ReadLocation(loc); !location) return std::move(location).error();
   }
-  // Equal stacks are merged by adding their counts; bounding the total keeps every merged
-  // count within what pprof's int64 values can carry when the profile is written again.
-  uint64_t total = 0;
   for (int s = 0; s < in_.sample_size(); ++s) {
-    if (Result<void> sample = ReadSample(s, &total); !sample) return std::move(sample).error();
+    if (Result<void> sample = ReadSample(s); !sample) return std::move(sample).error();
   }
   if (string_error_) return bad_string_;
   profile_.symbols.resize(profile_.frames.size());
@@ -409,15 +433,25 @@ const std::string& PprofReader::Str(int64_t index, const char* what) {
   return in_.string_table(static_cast<int>(index));
 }
 
-// Which sample value is the count ("samples" if present, else the first), period, times,
-// and what the comments carry.
+// Which sample value is the count ("samples" if present, else the first that is not off-CPU
+// time) and which the off-CPU time (off_cpu/nanoseconds, if present), period, times, and what
+// the comments carry.
 void PprofReader::ReadHeader() {
+  int first_other = -1;
   for (int i = 0; i < in_.sample_type_size(); ++i) {
-    if (Str(in_.sample_type(i).type(), "sample type") == "samples") {
-      count_index_ = i;
-      break;
+    const std::string& type = Str(in_.sample_type(i).type(), "sample type");
+    if (type == "off_cpu" && Str(in_.sample_type(i).unit(), "sample unit") == "nanoseconds") {
+      if (off_cpu_index_ < 0) off_cpu_index_ = i;
+    } else if (type == "samples") {
+      if (count_index_ < 0) count_index_ = i;
+    } else if (first_other < 0) {
+      first_other = i;
     }
   }
+  // A file that declares no types at all still has its first values read as counts.
+  if (count_index_ < 0) count_index_ = in_.sample_type_size() == 0 ? 0 : first_other;
+  // Measured, even if every stack's value is 0 or there is no sample at all.
+  profile_.off_cpu_recorded = off_cpu_index_ >= 0;
   profile_.period_ns = in_.period() > 0 ? static_cast<uint64_t>(in_.period()) : 0;
   profile_.start_time_ns = in_.time_nanos() > 0 ? static_cast<uint64_t>(in_.time_nanos()) : 0;
   profile_.duration_ns = in_.duration_nanos() > 0 ? static_cast<uint64_t>(in_.duration_nanos()) : 0;
@@ -541,8 +575,8 @@ SourceFrame PprofReader::ReadLine(const pb::Line& line, const pb::Function& func
   return sf;
 }
 
-// Sample `s` added to the profile; `total`: the counts so far, bounded by kMaxTotalSamples.
-Result<void> PprofReader::ReadSample(int s, uint64_t* total) {
+// Sample `s` added to the profile: its count, and its off-CPU time when the file has it.
+Result<void> PprofReader::ReadSample(int s) {
   const pb::Sample& sample = in_.sample(s);
   ProfileStack stack;
   for (uint64_t id : sample.location_id()) {
@@ -555,24 +589,36 @@ Result<void> PprofReader::ReadSample(int s, uint64_t* total) {
     stack.frames.push_back(it->second);
   }
   for (const pb::Label& label : sample.label()) ReadLabel(label, &stack);
-  int64_t value = count_index_ < sample.value_size() ? sample.value(count_index_) : 0;
-  if (value < 0) {
-    return MakeError(ErrorCode::kMalformed,
-                     "pprof: sample " + std::to_string(s) + " has a negative count");
-  }
-  *total += static_cast<uint64_t>(value);  // both below 2^63: cannot wrap
-  if (*total > kMaxTotalSamples) {
-    return MakeError(ErrorCode::kMalformed,
-                     "pprof: sample counts add up to more than 2^63-1 "
-                     "(at sample " +
-                         std::to_string(s) + ")");
-  }
+  Result<uint64_t> count = ReadValue(s, sample, count_index_, "count", &total_count_);
+  if (!count) return std::move(count).error();
+  Result<uint64_t> off_cpu = ReadValue(s, sample, off_cpu_index_, "off-CPU time", &total_off_cpu_);
+  if (!off_cpu) return std::move(off_cpu).error();
   if (string_error_) return bad_string_;
-  profile_.AddSample(stack, static_cast<uint64_t>(value));
+  profile_.AddSample(stack, *count);
+  if (off_cpu_index_ >= 0) profile_.AddOffCpu(stack, *off_cpu);
   return {};
 }
 
-// The thread a Label names (pid, tid, comm or thread_name); other labels are ignored.
+// Value `index` of sample `s` (0 when the sample or the file has none), added to `total`,
+// which is bounded by kMaxTotalSamples.
+Result<uint64_t> PprofReader::ReadValue(int s, const pb::Sample& sample, int index,
+                                        const char* what, uint64_t* total) {
+  int64_t value = index >= 0 && index < sample.value_size() ? sample.value(index) : 0;
+  if (value < 0) {
+    return MakeError(ErrorCode::kMalformed,
+                     "pprof: sample " + std::to_string(s) + " has a negative " + what);
+  }
+  *total += static_cast<uint64_t>(value);  // both below 2^63: cannot wrap
+  if (*total > kMaxTotalSamples) {
+    return MakeError(ErrorCode::kMalformed, std::string("pprof: sample ") + what +
+                                                "s add up to more than 2^63-1 (at sample " +
+                                                std::to_string(s) + ")");
+  }
+  return static_cast<uint64_t>(value);
+}
+
+// The thread a Label names (pid, tid, comm or thread_name) and its state (thread_state: a
+// name this reader does not know is another off-CPU state); other labels are ignored.
 void PprofReader::ReadLabel(const pb::Label& label, ProfileStack* stack) {
   const std::string& key = Str(label.key(), "label key");
   if (key == "pid") {
@@ -581,6 +627,8 @@ void PprofReader::ReadLabel(const pb::Label& label, ProfileStack* stack) {
     stack->tid = static_cast<uint32_t>(label.num());
   } else if (key == "comm" || key == "thread_name") {
     stack->comm = Str(label.str(), "label value");
+  } else if (key == "thread_state") {
+    stack->state = ParseThreadState(Str(label.str(), "label value")).value_or(ThreadState::kOther);
   }
 }
 

@@ -1,52 +1,20 @@
-// Top functions by self and total samples, and the text report around them.
+// Top functions by self and total value (samples, or CPU, off-CPU or wall time), and the text
+// report around them.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
-#include <unordered_set>
+#include <tuple>
 
 #include "output/frame_names.h"
 #include "stacksym/output.h"
 
 namespace stacksym {
 
-Profile FilterProfile(const Profile& profile, const ProfileFilter& filter) {
-  // Rebuilt through the Profile API (its private lookup tables must match the vectors);
-  // indices are remapped in case the input held duplicate modules or frames.
-  Profile out;
-  out.period_ns = profile.period_ns;
-  out.start_time_ns = profile.start_time_ns;
-  out.duration_ns = profile.duration_ns;
-  std::vector<uint32_t> module_map(profile.modules.size());
-  for (size_t i = 0; i < profile.modules.size(); ++i) {
-    module_map[i] = out.AddModule(profile.modules[i]);
-  }
-  std::vector<uint32_t> frame_map(profile.frames.size());
-  for (size_t i = 0; i < profile.frames.size(); ++i) {
-    ProfileFrame frame = profile.frames[i];
-    if (frame.module < module_map.size()) frame.module = module_map[frame.module];
-    frame_map[i] = out.InternFrame(frame);
-  }
-  out.symbols.resize(out.frames.size());
-  for (size_t i = 0; i < profile.frames.size() && i < profile.symbols.size(); ++i) {
-    if (profile.symbols[i] && !out.symbols[frame_map[i]]) {
-      out.symbols[frame_map[i]] = profile.symbols[i];
-    }
-  }
-  for (size_t s = 0; s < profile.stacks.size(); ++s) {
-    ProfileStack stack = profile.stacks[s];
-    if (filter.comm && stack.comm != *filter.comm) continue;
-    if (filter.pid && stack.pid != *filter.pid) continue;
-    for (uint32_t& frame : stack.frames) {
-      if (frame < frame_map.size()) frame = frame_map[frame];
-    }
-    out.AddSample(stack, s < profile.counts.size() ? profile.counts[s] : 0);
-  }
-  return out;
-}
-
-std::vector<FunctionStat> TopFunctions(const Profile& profile, const ProfileFilter& filter) {
+std::vector<FunctionStat> TopFunctions(const Profile& profile, const ProfileFilter& filter,
+                                       std::optional<SampleType> type) {
+  const SampleType shown = type.value_or(profile.DefaultSampleType());
   std::vector<std::vector<output::NamedEntry>> names = output::NameAllFrames(profile);
   // Keyed by (module, name, kernel) so that equal names in different binaries stay apart.
   std::map<std::tuple<std::string, std::string, bool>, FunctionStat> stats;
@@ -57,10 +25,11 @@ std::vector<FunctionStat> TopFunctions(const Profile& profile, const ProfileFilt
   std::vector<FunctionStat*> seen;
   for (size_t s = 0; s < profile.stacks.size(); ++s) {
     const ProfileStack& stack = profile.stacks[s];
-    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
-    if (count == 0) continue;
-    if (filter.comm && stack.comm != *filter.comm) continue;
-    if (filter.pid && stack.pid != *filter.pid) continue;
+    uint64_t value = profile.Value(s, shown);
+    uint64_t samples = profile.Value(s, SampleType::kSamples);
+    uint64_t off_cpu = profile.Value(s, SampleType::kOffCpu);
+    if (value == 0 && samples == 0 && off_cpu == 0) continue;
+    if (!filter.Keeps(stack)) continue;
     seen.clear();
     for (size_t f = 0; f < stack.frames.size(); ++f) {
       uint32_t frame = stack.frames[f];
@@ -75,10 +44,16 @@ std::vector<FunctionStat> TopFunctions(const Profile& profile, const ProfileFilt
           stat.kernel = kernel;
         }
         // Self: the innermost entry (last, outermost-first order) of the leaf frame.
-        if (f == 0 && e + 1 == entries.size()) stat.self += count;
+        if (f == 0 && e + 1 == entries.size()) {
+          stat.self += value;
+          stat.self_samples += samples;
+          stat.self_off_cpu_ns += off_cpu;
+        }
         if (std::find(seen.begin(), seen.end(), &stat) == seen.end()) {
           seen.push_back(&stat);
-          stat.total += count;
+          stat.total += value;
+          stat.total_samples += samples;
+          stat.total_off_cpu_ns += off_cpu;
         }
       }
     }
@@ -110,83 +85,205 @@ std::string Row(const char* format, ...) {
   return buf;
 }
 
-}  // namespace
-
-std::string FormatReport(const Profile& profile, const ReportOptions& options) {
-  std::vector<FunctionStat> stats = TopFunctions(profile, options.filter);
-  uint64_t total = 0;
-  std::map<std::string, uint64_t> by_comm;
-  size_t stacks = 0;
-  for (size_t s = 0; s < profile.stacks.size(); ++s) {
-    const ProfileStack& stack = profile.stacks[s];
-    if (options.filter.comm && stack.comm != *options.filter.comm) continue;
-    if (options.filter.pid && stack.pid != *options.filter.pid) continue;
-    uint64_t count = s < profile.counts.size() ? profile.counts[s] : 0;
-    total += count;
-    by_comm[stack.comm] += count;
-    ++stacks;
+// What the tables say of a type: "samples", "CPU time"...
+const char* TypeLabel(SampleType type) {
+  switch (type) {
+    case SampleType::kSamples:
+      return "samples";
+    case SampleType::kCpu:
+      return "CPU time";
+    case SampleType::kOffCpu:
+      return "off-CPU time";
+    case SampleType::kWall:
+      break;
   }
-  size_t limit = options.limit == 0 ? stats.size() : std::min(options.limit, stats.size());
-  std::string out;
+  return "wall time";
+}
 
-  if (options.stdio_table) {
-    // perf report --no-children: one row per symbol, self overhead first.
-    if (options.sort_by_total) {
-      std::stable_sort(
-          stats.begin(), stats.end(),
-          [](const FunctionStat& a, const FunctionStat& b) { return a.total > b.total; });
+// The value columns of the function tables: the shown type without off-CPU time; with it, CPU,
+// off-CPU and wall time side by side (after the samples when those are shown).
+class ValueColumns {
+ public:
+  ValueColumns(const Profile& profile, SampleType shown) : period_ns_(profile.period_ns) {
+    if (!profile.has_off_cpu()) {
+      types_ = {shown};
+    } else if (shown == SampleType::kSamples) {
+      types_ = {shown, SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall};
+    } else {
+      types_ = {SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall};
     }
-    out += Row("# Samples: %" PRIu64 "  distinct stacks: %zu", total, stacks);
-    if (profile.duration_ns) out += Row("  duration: %.3f s", profile.duration_ns / 1e9);
-    if (profile.lost_samples) out += Row("  lost: %" PRIu64, profile.lost_samples);
-    if (!profile.event.empty()) out += "  event: " + profile.event;
-    out += "\n#\n";
-    out += "#    Self    Total      Samples  Shared Object         Symbol\n";
-    out += "# .......  .......  ...........  ....................  ......\n";
-    for (size_t i = 0; i < limit; ++i) {
-      const FunctionStat& s = stats[i];
-      if (!options.sort_by_total && s.self == 0) break;
-      std::string module = output::BaseName(s.module);
-      out += Row("  %6.2f%%  %6.2f%%  %11" PRIu64 "  %-20s  [%c] ", Percent(s.self, total),
-                 Percent(s.total, total), options.sort_by_total ? s.total : s.self, module.c_str(),
-                 s.kernel ? 'k' : '.');
-      out += s.name;
-      out += '\n';
+  }
+
+  // Column titles, each right-aligned to the cell's width (`samples_width` for counts).
+  std::string Header(int samples_width) const {
+    std::string out;
+    for (SampleType type : types_) {
+      out += Row("  %*s", Width(type, samples_width), Title(type));
+    }
+    return out;
+  }
+  std::string Dots(int samples_width) const {
+    std::string out;
+    for (SampleType type : types_) out += "  " + std::string(Width(type, samples_width), '.');
+    return out;
+  }
+  // The stat's self or total value of every column.
+  std::string Cells(const FunctionStat& stat, bool total, int samples_width) const {
+    uint64_t samples = total ? stat.total_samples : stat.self_samples;
+    uint64_t off_cpu = total ? stat.total_off_cpu_ns : stat.self_off_cpu_ns;
+    std::string out;
+    for (SampleType type : types_) {
+      uint64_t cpu = samples * period_ns_;
+      uint64_t value = type == SampleType::kSamples  ? samples
+                       : type == SampleType::kCpu    ? cpu
+                       : type == SampleType::kOffCpu ? off_cpu
+                                                     : cpu + off_cpu;
+      int width = Width(type, samples_width);
+      out += type == SampleType::kSamples ? Row("  %*" PRIu64, width, value)
+                                          : Row("  %*.3f", width, static_cast<double>(value) / 1e6);
     }
     return out;
   }
 
-  out += Row("%" PRIu64 " samples in %zu distinct stacks", total, stacks);
+ private:
+  static int Width(SampleType type, int samples_width) {
+    return type == SampleType::kSamples ? samples_width : std::max(samples_width, 10);
+  }
+  static const char* Title(SampleType type) {
+    switch (type) {
+      case SampleType::kSamples:
+        return "Samples";
+      case SampleType::kCpu:
+        return "CPU ms";
+      case SampleType::kOffCpu:
+        return "Off-CPU ms";
+      case SampleType::kWall:
+        break;
+    }
+    return "Wall ms";
+  }
+
+  uint64_t period_ns_;
+  std::vector<SampleType> types_;
+};
+
+// The filtered stacks' totals.
+struct ReportTotals {
+  uint64_t shown = 0;  // in the shown type
+  uint64_t samples = 0;
+  uint64_t off_cpu_ns = 0;
+  size_t stacks = 0;
+  std::map<std::string, uint64_t> by_comm;  // in the shown type
+};
+
+ReportTotals SumStacks(const Profile& profile, const ProfileFilter& filter, SampleType shown) {
+  ReportTotals totals;
+  for (size_t s = 0; s < profile.stacks.size(); ++s) {
+    const ProfileStack& stack = profile.stacks[s];
+    if (!filter.Keeps(stack)) continue;
+    uint64_t value = profile.Value(s, shown);
+    totals.shown += value;
+    totals.samples += profile.Value(s, SampleType::kSamples);
+    totals.off_cpu_ns += profile.Value(s, SampleType::kOffCpu);
+    totals.by_comm[stack.comm] += value;
+    ++totals.stacks;
+  }
+  return totals;
+}
+
+std::string FormatValue(uint64_t value, SampleType type) {
+  if (type == SampleType::kSamples) return Row("%" PRIu64, value);
+  return Row("%.3f ms", static_cast<double>(value) / 1e6);
+}
+
+// perf report --no-children: one row per symbol, self overhead first.
+std::string StdioTable(const Profile& profile, const ReportOptions& options, SampleType shown,
+                       std::vector<FunctionStat> stats) {
+  ReportTotals totals = SumStacks(profile, options.filter, shown);
+  ValueColumns columns(profile, shown);
+  if (options.sort_by_total) {
+    std::stable_sort(stats.begin(), stats.end(), [](const FunctionStat& a, const FunctionStat& b) {
+      return a.total > b.total;
+    });
+  }
+  size_t limit = options.limit == 0 ? stats.size() : std::min(options.limit, stats.size());
+  std::string out =
+      Row("# Samples: %" PRIu64 "  distinct stacks: %zu", totals.samples, totals.stacks);
+  if (profile.duration_ns) out += Row("  duration: %.3f s", profile.duration_ns / 1e9);
+  if (profile.lost_samples) out += Row("  lost: %" PRIu64, profile.lost_samples);
+  if (!profile.event.empty()) out += "  event: " + profile.event;
+  if (profile.has_off_cpu()) {
+    out += Row("  off-CPU: %.3f s  shown: %s", static_cast<double>(totals.off_cpu_ns) / 1e9,
+               TypeLabel(shown));
+  }
+  out += "\n#\n";
+  out += "#    Self    Total" + columns.Header(11) + "  Shared Object         Symbol\n";
+  out += "# .......  ......." + columns.Dots(11) + "  ....................  ......\n";
+  for (size_t i = 0; i < limit; ++i) {
+    const FunctionStat& s = stats[i];
+    if ((options.sort_by_total ? s.total : s.self) == 0) break;
+    std::string module = output::BaseName(s.module);
+    out += Row("  %6.2f%%  %6.2f%%", Percent(s.self, totals.shown), Percent(s.total, totals.shown));
+    out += columns.Cells(s, options.sort_by_total, 11);
+    out += Row("  %-20s  [%c] ", module.c_str(), s.kernel ? 'k' : '.');
+    out += s.name;
+    out += '\n';
+  }
+  return out;
+}
+
+// One table of the summary: self or total, in the order `stats` is in.
+std::string FunctionTable(const std::vector<FunctionStat>& stats, size_t limit, bool total,
+                          const ValueColumns& columns, uint64_t whole) {
+  std::string out = total ? "     Total" : "      Self";
+  out += columns.Header(8) + "  Function\n";
+  for (size_t i = 0; i < limit && (total ? stats[i].total : stats[i].self) > 0; ++i) {
+    out += Row("  %7.2f%%", Percent(total ? stats[i].total : stats[i].self, whole));
+    out += columns.Cells(stats[i], total, 8) + "  ";
+    out += stats[i].name + (stats[i].kernel ? " [k]" : "") + "  (" +
+           output::BaseName(stats[i].module) + ")\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatReport(const Profile& profile, const ReportOptions& options) {
+  const SampleType shown = options.sample_type.value_or(profile.DefaultSampleType());
+  std::vector<FunctionStat> stats = TopFunctions(profile, options.filter, shown);
+  if (options.stdio_table) return StdioTable(profile, options, shown, std::move(stats));
+
+  ReportTotals totals = SumStacks(profile, options.filter, shown);
+  ValueColumns columns(profile, shown);
+  size_t limit = options.limit == 0 ? stats.size() : std::min(options.limit, stats.size());
+  std::string out =
+      Row("%" PRIu64 " samples in %zu distinct stacks", totals.samples, totals.stacks);
   if (profile.duration_ns) out += Row(" over %.3f s", profile.duration_ns / 1e9);
   if (profile.period_ns) out += Row(" (sampling every %.3f ms)", profile.period_ns / 1e6);
+  if (profile.has_off_cpu()) {
+    out += Row("; %.3f s off CPU", static_cast<double>(totals.off_cpu_ns) / 1e9);
+  }
   if (profile.lost_samples) out += Row("; %" PRIu64 " samples lost", profile.lost_samples);
   out += "\n";
-  if (by_comm.size() > 1) {
+  if (totals.by_comm.size() > 1) {
     std::vector<std::pair<uint64_t, std::string>> comms;
-    for (auto& [comm, count] : by_comm) comms.push_back({count, comm});
+    for (auto& [comm, value] : totals.by_comm) comms.push_back({value, comm});
     std::sort(comms.rbegin(), comms.rend());
-    out += "\nBy thread name:\n";
+    out += shown == SampleType::kSamples
+               ? std::string("\nBy thread name:\n")
+               : std::string("\nBy thread name (") + TypeLabel(shown) + "):\n";
     for (size_t i = 0; i < comms.size() && i < 10; ++i) {
-      out += Row("  %6.2f%%  %10" PRIu64 "  ", Percent(comms[i].first, total), comms[i].first);
+      out += Row("  %6.2f%%  %10s  ", Percent(comms[i].first, totals.shown),
+                 FormatValue(comms[i].first, shown).c_str());
       out += comms[i].second + "\n";
     }
   }
-  out += "\nTop functions by self samples:\n";
-  out += "      Self   Samples  Function\n";
-  for (size_t i = 0; i < limit && stats[i].self > 0; ++i) {
-    out += Row("  %7.2f%%  %8" PRIu64 "  ", Percent(stats[i].self, total), stats[i].self);
-    out += stats[i].name + (stats[i].kernel ? " [k]" : "") + "  (" +
-           output::BaseName(stats[i].module) + ")\n";
-  }
+  out += std::string("\nTop functions by self ") + TypeLabel(shown) + ":\n";
+  out += FunctionTable(stats, limit, /*total=*/false, columns, totals.shown);
   std::stable_sort(stats.begin(), stats.end(),
                    [](const FunctionStat& a, const FunctionStat& b) { return a.total > b.total; });
-  out += "\nTop functions by total samples (self + callees):\n";
-  out += "     Total   Samples  Function\n";
-  for (size_t i = 0; i < limit; ++i) {
-    out += Row("  %7.2f%%  %8" PRIu64 "  ", Percent(stats[i].total, total), stats[i].total);
-    out += stats[i].name + (stats[i].kernel ? " [k]" : "") + "  (" +
-           output::BaseName(stats[i].module) + ")\n";
-  }
+  out += std::string("\nTop functions by total ") + TypeLabel(shown) + " (self + callees):\n";
+  out += FunctionTable(stats, limit, /*total=*/true, columns, totals.shown);
   return out;
 }
 

@@ -358,6 +358,18 @@ TEST(RecordTest, BadArgumentsFailBeforeAttaching) {
   o = {};
   o.cgroup_path = "/nonexistent/cgroup";
   EXPECT_FALSE(Recorder::Create(o).ok());
+  // A directory that is no cgroup v2 one is said at once (perf_event_open failed with EBADF
+  // after loading, and the BPF filter matched nothing).
+  for (CaptureBackend backend : {CaptureBackend::kBpf, CaptureBackend::kPerf}) {
+    o = {};
+    o.backend = backend;
+    o.cgroup_path = "/tmp";
+    Result<std::unique_ptr<Recorder>> rec = Recorder::Create(o);
+    ASSERT_FALSE(rec.ok());
+    EXPECT_EQ(rec.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(rec.error().message.find("not a cgroup v2 directory"), std::string::npos)
+        << rec.error().ToString();
+  }
   o = {};
   o.command = {"/nonexistent/stacksym-test-command"};
   EXPECT_EQ(Recorder::Create(o).error().code, ErrorCode::kNotFound);

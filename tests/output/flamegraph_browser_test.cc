@@ -345,6 +345,144 @@ TEST_F(BrowserTest, DeepProfileOpensOnItsBase) {
   EXPECT_FALSE(InsideViewport(probe["root"], probe["viewport"])) << probe["root"];
 }
 
+// Drives the sample-type switch of a page with off-CPU time (MakeOffCpuProfile: 1 s on CPU,
+// 2.6 s off) and writes what it sees as "key=value" lines into <pre id="probe">.
+const char kTypeProbe[] = R"JS(<script>
+window.addEventListener("load", () => {
+  const out = [];
+  const frame = name => [...document.querySelectorAll(".frame")].find(e => e.dataset.name === name);
+  const show = name => {
+    const e = frame(name);
+    return e ? e.style.width + " " + e.dataset.samples + " " + e.className : "gone";
+  };
+  const tip = () => document.getElementById("tooltip").textContent.split("\n").join(" | ");
+  const select = document.getElementById("sample-type");
+  const setType = t => { select.value = t; select.dispatchEvent(new Event("change")); };
+  const state = prefix => {
+    out.push(prefix + " type=" + document.body.dataset.sampleType + "," + select.value +
+             " total=" + document.body.dataset.totalSamples);
+    for (const name of ["all", "worker", "ns::hot_leaf(int)", "schedule", "do_syscall_64",
+                        "[off-cpu: sleeping]", "[off-cpu: preempted]", "other"]) {
+      out.push(prefix + " " + name + "=" + show(name));
+    }
+    out.push(prefix + " matched=" + document.getElementById("matched").textContent);
+  };
+  try {
+    out.push("options=" + [...select.options].map(o => o.value + ":" + o.text).join(","));
+    out.push("legend=" + (document.getElementById("legend-off-cpu").hidden ? "hidden" : "shown"));
+    if (window.location.search) { state("url"); throw "opened with a query: measured only"; }
+    frame("ns::hot_leaf(int)").dispatchEvent(
+        new MouseEvent("mousemove", {bubbles: true, clientX: 50, clientY: 50}));
+    out.push("tooltip wall=" + tip());
+    document.getElementById("search").value = "hot_leaf";
+    document.getElementById("search-button").click();
+    state("wall");
+    document.getElementById("search").value = "schedule";  // typed, not searched: not kept
+    for (const t of ["cpu", "off_cpu", "samples"]) { setType(t); state(t); }
+    frame("ns::hot_leaf(int)").dispatchEvent(
+        new MouseEvent("mousemove", {bubbles: true, clientX: 50, clientY: 50}));
+    out.push("tooltip samples=" + tip());
+    // Zoomed into a frame with no CPU time, the CPU view zooms to its nearest ancestor with some.
+    setType("wall");
+    document.getElementById("clear-search").click();
+    frame("schedule").click();
+    out.push("zoomed wall schedule=" + show("schedule") + " root=" + show("all"));
+    setType("cpu");
+    out.push("zoomed cpu do_syscall_64=" + show("do_syscall_64") + " schedule=" + show("schedule") +
+             " hot_leaf=" + show("ns::hot_leaf(int)"));
+    setType("wall");
+    out.push("zoomed wall again do_syscall_64=" + show("do_syscall_64"));
+  } catch (e) {
+    out.push("error=" + e);
+  }
+  const pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = out.join("\n");
+  document.body.appendChild(pre);
+});
+</script>)JS";
+
+// The page embeds every sample type and switches between them: widths, totals, the search's
+// total and the tooltip follow the type; state frames and frames only ever off CPU are marked;
+// the zoom survives a switch.
+TEST_F(BrowserTest, SampleTypeSwitch) {
+  std::string page = dir_ + "/off_cpu.html";
+  std::string html = RenderFlameGraphHtml(testing::MakeOffCpuProfile());
+  ASSERT_NE(html.rfind("</body>"), std::string::npos);
+  std::ofstream(page) << html.insert(html.rfind("</body>"), kTypeProbe);
+  std::string dom =
+      RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000", "file://" + page);
+  std::map<std::string, std::string> probe = ProbeResults(dom);
+  ASSERT_FALSE(probe.empty()) << dom.substr(0, 2000);
+  ASSERT_EQ(probe.count("error"), 0u) << probe["error"];
+  EXPECT_EQ(probe["options"],
+            "samples:Samples,cpu:CPU time,off_cpu:Off-CPU time,wall:Wall time (CPU + off-CPU)");
+  EXPECT_EQ(probe["legend"], "shown");
+  // Wall time by default: 3.6 s; the state frame leaf of the sleeping stack, schedule blue.
+  EXPECT_EQ(probe["tooltip wall"],
+            "ns::hot_leaf(int) | 900.00 ms wall (25.00% of all) | self: 800.00 ms wall (22.22%) | "
+            "off CPU: 11.11% of it | kind: user");
+  EXPECT_EQ(probe["wall type"], "wall,wall total=3600000000");
+  EXPECT_EQ(probe["wall all"], "100% 3600000000 frame kind-root");
+  EXPECT_EQ(probe["wall worker"], "59.7222% 2150000000 frame kind-comm");
+  EXPECT_EQ(probe["wall ns::hot_leaf(int)"], "25% 900000000 frame kind-user match");
+  EXPECT_EQ(probe["wall schedule"], "55.5556% 2000000000 frame kind-kernel off-cpu");
+  EXPECT_EQ(probe["wall do_syscall_64"], "59.7222% 2150000000 frame kind-kernel");
+  EXPECT_EQ(probe["wall [off-cpu: sleeping]"], "55.5556% 2000000000 frame kind-state off-cpu");
+  EXPECT_EQ(probe["wall [off-cpu: preempted]"], "2.7778% 100000000 frame kind-state off-cpu");
+  EXPECT_EQ(probe["wall matched"], "Matched: 1 frames, 900.00 ms wall (25.00%)");
+  // CPU time: 1 s, no off-CPU frame drawn, the search kept and counted again.
+  EXPECT_EQ(probe["cpu type"], "cpu,cpu total=1000000000");
+  EXPECT_EQ(probe["cpu worker"], "15% 150000000 frame kind-comm");
+  EXPECT_EQ(probe["cpu ns::hot_leaf(int)"], "80% 800000000 frame kind-user match");
+  EXPECT_EQ(probe["cpu schedule"], "gone");
+  EXPECT_EQ(probe["cpu [off-cpu: sleeping]"], "gone");
+  EXPECT_EQ(probe["cpu matched"], "Matched: 1 frames, 800.00 ms on CPU (80.00%)");
+  // Off-CPU time: 2.6 s; "other" never left the CPU.
+  EXPECT_EQ(probe["off_cpu type"], "off_cpu,off_cpu total=2600000000");
+  EXPECT_EQ(probe["off_cpu [off-cpu: sleeping]"], "76.9231% 2000000000 frame kind-state off-cpu");
+  // Every frame of the off-CPU view shows off-CPU time only: all marked.
+  EXPECT_EQ(probe["off_cpu ns::hot_leaf(int)"], "3.8462% 100000000 frame kind-user off-cpu match");
+  EXPECT_EQ(probe["off_cpu do_syscall_64"], "76.9231% 2000000000 frame kind-kernel off-cpu");
+  EXPECT_EQ(probe["off_cpu other"], "gone");
+  EXPECT_EQ(probe["off_cpu matched"], "Matched: 1 frames, 100.00 ms off CPU (3.85%)");
+  // Samples: the CPU profile's page.
+  EXPECT_EQ(probe["samples type"], "samples,samples total=100");
+  EXPECT_EQ(probe["samples ns::hot_leaf(int)"], "80% 80 frame kind-user match");
+  EXPECT_EQ(probe["samples matched"], "Matched: 1 frames, 80 samples (80.00%)");
+  EXPECT_EQ(probe["tooltip samples"],
+            "ns::hot_leaf(int) | 80 samples (80.00% of all) | self: 80 samples (80.00%) | "
+            "kind: user");
+  // Zoom: schedule spans the chart; the CPU view has none of it and zooms to do_syscall_64,
+  // which the wall view then keeps.
+  EXPECT_EQ(
+      probe["zoomed wall schedule"],
+      "100% 2000000000 frame kind-kernel off-cpu root=100% 3600000000 frame kind-root dimmed");
+  EXPECT_EQ(probe["zoomed cpu do_syscall_64"],
+            "100% 150000000 frame kind-kernel schedule=gone hot_leaf=gone");
+  EXPECT_EQ(probe["zoomed wall again do_syscall_64"], "100% 2150000000 frame kind-kernel");
+
+  // ?type= opens on that type.
+  dom = RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000",
+                    "file://" + page + "?type=off_cpu&search=schedule");
+  probe = ProbeResults(dom);
+  EXPECT_EQ(probe["error"], "opened with a query: measured only");
+  EXPECT_EQ(probe["url type"], "off_cpu,off_cpu total=2600000000");
+  EXPECT_EQ(probe["url schedule"], "76.9231% 2000000000 frame kind-kernel off-cpu match");
+  EXPECT_EQ(probe["url matched"], "Matched: 1 frames, 2.00 s off CPU (76.92%)");
+
+  // A CPU profile's page offers samples and CPU time, without the off-CPU legend.
+  std::string cpu_page = dir_ + "/cpu.html";
+  html = RenderFlameGraphHtml(testing::MakeSampleProfile());
+  std::ofstream(cpu_page) << html.insert(html.rfind("</body>"), kTypeProbe);
+  probe = ProbeResults(RunChromium(chromium_, dir_, "--dump-dom --virtual-time-budget=3000",
+                                   "file://" + cpu_page + "?type=cpu"));
+  EXPECT_EQ(probe["options"], "samples:Samples,cpu:CPU time");
+  EXPECT_EQ(probe["legend"], "hidden");
+  EXPECT_EQ(probe["url type"], "cpu,cpu total=1010101000");
+  EXPECT_EQ(probe["url ns::hot_leaf(int)"], "80% 808080800 frame kind-user");
+}
+
 TEST_F(BrowserTest, ScreenshotIsWritten) {
   std::string png = dir_ + "/flamegraph.png";
   RunChromium(chromium_, dir_, "--screenshot=" + png + " --window-size=1280,600",

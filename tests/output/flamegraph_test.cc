@@ -110,9 +110,85 @@ TEST(FlameGraphTest, SvgHeightFollowsTheDeepestDrawnFrame) {
             std::string::npos);
 }
 
+// The SVG draws one sample type: widths, titles and the footer follow it; off-CPU stacks end
+// in their state's frame, and frames only ever off CPU are blue.
+TEST(FlameGraphTest, SvgDrawsTheChosenSampleType) {
+  FlameGraphOptions options;
+  options.svg_width = 1020;  // 1000 px of chart
+  Profile p = testing::MakeOffCpuProfile();
+  std::string wall = RenderFlameGraphSvg(p, options);  // the default with off-CPU time
+  EXPECT_NE(wall.find("<title>all (3.60 s wall, 100.00%)</title><rect x=\"10.00\""),
+            std::string::npos)
+      << wall;
+  // 2 s of 3.6 s: 555.56 px, a state frame's colour; schedule (only off CPU) blue; do_syscall_64
+  // (150 ms on CPU too) kernel green.
+  EXPECT_NE(wall.find("<title>[off-cpu: sleeping] (2.00 s wall, 55.56%)</title><rect x=\"412.78\""),
+            std::string::npos);
+  EXPECT_NE(wall.find("width=\"555.56\" height=\"15.0\" rx=\"2\" fill=\"hsl(225,55%,68%)\""),
+            std::string::npos);
+  std::regex schedule(
+      "<title>schedule \\(2.00 s wall, 55.56%\\)</title><rect "
+      "[^>]*fill=\"hsl\\((19[5-9]|2[0-2][0-9]),");
+  EXPECT_TRUE(std::regex_search(wall, schedule)) << wall;
+  std::regex syscall(
+      "<title>do_syscall_64 \\(2.15 s wall, 59.72%\\)</title><rect "
+      "[^>]*fill=\"hsl\\((9[5-9]|1[01][0-9]),");
+  EXPECT_TRUE(std::regex_search(wall, syscall)) << wall;
+  EXPECT_NE(
+      wall.find("3.60 s wall; green: kernel, aqua: inlined, lilac: thread name, blue: off CPU"),
+      std::string::npos);
+
+  options.sample_type = SampleType::kCpu;
+  std::string cpu = RenderFlameGraphSvg(p, options);
+  EXPECT_NE(cpu.find("<title>all (1.00 s on CPU, 100.00%)</title>"), std::string::npos) << cpu;
+  EXPECT_NE(cpu.find("<title>ns::hot_leaf(int) (800.00 ms on CPU, 80.00%)</title>"),
+            std::string::npos);
+  EXPECT_EQ(cpu.find("off-cpu"), std::string::npos) << "no CPU time: not drawn";
+  EXPECT_EQ(cpu.find("schedule"), std::string::npos);
+
+  options.sample_type = SampleType::kOffCpu;
+  std::string off = RenderFlameGraphSvg(p, options);
+  EXPECT_NE(off.find("<title>all (2.60 s off CPU, 100.00%)</title>"), std::string::npos) << off;
+  EXPECT_NE(off.find("<title>[off-cpu: preempted] (100.00 ms off CPU, 3.85%)</title>"),
+            std::string::npos);
+  EXPECT_EQ(off.find("<title>other"), std::string::npos) << "no off-CPU time: not drawn";
+  // Every frame shows off-CPU time only: blue, hot_leaf too (it has CPU time, not shown here).
+  std::regex leaf(
+      "<title>ns::hot_leaf\\(int\\) \\(100.00 ms off CPU, 3.85%\\)</title><rect "
+      "[^>]*fill=\"hsl\\((19[5-9]|2[0-2][0-9]),");
+  EXPECT_TRUE(std::regex_search(off, leaf)) << off;
+
+  // A profile without off-CPU time: as before, no off-CPU legend.
+  std::string samples = RenderFlameGraphSvg(testing::MakeSampleProfile(), options = {});
+  EXPECT_NE(samples.find(">100 samples; green: kernel, aqua: inlined, lilac: thread name</text>"),
+            std::string::npos);
+}
+
+// The page embeds one tree whose nodes carry [samples, off-CPU ns], the types it can show and
+// the one it opens on.
+TEST(FlameGraphTest, PageEmbedsEverySampleTypeInOneTree) {
+  std::string html = RenderFlameGraphHtml(testing::MakeOffCpuProfile());
+  EXPECT_NE(html.find("\"period\":10000000,\"types\":[\"samples\",\"cpu\",\"off_cpu\",\"wall\"],"
+                      "\"type\":\"wall\",\"tree\":[0,0,[100,2600000000],["),
+            std::string::npos)
+      << html.substr(html.find("const DATA"), 300);
+  // The sleeping state's frame: a leaf with no samples and 2 s off CPU.
+  std::regex state("\\[[0-9]+,5,\\[0,2000000000\\],\\[\\]\\]");
+  EXPECT_TRUE(std::regex_search(html, state));
+  FlameGraphOptions options;
+  options.sample_type = SampleType::kCpu;
+  EXPECT_NE(RenderFlameGraphHtml(testing::MakeOffCpuProfile(), options).find("\"type\":\"cpu\""),
+            std::string::npos);
+  // Without off-CPU time: samples and cpu, one value a node.
+  EXPECT_NE(RenderFlameGraphHtml(testing::MakeSampleProfile())
+                .find("\"period\":10101010,\"types\":[\"samples\",\"cpu\"],\"type\":\"samples\","
+                      "\"tree\":[0,0,[100],["),
+            std::string::npos);
+}
+
 TEST(FlameGraphTest, EmptyProfileStillRenders) {
   Profile empty;
-  EXPECT_NE(RenderFlameGraphHtml(empty).find("\"tree\":[0,0,0,0,[]]"), std::string::npos);
+  EXPECT_NE(RenderFlameGraphHtml(empty).find("\"tree\":[0,0,[0],[]]"), std::string::npos);
   EXPECT_NE(RenderFlameGraphSvg(empty).find("</svg>"), std::string::npos);
   EXPECT_EQ(FormatFolded(empty), "");
 }

@@ -15,6 +15,39 @@ TEST(FoldedTest, HandBuiltProfileGivesExactText) {
   EXPECT_EQ(FormatFolded(MakeSampleProfile()), kSampleFolded);
 }
 
+// The value of each line is the chosen sample type's, in its unit; off-CPU stacks end in their
+// state's frame, so that a code path on and off CPU stays two lines.
+TEST(FoldedTest, SampleTypePicksTheValue) {
+  Profile p = testing::MakeOffCpuProfile();
+  const char kWall[] =
+      "app;main;work;inline_helper_[i];[off-cpu: uninterruptible] 500000000\n"
+      "app;main;work;inline_helper_[i];ns::hot_leaf(int) 800000000\n"
+      "app;main;work;inline_helper_[i];ns::hot_leaf(int);[off-cpu: preempted] 100000000\n"
+      "other;0x7f0000001234 50000000\n"
+      "worker;main;libfoo.so+0x2000;entry_SYSCALL_64_[k];do_syscall_64_[k] 150000000\n"
+      "worker;main;libfoo.so+0x2000;entry_SYSCALL_64_[k];do_syscall_64_[k];schedule_[k];"
+      "[off-cpu: sleeping] 2000000000\n";
+  EXPECT_EQ(FormatFolded(p), kWall);  // the default with off-CPU time
+  FoldedOptions options;
+  options.sample_type = SampleType::kSamples;
+  EXPECT_EQ(FormatFolded(p, options), kSampleFolded);  // off-CPU stacks have no samples
+  options.sample_type = SampleType::kCpu;
+  EXPECT_EQ(FormatFolded(p, options),
+            "app;main;work;inline_helper_[i];ns::hot_leaf(int) 800000000\n"
+            "other;0x7f0000001234 50000000\n"
+            "worker;main;libfoo.so+0x2000;entry_SYSCALL_64_[k];do_syscall_64_[k] 150000000\n");
+  options.sample_type = SampleType::kWall;
+  EXPECT_EQ(FormatFolded(p, options), kWall);
+
+  // Read back, a folded file's one value is the samples; the state frame is a plain frame, and
+  // writing again gives the same text.
+  Result<Profile> back = ParseFolded(kWall);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_FALSE(back->has_off_cpu());
+  EXPECT_EQ(back->total_samples(), 3'600'000'000u);
+  EXPECT_EQ(FormatFolded(*back), kWall);
+}
+
 TEST(FoldedTest, MarkersCanBeTurnedOff) {
   FoldedOptions options;
   options.mark_inline = false;

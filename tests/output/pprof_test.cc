@@ -15,6 +15,7 @@ namespace {
 
 namespace pb = perftools::profiles;
 using testing::MakeNormalizedOnlyProfile;
+using testing::MakeOffCpuProfile;
 using testing::MakeSampleProfile;
 
 std::span<const uint8_t> Bytes(const std::string& s) {
@@ -33,14 +34,17 @@ const std::string& Str(const pb::Profile& m, int64_t index) {
   return m.string_table(static_cast<int>(index));
 }
 
-// A stack written out as "comm pid/tid: module!function|module!function..." so that two
+// A stack written out as "comm pid/tid xCOUNT [off NS STATE]: module!function|..." so that two
 // profiles can be compared independent of frame numbering.
 std::vector<std::string> DescribeStacks(const Profile& p) {
   std::vector<std::string> out;
   for (size_t s = 0; s < p.stacks.size(); ++s) {
     const ProfileStack& stack = p.stacks[s];
     std::string d = stack.comm + " " + std::to_string(stack.pid) + "/" + std::to_string(stack.tid) +
-                    " x" + std::to_string(p.counts[s]) + ":";
+                    " x" + std::to_string(p.counts[s]);
+    if (p.has_off_cpu()) d += " off " + std::to_string(p.Value(s, SampleType::kOffCpu));
+    if (stack.state != ThreadState::kRunning) d += std::string(" ") + ThreadStateName(stack.state);
+    d += ":";
     for (uint32_t f : stack.frames) {
       const ProfileFrame& frame = p.frames[f];
       d += " " + std::to_string(static_cast<int>(frame.kind)) + ":";
@@ -207,6 +211,125 @@ TEST(PprofTest, MessageFollowsTheFormat) {
   EXPECT_TRUE(saw_tid_101);
 }
 
+TEST(PprofTest, OffCpuProfileRoundTripsExactly) {
+  Profile original = MakeOffCpuProfile();
+  Result<std::string> encoded = EncodePprof(original);
+  ASSERT_TRUE(encoded) << encoded.error().ToString();
+  Result<Profile> decoded = DecodePprof(Bytes(*encoded));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_TRUE(decoded->has_off_cpu());
+  EXPECT_EQ(DescribeStacks(*decoded), DescribeStacks(original));
+  ASSERT_EQ(decoded->stacks.size(), 7u);  // 4 on CPU, 3 off: a state keeps its stack apart
+  EXPECT_EQ(decoded->off_cpu_ns.size(), decoded->stacks.size());
+  for (SampleType type :
+       {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall}) {
+    EXPECT_EQ(decoded->Total(type), original.Total(type)) << SampleTypeName(type);
+  }
+  EXPECT_EQ(decoded->Total(SampleType::kWall), 3'600'000'000u);
+  // Encoded again, the same bytes.
+  Result<std::string> again = EncodePprof(*decoded, /*gzip=*/false);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *EncodePprof(original, /*gzip=*/false));
+}
+
+TEST(PprofTest, OffCpuMessageHasThreeTypesAndStateLabels) {
+  pb::Profile m = EncodeToMessage(MakeOffCpuProfile());
+  ASSERT_EQ(m.sample_type_size(), 3);
+  EXPECT_EQ(Str(m, m.sample_type(0).type()), "samples");
+  EXPECT_EQ(Str(m, m.sample_type(1).type()), "cpu");
+  EXPECT_EQ(Str(m, m.sample_type(2).type()), "off_cpu");
+  EXPECT_EQ(Str(m, m.sample_type(2).unit()), "nanoseconds");
+  std::map<std::string, int64_t> off_by_state;
+  ASSERT_EQ(m.sample_size(), 7);
+  for (const pb::Sample& s : m.sample()) {
+    ASSERT_EQ(s.value_size(), 3);
+    EXPECT_EQ(s.value(1), s.value(0) * 10'000'000);
+    std::map<std::string, std::string> labels;
+    for (const pb::Label& l : s.label()) {
+      labels[Str(m, l.key())] = l.str() ? Str(m, l.str()) : std::to_string(l.num());
+    }
+    if (s.value(2) == 0) {
+      // On CPU: no state label.
+      EXPECT_EQ(labels.size(), 3u);
+      EXPECT_GT(s.value(0), 0);
+    } else {
+      ASSERT_EQ(labels.size(), 4u);
+      EXPECT_EQ(s.value(0), 0);
+      off_by_state[labels["thread_state"]] += s.value(2);
+    }
+  }
+  EXPECT_EQ(off_by_state, (std::map<std::string, int64_t>{{"preempted", 100'000'000},
+                                                          {"sleeping", 2'000'000'000},
+                                                          {"uninterruptible", 500'000'000}}));
+}
+
+// A recording of off-CPU time in which no thread left the CPU still has the type, so that
+// wall and off_cpu stay valid choices after a round trip.
+TEST(PprofTest, OffCpuRecordedWithoutIntervalsIsKept) {
+  Profile p = MakeSampleProfile();
+  p.off_cpu_recorded = true;
+  Result<std::string> encoded = EncodePprof(p);
+  ASSERT_TRUE(encoded);
+  Result<Profile> decoded = DecodePprof(Bytes(*encoded));
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_TRUE(decoded->has_off_cpu());
+  EXPECT_EQ(decoded->Total(SampleType::kOffCpu), 0u);
+  EXPECT_EQ(decoded->DefaultSampleType(), SampleType::kWall);
+  EXPECT_FALSE(MakeSampleProfile().has_off_cpu());
+}
+
+// Files of other tools: only cpu/nanoseconds (its values become the counts, as before), a state
+// this reader does not know, off_cpu in another unit (not off-CPU time).
+TEST(PprofTest, OtherToolsFilesReadAsBefore) {
+  pb::Profile m = EncodeToMessage(MakeSampleProfile());
+  pb::Profile cpu_only = m;
+  cpu_only.mutable_sample_type()->DeleteSubrange(0, 1);
+  for (pb::Sample& s : *cpu_only.mutable_sample()) {
+    int64_t cpu = s.value(1);
+    s.clear_value();
+    s.add_value(cpu);
+  }
+  Result<Profile> r = DecodePprof(Bytes(cpu_only.SerializeAsString()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_FALSE(r->has_off_cpu());
+  EXPECT_EQ(r->total_samples(), 100u * 10101010);
+
+  pb::Profile other_unit = EncodeToMessage(MakeOffCpuProfile());
+  other_unit.mutable_sample_type(2)->set_unit(other_unit.sample_type(0).unit());  // "count"
+  other_unit.add_string_table("waiting");
+  for (pb::Sample& s : *other_unit.mutable_sample()) {
+    for (pb::Label& l : *s.mutable_label()) {
+      if (Str(other_unit, l.key()) == "thread_state") l.set_str(other_unit.string_table_size() - 1);
+    }
+  }
+  r = DecodePprof(Bytes(other_unit.SerializeAsString()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_FALSE(r->has_off_cpu());
+  size_t other_states = 0;
+  for (const ProfileStack& s : r->stacks) other_states += s.state == ThreadState::kOther;
+  EXPECT_EQ(other_states, 3u);
+}
+
+TEST(PprofTest, BadOffCpuValuesAreRefused) {
+  pb::Profile m = EncodeToMessage(MakeOffCpuProfile());
+  pb::Profile negative = m;
+  negative.mutable_sample(4)->set_value(2, -1);
+  Result<Profile> r = DecodePprof(Bytes(negative.SerializeAsString()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "pprof: sample 4 has a negative off-CPU time");
+  pb::Profile doubled = m;
+  for (int i = 4; i < 6; ++i) doubled.mutable_sample(i)->set_value(2, (int64_t{1} << 62) + 1);
+  r = DecodePprof(Bytes(doubled.SerializeAsString()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "pprof: sample off-CPU times add up to more than 2^63-1 (at sample 5)");
+  Profile huge = MakeOffCpuProfile();
+  huge.off_cpu_ns[4] = uint64_t{1} << 63;
+  Result<std::string> encoded = EncodePprof(huge);
+  ASSERT_FALSE(encoded);
+  EXPECT_EQ(encoded.error().message, "pprof: stack 4 has off-CPU time above 2^63-1");
+}
+
 // A small profile with every kind of message: a module with a build ID, an inlined location,
 // a kernel frame on the synthetic kernel mapping, a raw address, two threads.
 Profile MakeSmallProfile() {
@@ -317,6 +440,25 @@ TEST(PprofTest, ProtocDecodesTheFile) {
   size_t samples = 0;
   for (size_t pos = 0; (pos = text.find("\nsample {", pos)) != std::string::npos; ++pos) ++samples;
   EXPECT_EQ(samples, 4u);
+
+  // With off-CPU time: the third sample type, three values a sample, the state labels.
+  gz = dir + "/off_cpu.pb.gz";
+  ASSERT_TRUE(WriteProfile(MakeOffCpuProfile(), gz));
+  cmd = "gunzip -c " + gz + " | protoc --decode perftools.profiles.Profile --proto_path=" +
+        std::string(STACKSYM_SOURCE_DIR) + "/src/output profile.proto > " + decoded + " 2>" + dir +
+        "/protoc.err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << testing::ReadFileOrDie(dir + "/protoc.err");
+  text = testing::ReadFileOrDie(decoded);
+  EXPECT_NE(text.find("string_table: \"off_cpu\""), std::string::npos) << text;
+  EXPECT_NE(text.find("string_table: \"thread_state\""), std::string::npos);
+  EXPECT_NE(text.find("string_table: \"uninterruptible\""), std::string::npos);
+  EXPECT_NE(text.find("  value: 0\n  value: 0\n  value: 2000000000\n"), std::string::npos);
+  EXPECT_NE(text.find("  value: 60\n  value: 600000000\n  value: 0\n"), std::string::npos);
+  size_t types = 0;
+  for (size_t pos = 0; (pos = text.find("sample_type {", pos)) != std::string::npos; ++pos) {
+    ++types;
+  }
+  EXPECT_EQ(types, 3u);
 }
 
 TEST(PprofTest, NamesThatAreNotUtf8AreRepaired) {

@@ -99,5 +99,95 @@ TEST(ReportTest, TextReports) {
   EXPECT_EQ(table.find("] main"), std::string::npos) << table;
 }
 
+// With off-CPU time, self and total are in the chosen type (wall by default), and every stat
+// keeps its CPU samples and off-CPU time apart.
+TEST(ReportTest, OffCpuTimeInTopFunctions) {
+  Profile p = testing::MakeOffCpuProfile();
+  std::vector<FunctionStat> wall = TopFunctions(p);
+  ASSERT_GE(wall.size(), 5u);
+  EXPECT_EQ(wall[0].name, "schedule");  // only off CPU, 2 s
+  EXPECT_EQ(wall[0].self, 2'000'000'000u);
+  EXPECT_EQ(wall[0].self_samples, 0u);
+  EXPECT_EQ(wall[0].self_off_cpu_ns, 2'000'000'000u);
+  EXPECT_EQ(wall[1].name, "ns::hot_leaf(int)");  // 800 ms on CPU, 100 ms preempted
+  EXPECT_EQ(wall[1].self, 900'000'000u);
+  EXPECT_EQ(wall[1].self_samples, 80u);
+  EXPECT_EQ(wall[1].self_off_cpu_ns, 100'000'000u);
+  EXPECT_EQ(wall[2].name, "inline_helper");  // the uninterruptible stack's leaf
+  EXPECT_EQ(wall[2].self, 500'000'000u);
+  const FunctionStat* main_fn = Find(wall, "main");
+  ASSERT_NE(main_fn, nullptr);
+  EXPECT_EQ(main_fn->total, 3'550'000'000u);
+  EXPECT_EQ(main_fn->total_samples, 95u);
+  EXPECT_EQ(main_fn->total_off_cpu_ns, 2'600'000'000u);
+
+  std::vector<FunctionStat> cpu = TopFunctions(p, {}, SampleType::kCpu);
+  EXPECT_EQ(cpu[0].name, "ns::hot_leaf(int)");
+  EXPECT_EQ(cpu[0].self, 800'000'000u);
+  const FunctionStat* schedule = Find(cpu, "schedule");
+  ASSERT_NE(schedule, nullptr);
+  EXPECT_EQ(schedule->total, 0u);
+  EXPECT_EQ(schedule->total_off_cpu_ns, 2'000'000'000u);
+  // The state filter, as every output applies it.
+  ProfileFilter waits;
+  waits.states = {ThreadState::kUninterruptible, ThreadState::kPreempted};
+  std::vector<FunctionStat> waiting = TopFunctions(p, waits);
+  EXPECT_EQ(waiting[0].name, "inline_helper");
+  EXPECT_EQ(waiting[0].self, 500'000'000u);
+  EXPECT_EQ(Find(waiting, "schedule"), nullptr);
+}
+
+TEST(ReportTest, OffCpuColumns) {
+  Profile p = testing::MakeOffCpuProfile();
+  std::string summary = FormatReport(p);
+  EXPECT_NE(summary.find("100 samples in 7 distinct stacks over 3.000 s (sampling every 10.000 "
+                         "ms); 2.600 s off CPU; 2 samples lost\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("By thread name (wall time):\n   59.72%  2150.000 ms  worker\n"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(
+      summary.find("Top functions by self wall time:\n"
+                   "      Self      CPU ms  Off-CPU ms     Wall ms  Function\n"
+                   "    55.56%       0.000    2000.000    2000.000  schedule [k]  "
+                   "([kernel.kallsyms])\n"
+                   "    25.00%     800.000     100.000     900.000  ns::hot_leaf(int)  (app)\n"),
+      std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("Top functions by total wall time (self + callees):\n"
+                         "     Total      CPU ms  Off-CPU ms     Wall ms  Function\n"
+                         "    98.61%     950.000    2600.000    3550.000  main  (app)\n"),
+            std::string::npos)
+      << summary;
+
+  ReportOptions stdio;
+  stdio.stdio_table = true;
+  stdio.sample_type = SampleType::kOffCpu;
+  std::string table = FormatReport(p, stdio);
+  EXPECT_NE(table.find("# Samples: 100  distinct stacks: 7  duration: 3.000 s  lost: 2  event: "
+                       "cpu-clock  off-CPU: 2.600 s  shown: off-CPU time\n#\n"
+                       "#    Self    Total       CPU ms   Off-CPU ms      Wall ms  Shared Object "
+                       "        Symbol\n"
+                       "# .......  .......  ...........  ...........  ...........  "
+                       "....................  ......\n"
+                       "   76.92%   76.92%        0.000     2000.000     2000.000  "
+                       "[kernel.kallsyms]     [k] schedule\n"),
+            std::string::npos)
+      << table;
+  // Off CPU, on-CPU-only functions have no self: --no-children leaves them out.
+  EXPECT_EQ(table.find("0x7f0000001234"), std::string::npos) << table;
+  // The samples of an off-CPU profile: the count, then the times.
+  stdio.sample_type = SampleType::kSamples;
+  table = FormatReport(p, stdio);
+  EXPECT_NE(table.find("#    Self    Total      Samples       CPU ms   Off-CPU ms      Wall ms"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("   80.00%   80.00%           80      800.000      100.000      900.000  "
+                       "app                   [.] ns::hot_leaf(int)\n"),
+            std::string::npos)
+      << table;
+}
+
 }  // namespace
 }  // namespace stacksym

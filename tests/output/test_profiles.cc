@@ -71,6 +71,24 @@ Profile MakeSampleProfile() {
   return p;
 }
 
+Profile MakeOffCpuProfile() {
+  Profile p = MakeSampleProfile();
+  p.period_ns = 10'000'000;
+  // Frame indices follow MakeNormalizedOnlyProfile's interning order.
+  const uint32_t f_main = 0, f_work = 1, f_leaf = 2, f_lib = 3, f_ksys = 4, f_kentry = 5;
+  const uint32_t kernel = 2;
+  uint32_t f_schedule = p.InternFrame({FrameKind::kKernel, kernel, 0xffffffff81000300});
+  p.symbols.resize(p.frames.size());
+  p.symbols[f_schedule] =
+      FrameSymbols{std::nullopt, {Line("schedule", "schedule", "", 0, 0, false)}};
+  p.AddOffCpu(
+      {100, 102, "worker", {f_schedule, f_ksys, f_kentry, f_lib, f_main}, ThreadState::kSleeping},
+      2'000'000'000);
+  p.AddOffCpu({100, 101, "app", {f_work, f_main}, ThreadState::kUninterruptible}, 500'000'000);
+  p.AddOffCpu({100, 100, "app", {f_leaf, f_work, f_main}, ThreadState::kPreempted}, 100'000'000);
+  return p;
+}
+
 std::string DeepFolded(uint64_t tower_samples) {
   const std::string base = "python3;_start;main;run;";
   std::string text = base + "compute 6050\n" + base + "compute;helper 400\n" + base +

@@ -17,6 +17,14 @@ Profile MakeSampleProfile();
 // The folded text MakeSampleProfile() must produce.
 extern const char kSampleFolded[];
 
+// MakeSampleProfile() recorded with off-CPU time, at 100 Hz (period 10 ms): CPU time 1 s
+// (hot_leaf 800 ms, worker 150 ms, other 50 ms) and 2.6 s off CPU:
+//   worker (tid 102) sleeping, its CPU stack → schedule [k]: 2 s (schedule: only off CPU)
+//   app    (tid 101) uninterruptible: main → work          500 ms
+//   app    (tid 100) preempted: main → work → ... → hot_leaf 100 ms
+// Wall time is 3.6 s.
+Profile MakeOffCpuProfile();
+
 // The same stacks with no symbols at all (what `record` writes before symbolization).
 Profile MakeNormalizedOnlyProfile();
 
