@@ -117,6 +117,12 @@ void PrintOffCpu(const OffCpuCounts& c, double sample) {
                u(c.intervals), sec(c.ns), u(c.recorded), sec(c.recorded_ns), u(c.filtered),
                sec(c.filtered_ns), u(c.sampled_out), sec(c.sampled_out_ns), u(c.dropped),
                sec(c.dropped_ns));
+  if (c.summed + c.unsummed > 0) {
+    std::fprintf(stderr,
+                 "  off-CPU: %llu of the recorded added up by stack in the kernel (%.3f s), %llu "
+                 "sent one by one for want of room or on a fingerprint collision\n",
+                 u(c.summed), sec(c.summed_ns), u(c.unsummed));
+  }
   if (sample < 1) {
     std::fprintf(stderr,
                  "  off-CPU values scaled by %.4g (--off-cpu-sample %.4g: each interval kept "
@@ -257,8 +263,8 @@ struct OutputChoice {
 };
 
 // The output flags, checked before anything is recorded: a choice the recording cannot show
-// is said at once (and checked again against the profile by WriteOutput). Nothing records
-// off-CPU time yet: issue 31's --off-cpu will set the expected profile's off_cpu_recorded.
+// is said at once (and checked again against the profile by WriteOutput). With --off-cpu the
+// profile will hold off-CPU time (off_cpu, wall and the states are choices; wall the default).
 Result<OutputChoice> ParseOutputChoice(const Options& o) {
   OutputChoice out;
   Result<SampleTypeCliOptions::Choice> choice = o.sample_type.Parse();
@@ -266,6 +272,7 @@ Result<OutputChoice> ParseOutputChoice(const Options& o) {
   out.sample_type = choice->type;
   out.filter.states = choice->states;
   Profile expected;
+  expected.off_cpu_recorded = o.record.off_cpu;
   if (Result<SampleType> type = ChooseSampleType(expected, out.sample_type, out.filter); !type) {
     return std::move(type).error();
   }

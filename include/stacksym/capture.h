@@ -139,6 +139,10 @@ struct OffCpuCounts {
   uint64_t recorded = 0, recorded_ns = 0;        // sent with their stacks
   uint64_t dropped = 0, dropped_ns = 0;          // lost on the way (ring buffer full)
   uint64_t untracked = 0;  // switch-outs that found no room to note their start: no interval
+  // Of the recorded: intervals added up in the kernel by stack (not sent one by one), and
+  // those that could have been but were sent one by one (no room, or a fingerprint collision).
+  uint64_t summed = 0, summed_ns = 0;
+  uint64_t unsummed = 0;
 };
 
 // Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are

@@ -233,10 +233,10 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
 }
 
 // Sampled intervals stand for 1/p as many: their time is scaled so that totals stay right.
-void SampleAggregator::AddOffCpu(const ProfileStack& stack, uint64_t ns) {
+void SampleAggregator::AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals) {
   profile_.AddOffCpu(stack,
                      static_cast<uint64_t>(std::llround(static_cast<double>(ns) * off_cpu_scale_)));
-  ++counters_.off_cpu;
+  counters_.off_cpu += intervals;
   counters_.off_cpu_ns += ns;
 }
 
@@ -247,7 +247,7 @@ void SampleAggregator::CloseOffCpu(const RawSample& s) {
     if (s.off_cpu == OffCpuPart::kClose) ++counters_.off_cpu_unmatched;
     return;
   }
-  if (s.off_cpu == OffCpuPart::kClose) AddOffCpu(it->second.stack, s.off_cpu_ns);
+  if (s.off_cpu == OffCpuPart::kClose) AddOffCpu(it->second.stack, s.off_cpu_ns, 1);
   open_off_cpu_.erase(it);
 }
 
@@ -299,7 +299,7 @@ void SampleAggregator::Add(const RawSample& s) {
     AppendUserFrames(s, user_ips, &stack_.frames);
   }
   if (s.off_cpu == OffCpuPart::kInterval) {
-    AddOffCpu(stack_, s.off_cpu_ns);
+    AddOffCpu(stack_, s.off_cpu_ns, s.count);  // a sum of count intervals
     return;
   }
   if (s.off_cpu == OffCpuPart::kOpen) {

@@ -67,7 +67,7 @@ class SampleAggregator {
                         std::vector<uint32_t>* frames);
   std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const Module& module);
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
-  void AddOffCpu(const ProfileStack& stack, uint64_t ns);
+  void AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals);
   void CloseOffCpu(const RawSample& s);
 
   Profile profile_;

@@ -54,6 +54,7 @@ class BpfUnwindLoader {
   // pid exec'd (the program already deleted its mappings): its old tables are free to evict
   // and its next sample loads the new image at once.
   void Forget(uint32_t pid);
+  bool Loaded(uint32_t pid) const { return loaded_.count(pid) != 0; }
   // Forgets processes that are gone (pids get reused); at most once a second.
   void Sweep();
   void AddCounters(SourceCounters* c) const;

@@ -92,7 +92,7 @@ TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
   struct Wait {
     std::vector<std::string> chain;
     std::string kernel;
-    uint64_t under_chain = 0, anywhere = 0;
+    uint64_t under_chain = 0, with_reason = 0, anywhere = 0;
   };
   std::map<std::string, Wait> waits = {
       {"sleep_here",
@@ -112,29 +112,130 @@ TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
     for (auto& [name, w] : waits) {
       if (std::find(s.named.user.begin(), s.named.user.end(), name) == s.named.user.end()) continue;
       w.anywhere += s.ns;
-      bool why = std::any_of(s.named.kernel.begin(), s.named.kernel.end(),
-                             [&](const auto& f) { return f.find(w.kernel) != std::string::npos; });
-      if (HasChain(s.named.user, w.chain) && why) {
-        w.under_chain += s.ns;
-      } else {
+      if (!HasChain(s.named.user, w.chain)) {
         std::printf("  %s elsewhere: %s\n", name.c_str(), Describe(s.named).c_str());
+        continue;
+      }
+      w.under_chain += s.ns;
+      // Preempted on the way back to user space, the kernel stack no longer says why.
+      if (std::any_of(s.named.kernel.begin(), s.named.kernel.end(),
+                      [&](const auto& f) { return f.find(w.kernel) != std::string::npos; })) {
+        w.with_reason += s.ns;
       }
     }
   }
   for (const auto& [name, w] : waits) {
     double own_s = static_cast<double>(own[name]) * 1e-9;
     double rec_s = static_cast<double>(w.under_chain) * 1e-9;
-    std::printf("%s: measured by the program %.4f s, recorded under its chain %.4f s (%+.2f %%)\n",
-                name.c_str(), own_s, rec_s, own_s > 0 ? (rec_s / own_s - 1) * 100 : 0.0);
+    std::printf(
+        "%s: measured by the program %.4f s, recorded under its chain %.4f s (%+.2f %%), "
+        "%.4f s of it in %s\n",
+        name.c_str(), own_s, rec_s, own_s > 0 ? (rec_s / own_s - 1) * 100 : 0.0,
+        static_cast<double>(w.with_reason) * 1e-9, w.kernel.c_str());
     ASSERT_GT(own[name], 100'000'000u) << name << ": the fixture waited too little to judge";
     EXPECT_LE(std::fabs(rec_s - own_s), 0.05 * own_s) << name;
     EXPECT_GE(w.under_chain * 100, w.anywhere * 99) << name << ": stacks without the full chain";
+    EXPECT_GE(w.with_reason * 10, w.under_chain * 8)
+        << name << ": kernel stacks without " << w.kernel;
   }
   // The spinner never blocks; it may be preempted on a busy machine (said, not judged).
   std::printf("spinner (tid %u): %.4f s waiting, %.4f s preempted\n", spinner,
               static_cast<double>(spinner_waiting) * 1e-9,
               static_cast<double>(spinner_preempted) * 1e-9);
   EXPECT_LE(spinner_waiting, 20'000'000u) << "the spinning thread waited";
+}
+
+uint64_t TotalOffCpu(const Profile& p) {
+  uint64_t total = 0;
+  for (uint64_t ns : p.off_cpu_ns) total += ns;
+  return total;
+}
+
+// Threads bouncing a byte through pipes switch about 100k times a second: every interval is
+// in the profile or in a counter, and the kernel adds them up by stack.
+TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
+  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "2", "pingpong"}));
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  const OffCpuCounts& c = rec->stats().off_cpu;
+  ASSERT_GT(c.intervals, 20000u) << "too few switches to judge";
+  EXPECT_EQ(c.filtered + c.sampled_out, 0u);
+  EXPECT_EQ(TotalOffCpu(rec->profile()), c.recorded_ns);
+  // Nearly all are added up in the kernel: only a process's first intervals, before its tables
+  // are loaded, travel as stack copies.
+  std::printf("summed in the kernel: %llu of %llu recorded; %llu could not be\n",
+              static_cast<unsigned long long>(c.summed),
+              static_cast<unsigned long long>(c.recorded),
+              static_cast<unsigned long long>(c.unsummed));
+  EXPECT_GE(c.summed * 10, c.recorded * 9);
+  EXPECT_EQ(c.unsummed, 0u);
+  // Both threads, sleeping in a pipe read under the bouncing loop (main calls run_pingpong as
+  // its tail call: its frame is gone).
+  Symbolize(*rec);
+  uint64_t main_read = 0, peer_read = 0;
+  for (const OffCpuStack& s : OffCpuStacks(rec->profile())) {
+    if (s.state != ThreadState::kSleeping) continue;
+    if (HasChain(s.named.user, {"run_pingpong", "__libc_start_call_main"})) main_read += s.ns;
+    if (HasChain(s.named.user, {"bounce_back", "start_thread"})) peer_read += s.ns;
+  }
+  if (main_read == 0 || peer_read == 0) {
+    for (const OffCpuStack& s : OffCpuStacks(rec->profile())) {
+      std::printf("  %s %s\n", ThreadStateName(s.state), Describe(s.named).c_str());
+    }
+  }
+  EXPECT_GT(main_read, c.ns / 10);
+  EXPECT_GT(peer_read, c.ns / 10);
+}
+
+// --off-cpu-sample P keeps each interval with probability P and counts it 1/P times. At
+// real-time priority no thread of the workload waits long (preempted by other work), so that
+// no single interval weighs much in the estimate.
+TEST(OffCpuRecordTest, SampledTotalsScale) {
+  RecordOptions o = OffCpu({kApp, "2", "pingpong", "rt"});
+  o.off_cpu_sample = 0.25;
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  const OffCpuCounts& c = rec->stats().off_cpu;
+  ASSERT_GT(c.intervals, 20000u) << "too few switches to judge";
+  double kept = static_cast<double>(c.intervals - c.sampled_out) / static_cast<double>(c.intervals);
+  double exact = static_cast<double>(c.ns - c.filtered_ns);
+  double estimate = static_cast<double>(TotalOffCpu(rec->profile()));
+  std::printf("kept %.4f of the intervals; off CPU %.4f s, estimated %.4f s (%+.2f %%)\n", kept,
+              exact * 1e-9, estimate * 1e-9, (estimate / exact - 1) * 100);
+  // Each stack's time is its kept time times 1/P (rounded once per sum).
+  EXPECT_NEAR(estimate, static_cast<double>(c.recorded_ns) / o.off_cpu_sample,
+              static_cast<double>(rec->profile().stacks.size() + c.recorded));
+  EXPECT_NEAR(kept, o.off_cpu_sample, 0.02);
+  EXPECT_NEAR(estimate, exact, 0.05 * exact);
+}
+
+// --off-cpu-min-us: shorter intervals are counted, not stacked.
+TEST(OffCpuRecordTest, ShortIntervalsCountedNotStacked) {
+  RecordOptions o = OffCpu({kApp, "1", "pingpong"});
+  o.off_cpu_min_ns = 1'000'000;
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  const OffCpuCounts& c = rec->stats().off_cpu;
+  EXPECT_GT(c.filtered, c.intervals / 2);
+  EXPECT_GE(c.recorded_ns, c.recorded * o.off_cpu_min_ns);  // each one at least 1 ms
+  EXPECT_EQ(TotalOffCpu(rec->profile()), c.recorded_ns);
+}
+
+TEST(OffCpuRecordTest, PerfBackendRefusesOffCpu) {
+  RecordOptions o = OffCpu({"true"});
+  o.backend = CaptureBackend::kPerf;
+  auto rec = Recorder::Create(o);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_EQ(rec.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(rec.error().message.find("--off-cpu needs the BPF backend"), std::string::npos)
+      << rec.error().message;
+  o.backend = CaptureBackend::kAuto;
+  o.off_cpu_sample = 0;
+  rec = Recorder::Create(o);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.error().message.find("--off-cpu-sample"), std::string::npos);
 }
 
 }  // namespace

@@ -123,6 +123,28 @@ struct {
   __type(value, struct stacksym_off_cpu_task);
 } off_cpu_tasks SEC(".maps");
 
+// --off-cpu: two maps of sums (user space sets their size) and the control map that says which
+// one the program adds to.
+struct off_cpu_sums_map {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, struct stacksym_off_cpu_key);
+  __type(value, struct stacksym_off_cpu_sum);
+} off_cpu_sums0 SEC(".maps"), off_cpu_sums1 SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __array(values, struct off_cpu_sums_map);
+} off_cpu_sums SEC(".maps") = {.values = {&off_cpu_sums0, &off_cpu_sums1}};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_off_cpu_control);
+} off_cpu_control SEC(".maps");
+
 // Header, kernel stack, then either the user IPs or the user registers + stack copy (or, with
 // bpf_unwind_verify, the unwound IPs and then the registers + copy). The
 // copy is written in page-sized pieces at offsets below STACKSYM_STACK_COPY_ROOM, so a
@@ -786,6 +808,37 @@ static __always_inline struct stacksym_off_cpu_task* task_entry(__u32 tid,
   return bpf_map_lookup_elem(&off_cpu_tasks, &tid);
 }
 
+// The current task's stacks, taken as it leaves the CPU: kept in its entry (stacks of IPs) or
+// sent at once (stack copies); the kind of the entry says which.
+static __always_inline void keep_stacks(void* ctx, struct stacksym_off_cpu_task* t, __u32 slot,
+                                        struct scratch_buf* buf, struct stacksym_counters* cnt,
+                                        __u32 tgid, __u32 tid, __u32 state) {
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid,
+                           STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
+                           off_cpu_kernel_skip);
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  // Stacks of IPs wait in the entry. Those unwound here (or none) may be added up in the
+  // kernel; frame-pointer chains not: exec may replace the image before a sum of them is read,
+  // while a process whose stacks are unwound here has its tables deleted at exec, so that its
+  // next ones are stack copies, in order with the exec in the ring buffer.
+  if (len <= STACKSYM_OFF_CPU_RECORD_ROOM && !(s->flags & STACKSYM_SAMPLE_STACK_COPY)) {
+    s->time_ns = 0;  // fingerprinted and compared without them
+    s->cpu = 0;
+    bpf_probe_read_kernel(t->record, len, s);
+    t->len = len;
+    t->summable = (s->flags & STACKSYM_SAMPLE_BPF_UNWOUND) || s->ustack_bytes == 0;
+    t->kind = STACKSYM_OFF_CPU_STORED;
+    return;
+  }
+  s->flags = (s->flags & ~STACKSYM_SAMPLE_OFF_CPU) | STACKSYM_SAMPLE_OFF_CPU_OPEN;
+  t->opened_ns = s->time_ns;
+  if (len == 0 || len > SCRATCH_SIZE || output_record(s, len, cnt) != 0) {
+    t->kind = STACKSYM_OFF_CPU_OPEN_LOST;
+  } else {
+    t->kind = STACKSYM_OFF_CPU_OPENED;
+  }
+}
+
 // prev (still the current task) leaves the CPU: a target's stacks are taken now, while its
 // user memory is readable, and kept in its entry until it runs again, or sent at once when they
 // do not fit (stack copies).
@@ -807,30 +860,88 @@ static __always_inline void note_switch_out(void* ctx, bool preempt, __u64 prev_
     cnt->off_cpu_untracked++;
     return;
   }
+  // Off CPU from the moment the switch begins, whether the stacks are taken or not: taking
+  // them delays the switch while the task's waker goes on, so that, measured from after them,
+  // a kept interval would be shorter than a sampled-out one by about that time (the estimate
+  // of --off-cpu-sample 0.25 fell 18 % short on the pipe ping-pong).
+  __u64 start = bpf_ktime_get_ns();
   __u32 state = off_cpu_state(preempt, prev_state);
   t->state = state;
   if (off_cpu_keep != 0 && bpf_get_prandom_u32() >= off_cpu_keep) {
     t->kind = STACKSYM_OFF_CPU_SAMPLED_OUT;
-    t->start_ns = bpf_ktime_get_ns();
-    return;
-  }
-  __u64 len = build_record(ctx, cnt, slot, tgid, tid,
-                           STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
-                           off_cpu_kernel_skip);
-  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
-  t->start_ns = s->time_ns;
-  if (len <= STACKSYM_OFF_CPU_RECORD_ROOM && !(s->flags & STACKSYM_SAMPLE_STACK_COPY)) {
-    bpf_probe_read_kernel(t->record, len, s);
-    t->len = len;
-    t->kind = STACKSYM_OFF_CPU_STORED;
-    return;
-  }
-  s->flags = (s->flags & ~STACKSYM_SAMPLE_OFF_CPU) | STACKSYM_SAMPLE_OFF_CPU_OPEN;
-  if (len == 0 || len > SCRATCH_SIZE || output_record(s, len, cnt) != 0) {
-    t->kind = STACKSYM_OFF_CPU_OPEN_LOST;
   } else {
-    t->kind = STACKSYM_OFF_CPU_OPENED;
+    keep_stacks(ctx, t, slot, buf, cnt, tgid, tid, state);
   }
+  t->start_ns = start;
+}
+
+#define RECORD_WORDS (STACKSYM_OFF_CPU_RECORD_ROOM / 8)
+
+// A fingerprint of the entry's record (its time_ns and cpu are 0). Global: verified once.
+__noinline __u64 record_fingerprint(const struct stacksym_off_cpu_task* t) {
+  if (!t) return 0;
+  const __u64* w = (const __u64*)t->record;
+  __u32 n = t->len / 8;
+  __u64 h = 0x9e3779b97f4a7c15ull ^ t->len;
+  for (__u32 i = 0; i < RECORD_WORDS; ++i) {
+    if (i >= n) break;
+    h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// Whether the sum holds the same record as the entry, word for word. Global: verified once.
+__noinline int same_record(const struct stacksym_off_cpu_task* t,
+                           const struct stacksym_off_cpu_sum* v) {
+  if (!t || !v || t->len != v->len) return 0;
+  const __u64* a = (const __u64*)t->record;
+  const __u64* b = (const __u64*)v->record;
+  __u32 n = t->len / 8;
+  for (__u32 i = 0; i < RECORD_WORDS; ++i) {
+    if (i >= n) break;
+    if (a[i] != b[i]) return 0;
+  }
+  return 1;
+}
+
+// Adds the interval to its record's sum in the active map; false when it has to be sent one by
+// one (the map is full, or another record has the fingerprint).
+static __always_inline bool add_to_sum(struct stacksym_off_cpu_task* t, __u64 off_ns,
+                                       struct stacksym_counters* cnt) {
+  __u32 zero = 0;
+  struct stacksym_off_cpu_control* ctl = bpf_map_lookup_elem(&off_cpu_control, &zero);
+  if (!ctl) return false;
+  __u32 active = ctl->active & 1;
+  void* sums = bpf_map_lookup_elem(&off_cpu_sums, &active);
+  __u32 slot = off_cpu_slot_base + bpf_get_smp_processor_id();
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!sums || !buf) return false;
+  struct stacksym_sample* h = (struct stacksym_sample*)t->record;
+  struct stacksym_off_cpu_key key = {
+      .fingerprint = record_fingerprint(t), .tgid = h->pid, .tid = h->tid};
+  struct stacksym_off_cpu_sum* v = bpf_map_lookup_elem(sums, &key);
+  if (!v) {
+    // A new sum, built in the (now idle) scratch buffer of this CPU's switches.
+    struct stacksym_off_cpu_sum* fresh = (struct stacksym_off_cpu_sum*)buf->data;
+    fresh->ns = off_ns;
+    fresh->count = 1;
+    fresh->len = t->len;
+    bpf_probe_read_kernel(fresh->record, sizeof(fresh->record), t->record);
+    if (bpf_map_update_elem(sums, &key, fresh, BPF_NOEXIST) == 0) return true;
+    v = bpf_map_lookup_elem(sums, &key);  // another CPU added it meanwhile, or the map is full
+    if (!v) {
+      cnt->off_cpu_unsummed++;
+      return false;
+    }
+  }
+  if (!same_record(t, v)) {
+    cnt->off_cpu_unsummed++;
+    return false;
+  }
+  __sync_fetch_and_add(&v->ns, off_ns);
+  __sync_fetch_and_add(&v->count, 1);
+  return true;
 }
 
 // The end of an interval whose stacks were sent at its start.
@@ -869,18 +980,24 @@ static __always_inline void close_switch_in(struct task_struct* next) {
   if (off_ns < off_cpu_min_ns) {
     cnt->off_cpu_filtered++;
     cnt->off_cpu_filtered_ns += off_ns;
-    if (kind == STACKSYM_OFF_CPU_OPENED) send_close(next, tid, start, off_ns, true, cnt);
+    if (kind == STACKSYM_OFF_CPU_OPENED) send_close(next, tid, t->opened_ns, off_ns, true, cnt);
     return;
   }
   long err = -1;
-  if (kind == STACKSYM_OFF_CPU_STORED) {
+  if (kind == STACKSYM_OFF_CPU_STORED && t->summable && add_to_sum(t, off_ns, cnt)) {
+    cnt->off_cpu_summed++;
+    cnt->off_cpu_summed_ns += off_ns;
+    err = 0;
+  } else if (kind == STACKSYM_OFF_CPU_STORED) {
     struct stacksym_sample* s = (struct stacksym_sample*)t->record;
     s->time_ns = now;
     s->off_cpu_ns = off_ns;
     __u64 len = t->len;
     if (len <= STACKSYM_OFF_CPU_RECORD_ROOM) err = output_record(t->record, len, cnt);
+    s->time_ns = 0;  // the stored record stays fit for a fingerprint
+    s->off_cpu_ns = 0;
   } else if (kind == STACKSYM_OFF_CPU_OPENED) {
-    err = send_close(next, tid, start, off_ns, false, cnt);
+    err = send_close(next, tid, t->opened_ns, off_ns, false, cnt);
   }
   if (err != 0) {
     cnt->off_cpu_lost++;

@@ -75,12 +75,34 @@ struct stacksym_sample {
 #define STACKSYM_OFF_CPU_RECORD_ROOM \
   (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_UIPS_ROOM)
 struct stacksym_off_cpu_task {
-  __u64 start_ns;  // 0: no open interval
-  __u32 state;     // STACKSYM_STATE_*
-  __u32 kind;      // STACKSYM_OFF_CPU_*
-  __u32 len;       // bytes in record
+  __u64 start_ns;   // 0: no open interval
+  __u64 opened_ns;  // STACKSYM_OFF_CPU_OPENED: the time_ns its records share
+  __u32 state;      // STACKSYM_STATE_*
+  __u32 kind;       // STACKSYM_OFF_CPU_*
+  __u32 len;        // bytes in record
+  __u32 summable;   // the record may be added up in a sums map (see below)
+  __u8 record[STACKSYM_OFF_CPU_RECORD_ROOM];
+};
+
+// --off-cpu: intervals whose user stack was unwound in BPF (or that have none) are added up in
+// the kernel, in the hash map that the control map's `active` names (user space drains the
+// other), keyed by a fingerprint of the record with the record itself in the value: a record
+// whose fingerprint another record holds is compared whole, and sent through the ring buffer
+// when it differs, as when the map is full. The record's time_ns and cpu are 0 there.
+struct stacksym_off_cpu_key {
+  __u64 fingerprint;
+  __u32 tgid;
+  __u32 tid;
+};
+struct stacksym_off_cpu_sum {
+  __u64 ns;
+  __u64 count;
+  __u32 len;
   __u32 pad;
   __u8 record[STACKSYM_OFF_CPU_RECORD_ROOM];
+};
+struct stacksym_off_cpu_control {
+  __u32 active;  // 0 or 1: the sums map the program adds to
 };
 
 // Why a BPF walk ended; same values as stacksym::UnwindEnd.
@@ -175,6 +197,9 @@ struct stacksym_counters {
   __u64 off_cpu_lost;
   __u64 off_cpu_lost_ns;
   __u64 off_cpu_untracked;  // switch-outs with no room for the task's entry: no interval
+  __u64 off_cpu_summed;     // of the sent ones: added up in a sums map, not sent one by one
+  __u64 off_cpu_summed_ns;
+  __u64 off_cpu_unsummed;  // summable, but sent one by one: sums map full, or a collision
 };
 
 // Key of the stackmap backend's in-kernel aggregation.
