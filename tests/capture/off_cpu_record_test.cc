@@ -12,11 +12,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "record_test_util.h"
 #include "stacksym/capture.h"
+#include "stacksym/output.h"
 #include "stacksym/profile.h"
 
 namespace stacksym {
@@ -221,6 +223,148 @@ TEST(OffCpuRecordTest, ShortIntervalsCountedNotStacked) {
   EXPECT_GT(c.filtered, c.intervals / 2);
   EXPECT_GE(c.recorded_ns, c.recorded * o.off_cpu_min_ns);  // each one at least 1 ms
   EXPECT_EQ(TotalOffCpu(rec->profile()), c.recorded_ns);
+}
+
+// The command's output and exit status (stderr with it).
+struct Cli {
+  int status;
+  std::string out;
+};
+Cli Stacksym(const std::string& args) {
+  std::string cmd = std::string(STACKSYM_BINARY_DIR) + "/stacksym " + args + " 2>&1";
+  Cli r{-1, ""};
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
+  r.status = pclose(pipe);
+  return r;
+}
+
+// The sum of a folded text's values, and its lines that end in an off-CPU state frame.
+struct FoldedSum {
+  uint64_t total = 0;
+  size_t lines = 0, state_lines = 0;
+};
+FoldedSum SumFolded(const std::string& text, const std::string& state_frame = "[off-cpu: ") {
+  FoldedSum f;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    f.total += std::stoull(line.substr(space + 1));
+    ++f.lines;
+    if (line.rfind(state_frame, space) != std::string::npos) ++f.state_lines;
+  }
+  return f;
+}
+
+// Through the command line: `record --off-cpu` writes a pprof file with the three sample
+// types; convert gives each type (and wall by default), the state filter, pprof again, and
+// report reads it. A folded recording defaults to wall time, in nanoseconds.
+TEST(OffCpuRecordTest, CliPprofRoundTripsEveryType) {
+  {
+    CREATE_RECORDER_OR_SKIP(probe, OffCpu({"true"}));  // said here, not as a failed command
+  }
+  namespace fs = std::filesystem;
+  const std::string dir =
+      std::string(STACKSYM_BINARY_DIR) + "/off_cpu_cli_" + std::to_string(getpid());
+  fs::create_directories(dir);
+  const std::string pb = dir + "/rec.pb.gz";
+  Cli rec = Stacksym("record -q --off-cpu -F 199 -o " + pb + " -- " + kApp + " 1 blocking " + dir +
+                     "/own.txt");
+  ASSERT_EQ(rec.status, 0) << rec.out;
+  Result<Profile> p = ReadProfile(pb);
+  ASSERT_TRUE(p) << p.error().ToString();
+  EXPECT_TRUE(p->off_cpu_recorded);
+  ASSERT_GT(p->Total(SampleType::kSamples), 50u) << "the spinner's CPU samples";
+  ASSERT_GT(p->Total(SampleType::kOffCpu), 1'000'000'000u) << "five threads waiting for 1 s";
+
+  if (std::system("command -v protoc >/dev/null 2>&1") == 0) {
+    std::string decoded = dir + "/decoded.txt";
+    ASSERT_EQ(
+        std::system(("gunzip -c " + pb +
+                     " | protoc --decode perftools.profiles.Profile --proto_path=" +
+                     std::string(STACKSYM_SOURCE_DIR) + "/src/output profile.proto > " + decoded)
+                        .c_str()),
+        0);
+    std::ifstream in(decoded);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t types = 0;
+    for (size_t pos = 0; (pos = text.find("sample_type {", pos)) != std::string::npos; ++pos) {
+      ++types;
+    }
+    EXPECT_EQ(types, 3u);
+    for (const char* name :
+         {"samples", "count", "cpu", "nanoseconds", "off_cpu", "thread_state", "sleeping"}) {
+      EXPECT_NE(text.find("string_table: \"" + std::string(name) + "\""), std::string::npos)
+          << name;
+    }
+  } else {
+    std::printf("protoc not installed: the sample types are checked through the reader only\n");
+  }
+
+  // Each type's folded total is the profile's; wall is the default.
+  for (SampleType type :
+       {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall}) {
+    Cli folded = Stacksym("convert " + pb + " --to folded --sample-type " +
+                          std::string(SampleTypeName(type)));
+    ASSERT_EQ(folded.status, 0) << folded.out;
+    EXPECT_EQ(SumFolded(folded.out).total, p->Total(type)) << SampleTypeName(type);
+  }
+  Cli wall = Stacksym("convert " + pb + " --to folded");
+  EXPECT_EQ(SumFolded(wall.out).total, p->Total(SampleType::kWall));
+  EXPECT_EQ(p->Total(SampleType::kWall),
+            p->Total(SampleType::kCpu) + p->Total(SampleType::kOffCpu));
+
+  // The state filter: only the sleeping intervals, every line ending in that state.
+  uint64_t sleeping = 0;
+  for (size_t i = 0; i < p->stacks.size(); ++i) {
+    if (p->stacks[i].state == ThreadState::kSleeping) sleeping += p->Value(i, SampleType::kOffCpu);
+  }
+  ASSERT_GT(sleeping, 0u);
+  Cli asleep =
+      Stacksym("convert " + pb + " --to folded --sample-type off_cpu --off-cpu-state sleeping");
+  FoldedSum s = SumFolded(asleep.out, "[off-cpu: sleeping]");
+  EXPECT_EQ(s.total, sleeping);
+  EXPECT_EQ(s.state_lines, s.lines) << asleep.out;
+
+  // pprof to pprof keeps every type.
+  const std::string again = dir + "/again.pb.gz";
+  ASSERT_EQ(Stacksym("convert " + pb + " --to pprof -o " + again).status, 0);
+  Result<Profile> q = ReadProfile(again);
+  ASSERT_TRUE(q);
+  for (SampleType type : {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu}) {
+    EXPECT_EQ(q->Total(type), p->Total(type)) << SampleTypeName(type);
+  }
+
+  // report: the off-CPU column, the waiting functions by off-CPU time.
+  Cli report = Stacksym("report -n 0 --sample-type off_cpu " + pb);
+  ASSERT_EQ(report.status, 0) << report.out;
+  EXPECT_NE(report.out.find("Off-CPU"), std::string::npos) << report.out;
+  for (const char* fn : {"sleep_here", "read_here", "lock_here"}) {
+    EXPECT_NE(report.out.find(fn), std::string::npos) << fn << "\n" << report.out;
+  }
+
+  // Recording straight to folded: wall time in nanoseconds, off-CPU stacks ending in a state.
+  const std::string folded = dir + "/rec.folded";
+  rec = Stacksym("record -q --off-cpu -o " + folded + " -- " + kApp + " 0.3 blocking");
+  ASSERT_EQ(rec.status, 0) << rec.out;
+  std::ifstream in(folded);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FoldedSum w = SumFolded(text);
+  EXPECT_GT(w.total, 1'000'000'000u) << "five threads waiting 0.3 s each, in nanoseconds";
+  EXPECT_GT(w.state_lines, 0u);
+  EXPECT_LT(w.state_lines, w.lines) << "the spinner's CPU stacks are there too";
+  // The off-CPU choices are accepted before recording (they are refused without --off-cpu).
+  Cli chosen = Stacksym("record -q --off-cpu --sample-type off_cpu --off-cpu-state sleeping -o " +
+                        dir + "/true.folded -- true");
+  EXPECT_EQ(chosen.status, 0) << chosen.out;
+  EXPECT_NE(Stacksym("record -q --sample-type off_cpu -o " + dir + "/true.folded -- true").status,
+            0);
+  fs::remove_all(dir);
 }
 
 TEST(OffCpuRecordTest, PerfBackendRefusesOffCpu) {
