@@ -508,7 +508,7 @@ class BpfSource : public SampleSource {
     if (h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) {
       size_t ips = std::min<size_t>(h->unwind_frames, ubytes / 8);
       std::span<const uint64_t> frames{reinterpret_cast<const uint64_t*>(u), ips};
-      if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) loader_.Want(h->pid);
+      if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) loader_.Want(h->pid, true);
       // STACKSYM_END_* are UnwindEnd's values (sample_event.h).
       if (h->unwind_end < static_cast<__u32>(kUnwindEndCount)) {
         s.bpf_unwind_end = static_cast<int>(h->unwind_end);
@@ -527,7 +527,8 @@ class BpfSource : public SampleSource {
       }
     } else if (bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
                !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != awaiting_exec_) {
-      loader_.Want(h->pid);  // its next samples are unwound in the program
+      // Its next samples are unwound in the program.
+      loader_.Want(h->pid, (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) != 0);
     }
     if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
       if (ubytes >= sizeof(stacksym_user_regs)) {

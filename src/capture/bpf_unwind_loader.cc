@@ -62,11 +62,11 @@ void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, in
   table_cache_ = tables ? std::move(tables) : std::make_shared<UnwindTableCache>();
 }
 
-void BpfUnwindLoader::Want(uint32_t pid) {
+void BpfUnwindLoader::Want(uint32_t pid, bool mapping_changed) {
   if (pid == 0 || !space_) return;
   auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
   double now = MonotonicNow();
-  if (!inserted && now - it->second < 0.2) return;
+  if (!inserted && now - it->second < (mapping_changed ? 0.02 : 0.2)) return;
   it->second = now;
   Load(pid);
 }
