@@ -222,6 +222,25 @@ TEST(OffCpuRecordTest, SampledTotalsScale) {
   EXPECT_NEAR(estimate, exact, 0.05 * exact);
 }
 
+// When the ring buffer is full, intervals are lost, and every one is counted: stack copies
+// (--call-graph dwarf: 16 KiB sent at each switch-out, never summed) of the ping-pong into a
+// 64 KiB ring. The profile holds exactly the intervals counted as recorded, none of whose
+// opening or closing record was lost.
+TEST(OffCpuRecordTest, RingFullLossesCounted) {
+  RecordOptions o = OffCpu({kApp, "1", "pingpong"});
+  o.call_graph = CallGraph::kDwarf;
+  o.ringbuf_size = 64 * 1024;
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  const OffCpuCounts& c = rec->stats().off_cpu;
+  ASSERT_GT(c.intervals, 10000u) << "too few switches to judge";
+  EXPECT_GT(c.dropped, 0u) << "a 64 KiB ring kept up with 16 KiB records: nothing was judged";
+  EXPECT_GT(c.recorded, 0u);
+  EXPECT_EQ(c.summed, 0u) << "stack copies are never summed";
+  EXPECT_EQ(TotalOffCpu(rec->profile()), c.recorded_ns);
+}
+
 // --off-cpu-min-us: shorter intervals are counted, not stacked.
 TEST(OffCpuRecordTest, ShortIntervalsCountedNotStacked) {
   RecordOptions o = OffCpu({kApp, "1", "pingpong"});
