@@ -156,16 +156,21 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     std::fprintf(stderr, "  lost per CPU (ring buffer full; raise --ringbuf-size):%s\n",
                  per_cpu.c_str());
   }
-  if (s.backend == CaptureBackend::kBpf && s.samples > 0) {
+  // With --off-cpu most records are off-CPU stacks: a figure per CPU sample would mislead.
+  if (s.backend == CaptureBackend::kBpf && o.record.off_cpu) {
+    std::fprintf(stderr, "  ring buffer: %.1f MiB of CPU samples and off-CPU stacks\n",
+                 static_cast<double>(s.ringbuf_bytes) / (1 << 20));
+  } else if (s.backend == CaptureBackend::kBpf && s.samples > 0) {
     std::fprintf(stderr, "  ring buffer: %.0f bytes per sample\n",
                  static_cast<double>(s.ringbuf_bytes) / static_cast<double>(s.samples));
   }
   if (s.call_graph == CallGraph::kBpf) {
     std::fprintf(stderr,
-                 "  unwinding in BPF (--call-graph bpf): %llu samples unwound in the program "
+                 "  unwinding in BPF (--call-graph bpf): %llu %s unwound in the program "
                  "(%.1f frames each), %llu sent as stack copies (tables not loaded yet); "
                  "%llu walks met an unknown mapping\n",
                  u(s.bpf_unwound),
+                 o.record.off_cpu ? "stacks (CPU samples and off-CPU)" : "samples",
                  s.bpf_unwound
                      ? static_cast<double>(s.bpf_unwind_frames) / static_cast<double>(s.bpf_unwound)
                      : 0.0,
@@ -198,14 +203,16 @@ void PrintSummary(const RecordStats& s, const Options& o) {
   }
   if (s.call_graph == CallGraph::kDwarf || s.call_graph == CallGraph::kBpf) {
     uint64_t complete = s.unwind_ends[static_cast<int>(UnwindEnd::kOutermost)];
-    std::fprintf(
-        stderr,
-        "  unwinding stack copies (%u bytes): %llu stacks, %llu complete, %llu by an "
-        "earlier walk; %.0f stack bytes per sample, %llu copies cut at an unreadable "
-        "page; %llu frames by frame pointers\n",
-        o.record.stack_copy_bytes, u(s.user_stacks_unwound), u(complete), u(s.unwind_cache_hits),
-        s.samples ? static_cast<double>(s.stack_copy_bytes) / static_cast<double>(s.samples) : 0.0,
-        u(s.stack_copy_cut), u(s.unwind_fp_frames));
+    // Per CPU sample, unless off-CPU stacks are copied too: then per copy.
+    double per = static_cast<double>(o.record.off_cpu ? s.user_stacks_unwound : s.samples);
+    std::fprintf(stderr,
+                 "  unwinding stack copies (%u bytes): %llu stacks, %llu complete, %llu by an "
+                 "earlier walk; %.0f stack bytes per %s, %llu copies cut at an unreadable "
+                 "page; %llu frames by frame pointers\n",
+                 o.record.stack_copy_bytes, u(s.user_stacks_unwound), u(complete),
+                 u(s.unwind_cache_hits),
+                 per > 0 ? static_cast<double>(s.stack_copy_bytes) / per : 0.0,
+                 o.record.off_cpu ? "copy" : "sample", u(s.stack_copy_cut), u(s.unwind_fp_frames));
     std::string ends;
     for (int i = 1; i < kUnwindEndCount; ++i) {
       if (s.unwind_ends[i] == 0) continue;

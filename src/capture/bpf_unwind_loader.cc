@@ -66,7 +66,7 @@ void BpfUnwindLoader::Want(uint32_t pid, bool mapping_changed) {
   if (pid == 0 || !space_) return;
   auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
   double now = MonotonicNow();
-  if (!inserted && now - it->second < (mapping_changed ? 0.02 : 0.2)) return;
+  if (!inserted && now - it->second < (mapping_changed ? 0.005 : 0.2)) return;
   it->second = now;
   Load(pid);
 }
