@@ -197,8 +197,12 @@ def main():
     stats_path = "/proc/sys/kernel/bpf_stats_enabled"
     with open(stats_path) as f:
         stats_were = f.read().strip()
-    with open(stats_path, "w") as f:
-        f.write("1")  # run_time_ns and run_cnt of each program (a clock read per run)
+    # run_time_ns and run_cnt of each program (a clock read per run). Turned on here only when
+    # off, and off again after: it also reads 1 while another process holds BPF_ENABLE_STATS,
+    # and writing that 1 back would leave it on after that process ends.
+    if stats_were == "0":
+        with open(stats_path, "w") as f:
+            f.write("1")
     try:
         build_workloads(tmp)
         recorders = [("bare", None, None)]
@@ -252,8 +256,9 @@ def main():
                 print(f"| {workload} | {name} | {ops:.0f} | {loss} | {cpu_text} | {bpf_text} "
                       f"| {share_text} | {lost} |", flush=True)
     finally:
-        with open(stats_path, "w") as f:
-            f.write(stats_were)
+        if stats_were == "0":
+            with open(stats_path, "w") as f:
+                f.write("0")
         shutil.rmtree(tmp, ignore_errors=True)
 
 
