@@ -22,7 +22,7 @@
 
 namespace {
 
-using stacksym::DebugInfoSource;
+using stacksym::dwarf::DebugInfoSource;
 namespace dwarf = stacksym::dwarf;
 using stacksym::ElfFile;
 using stacksym::SourceFrame;
@@ -49,7 +49,7 @@ std::vector<uint64_t> SampleAddresses(const ElfFile& elf, size_t count) {
 
 struct Loaded {
   std::shared_ptr<ElfFile> elf;
-  std::unique_ptr<DebugInfoSource> source;
+  std::unique_ptr<dwarf::DebugInfoSource> source;
   std::vector<uint64_t> addresses;
 };
 
@@ -61,7 +61,7 @@ bool Load(const char* path, bool demangle, Loaded* out, std::string* why) {
   }
   dwarf::DwarfOptions options;
   options.demangle = demangle;
-  auto source = DebugInfoSource::Open(*elf, options);
+  auto source = dwarf::DebugInfoSource::Open(*elf, options);
   if (!source || !*source) {
     *why = std::string("no DWARF for ") + path + " (install its -dbg package)";
     return false;
@@ -116,7 +116,7 @@ void ColdBatch(benchmark::State& state, const char* path) {
     auto elf = ElfFile::Open(path);
     dwarf::DwarfOptions options;
     options.demangle = false;
-    auto source = DebugInfoSource::Open(*elf, options);
+    auto source = dwarf::DebugInfoSource::Open(*elf, options);
     for (uint64_t a : addresses) (*source)->Lookup(a, &frames);
     benchmark::DoNotOptimize(frames.data());
   }
@@ -140,7 +140,7 @@ std::shared_ptr<ElfFile> OpenDecompressed(benchmark::State& state, const char* p
     return nullptr;
   }
   // Decompresses the sections, once, and waits for them (they may stream in the background).
-  auto primed = DebugInfoSource::Open(*debug_file, dwarf::DwarfOptions{});
+  auto primed = dwarf::DebugInfoSource::Open(*debug_file, dwarf::DwarfOptions{});
   if (primed && *primed) (void)(*primed)->units().unit_count();
   return *debug_file;
 }
@@ -155,7 +155,7 @@ void BatchOnDecompressed(benchmark::State& state, const char* path) {
   unsigned threads = static_cast<unsigned>(state.range(0));
   std::vector<std::vector<SourceFrame>> frames(loaded.addresses.size());
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
+    auto source = dwarf::DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
     (*source)->LookupBatch(
         loaded.addresses, [&](size_t i) { return &frames[i]; }, threads);
     benchmark::DoNotOptimize(frames.data());
@@ -174,7 +174,7 @@ void ExportEveryUnit(benchmark::State& state, const char* path) {
   if (!debug_file) return;
   size_t nodes = 0;
   for (auto _ : state) {
-    auto source = DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
+    auto source = dwarf::DebugInfoSource::Open(debug_file, dwarf::DwarfOptions{});
     nodes = 0;
     for (size_t i = 0; i < (*source)->units().unit_count(); ++i) {
       dwarf::UnitTables tables = (*source)->units().ExportUnit(i);

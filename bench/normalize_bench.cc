@@ -170,7 +170,7 @@ void RunNormalize(benchmark::State& state, Child& (*get_child)(), Source source,
                   bool cache_vmas) {
   Child& child = get_child();
   if (child.pid <= 0 || child.addrs.empty()) return state.SkipWithError("child process failed");
-  if (source != Source::kText && !ProcmapQuerySupported()) {
+  if (source != Source::kText && !normalize::ProcmapQuerySupported()) {
     return state.SkipWithError("kernel lacks PROCMAP_QUERY");
   }
   NormalizerOptions o;
@@ -199,7 +199,7 @@ void RunNormalize(benchmark::State& state, Child& (*get_child)(), Source source,
 void RunFresh(benchmark::State& state, Child& (*get_child)(), Source source, bool build_ids) {
   Child& child = get_child();
   if (child.pid <= 0 || child.addrs.empty()) return state.SkipWithError("child process failed");
-  if (source != Source::kText && !ProcmapQuerySupported()) {
+  if (source != Source::kText && !normalize::ProcmapQuerySupported()) {
     return state.SkipWithError("kernel lacks PROCMAP_QUERY");
   }
   NormalizerOptions o;
@@ -221,7 +221,7 @@ void RunFresh(benchmark::State& state, Child& (*get_child)(), Source source, boo
 void RunBareIoctl(benchmark::State& state, Child& (*get_child)(), bool walk, bool with_bid) {
   Child& child = get_child();
   if (child.pid <= 0) return state.SkipWithError("child process failed");
-  if (!ProcmapQuerySupported()) return state.SkipWithError("kernel lacks PROCMAP_QUERY");
+  if (!normalize::ProcmapQuerySupported()) return state.SkipWithError("kernel lacks PROCMAP_QUERY");
   std::string path = "/proc/" + std::to_string(child.pid) + "/maps";
   uint8_t bid[64];
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // kept open, as the Normalizer does
@@ -229,16 +229,16 @@ void RunBareIoctl(benchmark::State& state, Child& (*get_child)(), bool walk, boo
     uint64_t end = 0;
     for (uint64_t a : child.addrs) {
       if (walk && a < end) continue;
-      procmap::procmap_query q;
+      normalize::procmap_query q;
       std::memset(&q, 0, sizeof(q));
       q.size = sizeof(q);
-      q.query_flags = procmap::kQueryCoveringOrNextVma;
+      q.query_flags = normalize::kQueryCoveringOrNextVma;
       q.query_addr = a;
       if (with_bid) {
         q.build_id_addr = reinterpret_cast<uintptr_t>(bid);
         q.build_id_size = sizeof(bid);
       }
-      if (ioctl(fd, procmap::kProcmapQuery, &q) == 0) end = q.vma_end;
+      if (ioctl(fd, normalize::kProcmapQuery, &q) == 0) end = q.vma_end;
       benchmark::DoNotOptimize(q);
     }
   }
@@ -281,7 +281,7 @@ void RunOurTextParse(benchmark::State& state, Child& (*get_child)()) {
   Child& child = get_child();
   std::string path = "/proc/" + std::to_string(child.pid) + "/maps";
   std::vector<char> buf(1 << 20);
-  std::vector<maps_text::Entry> entries;
+  std::vector<normalize::MapsEntry> entries;
   for (auto _ : state) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     size_t filled = 0;
@@ -292,8 +292,8 @@ void RunOurTextParse(benchmark::State& state, Child& (*get_child)()) {
     }
     close(fd);
     entries.clear();
-    maps_text::ParseStats stats;
-    maps_text::ParseLines(std::span<char>(buf.data(), filled), 0, true, {}, &entries, &stats);
+    normalize::MapsParseStats stats;
+    normalize::ParseMapsLines(std::span<char>(buf.data(), filled), 0, true, {}, &entries, &stats);
     benchmark::DoNotOptimize(entries.data());
   }
 }

@@ -1,12 +1,12 @@
 // `stacksym normalize --pid P [--no-build-ids] [--vma-source auto|ioctl|text] [--json] ADDR...`
 // — each address of a live process as (build ID, file offset, path), or the reason it has
 // none. Addresses come from the arguments or, when there are none, one per line on stdin.
-#include <cinttypes>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/hex.h"
 #include "command.h"
 #include "stacksym/elf.h"
 #include "stacksym/normalize.h"
@@ -26,9 +26,8 @@ struct Options {
 };
 
 void AppendHex(uint64_t v, std::string* out) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, v);
-  out->append(buf);
+  char buf[kHexU64Size];
+  out->append(buf, WriteHexU64(v, buf));
 }
 
 void AppendText(uint64_t addr, const NormalizedAddress& a, const NormalizedBatch& batch,

@@ -13,6 +13,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "base/hex.h"
 #include "command.h"
 #include "llvm_demangle.h"
 #include "llvm_json_pretty.h"
@@ -322,12 +323,6 @@ std::string LlvmOpenError(const std::string& path, const Error& error) {
   return error.ToString();  // an ELF file stacksym cannot use: its own reason
 }
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 class Session {
  public:
   explicit Session(const Config& config) : config_(config), source_(config.source_lines) {
@@ -375,7 +370,7 @@ class Session {
       out_ += '\n';
     } else {
       if (config_.print_address) {
-        out_ += Hex(request->address);  // as asked, before --adjust-vma
+        out_ += HexU64(request->address);  // as asked, before --adjust-vma
         out_ += config_.pretty ? ": " : "\n";
       }
       std::string error;
@@ -519,7 +514,7 @@ class Session {
       }
       if (std::optional<uint64_t> start = StartAddress(frame);
           start && config_.style == Style::kLlvm) {
-        out_ += "  Function start address: " + Hex(*start) + '\n';
+        out_ += "  Function start address: " + HexU64(*start) + '\n';
       }
       out_ += "  Line: " + std::to_string(line) + '\n';
       out_ += "  Column: " + std::to_string(column) + '\n';
@@ -570,7 +565,7 @@ class Session {
     }
     std::optional<uint64_t> start_address = StartAddress(frame);
     out_ += ",\"StartAddress\":";
-    AppendJsonString(start_address ? Hex(*start_address) : std::string(), &out_);
+    AppendJsonString(start_address ? HexU64(*start_address) : std::string(), &out_);
     out_ += ",\"StartFileName\":";
     AppendJsonString(frame.start ? BaseName(frame.start->start_file) : std::string(), &out_);
     out_ += ",\"StartLine\":";
@@ -716,7 +711,7 @@ class Session {
     std::string error;
     Module* module = Open(*request, &error);
     out_ += "{\"Address\":";
-    AppendJsonString(Hex(request->address), &out_);  // as asked, before --adjust-vma
+    AppendJsonString(HexU64(request->address), &out_);  // as asked, before --adjust-vma
     const uint64_t address = request->address - config_.adjust_vma;
     auto module_name = [&] {
       out_ += ",\"ModuleName\":";
@@ -751,9 +746,9 @@ class Session {
         out_ += ",\"Data\":{\"Name\":";
         AppendJsonString(symbol ? Name(symbol->name) : std::string(), &out_);
         out_ += ",\"Size\":";
-        AppendJsonString(Hex(symbol ? symbol->size : 0), &out_);
+        AppendJsonString(HexU64(symbol ? symbol->size : 0), &out_);
         out_ += ",\"Start\":";
-        AppendJsonString(Hex(symbol ? symbol->address : 0), &out_);
+        AppendJsonString(HexU64(symbol ? symbol->address : 0), &out_);
         out_ += '}';
         module_name();
         out_ += '}';
@@ -779,9 +774,9 @@ class Session {
           out_ += ",\"Name\":";
           AppendJsonString(l.name, &out_);
           out_ += ",\"Size\":";
-          AppendJsonString(l.size ? Hex(*l.size) : std::string(), &out_);
+          AppendJsonString(l.size ? HexU64(*l.size) : std::string(), &out_);
           out_ += ",\"TagOffset\":";
-          AppendJsonString(l.tag_offset ? Hex(*l.tag_offset) : std::string(), &out_);
+          AppendJsonString(l.tag_offset ? HexU64(*l.tag_offset) : std::string(), &out_);
           out_ += '}';
         }
         out_ += ']';

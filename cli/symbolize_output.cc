@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/hex.h"
 #include "stacksym/remote.h"
 
 namespace stacksym::cli {
@@ -13,9 +14,8 @@ namespace stacksym::cli {
 namespace {
 
 void AppendHex(uint64_t v, std::string* out) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  *out += buf;
+  char buf[kHexU64Size];
+  out->append(buf, WriteHexU64(v, buf));
 }
 
 void AppendUint(uint64_t v, std::string* out) { *out += std::to_string(v); }
@@ -190,15 +190,8 @@ bool ParseHexAddress(std::string_view text, uint64_t* value) {
   if (text.empty() || text.size() > 16) return false;
   uint64_t v = 0;
   for (char c : text) {
-    int digit;
-    if (c >= '0' && c <= '9')
-      digit = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      digit = c - 'A' + 10;
-    else
-      return false;
+    int digit = HexDigit(c);
+    if (digit < 0) return false;
     v = (v << 4) | static_cast<uint64_t>(digit);
   }
   *value = v;

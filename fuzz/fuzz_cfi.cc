@@ -20,7 +20,7 @@
 namespace {
 
 using stacksym::UnwindRow;
-namespace cfi = stacksym::cfi;
+namespace unwind = stacksym::unwind;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -28,31 +28,31 @@ void Check(bool ok) {
 
 constexpr uint64_t kSectionVaddr = 0x10000;
 
-void InterpretAll(std::span<const uint8_t> data, cfi::CfiSectionKind kind) {
-  cfi::CfiSectionInfo info;
+void InterpretAll(std::span<const uint8_t> data, unwind::CfiSectionKind kind) {
+  unwind::CfiSectionInfo info;
   info.kind = kind;
   info.data = data;
-  info.vaddr = kind == cfi::CfiSectionKind::kEhFrame ? kSectionVaddr : 0;
+  info.vaddr = kind == unwind::CfiSectionKind::kEhFrame ? kSectionVaddr : 0;
   info.read_pointer = [data](uint64_t vaddr) -> std::optional<uint64_t> {
     if (vaddr < kSectionVaddr || vaddr - kSectionVaddr + 8 > data.size()) return std::nullopt;
     uint64_t v;
     std::memcpy(&v, data.data() + (vaddr - kSectionVaddr), 8);
     return v;
   };
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
-  cfi::CfaInterpreter interpreter;
-  for (const cfi::Fde& fde : entries.fdes) {
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
+  unwind::CfaInterpreter interpreter;
+  for (const unwind::Fde& fde : entries.fdes) {
     Check(fde.cie_index < entries.cies.size());
     Check(fde.pc_begin <= fde.pc_end);
     uint64_t last = fde.pc_begin;
-    auto run =
-        interpreter.Run(entries.cies[fde.cie_index], fde, [&](uint64_t pc, const cfi::CfaState&) {
-          Check(pc >= last && pc <= fde.pc_end);
-          last = pc;
-        });
+    auto run = interpreter.Run(entries.cies[fde.cie_index], fde,
+                               [&](uint64_t pc, const unwind::CfaState&) {
+                                 Check(pc >= last && pc <= fde.pc_end);
+                                 last = pc;
+                               });
     if (!run) Check(!run.error().message.empty());
   }
-  for (const cfi::CfiProblem& p : entries.problems) Check(!p.message.empty());
+  for (const unwind::CfiProblem& p : entries.problems) Check(!p.message.empty());
 }
 
 // An x86_64 ELF64 shared-object header with no sections or segments yet.
@@ -163,8 +163,8 @@ void BuildAndCheck(const std::vector<uint8_t>& image, const char* name) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> bytes(data, size);
-  InterpretAll(bytes, cfi::CfiSectionKind::kEhFrame);
-  InterpretAll(bytes, cfi::CfiSectionKind::kDebugFrame);
+  InterpretAll(bytes, unwind::CfiSectionKind::kEhFrame);
+  InterpretAll(bytes, unwind::CfiSectionKind::kDebugFrame);
   BuildAndCheck(WrapInElf(bytes), "fuzz-cfi");
   BuildAndCheck(WrapInSegments(bytes), "fuzz-cfi-segments");
   return 0;

@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // And the whole pipeline.
   dwarf::DwarfOptions options;
   options.demangle = false;
-  auto source = DebugInfoSource::FromSections(sections, options);
+  auto source = dwarf::DebugInfoSource::FromSections(sections, options);
   if (source && *source) {
     std::vector<SourceFrame> frames;
     for (uint64_t a : probes) {

@@ -11,10 +11,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> bytes(data, size);
-  stacksym::Result<stacksym::DwpIndex> index = stacksym::DwpIndex::Parse(bytes);
+  stacksym::Result<stacksym::dwarf::DwpIndex> index = stacksym::dwarf::DwpIndex::Parse(bytes);
   if (index) {
     for (const auto& [id, unit] : index->Entries()) {
-      std::optional<stacksym::DwpUnitSections> found = index->Find(id);
+      std::optional<stacksym::dwarf::DwpUnitSections> found = index->Find(id);
       if (!found || found->info.offset != unit.info.offset) __builtin_trap();
     }
     for (size_t i = 0; i + 8 <= size && i < 256; i += 8) {
@@ -23,6 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)index->Find(id);
     }
   }
-  (void)stacksym::ParseDebugSup(bytes);
+  (void)stacksym::dwarf::ParseDebugSup(bytes);
   return 0;
 }

@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto streamed_file = ElfFile::FromBytes({data, size}, "fuzz-input-streamed")) {
     const ElfFile& other = **streamed_file;
     for (const stacksym::ElfSection& section : other.sections()) {
-      auto stream = StreamSectionData(other, section);
+      auto stream = stacksym::elf::StreamSectionData(other, section);
       size_t half = stream->buffer().size() / 2;
       size_t final_bytes = stream->WaitFor(half);
       Check(final_bytes <= stream->buffer().size());

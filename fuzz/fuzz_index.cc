@@ -11,7 +11,7 @@
 #include "index/symbol_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using stacksym::symindex::SymbolIndex;
+  using stacksym::index::SymbolIndex;
   for (bool verify : {false, true}) {
     SymbolIndex::OpenOptions open;
     open.verify_checksums = verify;
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       addresses.push_back(word);
     }
     for (int variant = 0; variant < 4; ++variant) {
-      stacksym::symindex::AnswerOptions options;
+      stacksym::index::AnswerOptions options;
       options.demangle = variant != 1;
       options.inlines = variant != 2;
       options.linkage_names = variant != 3;

@@ -8,34 +8,34 @@
 
 #include "normalize/maps_text.h"
 
-using stacksym::maps_text::Entry;
-using stacksym::maps_text::ParseLines;
-using stacksym::maps_text::ParseOptions;
-using stacksym::maps_text::ParseStats;
+using stacksym::normalize::MapsEntry;
+using stacksym::normalize::MapsParseOptions;
+using stacksym::normalize::MapsParseStats;
+using stacksym::normalize::ParseMapsLines;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  ParseOptions options;
+  MapsParseOptions options;
   options.executable_only = (data[0] & 1) != 0;
   options.skip_gate = (data[0] & 2) != 0;
   std::vector<char> whole(data + 1, data + size);
-  std::vector<Entry> a;
-  ParseStats sa;
-  ParseLines(std::span<char>(whole.data(), whole.size()), 0, true, options, &a, &sa);
-  for (const Entry& e : a) {
+  std::vector<MapsEntry> a;
+  MapsParseStats sa;
+  ParseMapsLines(std::span<char>(whole.data(), whole.size()), 0, true, options, &a, &sa);
+  for (const MapsEntry& e : a) {
     if (static_cast<size_t>(e.name_offset) + e.name_size > whole.size()) abort();
     if (e.end < e.start) abort();
   }
 
   size_t split = whole.empty() ? 0 : (static_cast<size_t>(data[0]) * 131) % (whole.size() + 1);
   std::vector<char> chunked(data + 1, data + 1 + split);
-  std::vector<Entry> b;
-  ParseStats sb;
+  std::vector<MapsEntry> b;
+  MapsParseStats sb;
   size_t pos =
-      ParseLines(std::span<char>(chunked.data(), chunked.size()), 0, false, options, &b, &sb);
+      ParseMapsLines(std::span<char>(chunked.data(), chunked.size()), 0, false, options, &b, &sb);
   if (pos > chunked.size()) abort();
   chunked.insert(chunked.end(), data + 1 + split, data + size);
-  ParseLines(std::span<char>(chunked.data(), chunked.size()), pos, true, options, &b, &sb);
+  ParseMapsLines(std::span<char>(chunked.data(), chunked.size()), pos, true, options, &b, &sb);
   if (a.size() != b.size() || sa.malformed != sb.malformed || sa.lines != sb.lines) abort();
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].inode != b[i].inode ||

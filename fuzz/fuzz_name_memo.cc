@@ -12,7 +12,7 @@
 #include "index/name_memo.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace stacksym::symindex;
+  using namespace stacksym::index;
   std::vector<uint64_t> aligned((size + 7) / 8);  // as NameMemo::Load reads a file
   if (size > 0) std::memcpy(aligned.data(), data, size);
   std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(aligned.data()), size);

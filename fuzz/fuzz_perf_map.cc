@@ -9,9 +9,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  stacksym::PerfMap map = stacksym::PerfMap::Parse(text);
+  stacksym::symbolize::PerfMap map = stacksym::symbolize::PerfMap::Parse(text);
   auto check = [&](uint64_t probe) {
-    std::optional<stacksym::PerfMapSymbol> s = map.Find(probe);
+    std::optional<stacksym::symbolize::PerfMapSymbol> s = map.Find(probe);
     if (s && (probe < s->start || probe - s->start >= s->size || s->name.empty())) {
       __builtin_trap();
     }

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "index/checksum.h"
+#include "cache/checksum.h"
 #include "unwind/unwind_table_file.h"
 
 namespace {
@@ -28,21 +28,21 @@ void PutU32(std::vector<uint8_t>& b, size_t at, uint32_t v) { std::memcpy(b.data
 // reach the checks behind them: the meta section's structure and the rows' invariants.
 std::vector<uint8_t> WithChecksums(const uint8_t* data, size_t size) {
   std::vector<uint8_t> b(data, data + size);
-  if (size < unwfile::kHeaderSize) return b;
+  if (size < unwind::kHeaderSize) return b;
   const uint64_t meta_size = U32(b, 44);
-  const uint64_t rows_offset = (unwfile::kHeaderSize + meta_size + 15) & ~uint64_t{15};
+  const uint64_t rows_offset = (unwind::kHeaderSize + meta_size + 15) & ~uint64_t{15};
   const uint64_t rows_bytes = uint64_t{U32(b, 40)} * sizeof(UnwindRow);
   if (rows_offset + rows_bytes > size) return b;
-  PutU32(b, 48, symindex::Crc32c({b.data() + unwfile::kHeaderSize, meta_size}));
-  PutU32(b, 52, symindex::Crc32c({b.data() + rows_offset, rows_bytes}));
-  PutU32(b, 56, symindex::Crc32c({b.data(), 56}));
+  PutU32(b, 48, cache::Crc32c({b.data() + unwind::kHeaderSize, meta_size}));
+  PutU32(b, 52, cache::Crc32c({b.data() + rows_offset, rows_bytes}));
+  PutU32(b, 56, cache::Crc32c({b.data(), 56}));
   return b;
 }
 
 void Check(std::span<const uint8_t> bytes) {
   const uint8_t* data = bytes.data();
   const size_t size = bytes.size();
-  auto loaded = unwfile::Parse(bytes);
+  auto loaded = unwind::Parse(bytes);
   if (!loaded) return;
   const UnwindTable& t = *loaded->table;
   std::span<const UnwindRow> rows = t.rows();
@@ -61,7 +61,7 @@ void Check(std::span<const uint8_t> bytes) {
     (void)t.Find(word);
   }
   // What was accepted is exactly what the writer makes of it.
-  std::vector<uint8_t> again = unwfile::Serialize(t, loaded->identity);
+  std::vector<uint8_t> again = unwind::Serialize(t, loaded->identity);
   if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
 }
 

@@ -29,10 +29,9 @@
 
 namespace stacksym {
 
-// Candidate paths for a build ID in one debug directory, in the order they are tried:
-// the binary ("<dir>/.build-id/ab/cdef...") first, then the debug file ("....debug").
-std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
-                                      std::span<const uint8_t> build_id);
+// BuildIdPaths(debug_dir, build_id), the candidate paths of a build ID in one debug directory,
+// is declared in stacksym/elf.h (included above): the DWARF and index modules below this one
+// build their .build-id paths with it too.
 
 // The first candidate that is an ELF file whose GNU build ID equals `build_id`: binaries in
 // every directory (in order) before any debug file, so a binary anywhere wins. Errors:

@@ -26,8 +26,26 @@
 #include <string_view>
 #include <vector>
 
+#include "stacksym/hex.h"  // ToHex, FromHex: build IDs in the form they are printed in
 #include "stacksym/mapped_file.h"
 #include "stacksym/result.h"
+
+namespace stacksym {
+class ElfFile;
+struct ElfSection;
+}  // namespace stacksym
+
+// Internal to the library (src/elf/): the symbol table's builder, and a section's contents
+// decompressed on a background thread, readable front to back while they arrive
+// (StreamSectionData, src/elf/section_stream.h): only the library's DWARF reader streams (it
+// parses the units of a big compressed .debug_info before all of it is inflated); callers of
+// this header use SectionData.
+namespace stacksym::elf {
+class SymbolTableBuilder;
+class SectionStream;
+std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
+                                                       const ElfSection& section);
+}  // namespace stacksym::elf
 
 namespace stacksym {
 
@@ -113,7 +131,7 @@ class SymbolTable {
   }
 
  private:
-  friend class SymbolTableBuilder;
+  friend class elf::SymbolTableBuilder;
   std::vector<ElfSymbol> symbols_;
   // Where a nested symbol's range ends inside an enclosing one, the enclosing symbol covers
   // again from `position` on. Sorted by position; empty when no symbols nest (the usual
@@ -132,12 +150,6 @@ class SymbolTable {
   bool has_symtab_ = false;
   bool has_dynsym_ = false;
 };
-
-// A section's contents decompressed on a background thread, readable front to back while they
-// arrive. Internal, with StreamSectionData (src/elf/section_stream.h): only the library's
-// DWARF reader streams (it parses the units of a big compressed .debug_info before all of it
-// is inflated); callers of this header use SectionData.
-class SectionStream;
 
 class ElfFile {
  public:
@@ -217,16 +229,11 @@ class ElfFile {
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;
-  friend std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
-                                                                const ElfSection& section);
+  friend std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(
+      const ElfFile& elf, const ElfSection& section);
   void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
                           bool background) const;
 };
-
-// Hex of a byte string, lowercase ("build ID" form).
-std::string ToHex(std::span<const uint8_t> bytes);
-// Parses hex (even length, no prefix) into bytes; nullopt on bad input.
-std::optional<std::vector<uint8_t>> FromHex(std::string_view hex);
 
 // Reads just the GNU build ID of an open ELF file with pread: the ELF header, program
 // headers and PT_NOTE contents — a few KiB, never the whole file. Empty vector: no build ID.
@@ -234,5 +241,12 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd);
 
 // The CRC32 used by .gnu_debuglink (zlib's polynomial) of a whole file.
 uint32_t DebugLinkCrc32(std::span<const uint8_t> bytes);
+
+// Candidate paths for a build ID in one debug directory laid out like /usr/lib/debug, in the
+// order they are tried: the binary ("<dir>/.build-id/ab/cdef...") first, then its separate
+// debug file ("....debug"); empty for a build ID shorter than 2 bytes. The one place such a
+// path is built (the finders, the symbol index's identity, the llvm-symbolizer drop-in).
+std::vector<std::string> BuildIdPaths(const std::string& debug_dir,
+                                      std::span<const uint8_t> build_id);
 
 }  // namespace stacksym

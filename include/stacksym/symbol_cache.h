@@ -55,7 +55,7 @@ Result<std::vector<SymbolCacheEntry>> ListNameMemoCache(const std::string& dir);
 
 // Makes sure options.cache_dir holds a valid index of the ELF file at `path` (building it if
 // needed) and describes it. Implemented in src/symbolize/ (with the options the index
-// module takes: symindex::BuildSymbolIndex).
+// module takes: index::BuildSymbolIndex).
 Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path, const SymbolizeOptions& options);
 
 struct PruneResult {

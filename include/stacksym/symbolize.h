@@ -85,9 +85,11 @@ struct SymbolizeOptions {
   std::shared_ptr<const BuildIdFetcher> fetcher;
 };
 
+namespace dwarf {
 class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
-class DemangleCache;    // src/base; opaque here
-namespace symindex {
+}
+class DemangleCache;  // src/base; opaque here
+namespace index {
 class SymbolIndex;  // src/index; opaque here
 }
 
@@ -155,13 +157,13 @@ class ElfSymbolizer {
 
   std::shared_ptr<ElfFile> elf_;
   SymbolizeOptions options_;
-  std::unique_ptr<DebugInfoSource> debug_info_;
+  std::unique_ptr<dwarf::DebugInfoSource> debug_info_;
   bool debug_info_loaded_ = false;
   // An index build's DWARF after it gave its sections back (keep_dwarf_after_index_build):
   // held only so that it is torn down with the process, never asked.
-  std::unique_ptr<DebugInfoSource> retired_debug_info_;
-  std::unique_ptr<DemangleCache> symbol_names_;   // demangled symbol-table names
-  std::unique_ptr<symindex::SymbolIndex> index_;  // set when cache_dir gave one
+  std::unique_ptr<dwarf::DebugInfoSource> retired_debug_info_;
+  std::unique_ptr<DemangleCache> symbol_names_;  // demangled symbol-table names
+  std::unique_ptr<index::SymbolIndex> index_;    // set when cache_dir gave one
   bool index_tried_ = false;
   bool index_rebuilt_ = false;  // once, after a lookup found the index damaged
 };

@@ -1,8 +1,9 @@
 #include "stacksym/result.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
+
+#include "base/hex.h"
 
 namespace stacksym {
 
@@ -30,11 +31,7 @@ std::string Error::ToString() const {
   std::string out;
   if (!file.empty()) out += file + ": ";
   if (!section.empty()) out += "section " + section + ": ";
-  if (offset) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "offset 0x%llx: ", static_cast<unsigned long long>(*offset));
-    out += buf;
-  }
+  if (offset) out += "offset " + HexU64(*offset) + ": ";
   out += message;
   return out;
 }

@@ -34,7 +34,7 @@ std::string ModuleKey(ModuleKind kind, const std::string& path,
 
 // The module's file, opened the one way (normalize/process_files.h); null when it cannot be had.
 std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const Module& m) {
-  Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(pid, m);
+  Result<std::shared_ptr<ElfFile>> elf = normalize::OpenMappedFile(pid, m);
   return elf ? *elf : nullptr;
 }
 

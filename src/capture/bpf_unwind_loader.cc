@@ -269,9 +269,9 @@ BpfUnwindLoader::LoadedTable* BpfUnwindLoader::Table(const ElfFile& elf,
 
 // The ELF file behind an executable VMA of `pid`, opened the one way (process_files.h); the
 // vDSO from our own image (every process of this kernel maps the same one).
-std::shared_ptr<ElfFile> BpfUnwindLoader::FileOf(uint32_t pid, const Vma& vma) {
+std::shared_ptr<ElfFile> BpfUnwindLoader::FileOf(uint32_t pid, const normalize::Vma& vma) {
   if (vma.name == "[vdso]") {
-    if (!vdso_) vdso_ = OpenOwnVdso();
+    if (!vdso_) vdso_ = normalize::OpenOwnVdso();
     return vdso_;
   }
   if (!vma.file_backed() || vma.name.empty() || vma.name.front() != '/') return nullptr;
@@ -282,27 +282,27 @@ std::shared_ptr<ElfFile> BpfUnwindLoader::FileOf(uint32_t pid, const Vma& vma) {
   module.map_start = vma.start;
   module.map_end = vma.end;
   module.map_offset = vma.offset;
-  Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(static_cast<pid_t>(pid), module);
+  Result<std::shared_ptr<ElfFile>> elf = normalize::OpenMappedFile(static_cast<pid_t>(pid), module);
   return elf ? *elf : nullptr;
 }
 
 void BpfUnwindLoader::Load(uint32_t pid) {
-  VmaSourceOptions vma_options;
+  normalize::VmaSourceOptions vma_options;
   vma_options.executable_only = true;
-  Result<std::unique_ptr<VmaSource>> source =
-      OpenVmaSource(static_cast<pid_t>(pid), VmaSourceKind::kAuto, vma_options);
+  Result<std::unique_ptr<normalize::VmaSource>> source =
+      normalize::OpenVmaSource(static_cast<pid_t>(pid), VmaSourceKind::kAuto, vma_options);
   if (!source) return;  // gone: nothing to count
   auto value = std::make_unique<stacksym_proc_mappings>();
   std::memset(value.get(), 0, sizeof(*value));
   std::vector<std::string> keys;  // tables this load holds a use of
   std::string why;
   ++clock_;
-  Vma vma;
+  normalize::Vma vma;
   for (uint64_t addr = 0;;) {
     Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
     if (!found || !*found || vma.end <= addr) break;
     addr = vma.end;
-    if ((vma.perms & kVmaExec) == 0) continue;
+    if ((vma.perms & normalize::kVmaExec) == 0) continue;
     if (value->count >= STACKSYM_MAX_PROC_MAPPINGS) {
       why = "more than " + std::to_string(STACKSYM_MAX_PROC_MAPPINGS) + " executable mappings";
       break;

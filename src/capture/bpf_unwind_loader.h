@@ -105,7 +105,7 @@ class BpfUnwindLoader {
   std::shared_ptr<UnwindTableCache> table_cache_;
   std::unordered_map<std::string, LoadedTable> tables_;
   std::unordered_map<uint32_t, LoadedProcess> loaded_;
-  std::shared_ptr<ElfFile> FileOf(uint32_t pid, const Vma& vma);
+  std::shared_ptr<ElfFile> FileOf(uint32_t pid, const normalize::Vma& vma);
   std::shared_ptr<ElfFile> vdso_;
   std::unordered_map<uint32_t, double> attempts_;  // pid → last load attempt
   std::set<uint32_t> failed_;

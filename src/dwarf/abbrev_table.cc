@@ -56,7 +56,7 @@ Result<AbbrevTable> AbbrevTable::Parse(std::span<const uint8_t> section, uint64_
       if (name == DW_AT_sibling) a.has_sibling = true;
       int size = FixedFormSize(spec.form, ctx);
       if (size == kUnknownForm) {
-        return AbbrevError("unknown attribute form " + Hex(form), entry_offset);
+        return AbbrevError("unknown attribute form " + HexU64(form), entry_offset);
       }
       spec.size = size >= 0 ? size : -1;
       if (size < 0 || fixed < 0) {

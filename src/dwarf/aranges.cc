@@ -16,7 +16,7 @@ Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEn
       length = c.U64();
       offset_size = 8;
     } else if (length >= 0xfffffff0u) {
-      return Malformed(kSection, set_offset, "reserved length " + Hex(length));
+      return Malformed(kSection, set_offset, "reserved length " + HexU64(length));
     }
     if (!c.ok() || length > c.remaining()) {
       return Malformed(kSection, set_offset, "set extends past the end of the section");

@@ -4,14 +4,14 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <utility>
 
 #include "base/byte_cursor.h"
+#include "base/hex.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 namespace {
 
@@ -55,9 +55,9 @@ std::vector<std::string> DirectoriesOf(const std::string& path) {
   return dirs;
 }
 
-std::string BuildIdPath(std::string_view debug_dir, std::span<const uint8_t> build_id) {
-  std::string hex = ToHex(build_id);
-  return JoinPath(debug_dir, ".build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
+// <dir>/.build-id/xx/rest.debug; `build_id` has at least 2 bytes.
+std::string BuildIdDebugPath(const std::string& debug_dir, std::span<const uint8_t> build_id) {
+  return BuildIdPaths(debug_dir, build_id)[1];
 }
 
 bool SameFile(const ElfFile& a, const ElfFile& b) {
@@ -230,7 +230,7 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
   if (build_id.size() >= 2) {
     for (const std::string& dir : debug_dirs_) {
       std::shared_ptr<ElfFile> elf =
-          search.Try(BuildIdPath(dir, build_id), binary,
+          search.Try(BuildIdDebugPath(dir, build_id), binary,
                      [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
                        if (BuildIdEquals(e, build_id)) return std::nullopt;
                        return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongBuildId,
@@ -272,9 +272,9 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSeparateDebugFile(const El
           path, binary, [&](const ElfFile& e) -> std::optional<CandidateSearch::Rejection> {
             uint32_t crc = DebugLinkCrc32(e.bytes());
             if (crc == link->crc) return std::nullopt;
-            char detail[64];
-            std::snprintf(detail, sizeof detail, "crc 0x%08x, expected 0x%08x", crc, link->crc);
-            return CandidateSearch::Rejection{FinderCandidate::Outcome::kWrongCrc, detail};
+            return CandidateSearch::Rejection{
+                FinderCandidate::Outcome::kWrongCrc,
+                "crc 0x" + HexU32Padded(crc) + ", expected 0x" + HexU32Padded(link->crc)};
           });
       if (elf) return search.Accept(std::move(elf));
     }
@@ -320,7 +320,7 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindSupplementaryFile(const El
     }
   }
   if (expected.size() >= 2) {
-    for (const std::string& dir : debug_dirs_) paths.push_back(BuildIdPath(dir, expected));
+    for (const std::string& dir : debug_dirs_) paths.push_back(BuildIdDebugPath(dir, expected));
   }
   for (const std::string& path : paths) {
     std::shared_ptr<ElfFile> elf = search.Try(
@@ -385,4 +385,4 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwp(const ElfFile& file,
   return search.NothingFound();
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

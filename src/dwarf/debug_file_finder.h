@@ -27,7 +27,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 // One candidate path the finder looked at, and what became of it.
 struct FinderCandidate {
@@ -119,4 +119,4 @@ struct DebugSup {
 // Parses .debug_sup; Error when truncated or of an unknown version.
 Result<DebugSup> ParseDebugSup(std::span<const uint8_t> section);
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

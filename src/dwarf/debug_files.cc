@@ -11,7 +11,7 @@ namespace stacksym::dwarf {
 // The split-DWARF package of the binary, opened once.
 struct DebugFiles::DwpPackage {
   std::shared_ptr<ElfFile> elf;
-  DwpIndex index;
+  dwarf::DwpIndex index;
   DwarfSections sections;  // whole *.dwo sections; each unit's contributions are sliced out
 };
 
@@ -37,8 +37,8 @@ bool IsCompressed(const ElfFile& elf, std::string_view name) {
 // streams returned there; s.info and s.str are then whole-size buffers whose bytes become
 // final later (front to back). The small sections are read meanwhile, on this thread.
 struct SectionStreams {
-  std::shared_ptr<const SectionStream> info;
-  std::shared_ptr<const SectionStream> str;
+  std::shared_ptr<const elf::SectionStream> info;
+  std::shared_ptr<const elf::SectionStream> str;
 };
 Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams* streams = nullptr,
                                    uint64_t stream_from = 0) {
@@ -74,7 +74,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
   const ElfSection* info = elf.FindSection(".debug_info");
   if (streams != nullptr && !dwo && info != nullptr && IsCompressed(elf, ".debug_info") &&
       info->size >= stream_from) {
-    streams->info = StreamSectionData(elf, *info);
+    streams->info = elf::StreamSectionData(elf, *info);
     s.info = streams->info->buffer();
     // The small sections first, so that parsing can start early; .debug_str (big, and only
     // needed once names are resolved) is started after them, not competing with them.
@@ -85,7 +85,7 @@ Result<DwarfSections> LoadSections(const ElfFile& elf, bool dwo, SectionStreams*
       return std::move(r).error();
     }
     if (stream_str) {
-      streams->str = StreamSectionData(elf, *str);
+      streams->str = elf::StreamSectionData(elf, *str);
       s.str = streams->str->buffer();
     }
     return s;
@@ -123,7 +123,7 @@ Result<std::unique_ptr<DebugFiles>> DebugFiles::Open(std::shared_ptr<ElfFile> bi
                                                      uint64_t stream_info_from) {
   std::unique_ptr<DebugFiles> files(new DebugFiles());
   files->binary_ = binary;
-  files->finder_ = std::make_unique<DebugFileFinder>(search);
+  files->finder_ = std::make_unique<dwarf::DebugFileFinder>(search);
   std::shared_ptr<ElfFile> debug_file;
   if (HasDebugInfo(*binary)) {
     debug_file = binary;
@@ -189,10 +189,10 @@ Result<DebugFiles::SplitObject> DebugFiles::OpenSplitUnit(const UnitInfo& skelet
   std::shared_ptr<ElfFile> dwo_elf;
   // A .dwp package first (it replaces the .dwo files), then the .dwo itself.
   const DwpPackage* package = Package(notes);
-  std::optional<DwpUnitSections> contrib;
+  std::optional<dwarf::DwpUnitSections> contrib;
   if (package != nullptr) contrib = package->index.Find(skeleton.dwo_id);
   if (contrib) {
-    auto slice = [](std::span<const uint8_t> s, const DwpContribution& c) {
+    auto slice = [](std::span<const uint8_t> s, const dwarf::DwpContribution& c) {
       if (c.size == 0 && c.offset == 0) return s;
       if (c.offset > s.size() || c.size > s.size() - c.offset) return std::span<const uint8_t>();
       return s.subspan(static_cast<size_t>(c.offset), static_cast<size_t>(c.size));
@@ -302,7 +302,7 @@ Result<std::unique_ptr<DebugFiles::DwpPackage>> DebugFiles::OpenPackage(
   }
   Result<std::span<const uint8_t>> index_bytes = elf->SectionData(".debug_cu_index");
   if (!index_bytes) return std::move(index_bytes).error().WithFile(elf->path());
-  Result<DwpIndex> index = DwpIndex::Parse(*index_bytes);
+  Result<dwarf::DwpIndex> index = dwarf::DwpIndex::Parse(*index_bytes);
   if (!index) return std::move(index).error().WithFile(elf->path());
   Result<DwarfSections> whole = LoadSections(*elf, true);
   if (!whole) return std::move(whole).error();

@@ -29,8 +29,6 @@
 
 namespace stacksym {
 
-class DebugFileFinder;
-
 // The DWARF sections of `elf`, decompressed, as DebugFiles reads them (an error when one does
 // not decompress): for tools and tests that drive dwarf::DwarfFile directly.
 Result<dwarf::DwarfSections> LoadDwarfSections(const ElfFile& elf);
@@ -38,6 +36,8 @@ Result<dwarf::DwarfSections> LoadDwarfSections(const ElfFile& elf);
 }  // namespace stacksym
 
 namespace stacksym::dwarf {
+
+class DebugFileFinder;
 
 class DebugFiles {
  public:
@@ -59,8 +59,8 @@ class DebugFiles {
   const std::shared_ptr<ElfFile>& debug_file() const { return debug_file_; }
 
   // .debug_info and .debug_str while they are still being decompressed (else null).
-  const SectionStream* info_stream() const { return info_stream_.get(); }
-  const SectionStream* str_stream() const { return str_stream_.get(); }
+  const elf::SectionStream* info_stream() const { return info_stream_.get(); }
+  const elf::SectionStream* str_stream() const { return str_stream_.get(); }
   // Waits for both to be whole (the streams are then gone); the error of one that failed.
   Result<void> FinishStreams();
   // The DWARF file is unusable (its units could not be scanned): main() is null from now on.
@@ -122,8 +122,8 @@ class DebugFiles {
   size_t dwp_opens_ = 0;
   std::unique_ptr<DebugFileFinder> finder_;
   std::unique_ptr<DwarfFile> main_;
-  std::shared_ptr<const SectionStream> info_stream_;  // .debug_info still arriving
-  std::shared_ptr<const SectionStream> str_stream_;   // .debug_str still arriving
+  std::shared_ptr<const elf::SectionStream> info_stream_;  // .debug_info still arriving
+  std::shared_ptr<const elf::SectionStream> str_stream_;   // .debug_str still arriving
   std::unique_ptr<DwarfFile> supplementary_;
   std::vector<std::unique_ptr<DwarfFile>> split_dwarf_;
   // Each split object's skeleton unit (of main_).

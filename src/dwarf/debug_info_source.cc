@@ -3,7 +3,7 @@
 #include "dwarf/die_chain.h"
 #include "dwarf/frame_locals.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 using dwarf::DwarfFile;
 using dwarf::LineTable;
@@ -205,4 +205,4 @@ size_t DebugInfoSource::memory_bytes() const {
   return total;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

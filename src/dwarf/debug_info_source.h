@@ -30,7 +30,7 @@
 #include "stacksym/frame.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 // Resets every field of `frame` to its default but keeps its strings' storage, so that frames
 // reused answer after answer do not allocate (the direct path and the index's reader both).
@@ -116,4 +116,4 @@ class DebugInfoSource {
   std::unique_ptr<dwarf::VariableTable> variables_;  // built on the first LookupVariable()
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

@@ -2,18 +2,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
+#include "base/hex.h"  // HexU64, for the messages
 #include "stacksym/result.h"
 
 namespace stacksym::dwarf {
-
-inline std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 inline Error Malformed(const char* section, uint64_t offset, std::string message) {
   return MakeError(ErrorCode::kMalformed, std::move(message))

@@ -44,7 +44,7 @@ Result<UnitInfo> DwarfFile::ParseUnitHeader(std::span<const uint8_t> info, uint6
   u.offset = offset;
   uint64_t length = ReadUnitLength(c, &u.ctx.offset_size);
   if (length >= 0xfffffff0u && u.ctx.offset_size == 4) {
-    return Malformed(kInfo, offset, "reserved unit length " + Hex(length));
+    return Malformed(kInfo, offset, "reserved unit length " + HexU64(length));
   }
   if (!c.ok() || length > c.remaining()) {
     return Malformed(kInfo, offset, "unit extends past the end of the section");
@@ -431,7 +431,8 @@ Result<void> DwarfFile::ReadRangeList(const UnitInfo& unit, uint64_t offset, boo
         emit = true;
         break;
       default:
-        return Malformed(name, offset + c.offset(), "unknown range list entry kind " + Hex(kind));
+        return Malformed(name, offset + c.offset(),
+                         "unknown range list entry kind " + HexU64(kind));
     }
     if (!c.ok()) return Malformed(name, offset, "truncated range list");
     if (emit && low != tombstone && low < high) out->push_back({low, high});

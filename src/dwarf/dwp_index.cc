@@ -5,7 +5,7 @@
 
 #include "base/byte_cursor.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 namespace {
 
@@ -179,4 +179,4 @@ std::vector<std::pair<uint64_t, DwpUnitSections>> DwpIndex::Entries() const {
   return out;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

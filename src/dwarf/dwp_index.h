@@ -22,7 +22,7 @@
 
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::dwarf {
 
 struct DwpContribution {
   uint64_t offset = 0;
@@ -57,4 +57,4 @@ class DwpIndex {
   std::vector<DwpUnitSections> units_;  // per row
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::dwarf

@@ -99,7 +99,7 @@ Result<ByteCursor> LineTable::ParseHeader(const LineSections& s, uint64_t offset
     length = whole.U64();
     offset_size = 8;
   } else if (length >= 0xfffffff0u) {
-    return Malformed(kSection, offset, "reserved unit length " + Hex(length));
+    return Malformed(kSection, offset, "reserved unit length " + HexU64(length));
   }
   if (!whole.ok() || length > whole.remaining()) {
     return Malformed(kSection, offset, "line table extends past the end of the section");

@@ -12,7 +12,7 @@ void UnitCache::PrebuildEveryUnit(unsigned threads) {
 
 void UnitCache::PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
                                        bool every_unit) {
-  const SectionStream& stream = *files_.info_stream();
+  const elf::SectionStream& stream = *files_.info_stream();
   std::span<const uint8_t> info = stream.buffer();
   std::vector<uint64_t> sorted(vaddrs.begin(), vaddrs.end());
   std::sort(sorted.begin(), sorted.end());

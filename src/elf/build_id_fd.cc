@@ -31,7 +31,7 @@ Result<std::vector<uint8_t>> ReadExactly(int fd, uint64_t offset, uint64_t size,
     }
     if (n == 0) {
       return Error(ErrorCode::kMalformed, std::string(what) + " (" + std::to_string(size) +
-                                              " bytes at " + elf::Hex(offset) +
+                                              " bytes at " + HexU64(offset) +
                                               ") lies past the end of the file");
     }
     done += static_cast<size_t>(n);

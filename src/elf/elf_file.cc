@@ -23,8 +23,8 @@ using elf::RangeFits;
 struct ElfFile::Decompressed {
   std::once_flag once;
   elf::DecompressedBytes data;
-  std::shared_ptr<SectionStream> stream = std::make_shared<SectionStream>();
-  std::unique_ptr<SpreadThread> worker;  // background decoding (StreamSectionData); joined
+  std::shared_ptr<elf::SectionStream> stream = std::make_shared<elf::SectionStream>();
+  std::unique_ptr<SpreadThread> worker;  // background decoding (elf::StreamSectionData); joined
                                          // (reset) by ~ElfFile
   std::mutex join_mu;                    // or by the first SectionData call after it ended
 };
@@ -341,7 +341,7 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
     heap_bytes_.fetch_add(slot.data.size(), std::memory_order_relaxed);
     slot.stream->Reset(slot.data.bytes());
     auto decode = [this, &s, &slot, p = *payload] {
-      SectionStream& stream = *slot.stream;
+      elf::SectionStream& stream = *slot.stream;
       Result<void> r = elf::DecompressInto(p, {slot.data.data(), slot.data.size()},
                                            [&](size_t n) { stream.Publish(n); });
       if (r) {
@@ -358,10 +358,10 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
   });
 }
 
-std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
-                                                       const ElfSection& section) {
+std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(const ElfFile& elf,
+                                                                 const ElfSection& section) {
   auto finished = [](Result<std::span<const uint8_t>> r) {
-    auto stream = std::make_shared<SectionStream>();
+    auto stream = std::make_shared<elf::SectionStream>();
     if (r) {
       stream->Reset(*r);
       stream->Finish(std::nullopt);
@@ -399,7 +399,7 @@ std::string ElfFile::build_id_hex() const { return ToHex(build_id_); }
 
 const SymbolTable& ElfFile::symbols() const {
   std::call_once(symbols_once_, [this] {
-    SymbolTableBuilder::Build(*this, &symbols_);
+    elf::SymbolTableBuilder::Build(*this, &symbols_);
     heap_bytes_.fetch_add(symbols_.memory_bytes(), std::memory_order_relaxed);
   });
   return symbols_;

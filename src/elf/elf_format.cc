@@ -1,15 +1,9 @@
 #include "elf/elf_format.h"
 
-#include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace stacksym::elf {
-
-std::string Hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(value));
-  return buf;
-}
 
 Result<ElfHeader> ParseElfHeader(std::span<const uint8_t> bytes) {
   if (bytes.empty()) return Error(ErrorCode::kMalformed, "not an ELF file: the file is empty");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/byte_cursor.h"
+#include "base/hex.h"
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
@@ -83,7 +84,7 @@ inline bool RangeFits(uint64_t offset, uint64_t size, uint64_t total) {
   return offset <= total && size <= total - offset;
 }
 
-// "0x1a2b" for error messages.
-std::string Hex(uint64_t value);
+// elf_file.cc's name for HexU64 (base/hex.h), which the rest of elf/ calls directly.
+inline std::string Hex(uint64_t value) { return HexU64(value); }
 
 }  // namespace stacksym::elf

@@ -1,6 +1,6 @@
 #include "elf/section_stream.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 size_t SectionStream::WaitFor(size_t bytes) const {
   std::unique_lock<std::mutex> lock(mu_);
@@ -46,4 +46,4 @@ void SectionStream::Finish(std::optional<Error> error) {
   cv_.notify_all();
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

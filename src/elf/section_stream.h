@@ -14,7 +14,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 // A section's contents becoming available front to back while a background thread
 // decompresses it. Readers may use the first WaitFor(n) bytes of buffer() at once; the rest
@@ -51,4 +51,4 @@ class SectionStream {
 std::shared_ptr<const SectionStream> StreamSectionData(const ElfFile& elf,
                                                        const ElfSection& section);
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

@@ -1,6 +1,6 @@
 #include "elf/symbol_choice.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file) {
   if (debug_file == nullptr || debug_file == &binary || binary.symbols().has_symtab()) {
@@ -10,4 +10,4 @@ const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* deb
   return separate.has_symtab() && !separate.empty() ? &separate : nullptr;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

@@ -9,10 +9,10 @@
 
 #include "stacksym/elf.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 // The debug file's symbol table when `binary` has no .symtab and `debug_file` (a separate file,
 // not the binary itself) has one; else null.
 const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file);
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

@@ -8,7 +8,7 @@
 #include "base/byte_cursor.h"
 #include "elf/elf_format.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 namespace {
 
@@ -234,4 +234,4 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
   resumes.shrink_to_fit();
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

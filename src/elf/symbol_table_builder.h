@@ -10,11 +10,11 @@
 
 #include "stacksym/elf.h"
 
-namespace stacksym {
+namespace stacksym::elf {
 
 class SymbolTableBuilder {
  public:
   static void Build(const ElfFile& elf, SymbolTable* table);
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::elf

@@ -15,13 +15,16 @@
 
 #include "base/flat_table.h"
 #include "base/parallel.h"
+#include "cache/checksum.h"
 #include "dwarf/debug_info_source.h"
 #include "elf/symbol_choice.h"
-#include "index/checksum.h"
 #include "index/index_format.h"
 #include "index/index_identity.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
+
+using cache::Crc32c;
+
 namespace {
 
 // Demangled names compress ~10x at level 3; higher levels gain little more.
@@ -566,7 +569,7 @@ class IndexBuild {
  public:
   IndexBuild(const std::shared_ptr<ElfFile>& elf, const IndexOptions& options)
       : elf_(elf), options_(options) {}
-  Result<IndexImage> Run(std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink);
+  Result<IndexImage> Run(std::unique_ptr<dwarf::DebugInfoSource>* dwarf, IndexSink* sink);
 
  private:
   // A name is its (raw, demangled) pair and where the function starts (file and line).
@@ -626,7 +629,7 @@ class IndexBuild {
   const std::shared_ptr<ElfFile>& elf_;
   const IndexOptions& options_;
   // DWARF: the source the direct path would open, every unit built in full.
-  std::unique_ptr<DebugInfoSource> source_;
+  std::unique_ptr<dwarf::DebugInfoSource> source_;
   // A stripped binary's debug-file symbols, for what its own and DWARF do not name (or null).
   const SymbolTable* fallback_symbols_ = nullptr;
 
@@ -682,7 +685,8 @@ class IndexBuild {
   std::vector<uint32_t>* chunk_crcs_ = nullptr;  // kept by image_
 };
 
-Result<IndexImage> IndexBuild::Run(std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
+Result<IndexImage> IndexBuild::Run(std::unique_ptr<dwarf::DebugInfoSource>* dwarf,
+                                   IndexSink* sink) {
   OpenDwarf();
   StartSymbolTable();
   if (ExportUnits()) {
@@ -714,12 +718,12 @@ void IndexBuild::OpenDwarf() {
   // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
   dwarf_options.demangle = false;
   dwarf_options.inlines = true;
-  if (auto opened = DebugInfoSource::Open(elf_, dwarf_options); opened) {
+  if (auto opened = dwarf::DebugInfoSource::Open(elf_, dwarf_options); opened) {
     source_ = std::move(*opened);
   }
   // Where a stripped binary's missing symbols come from, as the direct path finds them.
   fallback_symbols_ =
-      FallbackSymbolTable(*elf_, source_ ? source_->files().debug_file().get() : nullptr);
+      elf::FallbackSymbolTable(*elf_, source_ ? source_->files().debug_file().get() : nullptr);
 }
 
 // The symbol table on a thread of its own, while the DWARF's units are walked and exported:
@@ -1301,7 +1305,8 @@ void IndexBuild::WriteHead(IndexSink* sink) {
 
 Result<IndexImage> IndexBuilder::Build(const std::shared_ptr<ElfFile>& elf,
                                        const IndexOptions& options,
-                                       std::unique_ptr<DebugInfoSource>* dwarf, IndexSink* sink) {
+                                       std::unique_ptr<dwarf::DebugInfoSource>* dwarf,
+                                       IndexSink* sink) {
   return IndexBuild(elf, options).Run(dwarf, sink);
 }
 
@@ -1309,4 +1314,4 @@ void IndexImage::Append(std::span<const uint8_t> bytes) {
   if (!bytes.empty()) pieces_.push_back(bytes);
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

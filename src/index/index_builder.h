@@ -21,11 +21,11 @@
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
-class DebugInfoSource;  // src/dwarf
+namespace stacksym::dwarf {
+class DebugInfoSource;
 }
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 // An index file as the pieces it is written from, in order: the builder's own buffers rather
 // than one copy of them (which would cost as much memory again, every page of it new).
@@ -72,8 +72,8 @@ class IndexBuilder {
   // milliseconds on a big binary, which a caller about to exit need not pay).
   // `sink` (nullable) gets the sections that are final before the strings are compressed.
   static Result<IndexImage> Build(const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
-                                  std::unique_ptr<DebugInfoSource>* dwarf = nullptr,
+                                  std::unique_ptr<dwarf::DebugInfoSource>* dwarf = nullptr,
                                   IndexSink* sink = nullptr);
 };
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -1,7 +1,7 @@
-// The cache directory behind ElfSymbolizer: finds the valid index of a binary in
-// IndexOptions::cache_dir, or builds and stores it. Never fails: when the directory
-// cannot be used (read-only, full) the caller symbolizes without an index, after one warning
-// on stderr; an index that is corrupt, of another version or stale is reported once and
+// The symbol indexes of the cache directory (cache/cache_dir.h) behind ElfSymbolizer: finds the
+// valid index of a binary in IndexOptions::cache_dir, or builds and stores it. Never fails: when
+// the directory cannot be used (read-only, full) the caller symbolizes without an index, after one
+// warning on stderr; an index that is corrupt, of another version or stale is reported once and
 // rebuilt.
 //
 //   std::unique_ptr<SymbolIndex> index = OpenCachedIndex(elf, options);   // null: no index
@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 
 #include "index/index_options.h"
@@ -17,28 +16,11 @@
 #include "stacksym/elf.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym {
-class DebugInfoSource;  // src/dwarf
+namespace stacksym::dwarf {
+class DebugInfoSource;
 }
 
-namespace stacksym::symindex {
-
-inline constexpr const char* kIndexSuffix = ".symidx";
-// Persisted unwind tables (src/unwind/unwind_table_file.h) and the indexes' demangled-name memos
-// (kNameMemoSuffix) share the directory, its size bound and its pruning.
-inline constexpr const char* kUnwindTableSuffix = ".unwtab";
-
-// Can files be created in `dir` (created if missing)?
-Result<void> CheckWritable(const std::string& dir);
-// Writes `pieces` one after the other to `path` in `dir` so that no reader ever sees a partial
-// file: a private temporary file `path.tmp.<pid>.<random>`, fsync, rename over the old one,
-// fsync of `dir`.
-Result<void> StoreAtomically(const std::string& dir, const std::string& path,
-                             std::span<const std::span<const uint8_t>> pieces);
-inline Result<void> StoreAtomically(const std::string& dir, const std::string& path,
-                                    std::span<const uint8_t> bytes) {
-  return StoreAtomically(dir, path, std::span<const std::span<const uint8_t>>(&bytes, 1));
-}
+namespace stacksym::index {
 
 // "<build ID hex>-<debug dirs hash>.symidx" (or "noid-<file identity hash>-..." without one):
 // the debug dirs (options.search.debug_dirs) decide which DWARF is found. Where finding it also
@@ -47,22 +29,22 @@ inline Result<void> StoreAtomically(const std::string& dir, const std::string& p
 std::string IndexFileName(const ElfFile& elf, const IndexOptions& options);
 
 // The demangled-name memo of the index at `index_path` (NameMemo): next to it, its suffix
-// kNameMemoSuffix.
+// cache::kNameMemoSuffix.
 std::string NameMemoPath(const std::string& index_path);
 // index.SaveNameMemo(at_least), a failure said once per process on stderr.
 void SaveNameMemo(const SymbolIndex& index, size_t at_least);
 
 // `dwarf` (nullable): when the index is built, the DWARF source it was built from (see
 // IndexBuilder::Build).
-std::unique_ptr<SymbolIndex> OpenCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                             const IndexOptions& options,
-                                             std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+std::unique_ptr<SymbolIndex> OpenCachedIndex(
+    const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
+    std::unique_ptr<dwarf::DebugInfoSource>* dwarf = nullptr);
 
 // Builds the index of `elf` and stores it in options.cache_dir (replacing any there); null,
 // after a warning, when the directory cannot be used.
-std::unique_ptr<SymbolIndex> BuildCachedIndex(const std::shared_ptr<ElfFile>& elf,
-                                              const IndexOptions& options,
-                                              std::unique_ptr<DebugInfoSource>* dwarf = nullptr);
+std::unique_ptr<SymbolIndex> BuildCachedIndex(
+    const std::shared_ptr<ElfFile>& elf, const IndexOptions& options,
+    std::unique_ptr<dwarf::DebugInfoSource>* dwarf = nullptr);
 
 // `damaged` (the cached index of `elf`) failed a checksum in a lookup: says so once on stderr
 // and builds it again.
@@ -81,4 +63,4 @@ Result<std::unique_ptr<SymbolIndex>> OpenValidIndex(const std::string& path, con
                                                     const IndexOptions& options,
                                                     bool* stale = nullptr);
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // Bumped whenever a record, a section or the meaning of a field changes: an index of another
@@ -251,4 +251,4 @@ struct RowBlockRecord {
 static_assert(sizeof(RowBlockRecord) == 16);
 inline constexpr uint16_t kEndSequenceFile = 0xffff;  // a row's file: end of a sequence
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -2,10 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 namespace {
 
 std::string IdentityText(const FileIdentity& id) {
@@ -55,14 +56,15 @@ std::string LocationOf(const ElfFile& binary, const dwarf::DebugFileSearch& sear
   return DirOf(binary.path()) + "|" + search.known_path + "|" + search.known_root;
 }
 
-bool IsBuildIdPath(const std::string& path, const std::string& hex,
-                   const dwarf::DebugFileSearch& search) {
-  if (hex.size() <= 2) return false;
+// The debug file paths the finder tries by build ID (none without one).
+std::vector<std::string> BuildIdDebugPaths(const ElfFile& binary,
+                                           const dwarf::DebugFileSearch& search) {
+  std::vector<std::string> out;
   for (const std::string& dir : search.debug_dirs) {
-    if (path == dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug")
-      return true;
+    std::vector<std::string> paths = BuildIdPaths(dir, binary.build_id());
+    if (!paths.empty()) out.push_back(std::move(paths[1]));
   }
-  return false;
+  return out;
 }
 
 }  // namespace
@@ -72,24 +74,21 @@ std::string DescribeSources(const ElfFile& binary, const dwarf::DebugFileSearch&
   std::string out = "binary " + binary.path() + "\n";
   if (!debug_path.empty()) out += "debug " + debug_path + "\n";
   for (const SourceFile& f : files) out += "file " + IdentityText(f.identity) + " " + f.path + "\n";
-  std::string hex = binary.build_id_hex();
-  if (hex.empty()) {
+  if (binary.build_id().empty()) {
     out += "noid " + IdentityText(binary.identity()) + "\n";
   }
   // DWARF in the binary or under a build-ID path is found wherever the binary is; by
   // .gnu_debuglink, not at all, or with split DWARF, the answer depends on where it is.
-  bool in_place = debug_path == binary.path() || IsBuildIdPath(debug_path, hex, search);
+  const std::vector<std::string> by_build_id = BuildIdDebugPaths(binary, search);
+  bool in_place = debug_path == binary.path() || std::find(by_build_id.begin(), by_build_id.end(),
+                                                           debug_path) != by_build_id.end();
   bool split = false;
   for (const SourceFile& f : files) split |= f.path != debug_path;
   if (!in_place || split) out += "location " + LocationOf(binary, search) + "\n";
   if (!debug_path.empty()) return out;
   // No DWARF was found: where the finder would have looked, so that a debug file installed
   // later makes the index stale.
-  if (hex.size() > 2) {
-    for (const std::string& dir : search.debug_dirs) {
-      out += "absent " + dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug\n";
-    }
-  }
+  for (const std::string& path : by_build_id) out += "absent " + path + "\n";
   if (binary.debuglink()) {
     const std::string& name = binary.debuglink()->name;
     std::vector<std::string> dirs = {DirOf(binary.path())};
@@ -150,4 +149,4 @@ std::string IdentityValue(std::string_view identity, std::string_view key) {
   return out;
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

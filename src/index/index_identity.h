@@ -21,7 +21,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/result.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 struct SourceFile {
   std::string path;
@@ -39,4 +39,4 @@ Result<void> CheckSources(std::string_view identity, const ElfFile& binary,
 // The value of the first line with `key` ("binary", "debug"), empty when absent.
 std::string IdentityValue(std::string_view identity, std::string_view key);
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -4,10 +4,10 @@
 // symbolizer fills them from its SymbolizeOptions (ToIndexOptions, ToAnswerOptions in
 // src/symbolize/narrow_options.h).
 //
-//   symindex::IndexOptions options;
+//   index::IndexOptions options;
 //   options.cache_dir = DefaultSymbolCacheDir();
-//   auto index = symindex::OpenCachedIndex(elf, options);
-//   if (index) index->Answer(vaddr, symindex::AnswerOptions{}, answer);
+//   auto index = index::OpenCachedIndex(elf, options);
+//   if (index) index->Answer(vaddr, index::AnswerOptions{}, answer);
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 #include "dwarf/dwarf_options.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 struct IndexOptions {
   std::string cache_dir;                         // where indexes are kept (required)
@@ -32,4 +32,4 @@ struct AnswerOptions {
   bool linkage_names = true;  // also raw_symbol and SourceFrame::raw_function
 };
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "index/atomic_file.h"
-#include "index/checksum.h"
+#include "cache/atomic_file.h"
+#include "cache/checksum.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
+
+using cache::Crc32c;
 
 namespace {
 
@@ -243,8 +245,8 @@ Result<void> NameMemo::Save() {
   saved_count_ = count;
   if (path_.empty()) return {};
   const std::string dir = path_.substr(0, path_.find_last_of('/') + 1);
-  AtomicFile out(dir.empty() ? "." : dir, path_, AtomicFile::Durability::kRenameOnly);
+  cache::AtomicFile out(dir.empty() ? "." : dir, path_, cache::AtomicFile::Durability::kRenameOnly);
   return out.Commit(pieces);
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

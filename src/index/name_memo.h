@@ -30,9 +30,8 @@
 
 #include "stacksym/result.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
-inline constexpr const char* kNameMemoSuffix = ".symnames";
 inline constexpr uint32_t kNameMemoVersion = 1;
 // The memo stops growing at this much name text (libceph-common's 66 000 names would take
 // about 40 MB): a batch's names beyond it are demangled in memory only.
@@ -122,4 +121,4 @@ class NameMemo {
   std::atomic<size_t> unsaved_{0};  // names added since the last Save
 };
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <mutex>
 
+#include "cache/checksum.h"
 #include "dwarf/debug_info_source.h"
-#include "index/checksum.h"
 #include "stacksym/demangle.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
+
+using cache::Crc32c;
 
 const SegmentRecord* FindSegment(std::span<const SegmentRecord> segments, uint64_t address) {
   auto it = std::upper_bound(segments.begin(), segments.end(), address,
@@ -611,7 +613,7 @@ SourceFrame& NewFrame(std::vector<SourceFrame>* frames, std::vector<SourceFrame>
   if (spare == nullptr || spare->empty()) return frames->emplace_back();
   SourceFrame& frame = frames->emplace_back(std::move(spare->back()));
   spare->pop_back();
-  ClearKeepingStorage(frame);
+  dwarf::ClearKeepingStorage(frame);
   return frame;
 }
 
@@ -893,4 +895,4 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const AnswerOptions& options,
   return true;
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -31,7 +31,7 @@
 #include "stacksym/frame.h"
 #include "stacksym/result.h"
 
-namespace stacksym::symindex {
+namespace stacksym::index {
 
 class SymbolIndex {
   struct StringCache;  // decompressed string blocks and a zstd context (symbol_index.cc)
@@ -270,4 +270,4 @@ class SymbolIndex {
 // The last segment starting at or before `address`: its id, or -1 (before the first one).
 int32_t FindSegmentRecord(std::span<const SegmentRecord> segments, uint64_t address);
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::index

@@ -1,6 +1,6 @@
 #include "normalize/build_id_cache.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 const BuildIdEntry* BuildIdCache::Find(const FileIdentity& id) {
   auto it = map_.find(id);
@@ -30,4 +30,4 @@ void BuildIdCache::Clear() {
   lru_.clear();
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

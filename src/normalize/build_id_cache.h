@@ -11,7 +11,7 @@
 #include "stacksym/mapped_file.h"
 #include "stacksym/reason.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 struct BuildIdEntry {
   std::vector<uint8_t> build_id;       // empty: negative entry
@@ -45,4 +45,4 @@ class BuildIdCache {
   std::unordered_map<FileIdentity, Lru::iterator, Hash> map_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

@@ -6,7 +6,7 @@
 
 #include "normalize/vma_sources.h"
 
-namespace stacksym::maps_text {
+namespace stacksym::normalize {
 namespace {
 
 constexpr std::string_view kDeletedSuffix = " (deleted)";
@@ -115,8 +115,8 @@ size_t UnescapeNewlines(char* name, size_t size) {
 
 enum class LineResult { kOk, kFiltered, kMalformed };
 
-LineResult ParseLine(char* line, char* line_end, const char* base, const ParseOptions& options,
-                     Entry* e) {
+LineResult ParseLine(char* line, char* line_end, const char* base, const MapsParseOptions& options,
+                     MapsEntry* e) {
   LineScanner s{line, line_end};
   e->start = s.Hex('-');
   e->end = s.Hex(' ');
@@ -153,8 +153,9 @@ LineResult ParseLine(char* line, char* line_end, const char* base, const ParseOp
 
 }  // namespace
 
-size_t ParseLines(std::span<char> text, size_t from, bool final, const ParseOptions& options,
-                  std::vector<Entry>* out, ParseStats* stats) {
+size_t ParseMapsLines(std::span<char> text, size_t from, bool final,
+                      const MapsParseOptions& options, std::vector<MapsEntry>* out,
+                      MapsParseStats* stats) {
   char* base = text.data();
   char* end = base + text.size();
   char* pos = base + (from < text.size() ? from : text.size());
@@ -166,7 +167,7 @@ size_t ParseLines(std::span<char> text, size_t from, bool final, const ParseOpti
     }
     if (nl > pos) {
       ++stats->lines;
-      Entry e;
+      MapsEntry e;
       switch (ParseLine(pos, nl, base, options, &e)) {
         case LineResult::kOk:
           out->push_back(e);
@@ -183,4 +184,4 @@ size_t ParseLines(std::span<char> text, size_t from, bool final, const ParseOpti
   return static_cast<size_t>(pos - base);
 }
 
-}  // namespace stacksym::maps_text
+}  // namespace stacksym::normalize

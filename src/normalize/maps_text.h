@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-namespace stacksym::maps_text {
+namespace stacksym::normalize {
 
-struct Entry {
+struct MapsEntry {
   uint64_t start = 0;
   uint64_t end = 0;
   uint64_t offset = 0;
@@ -29,12 +29,12 @@ struct Entry {
   uint32_t name_size = 0;
 };
 
-struct ParseOptions {
+struct MapsParseOptions {
   bool executable_only = false;  // drop entries without 'x'
   bool skip_gate = true;         // drop [vsyscall] (not a real VMA; PROCMAP_QUERY omits it)
 };
 
-struct ParseStats {
+struct MapsParseStats {
   size_t lines = 0;
   size_t malformed = 0;  // lines skipped because they do not match the format
 };
@@ -44,11 +44,12 @@ struct ParseStats {
 // stopped (the start of that line), to be resumed once more bytes are appended. `text` is
 // mutable only for unescaping names in place. Buffers larger than 4 GiB are not supported
 // (name offsets are 32-bit); lines beyond that are counted as malformed.
-size_t ParseLines(std::span<char> text, size_t from, bool final, const ParseOptions& options,
-                  std::vector<Entry>* out, ParseStats* stats);
+size_t ParseMapsLines(std::span<char> text, size_t from, bool final,
+                      const MapsParseOptions& options, std::vector<MapsEntry>* out,
+                      MapsParseStats* stats);
 
-inline std::string_view NameOf(const Entry& e, std::span<const char> text) {
+inline std::string_view MapsNameOf(const MapsEntry& e, std::span<const char> text) {
   return std::string_view(text.data() + e.name_offset, e.name_size);
 }
 
-}  // namespace stacksym::maps_text
+}  // namespace stacksym::normalize

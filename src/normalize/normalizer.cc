@@ -54,15 +54,15 @@ CachedVma* CoveringVma(std::vector<CachedVma>& vmas, uint64_t addr) {
 }
 
 // Whether a remembered VMA is still the kernel's (same range, offset and file).
-bool SameVma(const CachedVma& c, const Vma& v) {
+bool SameVma(const CachedVma& c, const normalize::Vma& v) {
   return c.start == v.start && c.end == v.end && c.offset == v.offset && c.inode == v.inode;
 }
 
 constexpr size_t kMaxRememberedVmas = 16384;  // per process: 16384 × 48 B = 768 KiB
 
 struct ProcessCache {
-  std::unique_ptr<VmaSource> source;  // kept open across calls
-  std::vector<CachedVma> vmas;        // sorted by start, disjoint
+  std::unique_ptr<normalize::VmaSource> source;  // kept open across calls
+  std::vector<CachedVma> vmas;                   // sorted by start, disjoint
   uint64_t last_used = 0;
   // past_addresses: the process is gone; its VMAs answer until the second revalidation.
   bool gone = false;
@@ -70,7 +70,7 @@ struct ProcessCache {
   uint32_t snapshot_epoch = 0;  // past_addresses: epoch of the last whole-process snapshot
 };
 
-ModuleKind KindOf(const Vma& vma) {
+ModuleKind KindOf(const normalize::Vma& vma) {
   if (vma.file_backed()) return ModuleKind::kElf;
   std::string_view n = vma.name;
   if (n == "[vdso]") return ModuleKind::kVdso;
@@ -93,7 +93,7 @@ struct ModuleKey {
   uint64_t inode = 0;
   std::string_view name;
 
-  static ModuleKey Of(const Vma& vma) {
+  static ModuleKey Of(const normalize::Vma& vma) {
     return vma.file_backed() ? ModuleKey{true, vma.dev, vma.inode, {}}
                              : ModuleKey{.name = vma.name};
   }
@@ -124,7 +124,7 @@ struct CacheHit {
 
 // Indices of `addrs` by ascending address (stable).
 std::vector<uint32_t> AscendingOrder(std::span<const uint64_t> addrs) {
-  std::vector<uint32_t> order = SortedOrder(addrs);
+  std::vector<uint32_t> order = normalize::SortedOrder(addrs);
   if (order.empty()) {
     order.resize(addrs.size());
     std::iota(order.begin(), order.end(), 0u);
@@ -141,7 +141,7 @@ struct Normalizer::Impl {
   NormalizerOptions options;
   mutable std::mutex mu;
   NormalizerStats stats;
-  BuildIdCache build_ids;
+  normalize::BuildIdCache build_ids;
   std::unordered_map<pid_t, ProcessCache> processes;
   uint64_t tick = 0;
   uint32_t epoch = 1;  // advanced by RevalidateAll
@@ -165,8 +165,9 @@ struct Normalizer::Impl {
   Result<void> Walk(Call& call);
   void AnswerFromVmaCache(Call& call, std::span<const uint32_t> order);
   Result<bool> LookUpPending(Call& call);
-  void WalkPending(Call& call, VmaSource& source);
-  void AnswerFromVma(Call& call, const Vma& vma, const std::shared_ptr<const ModuleInfo>& known,
+  void WalkPending(Call& call, normalize::VmaSource& source);
+  void AnswerFromVma(Call& call, const normalize::Vma& vma,
+                     const std::shared_ptr<const ModuleInfo>& known,
                      std::span<const uint32_t> idxs);
   std::vector<uint32_t> TakeStaleCacheHits(Call& call);
   void AnswerFromMemory(Call& call);
@@ -174,22 +175,23 @@ struct Normalizer::Impl {
   // cache entry was already dropped) to answer from.
   void ProcessGone(pid_t pid, std::vector<CachedVma>* vmas);
   // Modules: the call's module for a VMA or a remembered module, added when new.
-  uint32_t ModuleForVma(Call& call, const Vma& vma);
+  uint32_t ModuleForVma(Call& call, const normalize::Vma& vma);
   uint32_t ModuleForInfo(Call& call, const std::shared_ptr<const ModuleInfo>& info, uint64_t start,
                          uint64_t end, uint64_t offset);
   ModuleSlot& FindModule(Call& call, const ModuleKey& key, uint64_t hash);
   uint32_t AddModule(Call& call, ModuleSlot& slot, uint64_t hash,
                      std::shared_ptr<const ModuleInfo> info, uint64_t start, uint64_t end,
                      uint64_t offset);
-  void ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info);
+  void ResolveBuildId(pid_t pid, const normalize::Vma& vma, ModuleInfo* info);
   std::optional<Module> ScanForBuildId(pid_t pid, std::span<const uint8_t> build_id);
   // FindModuleByBuildId's answers, per (pid, build ID).
   std::map<std::pair<pid_t, std::vector<uint8_t>>, std::optional<Module>> by_build_id;
-  void CacheVma(ProcessCache& pc, const Vma& vma, std::shared_ptr<const ModuleInfo> info);
+  void CacheVma(ProcessCache& pc, const normalize::Vma& vma,
+                std::shared_ptr<const ModuleInfo> info);
   void SnapshotExecutableVmas(pid_t pid, ProcessCache& pc);
   ProcessCache* CacheFor(pid_t pid);
   void DropProcess(pid_t pid);
-  void CountWalk(const WalkStats& ws) {
+  void CountWalk(const normalize::WalkStats& ws) {
     stats.vma_lookups += ws.lookups;
     stats.range_cache_hits += ws.range_cache_hits;
   }
@@ -233,7 +235,7 @@ uint32_t Normalizer::Impl::AddModule(Call& call, ModuleSlot& slot, uint64_t hash
   return index;
 }
 
-uint32_t Normalizer::Impl::ModuleForVma(Call& call, const Vma& vma) {
+uint32_t Normalizer::Impl::ModuleForVma(Call& call, const normalize::Vma& vma) {
   const ModuleKey key = ModuleKey::Of(vma);
   const uint64_t hash = key.Hash();
   ModuleSlot& slot = FindModule(call, key, hash);
@@ -264,7 +266,7 @@ uint32_t Normalizer::Impl::ModuleForInfo(Call& call, const std::shared_ptr<const
   return AddModule(call, slot, hash, info, start, end, offset);
 }
 
-void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* info) {
+void Normalizer::Impl::ResolveBuildId(pid_t pid, const normalize::Vma& vma, ModuleInfo* info) {
   if (vma.has_kernel_build_id && !vma.kernel_build_id.empty()) {
     ++stats.kernel_build_ids;
     info->build_id.assign(vma.kernel_build_id.begin(), vma.kernel_build_id.end());
@@ -273,10 +275,10 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
   // The kernel gave no answer (text source, or it found none): read the file ourselves. An
   // empty kernel answer is not trusted as "no build ID" because the kernel also returns
   // nothing when it cannot read the page; the negative cache keeps the re-check cheap.
-  Result<MappedFileRef> found =
-      FindMappedFile(pid, MappingRef{vma.start, vma.end, vma.name, vma.inode, vma.deleted});
+  Result<normalize::MappedFileRef> found = normalize::FindMappedFile(
+      pid, normalize::MappingRef{vma.start, vma.end, vma.name, vma.inode, vma.deleted});
   if (found) {
-    if (const BuildIdEntry* hit = build_ids.Find(found->identity)) {
+    if (const normalize::BuildIdEntry* hit = build_ids.Find(found->identity)) {
       if (hit->build_id.empty()) {
         ++stats.negative_hits;
         info->build_id_reason = hit->reason;
@@ -293,7 +295,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
     int err = found ? errno : (found.error().code == ErrorCode::kPermission ? EACCES : ENOENT);
     if (err == EACCES || err == EPERM) {
       info->build_id_reason = Reason::kAccessDenied;
-    } else if (!ProcessAlive(pid)) {
+    } else if (!normalize::ProcessAlive(pid)) {
       info->build_id_reason = Reason::kProcessGone;
     } else {
       info->build_id_reason = Reason::kFileUnavailable;
@@ -306,7 +308,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
   ++stats.build_id_reads;
   Result<std::vector<uint8_t>> read = ReadBuildIdFromFd(fd);
   close(fd);
-  BuildIdEntry entry;
+  normalize::BuildIdEntry entry;
   if (!read) {
     entry.reason = read.error().code == ErrorCode::kPermission ? Reason::kAccessDenied
                                                                : Reason::kFileUnavailable;
@@ -328,7 +330,7 @@ void Normalizer::Impl::ResolveBuildId(pid_t pid, const Vma& vma, ModuleInfo* inf
   build_ids.Insert(id, std::move(entry));
 }
 
-void Normalizer::Impl::CacheVma(ProcessCache& pc, const Vma& vma,
+void Normalizer::Impl::CacheVma(ProcessCache& pc, const normalize::Vma& vma,
                                 std::shared_ptr<const ModuleInfo> info) {
   auto& v = pc.vmas;
   // First cached VMA that ends above vma.start: the first that may overlap.
@@ -360,23 +362,23 @@ void Normalizer::Impl::SnapshotExecutableVmas(pid_t pid, ProcessCache& pc) {
   pc.snapshot_epoch = epoch;
   // A source of its own, filtered to executable VMAs (by the kernel, with PROCMAP_QUERY), so
   // that the kept source's position and a big process's data mappings cost nothing here.
-  VmaSourceOptions source_options;
+  normalize::VmaSourceOptions source_options;
   source_options.executable_only = true;
   source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
-  Result<std::unique_ptr<VmaSource>> source =
-      OpenVmaSource(pid, options.vma_source, source_options);
+  Result<std::unique_ptr<normalize::VmaSource>> source =
+      normalize::OpenVmaSource(pid, options.vma_source, source_options);
   if (!source) return;
   Call call;  // modules made here belong to no batch; only their shared ModuleInfo is kept
   NormalizedBatch scratch;
   call.pid = pid;
   call.batch = &scratch;
   uint64_t addr = 0;
-  Vma vma;
+  normalize::Vma vma;
   for (size_t n = 0; n < kMaxRememberedVmas; ++n) {
     Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
     if (!found || !*found || vma.end <= addr) break;  // done, gone, or not advancing
     addr = vma.end;
-    if (!(vma.perms & kVmaExec)) continue;
+    if (!(vma.perms & normalize::kVmaExec)) continue;
     if (CachedVma* c = CoveringVma(pc.vmas, vma.start); c != nullptr && SameVma(*c, vma)) {
       c->epoch = epoch;  // already remembered, and unchanged
       continue;
@@ -411,18 +413,19 @@ ProcessCache* Normalizer::Impl::CacheFor(pid_t pid) {
 // cheapest query (PROCMAP_QUERY without name or build ID); if the kernel's VMA still matches
 // (start, end, offset, inode), the remembered module — path and build ID — is reused, so
 // neither the kernel nor we read the build ID again. Anything else gets the full query.
-class RememberingSource final : public VmaSource {
+class RememberingSource final : public normalize::VmaSource {
  public:
-  RememberingSource(VmaSource* inner, std::vector<CachedVma>* remembered, uint32_t epoch)
+  RememberingSource(normalize::VmaSource* inner, std::vector<CachedVma>* remembered, uint32_t epoch)
       : inner_(inner), remembered_(remembered), epoch_(epoch) {}
   VmaSourceKind kind() const override { return inner_->kind(); }
   uint64_t lookups() const override { return inner_->lookups(); }
 
-  Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) override {
+  Result<bool> FindCoveringOrNext(uint64_t addr, normalize::Vma* out) override {
     matched_ = nullptr;
     CachedVma* known = Find(addr);
     if (known != nullptr && inner_->kind() == VmaSourceKind::kIoctl) {
-      Result<bool> r = static_cast<IoctlVmaSource*>(inner_)->Query(addr, false, false, out);
+      Result<bool> r =
+          static_cast<normalize::IoctlVmaSource*>(inner_)->Query(addr, false, false, out);
       if (!r || !*r) return r;
       if (SameVma(*known, *out)) {
         out->name = known->module->path;
@@ -449,7 +452,7 @@ class RememberingSource final : public VmaSource {
     return remembered_ == nullptr ? nullptr : CoveringVma(*remembered_, addr);
   }
 
-  VmaSource* inner_;
+  normalize::VmaSource* inner_;
   std::vector<CachedVma>* remembered_;
   uint32_t epoch_;
   std::shared_ptr<const ModuleInfo> matched_;
@@ -476,7 +479,8 @@ Result<NormalizedBatch> Normalizer::Impl::Normalize(pid_t pid, std::span<const u
   if (Result<void> walked = Walk(call); !walked) return walked.error();
   if (options.past_addresses) AnswerFromMemory(call);
   if (batch.source == VmaSourceKind::kAuto) {
-    batch.source = ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
+    batch.source =
+        normalize::ProcmapQuerySupported() ? VmaSourceKind::kIoctl : VmaSourceKind::kText;
   }
   return batch;
 }
@@ -555,23 +559,23 @@ void Normalizer::Impl::AnswerFromVmaCache(Call& call, std::span<const uint32_t> 
 Result<bool> Normalizer::Impl::LookUpPending(Call& call) {
   ProcessCache* pc = call.process;
   const bool kept = pc != nullptr && pc->source != nullptr;
-  std::unique_ptr<VmaSource> opened;
+  std::unique_ptr<normalize::VmaSource> opened;
   if (!kept) {
-    VmaSourceOptions source_options;
+    normalize::VmaSourceOptions source_options;
     source_options.executable_only = options.executable_only;
     source_options.kernel_build_ids = options.build_ids && options.kernel_build_ids;
-    Result<std::unique_ptr<VmaSource>> source =
-        OpenVmaSource(call.pid, options.vma_source, source_options);
+    Result<std::unique_ptr<normalize::VmaSource>> source =
+        normalize::OpenVmaSource(call.pid, options.vma_source, source_options);
     if (!source) {
       if (source.error().code == ErrorCode::kUnsupported) return source.error();
-      Reason reason = ReasonForError(source.error());
+      Reason reason = normalize::ReasonForError(source.error());
       AnswerAll(*call.batch, call.pending, reason);
       if (pc != nullptr && reason == Reason::kProcessGone) ProcessGone(call.pid, &call.dropped);
       return false;
     }
     opened = std::move(*source);
   } else if (pc->source->kind() == VmaSourceKind::kText) {
-    static_cast<TextVmaSource*>(pc->source.get())->Rewind();
+    static_cast<normalize::TextVmaSource*>(pc->source.get())->Rewind();
   }
   WalkPending(call, kept ? *pc->source : *opened);
   if (pc == nullptr) return false;
@@ -594,28 +598,29 @@ Result<bool> Normalizer::Impl::LookUpPending(Call& call) {
 // The sorted walk of the pending addresses against `source`, through the remembered VMAs so
 // that a lookup that confirms one reuses its module. If a lookup contradicted remembered VMAs,
 // the answers taken from them earlier in the call are walked again.
-void Normalizer::Impl::WalkPending(Call& call, VmaSource& source) {
+void Normalizer::Impl::WalkPending(Call& call, normalize::VmaSource& source) {
   call.batch->source = source.kind();
   const uint64_t reads_before = source.lookups();
   const uint64_t invalidations_before = stats.vma_cache_invalidations;
   RememberingSource remembering(&source, call.process != nullptr ? &call.process->vmas : nullptr,
                                 epoch);
-  const VmaVisitor visit = [&](const Vma* vma, Reason reason, std::span<const uint32_t> idxs) {
+  const normalize::VmaVisitor visit = [&](const normalize::Vma* vma, Reason reason,
+                                          std::span<const uint32_t> idxs) {
     if (vma != nullptr) return AnswerFromVma(call, *vma, remembering.matched(), idxs);
     if (reason == Reason::kProcessGone) call.process_gone = true;
     AnswerAll(*call.batch, idxs, reason);
   };
-  CountWalk(WalkVmas(remembering, call.addrs, call.pending, visit));
+  CountWalk(normalize::WalkVmas(remembering, call.addrs, call.pending, visit));
   if (stats.vma_cache_invalidations != invalidations_before) {
     std::vector<uint32_t> stale = TakeStaleCacheHits(call);
-    if (!stale.empty()) CountWalk(WalkVmas(remembering, call.addrs, stale, visit));
+    if (!stale.empty()) CountWalk(normalize::WalkVmas(remembering, call.addrs, stale, visit));
   }
   if (source.kind() == VmaSourceKind::kText) stats.maps_reads += source.lookups() - reads_before;
 }
 
 // A run of addresses inside one looked-up VMA: its module (the remembered one when the lookup
 // matched it, else resolved now, build ID included, and remembered), then each offset.
-void Normalizer::Impl::AnswerFromVma(Call& call, const Vma& vma,
+void Normalizer::Impl::AnswerFromVma(Call& call, const normalize::Vma& vma,
                                      const std::shared_ptr<const ModuleInfo>& known,
                                      std::span<const uint32_t> idxs) {
   uint32_t module;
@@ -715,12 +720,13 @@ std::optional<Module> Normalizer::FindModuleByBuildId(pid_t pid,
 // build-ID cache), until one matches.
 std::optional<Module> Normalizer::Impl::ScanForBuildId(pid_t pid,
                                                        std::span<const uint8_t> build_id) {
-  VmaSourceOptions vopts;
+  normalize::VmaSourceOptions vopts;
   vopts.executable_only = true;
-  Result<std::unique_ptr<VmaSource>> source = OpenVmaSource(pid, VmaSourceKind::kAuto, vopts);
+  Result<std::unique_ptr<normalize::VmaSource>> source =
+      normalize::OpenVmaSource(pid, VmaSourceKind::kAuto, vopts);
   if (!source) return std::nullopt;
   std::vector<std::pair<uint64_t, uint64_t>> checked;  // (dev, inode)
-  Vma vma;
+  normalize::Vma vma;
   for (uint64_t addr = 0;;) {
     Result<bool> found = (*source)->FindCoveringOrNext(addr, &vma);
     if (!found || !*found) return std::nullopt;

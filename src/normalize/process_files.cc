@@ -12,7 +12,7 @@
 
 #include "normalize/vma_sources.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 namespace {
 
 // A vDSO is one or two pages; anything much larger is not a vDSO image.
@@ -103,15 +103,6 @@ Result<std::shared_ptr<ElfFile>> OpenMappedFile(pid_t pid, const Module& module,
   return elf;
 }
 
-Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end) {
-  if (vma_end <= vma_start || vma_end - vma_start > kMaxVdsoBytes) {
-    return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
-  }
-  Result<std::vector<uint8_t>> bytes = ReadProcessMemory(pid, vma_start, vma_end - vma_start);
-  if (!bytes) return std::move(bytes).error();
-  return ElfFile::FromBytes(*bytes, "[vdso]");
-}
-
 std::shared_ptr<ElfFile> OpenOwnVdso() {
   auto base = reinterpret_cast<const uint8_t*>(getauxval(AT_SYSINFO_EHDR));
   if (base == nullptr) return nullptr;
@@ -125,6 +116,21 @@ std::shared_ptr<ElfFile> OpenOwnVdso() {
   if (size == 0 || size > (1u << 20)) return nullptr;
   auto elf = ElfFile::FromBytes(std::span<const uint8_t>(base, size), "[vdso]");
   return elf ? *elf : nullptr;
+}
+
+}  // namespace stacksym::normalize
+
+namespace stacksym {
+
+// normalize.h's.
+Result<std::shared_ptr<ElfFile>> ReadVdsoImage(pid_t pid, uint64_t vma_start, uint64_t vma_end) {
+  if (vma_end <= vma_start || vma_end - vma_start > normalize::kMaxVdsoBytes) {
+    return Error(ErrorCode::kInvalidArgument, "implausible vDSO range");
+  }
+  Result<std::vector<uint8_t>> bytes =
+      normalize::ReadProcessMemory(pid, vma_start, vma_end - vma_start);
+  if (!bytes) return std::move(bytes).error();
+  return ElfFile::FromBytes(*bytes, "[vdso]");
 }
 
 }  // namespace stacksym

@@ -19,7 +19,7 @@
 #include "stacksym/normalize.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 // Where a process maps a file: one of its VMAs, and the path and inode it maps.
 struct MappingRef {
@@ -52,4 +52,4 @@ Result<std::shared_ptr<ElfFile>> OpenMappedFile(pid_t pid, const Module& module,
 // This process's own vDSO image (null if the kernel maps none).
 std::shared_ptr<ElfFile> OpenOwnVdso();
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace stacksym::procmap {
+namespace stacksym::normalize {
 
 struct procmap_query {
   uint64_t size;           // sizeof(procmap_query), for forward/backward compatibility
@@ -40,4 +40,4 @@ inline constexpr unsigned long kProcfsIoctlMagic = 'f';
 inline constexpr unsigned long kProcmapQuery = _IOWR(kProcfsIoctlMagic, 17, procmap_query);
 static_assert(kProcmapQuery == 0xC0686611ul, "PROCMAP_QUERY ioctl number");
 
-}  // namespace stacksym::procmap
+}  // namespace stacksym::normalize

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
   if (this != &o) {
@@ -72,11 +72,11 @@ Result<bool> IoctlVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
 }
 
 Result<bool> IoctlVmaSource::Query(uint64_t addr, bool want_name, bool want_build_id, Vma* out) {
-  procmap::procmap_query q;
+  normalize::procmap_query q;
   std::memset(&q, 0, sizeof(q));
   q.size = sizeof(q);
-  q.query_flags = procmap::kQueryCoveringOrNextVma;
-  if (options_.executable_only) q.query_flags |= procmap::kQueryVmaExecutable;
+  q.query_flags = normalize::kQueryCoveringOrNextVma;
+  if (options_.executable_only) q.query_flags |= normalize::kQueryVmaExecutable;
   q.query_addr = addr;
   if (want_name) {
     q.vma_name_addr = reinterpret_cast<uintptr_t>(name_.data());
@@ -87,7 +87,7 @@ Result<bool> IoctlVmaSource::Query(uint64_t addr, bool want_name, bool want_buil
     q.build_id_size = sizeof(build_id_);
   }
   ++lookups_;
-  if (ioctl(fd_.get(), procmap::kProcmapQuery, &q) != 0) {
+  if (ioctl(fd_.get(), normalize::kProcmapQuery, &q) != 0) {
     int err = errno;
     if (err == ENOENT) return false;  // nothing at or above addr
     if (err == ENOTTY) return Error(ErrorCode::kUnsupported, "kernel lacks PROCMAP_QUERY");
@@ -152,8 +152,8 @@ Result<void> TextVmaSource::ReadMore() {
   }
   filled_ += static_cast<size_t>(n);
   file_pos_ += static_cast<uint64_t>(n);
-  parsed_ = maps_text::ParseLines(std::span<char>(buf_.data(), filled_), parsed_, eof_,
-                                  parse_options_, &entries_, &stats_);
+  parsed_ = normalize::ParseMapsLines(std::span<char>(buf_.data(), filled_), parsed_, eof_,
+                                      parse_options_, &entries_, &stats_);
   return {};
 }
 
@@ -163,7 +163,7 @@ Result<bool> TextVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
     if (!r) return r.error();
   }
   auto it = std::partition_point(entries_.begin(), entries_.end(),
-                                 [addr](const maps_text::Entry& e) { return e.end <= addr; });
+                                 [addr](const normalize::MapsEntry& e) { return e.end <= addr; });
   if (it == entries_.end()) {
     // The file ended below addr; if the process died mid-read the list was cut short.
     if (!ProcessAlive(pid_)) {
@@ -178,7 +178,7 @@ Result<bool> TextVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
   out->inode = it->inode;
   out->perms = it->perms;
   out->deleted = it->deleted;
-  out->name = maps_text::NameOf(*it, std::span<const char>(buf_.data(), filled_));
+  out->name = normalize::MapsNameOf(*it, std::span<const char>(buf_.data(), filled_));
   out->has_kernel_build_id = false;
   out->kernel_build_id = {};
   return true;
@@ -186,6 +186,11 @@ Result<bool> TextVmaSource::FindCoveringOrNext(uint64_t addr, Vma* out) {
 
 // ---------------------------------------------------------------------------------------------
 
+}  // namespace stacksym::normalize
+
+namespace stacksym {
+
+// normalize.h's.
 const char* VmaSourceKindName(VmaSourceKind kind) {
   switch (kind) {
     case VmaSourceKind::kAuto:
@@ -205,16 +210,20 @@ std::optional<VmaSourceKind> ParseVmaSourceKind(std::string_view name) {
   return std::nullopt;
 }
 
+}  // namespace stacksym
+
+namespace stacksym::normalize {
+
 bool ProcmapQuerySupported() {
   static const bool supported = [] {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
-    procmap::procmap_query q;
+    normalize::procmap_query q;
     std::memset(&q, 0, sizeof(q));
     q.size = sizeof(q);
-    q.query_flags = procmap::kQueryCoveringOrNextVma;
+    q.query_flags = normalize::kQueryCoveringOrNextVma;
     q.query_addr = 0;
-    int rc = ioctl(fd, procmap::kProcmapQuery, &q);
+    int rc = ioctl(fd, normalize::kProcmapQuery, &q);
     int err = errno;
     close(fd);
     return rc == 0 || err == ENOENT;  // ENOTTY (or EINVAL on odd kernels): not supported
@@ -264,4 +273,4 @@ std::string ProcRootPath(pid_t pid, std::string_view path) {
   return out;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

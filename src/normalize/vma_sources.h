@@ -17,7 +17,7 @@
 #include "normalize/procmap_query.h"
 #include "stacksym/normalize.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 // Whether this kernel supports PROCMAP_QUERY (probed once per process on /proc/self/maps).
 bool ProcmapQuerySupported();
@@ -143,18 +143,18 @@ class TextVmaSource final : public VmaSource {
 
   pid_t pid_;
   UniqueFd fd_;
-  maps_text::ParseOptions parse_options_;
+  normalize::MapsParseOptions parse_options_;
   std::vector<char> buf_;
   size_t filled_ = 0;
   size_t parsed_ = 0;
   uint64_t file_pos_ = 0;
   bool eof_ = false;
   uint64_t reads_ = 0;
-  std::vector<maps_text::Entry> entries_;
-  maps_text::ParseStats stats_;
+  std::vector<normalize::MapsEntry> entries_;
+  normalize::MapsParseStats stats_;
 };
 
 // Whether /proc/PID still belongs to a live (non-zombie) process.
 bool ProcessAlive(pid_t pid);
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 std::vector<uint32_t> SortedOrder(std::span<const uint64_t> addrs) {
   if (std::is_sorted(addrs.begin(), addrs.end())) return {};
@@ -72,4 +72,4 @@ WalkStats WalkVmas(VmaSource& source, std::span<const uint64_t> addrs,
   return stats;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

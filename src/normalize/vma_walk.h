@@ -10,7 +10,7 @@
 #include "normalize/vma_sources.h"
 #include "stacksym/reason.h"
 
-namespace stacksym {
+namespace stacksym::normalize {
 
 // Indices of `addrs` in ascending address order (stable). Empty result when `addrs` is
 // already sorted, so sorted input costs one pass and no allocation.
@@ -33,4 +33,4 @@ struct WalkStats {
 WalkStats WalkVmas(VmaSource& source, std::span<const uint64_t> addrs,
                    std::span<const uint32_t> order, const VmaVisitor& visit);
 
-}  // namespace stacksym
+}  // namespace stacksym::normalize

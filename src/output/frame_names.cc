@@ -1,7 +1,6 @@
 #include "output/frame_names.h"
 
-#include <cinttypes>
-#include <cstdio>
+#include "base/hex.h"
 
 namespace stacksym::output {
 
@@ -26,8 +25,7 @@ std::string FrameModuleName(const Profile& profile, const ProfileFrame& frame) {
 }
 
 std::string UnsymbolizedName(const Profile& profile, const ProfileFrame& frame) {
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "0x%" PRIx64, frame.address);
+  std::string hex = HexU64(frame.address);
   if (frame.kind == FrameKind::kUser && frame.module < profile.modules.size() &&
       !profile.modules[frame.module].path.empty()) {
     return BaseName(profile.modules[frame.module].path) + "+" + hex;

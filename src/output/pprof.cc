@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/hex.h"
 #include "output/flame_tree.h"
 #include "output/gzip.h"
 #include "profile.pb.h"
@@ -50,33 +51,6 @@ class StringTable {
   std::unordered_map<std::string, int64_t> index_;        // by original string
   std::unordered_map<std::string, int64_t> valid_index_;  // by UTF-8 string
 };
-
-std::string HexBuildId(const std::vector<uint8_t>& id) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : id) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-bool ParseHexBuildId(const std::string& hex, std::vector<uint8_t>* out) {
-  if (hex.size() % 2 != 0) return false;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  out->clear();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<uint8_t>(hi << 4 | lo));
-  }
-  return true;
-}
 
 // What a mapping claims (has_functions, ...) and spans, gathered from its frames.
 struct MappingFacts {
@@ -245,7 +219,7 @@ void PprofWriter::WriteMapping(uint64_t id, const std::string& path,
   }
   m->set_file_offset(0);
   m->set_filename(strings_.Intern(path));
-  if (!build_id.empty()) m->set_build_id(strings_.Intern(HexBuildId(build_id)));
+  if (!build_id.empty()) m->set_build_id(strings_.Intern(ToHex(build_id)));
   // Claimed only when every frame was symbolized, so pprof does not skip frames that still
   // need symbols; line info implies DWARF was read, and with it the inline tree.
   bool attempted = f.any_frame && f.all_attempted;
@@ -477,8 +451,13 @@ Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
                 : module.path[0] == '['   ? ModuleKind::kAnonymous
                                           : ModuleKind::kElf;
   const std::string& build_id = Str(m.build_id(), "mapping build id");
-  if (!build_id.empty() && !ParseHexBuildId(build_id, &module.build_id)) {
-    module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes
+  if (!build_id.empty()) {
+    std::optional<std::vector<uint8_t>> bytes = FromHex(build_id);
+    if (bytes) {
+      module.build_id = std::move(*bytes);
+    } else {
+      module.build_id.assign(build_id.begin(), build_id.end());  // not hex: keep the bytes
+    }
   }
   if (!mappings_.try_emplace(m.id(), MappingInfo{0, kernel, &m}).second) {
     return MakeError(ErrorCode::kMalformed,

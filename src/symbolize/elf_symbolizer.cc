@@ -34,12 +34,12 @@ ElfSymbolizer::ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOption
     : elf_(std::move(elf)), options_(options), symbol_names_(std::make_unique<DemangleCache>()) {}
 
 ElfSymbolizer::~ElfSymbolizer() {
-  if (index_) symindex::SaveNameMemo(*index_, /*at_least=*/0);
+  if (index_) index::SaveNameMemo(*index_, /*at_least=*/0);
 }
 
 std::string ElfSymbolizer::debug_file() const {
   if (debug_info_) return debug_info_->path();
-  if (index_) return symindex::IdentityValue(index_->identity(), "debug");
+  if (index_) return index::IdentityValue(index_->identity(), "debug");
   return {};
 }
 
@@ -81,11 +81,11 @@ bool ElfSymbolizer::UseIndex() {
       // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
       // LoadDebugInfo would open when demangling is off and inlines are on, and then answers
       // what the index leaves to DWARF.
-      std::unique_ptr<DebugInfoSource> built_from;
+      std::unique_ptr<dwarf::DebugInfoSource> built_from;
       bool keep_source = options_.keep_dwarf_after_index_build && !debug_info_loaded_;
       bool same_source = !options_.demangle && options_.inlines;
-      index_ = symindex::OpenCachedIndex(elf_, ToIndexOptions(options_),
-                                         keep_source ? &built_from : nullptr);
+      index_ = index::OpenCachedIndex(elf_, symbolize::ToIndexOptions(options_),
+                                      keep_source ? &built_from : nullptr);
       if (built_from && (built_from->retired() || !same_source)) {
         // Its sections are given back, or its names are not demangled: held (its teardown
         // skipped with the rest), never asked.
@@ -102,8 +102,9 @@ bool ElfSymbolizer::UseIndex() {
 bool ElfSymbolizer::ReplaceDamagedIndex() {
   if (!index_ || !index_->damaged()) return false;
   // Once: an index damaged again right after its rebuild (failing storage) is dropped.
-  index_ = index_rebuilt_ ? nullptr
-                          : symindex::RebuildDamagedIndex(elf_, ToIndexOptions(options_), *index_);
+  index_ = index_rebuilt_
+               ? nullptr
+               : index::RebuildDamagedIndex(elf_, symbolize::ToIndexOptions(options_), *index_);
   index_rebuilt_ = true;
   return index_ != nullptr;
 }
@@ -111,7 +112,7 @@ bool ElfSymbolizer::ReplaceDamagedIndex() {
 void ElfSymbolizer::LoadDebugInfo() {
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
-  auto source = DebugInfoSource::Open(elf_, ToDwarfOptions(options_));
+  auto source = dwarf::DebugInfoSource::Open(elf_, symbolize::ToDwarfOptions(options_));
   // Unusable debug info is not fatal: the symbol table still answers.
   if (source) debug_info_ = std::move(*source);
 }
@@ -148,12 +149,12 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
-  if (UseIndex() && index_->Answer(out.vaddr, ToAnswerOptions(options_), out)) {
+  if (UseIndex() && index_->Answer(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
     // One address at a time: saved once a few hundred names wait, not for every new one.
-    symindex::SaveNameMemo(*index_, /*at_least=*/256);
+    index::SaveNameMemo(*index_, /*at_least=*/256);
     return out;
   }
-  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, ToAnswerOptions(options_), out))
+  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, symbolize::ToAnswerOptions(options_), out))
     return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
@@ -178,8 +179,8 @@ std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
 const SymbolTable* ElfSymbolizer::fallback_symbols() {
   if (!options_.symbols_from_debug_file) return nullptr;
   LoadDebugInfo();
-  return FallbackSymbolTable(*elf_,
-                             debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
+  return elf::FallbackSymbolTable(*elf_,
+                                  debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }
 
 void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out) {
@@ -236,7 +237,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     std::sort(order.begin(), order.end(),
               [&](uint32_t a, uint32_t b) { return vaddrs[a] < vaddrs[b]; });
     std::vector<uint8_t> answered(positions.size(), 0);
-    const symindex::AnswerOptions answer_options = ToAnswerOptions(options_);
+    const index::AnswerOptions answer_options = symbolize::ToAnswerOptions(options_);
     constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
     for (size_t i = 0; i < order.size(); ++i) {
       uint32_t k = order[i];
@@ -261,7 +262,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
       vaddrs.resize(kept);
       positions.resize(kept);
     }
-    if (index_) symindex::SaveNameMemo(*index_, /*at_least=*/1);
+    if (index_) index::SaveNameMemo(*index_, /*at_least=*/1);
     if (kept == 0) return out;
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
@@ -322,7 +323,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
   // share, then from the others': lookups differ in cost (inline depth, name lengths), and
   // halves split by count finished up to 40 % apart.
   RunSharing runs(order.size(), threads, 128);
-  const symindex::AnswerOptions answer_options = ToAnswerOptions(options_);
+  const index::AnswerOptions answer_options = symbolize::ToAnswerOptions(options_);
   RunOnThreads(threads, [&](unsigned t) {
     auto reader = index_->NewReader();  // null: the index's shared one
     SymbolizedAddress answer;
@@ -344,7 +345,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
       }
     }
   });
-  symindex::SaveNameMemo(*index_, /*at_least=*/1);
+  index::SaveNameMemo(*index_, /*at_least=*/1);
   for (const std::vector<uint32_t>& positions : unanswered) {
     rest.insert(rest.end(), positions.begin(), positions.end());
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/hex.h"
 #include "stacksym/kernel.h"
 #include "stacksym/mapped_file.h"
 #include "symbolize/text_scan.h"
@@ -49,17 +50,17 @@ KallsymsTable KallsymsTable::Parse(std::string_view text) {
   std::string_view last_module;
   uint16_t last_module_index = 0;
   std::string_view rest = text, line;
-  while (text::NextLine(&rest, &line)) {
+  while (symbolize::NextLine(&rest, &line)) {
     if (line.empty()) continue;
     uint64_t address = 0;
     std::string_view s = line;
-    if (!text::ConsumeHex(&s, &address) || text::SkipBlanks(&s) == 0 || s.empty()) {
+    if (!symbolize::ConsumeHex(&s, &address) || symbolize::SkipBlanks(&s) == 0 || s.empty()) {
       ++table.skipped_lines_;
       continue;
     }
     char type = s[0];
     s.remove_prefix(1);
-    if (text::SkipBlanks(&s) == 0 || s.empty()) {
+    if (symbolize::SkipBlanks(&s) == 0 || s.empty()) {
       ++table.skipped_lines_;
       continue;
     }
@@ -68,8 +69,8 @@ KallsymsTable KallsymsTable::Parse(std::string_view text) {
     std::string_view module;
     if (name_end != std::string_view::npos) {
       std::string_view tail = s.substr(name_end);
-      text::SkipBlanks(&tail);
-      tail = text::TrimRight(tail);
+      symbolize::SkipBlanks(&tail);
+      tail = symbolize::TrimRight(tail);
       if (tail.size() >= 2 && tail.front() == '[' && tail.back() == ']') {
         module = tail.substr(1, tail.size() - 2);
       } else if (!tail.empty()) {
@@ -204,7 +205,7 @@ std::optional<BpfProgramName> ParseBpfProgramSymbol(std::string_view symbol) {
   std::string_view rest = symbol.substr(kPrefix.size());
   if (rest.size() < 16) return std::nullopt;
   for (size_t i = 0; i < 16; ++i) {
-    if (text::HexDigit(rest[i]) < 0) return std::nullopt;
+    if (HexDigit(rest[i]) < 0) return std::nullopt;
   }
   BpfProgramName out;
   out.tag = rest.substr(0, 16);

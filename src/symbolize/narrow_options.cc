@@ -3,7 +3,7 @@
 #include "index/index_cache.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym {
+namespace stacksym::symbolize {
 
 dwarf::DebugFileSearch ToDebugFileSearch(const SymbolizeOptions& options) {
   dwarf::DebugFileSearch search;
@@ -26,8 +26,8 @@ dwarf::DwarfOptions ToDwarfOptions(const SymbolizeOptions& options) {
   return out;
 }
 
-symindex::IndexOptions ToIndexOptions(const SymbolizeOptions& options) {
-  symindex::IndexOptions out;
+index::IndexOptions ToIndexOptions(const SymbolizeOptions& options) {
+  index::IndexOptions out;
   out.cache_dir = options.cache_dir;
   out.cache_max_bytes = options.cache_max_bytes;
   out.search = ToDebugFileSearch(options);
@@ -35,19 +35,23 @@ symindex::IndexOptions ToIndexOptions(const SymbolizeOptions& options) {
   return out;
 }
 
-symindex::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options) {
-  symindex::AnswerOptions out;
+index::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options) {
+  index::AnswerOptions out;
   out.demangle = options.demangle;
   out.inlines = options.inlines;
   out.linkage_names = options.linkage_names;
   return out;
 }
 
+}  // namespace stacksym::symbolize
+
+namespace stacksym {
+
 // stacksym/symbol_cache.h's, here because it takes SymbolizeOptions, which the index module
 // does not see.
 Result<SymbolCacheEntry> BuildSymbolIndex(const std::string& path,
                                           const SymbolizeOptions& options) {
-  return symindex::BuildSymbolIndex(path, ToIndexOptions(options));
+  return index::BuildSymbolIndex(path, symbolize::ToIndexOptions(options));
 }
 
 }  // namespace stacksym

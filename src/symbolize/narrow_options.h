@@ -1,6 +1,6 @@
 // SymbolizeOptions as the modules below the symbolizer take them: the DWARF reader
-// (dwarf::DwarfOptions) and the persisted index (symindex::IndexOptions for building, opening
-// and naming indexes; symindex::AnswerOptions for its answers). The one place they are filled
+// (dwarf::DwarfOptions) and the persisted index (index::IndexOptions for building, opening
+// and naming indexes; index::AnswerOptions for its answers). The one place they are filled
 // from the symbolizer's options.
 //
 //   auto source = DebugInfoSource::Open(elf, ToDwarfOptions(options));
@@ -10,11 +10,11 @@
 #include "index/index_options.h"
 #include "stacksym/symbolize.h"
 
-namespace stacksym {
+namespace stacksym::symbolize {
 
 dwarf::DebugFileSearch ToDebugFileSearch(const SymbolizeOptions& options);
 dwarf::DwarfOptions ToDwarfOptions(const SymbolizeOptions& options);
-symindex::IndexOptions ToIndexOptions(const SymbolizeOptions& options);
-symindex::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options);
+index::IndexOptions ToIndexOptions(const SymbolizeOptions& options);
+index::AnswerOptions ToAnswerOptions(const SymbolizeOptions& options);
 
-}  // namespace stacksym
+}  // namespace stacksym::symbolize

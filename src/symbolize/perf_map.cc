@@ -8,7 +8,7 @@
 #include "stacksym/mapped_file.h"
 #include "symbolize/text_scan.h"
 
-namespace stacksym {
+namespace stacksym::symbolize {
 
 namespace {
 
@@ -29,17 +29,17 @@ Result<PerfMap> PerfMap::Load(const std::string& path) {
 PerfMap PerfMap::Parse(std::string_view text) {
   PerfMap map;
   std::string_view rest = text, line;
-  while (text::NextLine(&rest, &line)) {
+  while (symbolize::NextLine(&rest, &line)) {
     std::string_view s = line;
-    text::SkipBlanks(&s);
+    symbolize::SkipBlanks(&s);
     if (s.empty()) continue;
     uint64_t start = 0, size = 0;
-    if (!text::ConsumeHex(&s, &start) || text::SkipBlanks(&s) == 0 ||
-        !text::ConsumeHex(&s, &size) || text::SkipBlanks(&s) == 0 || size == 0) {
+    if (!symbolize::ConsumeHex(&s, &start) || symbolize::SkipBlanks(&s) == 0 ||
+        !symbolize::ConsumeHex(&s, &size) || symbolize::SkipBlanks(&s) == 0 || size == 0) {
       ++map.skipped_lines_;
       continue;
     }
-    std::string_view name = text::TrimRight(s);
+    std::string_view name = symbolize::TrimRight(s);
     if (name.empty() || map.names_.size() + name.size() > UINT32_MAX ||
         map.symbols_.size() >= UINT32_MAX) {
       ++map.skipped_lines_;
@@ -99,15 +99,15 @@ Result<pid_t> NamespacedPid(pid_t pid) {
   Result<MappedFile> file = MappedFile::Open(path);
   if (!file) return std::move(file).error();
   std::string_view rest = AsText(file->bytes()), line;
-  while (text::NextLine(&rest, &line)) {
+  while (symbolize::NextLine(&rest, &line)) {
     constexpr std::string_view kKey = "NSpid:";
     if (line.substr(0, kKey.size()) != kKey) continue;
     std::string_view s = line.substr(kKey.size());
     uint64_t last = 0;
     bool any = false;
-    while (text::SkipBlanks(&s), !s.empty()) {
+    while (symbolize::SkipBlanks(&s), !s.empty()) {
       uint64_t v = 0;
-      if (!text::ConsumeDecimal(&s, &v) || v > INT32_MAX) {
+      if (!symbolize::ConsumeDecimal(&s, &v) || v > INT32_MAX) {
         return Error(ErrorCode::kMalformed, "bad NSpid line").WithFile(path);
       }
       last = v;
@@ -142,4 +142,4 @@ Result<PerfMap> LoadPerfMapForProcess(pid_t pid) {
                "no perf map for pid " + std::to_string(pid) + " (tried " + tried + ")");
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::symbolize

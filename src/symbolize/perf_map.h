@@ -24,7 +24,7 @@
 
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::symbolize {
 
 struct PerfMapSymbol {
   uint64_t start = 0;  // as written in the map (the JIT function's first byte)
@@ -79,4 +79,4 @@ Result<pid_t> NamespacedPid(pid_t pid);
 // host pid, then the host's /tmp/perf-PID.map. ErrorCode::kNotFound when none exists.
 Result<PerfMap> LoadPerfMapForProcess(pid_t pid);
 
-}  // namespace stacksym
+}  // namespace stacksym::symbolize

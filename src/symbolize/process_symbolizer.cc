@@ -41,7 +41,7 @@ Reason ReasonForOpenError(pid_t pid, const Error& error) {
   if (error.code == ErrorCode::kMalformed || error.code == ErrorCode::kUnsupported) {
     return Reason::kFileUnavailable;
   }
-  return ReasonForError(error);
+  return normalize::ReasonForError(error);
 }
 
 }  // namespace
@@ -61,7 +61,7 @@ struct ProcessSymbolizerCaches {
 
   std::string perf_map_path;
   FileIdentity perf_map_identity;
-  std::optional<PerfMap> perf_map;
+  std::optional<symbolize::PerfMap> perf_map;
 };
 
 namespace {
@@ -75,12 +75,12 @@ class CallState {
       : pid_(pid), options_(options), caches_(caches), stats_(stats) {
     symbolize_options_ = options.symbolize;
     // A container's own debug files live under its root; add that root's debug dir.
-    std::string root = ProcRootPath(pid, "/");
+    std::string root = normalize::ProcRootPath(pid, "/");
     if (!SameFile(root, "/")) {
       std::vector<std::string> dirs;
       for (const std::string& d : symbolize_options_.debug_dirs) {
         dirs.push_back(d);
-        dirs.push_back(ProcRootPath(pid, d));
+        dirs.push_back(normalize::ProcRootPath(pid, d));
       }
       symbolize_options_.debug_dirs = std::move(dirs);
     }
@@ -99,7 +99,7 @@ class CallState {
     return *vdso_;
   }
 
-  const PerfMap* perf_map() {
+  const symbolize::PerfMap* perf_map() {
     if (!options_.perf_maps) return nullptr;
     if (!perf_map_loaded_) {
       perf_map_loaded_ = true;
@@ -112,7 +112,8 @@ class CallState {
   Result<ElfSymbolizer*> FindOrOpenElf(const Module& m) {
     // The mapped file (process_files.h), looked up first only by identity: a file parsed by an
     // earlier call is reused without opening it again.
-    Result<MappedFileRef> found = FindMappedFile(pid_, MappingOf(m));
+    Result<normalize::MappedFileRef> found =
+        normalize::FindMappedFile(pid_, normalize::MappingOf(m));
     if (!found) return std::move(found).error();
     for (ProcessSymbolizerCaches::CachedElf& c : caches_->elf) {
       if (c.identity == found->identity) {
@@ -121,7 +122,7 @@ class CallState {
         return c.symbolizer.get();
       }
     }
-    Result<std::shared_ptr<ElfFile>> elf = OpenMappedFile(pid_, m, &*found);
+    Result<std::shared_ptr<ElfFile>> elf = normalize::OpenMappedFile(pid_, m, &*found);
     if (!elf) return std::move(elf).error();
     // Opened through map_files, the file's own directory is unknown to the debuglink search:
     // tell it the path the process maps it by, under the process's root (which reaches into
@@ -130,7 +131,7 @@ class CallState {
     SymbolizeOptions options = symbolize_options_;
     if (!m.path.empty() && m.path.front() == '/') {
       options.known_path = m.path;
-      options.known_root = ProcRootPath(pid_, "");
+      options.known_root = normalize::ProcRootPath(pid_, "");
     }
     auto symbolizer = ElfSymbolizer::FromElf(std::move(*elf), options);
     if (!symbolizer) return std::move(symbolizer).error();
@@ -173,7 +174,7 @@ class CallState {
     return caches_->vdso.get();
   }
 
-  const PerfMap* LoadPerfMap() {
+  const symbolize::PerfMap* LoadPerfMap() {
     // Reuse the cached map when the same file is unchanged (JITs append, changing size).
     if (caches_->perf_map) {
       std::optional<FileIdentity> id = StatIdentity(caches_->perf_map_path);
@@ -181,7 +182,7 @@ class CallState {
         return &*caches_->perf_map;
       }
     }
-    Result<PerfMap> map = LoadPerfMapForProcess(pid_);
+    Result<symbolize::PerfMap> map = symbolize::LoadPerfMapForProcess(pid_);
     if (!map) return nullptr;
     ++stats_->perf_map_loads;
     std::optional<FileIdentity> id = StatIdentity(map->path());
@@ -206,7 +207,7 @@ class CallState {
   std::map<std::pair<uint64_t, uint64_t>, Result<ElfSymbolizer*>> elf_;
   std::optional<Result<ElfSymbolizer*>> vdso_;
   bool perf_map_loaded_ = false;
-  const PerfMap* perf_map_ = nullptr;
+  const symbolize::PerfMap* perf_map_ = nullptr;
   // Symbolizers evicted from the caches while this call may still use them.
   std::vector<std::unique_ptr<ElfSymbolizer>> call_owned_;
 };
@@ -256,8 +257,8 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
   // JIT code: the perf map answers, else `fallback`.
   auto from_perf_map = [&](uint32_t i, Reason fallback, const std::string& module) {
     SymbolizedAddress& r = out[i];
-    if (const PerfMap* map = state.perf_map()) {
-      if (std::optional<PerfMapSymbol> sym = map->Find(addrs[i])) {
+    if (const symbolize::PerfMap* map = state.perf_map()) {
+      if (std::optional<symbolize::PerfMapSymbol> sym = map->Find(addrs[i])) {
         r.symbol = r.raw_symbol = std::string(sym->name);
         r.symbol_address = sym->start;
         r.symbol_size = sym->size;

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <string_view>
 
-namespace stacksym::text {
+#include "base/hex.h"
+
+namespace stacksym::symbolize {
 
 // Splits off the next line (without its '\n') from *rest. False when *rest is empty.
 inline bool NextLine(std::string_view* rest, std::string_view* line) {
@@ -16,13 +18,6 @@ inline bool NextLine(std::string_view* rest, std::string_view* line) {
   *line = rest->substr(0, len);
   rest->remove_prefix(nl ? len + 1 : len);
   return true;
-}
-
-inline int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // Parses a hex number (optional 0x/0X prefix) at the start of *s and removes it. Fails on no
@@ -75,4 +70,4 @@ inline std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
-}  // namespace stacksym::text
+}  // namespace stacksym::symbolize

@@ -1,9 +1,8 @@
 #include "unwind/cfa_program.h"
 
-#include <cinttypes>
-#include <cstdio>
+#include "base/hex.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 Error Malformed(std::string message) {
@@ -15,12 +14,6 @@ RegisterRule Rule(RegisterRuleKind kind, int64_t offset = 0) {
   r.kind = kind;
   r.offset = offset;
   return r;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 }  // namespace
@@ -63,9 +56,10 @@ Result<void> CfaInterpreter::Execute(std::span<const uint8_t> program, const Cie
   // Moves the location to `target`, reporting the row that held up to it.
   auto move_to = [&](uint64_t target) -> Result<void> {
     if (fde == nullptr) return Malformed("location op in a CIE's initial instructions");
-    if (target < loc_) return Malformed("location moves backwards to " + Hex(target));
+    if (target < loc_) return Malformed("location moves backwards to " + HexU64(target));
     if (target > fde->pc_end) {
-      return Malformed("location " + Hex(target) + " is past the FDE's end " + Hex(fde->pc_end));
+      return Malformed("location " + HexU64(target) + " is past the FDE's end " +
+                       HexU64(fde->pc_end));
     }
     (*on_row)(loc_, state_);
     ++summary->rows;
@@ -76,7 +70,7 @@ Result<void> CfaInterpreter::Execute(std::span<const uint8_t> program, const Cie
     uint64_t bytes = 0, target = 0;
     if (__builtin_mul_overflow(delta, cie.code_alignment, &bytes) ||
         __builtin_add_overflow(loc_, bytes, &target)) {
-      return Malformed("advance by " + Hex(delta) + " overflows");
+      return Malformed("advance by " + HexU64(delta) + " overflows");
     }
     return move_to(target);
   };
@@ -266,14 +260,14 @@ Result<void> CfaInterpreter::Execute(std::span<const uint8_t> program, const Cie
         state_.args_size = c.Uleb128();
         break;
       default:
-        return Malformed("unknown call frame instruction " + Hex(op) + " at offset " +
+        return Malformed("unknown call frame instruction " + HexU64(op) + " at offset " +
                          std::to_string(op_offset));
     }
     if (!c.ok()) {
-      return Malformed("operand of call frame instruction " + Hex(op) + " truncated");
+      return Malformed("operand of call frame instruction " + HexU64(op) + " truncated");
     }
   }
   return {};
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

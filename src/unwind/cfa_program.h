@@ -22,7 +22,7 @@
 #include "stacksym/result.h"
 #include "unwind/cfi_reader.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 enum class RegisterRuleKind : uint8_t {
   kUnspecified = 0,  // never mentioned: "same value" for callee-saved registers by convention
@@ -88,4 +88,4 @@ class CfaInterpreter {
   uint64_t loc_ = 0;
 };
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

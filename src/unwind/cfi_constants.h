@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 // Call frame instructions. The high two bits select the three "primary" ops whose operand
 // lives in the low six bits.
@@ -78,4 +78,4 @@ inline constexpr uint32_t kDwarfRbp = 6;
 inline constexpr uint32_t kDwarfRsp = 7;
 inline constexpr uint32_t kDwarfRip = 16;
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -1,18 +1,12 @@
 #include "unwind/cfi_reader.h"
 
-#include <cinttypes>
-#include <cstdio>
 #include <string_view>
 #include <unordered_map>
 
-namespace stacksym::cfi {
-namespace {
+#include "base/hex.h"
 
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
+namespace stacksym::unwind {
+namespace {
 
 // Reads a value in the format of the low nibble of `encoding` (no base applied).
 bool ReadPointerFormat(ByteCursor& c, uint8_t format, uint8_t address_size, uint64_t* out,
@@ -46,7 +40,7 @@ bool ReadPointerFormat(ByteCursor& c, uint8_t format, uint8_t address_size, uint
       *out = static_cast<uint64_t>(c.S64());
       break;
     default:
-      *error = "unknown pointer format " + Hex(format);
+      *error = "unknown pointer format " + HexU64(format);
       return false;
   }
   if (!c.ok()) {
@@ -114,7 +108,7 @@ class SectionReader {
     }
     if (h->length == 0) return true;
     if (h->length > c.remaining()) {
-      h->error = "entry length " + Hex(h->length) + " runs past the end of the section";
+      h->error = "entry length " + HexU64(h->length) + " runs past the end of the section";
       return false;
     }
     h->end = c.offset() + h->length;
@@ -155,7 +149,7 @@ class SectionReader {
 
   bool ParseCie(uint64_t offset, Cie* cie, std::string* error) {
     if (offset >= info_.data.size()) {
-      *error = "offset " + Hex(offset) + " is past the end of the section";
+      *error = "offset " + HexU64(offset) + " is past the end of the section";
       return false;
     }
     ByteCursor whole(info_.data);
@@ -166,7 +160,7 @@ class SectionReader {
       return false;
     }
     if (h.length == 0 || !h.is_cie) {
-      *error = "no CIE at offset " + Hex(offset);
+      *error = "no CIE at offset " + HexU64(offset);
       return false;
     }
     // A cursor that ends with the entry but keeps section offsets (pcrel, aligned).
@@ -216,7 +210,7 @@ class SectionReader {
       cie->has_augmentation_data = true;
       uint64_t aug_length = c.Uleb128();
       if (!c.ok() || aug_length > c.remaining()) {
-        *error = "augmentation data length " + Hex(aug_length) + " runs past the CIE";
+        *error = "augmentation data length " + HexU64(aug_length) + " runs past the CIE";
         return false;
       }
       const uint64_t aug_end = c.offset() + aug_length;
@@ -254,7 +248,7 @@ class SectionReader {
       c.Seek(aug_end);
     }
     if ((cie->fde_encoding & 0x0f) > DW_EH_PE_sdata8 || cie->fde_encoding == DW_EH_PE_omit) {
-      *error = "FDE pointer encoding " + Hex(cie->fde_encoding) + " not usable";
+      *error = "FDE pointer encoding " + HexU64(cie->fde_encoding) + " not usable";
       return false;
     }
     cie->initial_instructions = c.Bytes(c.remaining());
@@ -265,14 +259,14 @@ class SectionReader {
     uint64_t cie_offset = h.id;
     if (eh()) {
       if (h.id > h.id_offset) {
-        Problem(offset, "FDE: CIE pointer " + Hex(h.id) + " points before the section");
+        Problem(offset, "FDE: CIE pointer " + HexU64(h.id) + " points before the section");
         return;
       }
       cie_offset = h.id_offset - h.id;
     }
     int64_t cie_index = CieAt(cie_offset);
     if (cie_index < 0) {
-      Problem(offset, "FDE: no usable CIE at " + Hex(cie_offset));
+      Problem(offset, "FDE: no usable CIE at " + HexU64(cie_offset));
       return;
     }
     const Cie& cie = out_.cies[static_cast<size_t>(cie_index)];
@@ -295,14 +289,16 @@ class SectionReader {
       range &= 0xffffffffu;
     }
     if (fde.pc_begin + range < fde.pc_begin) {
-      Problem(offset, "FDE: pc range " + Hex(fde.pc_begin) + "+" + Hex(range) + " wraps around");
+      Problem(offset,
+              "FDE: pc range " + HexU64(fde.pc_begin) + "+" + HexU64(range) + " wraps around");
       return;
     }
     fde.pc_end = fde.pc_begin + range;
     if (cie.has_augmentation_data) {
       uint64_t aug_length = c.Uleb128();
       if (!c.ok() || aug_length > c.remaining()) {
-        Problem(offset, "FDE: augmentation data length " + Hex(aug_length) + " runs past the FDE");
+        Problem(offset,
+                "FDE: augmentation data length " + HexU64(aug_length) + " runs past the FDE");
         return;
       }
       c.Skip(aug_length);
@@ -358,14 +354,14 @@ bool ReadEncodedPointer(ByteCursor& c, uint8_t encoding, const PointerBases& bas
       v += bases.func_vaddr;
       break;
     default:
-      *error = "unknown pointer application " + Hex(application);
+      *error = "unknown pointer application " + HexU64(application);
       return false;
   }
   if (encoding & DW_EH_PE_indirect) {
     std::optional<uint64_t> target;
     if (bases.read_pointer) target = bases.read_pointer(v);
     if (!target) {
-      *error = "indirect pointer at " + Hex(v) + " cannot be read";
+      *error = "indirect pointer at " + HexU64(v) + " cannot be read";
       return false;
     }
     v = *target;
@@ -376,4 +372,4 @@ bool ReadEncodedPointer(ByteCursor& c, uint8_t encoding, const PointerBases& bas
 
 CfiEntries ReadCfiSection(const CfiSectionInfo& info) { return SectionReader(info).Read(); }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

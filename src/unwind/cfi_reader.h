@@ -21,7 +21,7 @@
 #include "base/byte_cursor.h"
 #include "unwind/cfi_constants.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 enum class CfiSectionKind : uint8_t { kEhFrame, kDebugFrame };
 
@@ -93,4 +93,4 @@ struct CfiEntries {
 // pc range wraps around, or which are truncated are left out and named in `problems`.
 CfiEntries ReadCfiSection(const CfiSectionInfo& info);
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -6,7 +6,7 @@
 
 #include "unwind/eh_frame_hdr.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 uint64_t SectionAddress(const ElfFile& elf, std::string_view name) {
@@ -134,4 +134,4 @@ CfiSources FindCfiSources(const ElfFile& elf, const ElfFile* debug_file) {
   return out;
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -9,7 +9,7 @@
 #include "stacksym/elf.h"
 #include "unwind/cfi_reader.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 struct CfiSources {
   std::vector<CfiSectionInfo> sections;  // .eh_frame first, then .debug_frame
@@ -21,4 +21,4 @@ struct CfiSources {
 // `elf` must outlive the returned spans and the read_pointer callbacks.
 CfiSources FindCfiSources(const ElfFile& elf, const ElfFile* debug_file);
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

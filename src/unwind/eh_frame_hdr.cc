@@ -1,22 +1,16 @@
 #include "unwind/eh_frame_hdr.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <unordered_map>
 
-namespace stacksym::cfi {
+#include "base/hex.h"
+
+namespace stacksym::unwind {
 namespace {
 
 Error Malformed(std::string message) {
   return std::move(
       MakeError(ErrorCode::kMalformed, std::move(message)).WithSection(".eh_frame_hdr"));
-}
-
-std::string Hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
 }
 
 }  // namespace
@@ -62,8 +56,8 @@ Result<EhFrameHdr> ReadEhFrameHdr(std::span<const uint8_t> data, uint64_t vaddr)
 Result<void> CheckEhFrameHdr(const EhFrameHdr& hdr, const CfiEntries& entries,
                              uint64_t eh_frame_vaddr) {
   if (hdr.eh_frame_vaddr != eh_frame_vaddr) {
-    return Malformed("eh_frame_ptr " + Hex(hdr.eh_frame_vaddr) + " is not .eh_frame's address " +
-                     Hex(eh_frame_vaddr));
+    return Malformed("eh_frame_ptr " + HexU64(hdr.eh_frame_vaddr) + " is not .eh_frame's address " +
+                     HexU64(eh_frame_vaddr));
   }
   if (!hdr.has_table) return {};
   for (size_t i = 1; i < hdr.table.size(); ++i) {
@@ -79,11 +73,11 @@ Result<void> CheckEhFrameHdr(const EhFrameHdr& hdr, const CfiEntries& entries,
     auto it = pc_by_fde.find(e.fde_vaddr);
     if (it == pc_by_fde.end()) {
       return Malformed("search table entry " + std::to_string(i) + " points at " +
-                       Hex(e.fde_vaddr) + ", where .eh_frame has no FDE");
+                       HexU64(e.fde_vaddr) + ", where .eh_frame has no FDE");
     }
     if (it->second != e.initial_location) {
       return Malformed("search table entry " + std::to_string(i) + " says " +
-                       Hex(e.initial_location) + " but its FDE begins at " + Hex(it->second));
+                       HexU64(e.initial_location) + " but its FDE begins at " + HexU64(it->second));
     }
   }
   if (hdr.table.size() != entries.fdes.size()) {
@@ -93,4 +87,4 @@ Result<void> CheckEhFrameHdr(const EhFrameHdr& hdr, const CfiEntries& entries,
   return {};
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

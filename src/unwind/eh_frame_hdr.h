@@ -11,7 +11,7 @@
 #include "stacksym/result.h"
 #include "unwind/cfi_reader.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 struct EhFrameHdrEntry {
   uint64_t initial_location = 0;
@@ -32,4 +32,4 @@ Result<EhFrameHdr> ReadEhFrameHdr(std::span<const uint8_t> data, uint64_t vaddr)
 Result<void> CheckEhFrameHdr(const EhFrameHdr& hdr, const CfiEntries& entries,
                              uint64_t eh_frame_vaddr);
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -4,7 +4,7 @@
 
 #include "base/byte_cursor.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 namespace {
 
 template <class T>
@@ -129,4 +129,4 @@ CompiledRow CompileRow(const CfaState& state, const Cie& cie, uint32_t pc) {
   return out;
 }
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

@@ -10,7 +10,7 @@
 #include "stacksym/unwind.h"
 #include "unwind/cfa_program.h"
 
-namespace stacksym::cfi {
+namespace stacksym::unwind {
 
 // The PLT entry's CFA expression `breg7 K; breg16 0; lit15; and; litN; ge; lit3; shl; plus`:
 // CFA = RSP + K + ((RIP & 15) >= N ? 8 : 0).
@@ -32,4 +32,4 @@ struct CompiledRow {
 // `pc` is stored as given (the caller makes it relative to the table's base).
 CompiledRow CompileRow(const CfaState& state, const Cie& cie, uint32_t pc);
 
-}  // namespace stacksym::cfi
+}  // namespace stacksym::unwind

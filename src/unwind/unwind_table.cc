@@ -15,8 +15,8 @@
 namespace stacksym {
 namespace {
 
-using cfi::CfiEntries;
-using cfi::CfiSectionInfo;
+using unwind::CfiEntries;
+using unwind::CfiSectionInfo;
 
 // One FDE's rows, pcs absolute, before the table's base is known.
 struct FdeRows {
@@ -48,12 +48,12 @@ class TableBuilder {
   }
 
   Result<std::shared_ptr<const UnwindTable>> Build(const ElfFile* debug_file) {
-    cfi::CfiSources sources = cfi::FindCfiSources(elf_, debug_file);
+    unwind::CfiSources sources = unwind::FindCfiSources(elf_, debug_file);
     for (const Error& e : sources.problems) Note(e.ToString());
     for (size_t i = 0; i < sources.sections.size(); ++i) {
       const CfiSectionInfo& info = sources.sections[i];
-      CfiEntries entries = cfi::ReadCfiSection(info);
-      if (info.kind == cfi::CfiSectionKind::kEhFrame && !sources.eh_frame_hdr.empty()) {
+      CfiEntries entries = unwind::ReadCfiSection(info);
+      if (info.kind == unwind::CfiSectionKind::kEhFrame && !sources.eh_frame_hdr.empty()) {
         CheckHeader(sources, info, entries);
       }
       AddEntries(info, entries, static_cast<uint8_t>(i));
@@ -66,16 +66,16 @@ class TableBuilder {
     if (stats_.first_problem.empty()) stats_.first_problem = problem;
   }
 
-  void CheckHeader(const cfi::CfiSources& sources, const CfiSectionInfo& info,
+  void CheckHeader(const unwind::CfiSources& sources, const CfiSectionInfo& info,
                    const CfiEntries& entries) {
-    Result<cfi::EhFrameHdr> hdr =
-        cfi::ReadEhFrameHdr(sources.eh_frame_hdr, sources.eh_frame_hdr_vaddr);
+    Result<unwind::EhFrameHdr> hdr =
+        unwind::ReadEhFrameHdr(sources.eh_frame_hdr, sources.eh_frame_hdr_vaddr);
     if (!hdr) {
       stats_.eh_frame_hdr_problem = hdr.error().ToString();
       return;
     }
     stats_.eh_frame_hdr_fdes = hdr->table.size();
-    if (Result<void> ok = cfi::CheckEhFrameHdr(*hdr, entries, info.vaddr); !ok) {
+    if (Result<void> ok = unwind::CheckEhFrameHdr(*hdr, entries, info.vaddr); !ok) {
       stats_.eh_frame_hdr_problem = ok.error().ToString();
     }
   }
@@ -91,28 +91,28 @@ class TableBuilder {
   }
 
   void AddEntries(const CfiSectionInfo& info, const CfiEntries& entries, uint8_t source) {
-    const char* section = cfi::CfiSectionName(info.kind);
+    const char* section = unwind::CfiSectionName(info.kind);
     stats_.cies += entries.cies.size();
     stats_.fdes += entries.fdes.size();
     stats_.fdes_skipped += entries.problems.size();
-    for (const cfi::CfiProblem& p : entries.problems) {
+    for (const unwind::CfiProblem& p : entries.problems) {
       Note(std::string(section) + " entry at " + std::to_string(p.offset) + ": " + p.message);
     }
-    cfi::CfaInterpreter interpreter;
+    unwind::CfaInterpreter interpreter;
     std::vector<AbsoluteRow> fde_rows;
-    for (const cfi::Fde& fde : entries.fdes) {
+    for (const unwind::Fde& fde : entries.fdes) {
       if (fde.pc_begin == fde.pc_end) continue;  // covers nothing
       if (!InCode(fde.pc_begin, fde.pc_end)) {
         ++stats_.fdes_outside_code;
         continue;
       }
-      const cfi::Cie& cie = entries.cies[fde.cie_index];
+      const unwind::Cie& cie = entries.cies[fde.cie_index];
       fde_rows.clear();
       uint64_t unsupported = 0;
-      Result<cfi::CfaProgramSummary> run =
-          interpreter.Run(cie, fde, [&](uint64_t pc, const cfi::CfaState& state) {
+      Result<unwind::CfaProgramSummary> run =
+          interpreter.Run(cie, fde, [&](uint64_t pc, const unwind::CfaState& state) {
             if (pc >= fde.pc_end) return;
-            cfi::CompiledRow compiled = cfi::CompileRow(state, cie, 0);
+            unwind::CompiledRow compiled = unwind::CompileRow(state, cie, 0);
             if (compiled.unsupported) ++unsupported;
             // Rows at the same pc (an advance by 0): the last one holds.
             if (!fde_rows.empty() && fde_rows.back().pc == pc) fde_rows.pop_back();

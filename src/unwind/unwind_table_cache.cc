@@ -1,14 +1,11 @@
 // UnwindTableCache — tables shared by build ID, least recently used dropped past a byte bound;
 // with a directory, also loaded from and stored to persisted table files.
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include <cstdio>
 #include <list>
 #include <string>
 #include <unordered_map>
 
-#include "index/index_cache.h"
+#include "cache/cache_dir.h"
 #include "stacksym/symbol_cache.h"
 #include "stacksym/unwind.h"
 #include "unwind/unwind_table_file.h"
@@ -124,10 +121,10 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
 // foreign file said once: the table is remembered in memory after this) and stored.
 std::shared_ptr<const UnwindTable> UnwindTableCache::Impl::FromDir(const ElfFile& elf) {
   const std::string& dir = options.dir;
-  const std::string path = dir + "/" + unwfile::FileName(elf);
-  auto loaded = unwfile::Load(path, elf);
+  const std::string path = dir + "/" + unwind::FileName(elf);
+  auto loaded = unwind::Load(path, elf);
   if (loaded) {
-    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for LRU pruning
+    cache::MarkUsed(path);
     std::lock_guard<std::mutex> lock(mu);
     ++dir_loads;
     return std::move(*loaded);
@@ -140,10 +137,9 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Impl::FromDir(const ElfFile
     std::lock_guard<std::mutex> lock(mu);
     if (dir_unusable) return table;
   }
-  Result<void> stored = symindex::CheckWritable(dir);
+  Result<void> stored = cache::CheckWritable(dir);
   if (stored) {
-    stored =
-        symindex::StoreAtomically(dir, path, unwfile::Serialize(*table, unwfile::IdentityOf(elf)));
+    stored = cache::StoreAtomically(dir, path, unwind::Serialize(*table, unwind::IdentityOf(elf)));
   }
   std::lock_guard<std::mutex> lock(mu);
   if (!stored) {

@@ -2,7 +2,6 @@
 // the cache directory's listing and `cache build` of unwind tables.
 #include "unwind/unwind_table_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,17 +9,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 
-#include "index/checksum.h"
-#include "index/index_cache.h"
+#include "cache/cache_dir.h"
+#include "cache/checksum.h"
 #include "stacksym/symbol_cache.h"
 
-namespace stacksym::unwfile {
+namespace stacksym::unwind {
 namespace {
 
-using symindex::Crc32c;
+using cache::Crc32c;
 
 // The fixed header; every field little-endian (x86_64 only, as the rows themselves).
 struct Header {
@@ -104,10 +102,6 @@ Error Malformed(const std::string& what) {
   return MakeError(ErrorCode::kMalformed, "unwind table file: " + what);
 }
 
-uint32_t HashText(const std::string& text, uint32_t seed) {
-  return Crc32c({reinterpret_cast<const uint8_t*>(text.data()), text.size()}, seed);
-}
-
 std::string NoidLine(const ElfFile& elf) {
   const FileIdentity& f = elf.identity();
   return "noid " + std::to_string(f.dev) + " " + std::to_string(f.inode) + " " +
@@ -165,12 +159,9 @@ std::string FileName(const ElfFile& elf) {
   if (id.empty()) {
     // By file identity, not path (as the symbol index): one file for every
     // /proc/PID/map_files path of the same library.
-    std::string who = NoidLine(elf);
-    char buf[20];
-    std::snprintf(buf, sizeof(buf), "%08x%08x", HashText(who, 0), HashText(who, 0x5bd1e995));
-    id = std::string("noid-") + buf;
+    id = cache::NoBuildIdName(NoidLine(elf));
   }
-  return id + "-v" + std::to_string(kVersion) + symindex::kUnwindTableSuffix;
+  return id + "-v" + std::to_string(kVersion) + cache::kUnwindTableSuffix;
 }
 
 std::string IdentityOf(const ElfFile& elf) {
@@ -300,7 +291,7 @@ Result<std::shared_ptr<const UnwindTable>> Load(const std::string& path, const E
   return std::move(loaded->table);
 }
 
-}  // namespace stacksym::unwfile
+}  // namespace stacksym::unwind
 
 namespace stacksym {
 namespace {
@@ -314,39 +305,30 @@ SymbolCacheEntry DescribeUnwindFile(const std::string& path) {
     e.bytes = static_cast<uint64_t>(st.st_size);
     e.used_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   }
-  auto bytes = unwfile::ReadFile(path);
+  auto bytes = unwind::ReadFile(path);
   if (!bytes) {
     e.problem = bytes.error().ToString();
     return e;
   }
-  auto loaded = unwfile::Parse(*bytes);
+  auto loaded = unwind::Parse(*bytes);
   if (!loaded) {
     e.problem = loaded.error().ToString();
     return e;
   }
   e.build_id = ToHex(loaded->table->build_id());
-  e.binary = unwfile::IdentityValue(loaded->identity, "binary");
-  e.sections = {{"header", unwfile::kHeaderSize}, {"rows", loaded->table->rows().size_bytes()}};
+  e.binary = unwind::IdentityValue(loaded->identity, "binary");
+  e.sections = {{"header", unwind::kHeaderSize}, {"rows", loaded->table->rows().size_bytes()}};
   return e;
 }
 
 }  // namespace
 
 Result<std::vector<SymbolCacheEntry>> ListUnwindTableCache(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoError(errno, "open directory " + dir);
-  std::vector<std::string> paths;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name.ends_with(symindex::kUnwindTableSuffix))
-      paths.push_back(dir + "/" + std::string(name));
-  }
-  ::closedir(d);
-  std::sort(paths.begin(), paths.end());
+  auto files = cache::ListFiles(dir, {cache::kUnwindTableSuffix});  // sorted by path
+  if (!files) return std::move(files).error();
   std::vector<SymbolCacheEntry> out;
-  for (const std::string& p : paths) {
-    struct stat st;
-    if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.push_back(DescribeUnwindFile(p));
+  for (const cache::DirFile& f : *files) {
+    if (!f.temporary) out.push_back(DescribeUnwindFile(f.path));
   }
   return out;
 }
@@ -356,10 +338,10 @@ Result<SymbolCacheEntry> BuildUnwindTableFile(const std::string& path, const std
   if (dir.empty()) return Error(ErrorCode::kInvalidArgument, "no cache directory");
   auto elf = ElfFile::Open(path);
   if (!elf) return std::move(elf).error();
-  if (Result<void> r = symindex::CheckWritable(dir); !r) return std::move(r).error();
+  if (Result<void> r = cache::CheckWritable(dir); !r) return std::move(r).error();
   UnwindTableCache cache({.dir = dir, .dir_max_bytes = max_bytes});
   std::shared_ptr<const UnwindTable> table = cache.Get(**elf);
-  std::string file = dir + "/" + unwfile::FileName(**elf);
+  std::string file = dir + "/" + unwind::FileName(**elf);
   if (cache.dir_stores() == 0 && cache.dir_loads() == 0) {
     return Error(ErrorCode::kIo, "could not store the unwind table of " + path);
   }

@@ -3,9 +3,9 @@
 // instead of interpreting .eh_frame again; a file that is truncated, corrupt, of another
 // version or of another binary is detected here and the caller rebuilds it.
 //
-//   std::vector<uint8_t> bytes = unwfile::Serialize(*table, unwfile::IdentityOf(elf));
-//   Result<unwfile::Loaded> back = unwfile::Parse(bytes);    // every check, no trust
-//   Result<std::shared_ptr<const UnwindTable>> t = unwfile::Load(path, elf);
+//   std::vector<uint8_t> bytes = unwind::Serialize(*table, unwind::IdentityOf(elf));
+//   Result<unwind::Loaded> back = unwind::Parse(bytes);    // every check, no trust
+//   Result<std::shared_ptr<const UnwindTable>> t = unwind::Load(path, elf);
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 #include "stacksym/result.h"
 #include "stacksym/unwind.h"
 
-namespace stacksym::unwfile {
+namespace stacksym::unwind {
 
 inline constexpr char kMagic[8] = {'S', 'T', 'K', 'U', 'N', 'W', 'T', 'B'};
 // Bump whenever the layout or the rows UnwindTable::Build compiles change: the version is in
@@ -50,4 +50,4 @@ Result<Loaded> Parse(std::span<const uint8_t> bytes);
 // one, same file identity). ErrorCode::kNotFound when there is no file it could open.
 Result<std::shared_ptr<const UnwindTable>> Load(const std::string& path, const ElfFile& elf);
 
-}  // namespace stacksym::unwfile
+}  // namespace stacksym::unwind

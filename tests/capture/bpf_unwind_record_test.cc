@@ -172,7 +172,9 @@ TEST(BpfUnwindRecordTest, ProcessThatExecs) {
   Symbolize(*rec);
   Reach all = ReachThrough(rec->profile(), "", "Py_BytesMain");
   PrintReach("all", all, "Py_BytesMain");
-  ASSERT_GT(all.samples, 500u);
+  // 2.5 s of CPU gives ~600 samples on an idle machine; a loaded one gives the program less
+  // CPU, and 200 samples still measure the shares below.
+  ASSERT_GT(all.samples, 200u);
   EXPECT_GE(all.reached * 100, all.samples * 95);
   // The exec'd image was unwound in BPF too: its mappings were loaded after the exec (a
   // sanitized recorder loads more slowly, so more samples are stack copies there).

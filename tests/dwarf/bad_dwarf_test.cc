@@ -14,11 +14,11 @@ namespace {
 using testing::BuildTinyDwarf;
 using testing::TinyDwarf;
 
-std::unique_ptr<DebugInfoSource> Open(const dwarf::DwarfSections& s, bool inlines = true) {
+std::unique_ptr<dwarf::DebugInfoSource> Open(const dwarf::DwarfSections& s, bool inlines = true) {
   dwarf::DwarfOptions options;
   options.demangle = false;
   options.inlines = inlines;
-  auto source = DebugInfoSource::FromSections(s, options);
+  auto source = dwarf::DebugInfoSource::FromSections(s, options);
   if (!source) return nullptr;
   return std::move(*source);
 }
@@ -140,7 +140,7 @@ TEST(BadDwarfTest, AbsurdUnitLengths) {
   t.info[0] = 0xf5;  // reserved length values
   t.info[1] = t.info[2] = t.info[3] = 0xff;
   dwarf::DwarfOptions options;
-  auto source = DebugInfoSource::FromSections(t.sections(), options);
+  auto source = dwarf::DebugInfoSource::FromSections(t.sections(), options);
   ASSERT_FALSE(source);
   EXPECT_NE(source.error().message.find("reserved unit length"), std::string::npos);
 }
@@ -151,7 +151,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
     TinyDwarf cut = t;
     cut.info.resize(n);
     dwarf::DwarfOptions options;
-    auto source = DebugInfoSource::FromSections(cut.sections(), options);
+    auto source = dwarf::DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
     for (uint64_t a = 0xff0; a < 0x1110; a += 3) (*source)->Lookup(a, &frames);
@@ -160,7 +160,7 @@ TEST(BadDwarfTest, EveryTruncationIsSafe) {
     TinyDwarf cut = t;
     cut.abbrev.resize(n);
     dwarf::DwarfOptions options;
-    auto source = DebugInfoSource::FromSections(cut.sections(), options);
+    auto source = dwarf::DebugInfoSource::FromSections(cut.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
     for (uint64_t a = 0xff0; a < 0x1110; a += 3) (*source)->Lookup(a, &frames);
@@ -177,7 +177,7 @@ TEST(BadDwarfTest, RandomCorruptionIsSafe) {
       (*target)[rng() % target->size()] = static_cast<uint8_t>(rng());
     }
     dwarf::DwarfOptions options;
-    auto source = DebugInfoSource::FromSections(t.sections(), options);
+    auto source = dwarf::DebugInfoSource::FromSections(t.sections(), options);
     if (!source || !*source) continue;
     std::vector<SourceFrame> frames;
     for (uint64_t a = 0xff0; a < 0x1110; a += 5) (*source)->Lookup(a, &frames);

@@ -29,12 +29,13 @@ std::shared_ptr<ElfFile> OpenElf(const std::string& path) {
 }
 
 // DebugInfoSource for `path`, searching no system debug directories.
-std::unique_ptr<DebugInfoSource> OpenSource(const std::string& path) {
+std::unique_ptr<dwarf::DebugInfoSource> OpenSource(const std::string& path) {
   std::shared_ptr<ElfFile> elf = OpenElf(path);
   if (!elf) return nullptr;
   dwarf::DwarfOptions options;
   options.search.debug_dirs = {};
-  Result<std::unique_ptr<DebugInfoSource>> source = DebugInfoSource::Open(elf, options);
+  Result<std::unique_ptr<dwarf::DebugInfoSource>> source =
+      dwarf::DebugInfoSource::Open(elf, options);
   EXPECT_TRUE(source) << path << ": " << (source ? "" : source.error().ToString());
   return source ? std::move(*source) : nullptr;
 }
@@ -54,7 +55,8 @@ std::vector<uint64_t> FunctionAddresses(const ElfFile& elf) {
 }
 
 // One line per address: its frames as "function file:line:column", '|'-separated.
-std::vector<std::string> Describe(DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
+std::vector<std::string> Describe(dwarf::DebugInfoSource& source,
+                                  const std::vector<uint64_t>& addrs) {
   std::vector<std::string> out;
   std::vector<SourceFrame> frames;
   for (uint64_t a : addrs) {
@@ -71,7 +73,7 @@ std::vector<std::string> Describe(DebugInfoSource& source, const std::vector<uin
 }
 
 // How many lookups named the function (a split unit names functions only from its .dwo/.dwp).
-size_t NamedCount(DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
+size_t NamedCount(dwarf::DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
   size_t named = 0;
   std::vector<SourceFrame> frames;
   for (uint64_t a : addrs) {
@@ -80,7 +82,7 @@ size_t NamedCount(DebugInfoSource& source, const std::vector<uint64_t>& addrs) {
   return named;
 }
 
-size_t ErrorsMentioning(DebugInfoSource& source, const std::string& text) {
+size_t ErrorsMentioning(dwarf::DebugInfoSource& source, const std::string& text) {
   size_t n = 0;
   for (const Error& e : source.units().unit_errors())
     n += e.ToString().find(text) != std::string::npos;
@@ -91,7 +93,7 @@ class DwpOnceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DwpOnceTest, EveryFunctionOfEverySplitUnitUsesOnePackage) {
   const std::string binary = RealFixture(GetParam());
-  std::unique_ptr<DebugInfoSource> source = OpenSource(binary);
+  std::unique_ptr<dwarf::DebugInfoSource> source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   std::shared_ptr<ElfFile> elf = OpenElf(binary);
   ASSERT_NE(elf, nullptr);
@@ -112,7 +114,7 @@ TEST_P(DwpOnceTest, EveryFunctionOfEverySplitUnitUsesOnePackage) {
   // A second pass (cached units) and a second source each keep to their single package.
   EXPECT_EQ(NamedCount(*source, addrs), named);
   EXPECT_EQ(source->files().dwp_open_count(), 1u);
-  std::unique_ptr<DebugInfoSource> other = OpenSource(binary);
+  std::unique_ptr<dwarf::DebugInfoSource> other = OpenSource(binary);
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(Describe(*other, addrs), Describe(*source, addrs));
   EXPECT_EQ(other->files().dwp_open_count(), 1u);
@@ -125,7 +127,7 @@ TEST(DwpOnceMissTest, MissingPackageIsSearchedForOnce) {
   // .dwo files, no package: every split unit falls back to its .dwo, and the package search
   // that found nothing is not repeated for the second unit.
   const std::string binary = RealFixture("real_split4.split");
-  std::unique_ptr<DebugInfoSource> source = OpenSource(binary);
+  std::unique_ptr<dwarf::DebugInfoSource> source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   std::shared_ptr<ElfFile> elf = OpenElf(binary);
   ASSERT_NE(elf, nullptr);
@@ -147,7 +149,7 @@ TEST(DwpOnceMissTest, BrokenPackageIsTriedOnceAndReportedOnce) {
 
   // Not ELF at all: the finder reports it; nothing is opened.
   ASSERT_TRUE(RealWriteFile(binary + ".dwp", "this is not a package"));
-  std::unique_ptr<DebugInfoSource> source = OpenSource(binary);
+  std::unique_ptr<dwarf::DebugInfoSource> source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(NamedCount(*source, addrs), 0u);  // the .dwo files were deleted too
   EXPECT_GE(source->units().parsed_unit_count(), 2u);
@@ -194,7 +196,7 @@ TEST(DwpNextToDebugFileTest, PackageBesideSeparateDebugFileIsUsed) {
   ASSERT_FALSE(addrs.empty());
 
   // Without the package the split units have lines but no function names.
-  std::unique_ptr<DebugInfoSource> source = OpenSource(binary);
+  std::unique_ptr<dwarf::DebugInfoSource> source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
   EXPECT_EQ(source->path(), debug_file);
   EXPECT_EQ(NamedCount(*source, addrs), 0u);
@@ -204,7 +206,7 @@ TEST(DwpNextToDebugFileTest, PackageBesideSeparateDebugFileIsUsed) {
   ASSERT_TRUE(RealCopy(fixture + ".dwp", debug_file + ".dwp"));
   source = OpenSource(binary);
   ASSERT_NE(source, nullptr);
-  std::unique_ptr<DebugInfoSource> reference = OpenSource(fixture);
+  std::unique_ptr<dwarf::DebugInfoSource> reference = OpenSource(fixture);
   ASSERT_NE(reference, nullptr);
   EXPECT_GE(NamedCount(*source, addrs), 6u);
   EXPECT_EQ(source->files().dwp_path(), debug_file + ".dwp");

@@ -95,7 +95,7 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   ASSERT_TRUE(elf) << elf.error().ToString();
   dwarf::DwarfOptions options;
   options.demangle = false;
-  auto source = DebugInfoSource::Open(*elf, options);
+  auto source = dwarf::DebugInfoSource::Open(*elf, options);
   ASSERT_TRUE(source) << source.error().ToString();
   ASSERT_NE(*source, nullptr) << "no DWARF found in " << path;
 
@@ -117,15 +117,15 @@ TEST_P(LlvmDiffTest, MatchesLlvmSymbolizer) {
   constexpr int kModeCount = 4;
   const char* const kModes[kModeCount] = {"lazy", "batch", "completion", "streamed"};
   std::vector<std::vector<RefChain>> ours(kModeCount);
-  std::unique_ptr<DebugInfoSource> sources[kModeCount];
+  std::unique_ptr<dwarf::DebugInfoSource> sources[kModeCount];
   sources[0] = std::move(*source);
   for (int m = 1; m < kModeCount; ++m) {
     // A fresh ElfFile for the streamed mode: sections already decompressed do not stream.
     auto file = m == 3 ? ElfFile::Open(path) : Result<std::shared_ptr<ElfFile>>(*elf);
     ASSERT_TRUE(file);
-    DebugInfoSource::OpenTuning tuning;
+    dwarf::DebugInfoSource::OpenTuning tuning;
     if (m == 3) tuning.stream_info_from = 0;
-    auto s = DebugInfoSource::Open(*file, options, tuning);
+    auto s = dwarf::DebugInfoSource::Open(*file, options, tuning);
     ASSERT_TRUE(s && *s);
     sources[m] = std::move(*s);
   }

@@ -25,7 +25,7 @@ using testing::RealRun;
 using testing::RealTempDir;
 using testing::RealToolExists;
 using testing::RealWriteFile;
-using Outcome = FinderCandidate::Outcome;
+using Outcome = dwarf::FinderCandidate::Outcome;
 
 std::shared_ptr<ElfFile> OpenOrDie(const std::string& path) {
   Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
@@ -43,21 +43,21 @@ std::string BuildIdRelPath(std::span<const uint8_t> build_id) {
   return ".build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug";
 }
 
-bool TraceHas(const FinderTrace& trace, const std::string& path, Outcome outcome) {
-  for (const FinderCandidate& c : trace.candidates) {
+bool TraceHas(const dwarf::FinderTrace& trace, const std::string& path, Outcome outcome) {
+  for (const dwarf::FinderCandidate& c : trace.candidates) {
     if (c.path == path && c.outcome == outcome) return true;
   }
   return false;
 }
 
-DebugFileFinder Finder(std::vector<std::string> debug_dirs) {
-  return DebugFileFinder(std::move(debug_dirs));
+dwarf::DebugFileFinder Finder(std::vector<std::string> debug_dirs) {
+  return dwarf::DebugFileFinder(std::move(debug_dirs));
 }
 
-std::string TraceText(const FinderTrace& trace) {
+std::string TraceText(const dwarf::FinderTrace& trace) {
   std::string out;
-  for (const FinderCandidate& c : trace.candidates) {
-    out += "  " + c.path + ": " + FinderOutcomeName(c.outcome) + " " + c.detail + "\n";
+  for (const dwarf::FinderCandidate& c : trace.candidates) {
+    out += "  " + c.path + ": " + dwarf::FinderOutcomeName(c.outcome) + " " + c.detail + "\n";
   }
   return out;
 }
@@ -88,7 +88,7 @@ class RealFinderLayoutTest : public ::testing::Test {
 TEST_F(RealFinderLayoutTest, DebuglinkNextToBinary) {
   std::string debug = tmp_.Make("bin/real_dbg.debug");
   ASSERT_TRUE(RealCopy(debug_fixture_, debug));
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder({tmp_.path() + "/no-debug-dir"}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -101,7 +101,7 @@ TEST_F(RealFinderLayoutTest, DebuglinkNextToBinary) {
 TEST_F(RealFinderLayoutTest, DebuglinkInDotDebugFolder) {
   std::string debug = tmp_.Make("bin/.debug/real_dbg.debug");
   ASSERT_TRUE(RealCopy(debug_fixture_, debug));
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder(std::vector<std::string>{}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -117,7 +117,7 @@ TEST_F(RealFinderLayoutTest, DebuglinkUnderDebugDirMirroringBinaryDir) {
   // <debug dir>/<absolute directory of the binary>/<debuglink name>
   std::string debug = tmp_.Make("dbg" + Canonical(tmp_.path() + "/bin") + "/real_dbg.debug");
   ASSERT_TRUE(RealCopy(debug_fixture_, debug));
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder({tmp_.path() + "/elsewhere", debug_dir}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -136,8 +136,8 @@ TEST_F(RealFinderLayoutTest, DebuglinkNextToKnownPathUnderItsRoot) {
     SCOPED_TRACE(place);
     std::string debug = tmp_.Make(place);
     ASSERT_TRUE(RealCopy(debug_fixture_, debug));
-    FinderTrace trace;
-    DebugFileFinder finder({root + "/usr/lib/debug"}, known, root);
+    dwarf::FinderTrace trace;
+    dwarf::DebugFileFinder finder({root + "/usr/lib/debug"}, known, root);
     Result<std::shared_ptr<ElfFile>> found = finder.FindSeparateDebugFile(*binary_, &trace);
     ASSERT_TRUE(found) << found.error().ToString();
     ASSERT_NE(*found, nullptr) << TraceText(trace);
@@ -153,7 +153,7 @@ TEST_F(RealFinderLayoutTest, DebuglinkNextToKnownPathUnderItsRoot) {
   std::string debug = tmp_.Make("plain/real_dbg.debug");
   ASSERT_TRUE(RealCopy(debug_fixture_, debug));
   Result<std::shared_ptr<ElfFile>> found =
-      DebugFileFinder({}, tmp_.path() + "/plain/prog", "").FindSeparateDebugFile(*binary_);
+      dwarf::DebugFileFinder({}, tmp_.path() + "/plain/prog", "").FindSeparateDebugFile(*binary_);
   ASSERT_TRUE(found && *found);
   EXPECT_EQ(Canonical((*found)->path()), Canonical(debug));
 }
@@ -164,7 +164,7 @@ TEST_F(RealFinderLayoutTest, BuildIdDirectoryComesFirst) {
   ASSERT_TRUE(RealCopy(debug_fixture_, by_id));
   // A valid debuglink target exists too; the build-id directory must win.
   ASSERT_TRUE(RealCopy(debug_fixture_, tmp_.Make("bin/real_dbg.debug")));
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder({tmp_.path() + "/empty", debug_dir}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -177,10 +177,27 @@ TEST_F(RealFinderLayoutTest, BuildIdDirectoryComesFirst) {
       << TraceText(trace);
 }
 
+// The finder's build-ID candidates are BuildIdPaths' debug files, a debug dir written with a
+// trailing slash naming the same file.
+TEST_F(RealFinderLayoutTest, BuildIdCandidatesAreBuildIdPaths) {
+  std::string by_id = tmp_.Make("dbg/" + BuildIdRelPath(binary_->build_id()));
+  ASSERT_TRUE(RealCopy(debug_fixture_, by_id));
+  const std::vector<std::string> dirs = {tmp_.path() + "/empty/", tmp_.path() + "/dbg/"};
+  dwarf::FinderTrace trace;
+  Result<std::shared_ptr<ElfFile>> found = Finder(dirs).FindSeparateDebugFile(*binary_, &trace);
+  ASSERT_TRUE(found) << found.error().ToString();
+  ASSERT_NE(*found, nullptr) << TraceText(trace);
+  EXPECT_EQ((*found)->path(), by_id);
+  EXPECT_EQ(BuildIdPaths(dirs[1], binary_->build_id())[1], by_id);
+  EXPECT_TRUE(TraceHas(trace, BuildIdPaths(dirs[0], binary_->build_id())[1], Outcome::kMissing))
+      << TraceText(trace);
+  EXPECT_TRUE(TraceHas(trace, by_id, Outcome::kAccepted)) << TraceText(trace);
+}
+
 TEST_F(RealFinderLayoutTest, WrongBuildIdRejected) {
   std::string by_id = tmp_.Make("dbg/" + BuildIdRelPath(binary_->build_id()));
   ASSERT_TRUE(RealCopy(RealFixture("real_other.debug"), by_id));
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder({tmp_.path() + "/dbg"}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -197,7 +214,7 @@ TEST_F(RealFinderLayoutTest, WrongCrcRejectedAndSearchGoesOn) {
   ASSERT_TRUE(RealWriteFile(bad, bytes + "x"));
   ASSERT_TRUE(ElfFile::Open(bad)) << "the modified file must still parse as ELF";
 
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder(std::vector<std::string>{}).FindSeparateDebugFile(*binary_, &trace);
   ASSERT_TRUE(found) << found.error().ToString();
@@ -243,7 +260,7 @@ TEST_F(RealFinderLayoutTest, BinaryIsNotItsOwnDebugFile) {
   ASSERT_TRUE(RealCopy(binary_path_, self));
   std::shared_ptr<ElfFile> elf = OpenOrDie(self);
   ASSERT_NE(elf, nullptr);
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> found =
       Finder(std::vector<std::string>{}).FindSeparateDebugFile(*elf, &trace);
   ASSERT_TRUE(found);
@@ -266,7 +283,7 @@ TEST(RealFinderTest, InstalledLibcDebugFileByBuildId) {
   ASSERT_NE(binary, nullptr);
   std::string expected = "/usr/lib/debug/" + BuildIdRelPath(binary->build_id());
   if (access(expected.c_str(), R_OK) != 0) GTEST_SKIP() << "libc6-dbg is not installed";
-  Result<std::shared_ptr<ElfFile>> found = DebugFileFinder().FindSeparateDebugFile(*binary);
+  Result<std::shared_ptr<ElfFile>> found = dwarf::DebugFileFinder().FindSeparateDebugFile(*binary);
   ASSERT_TRUE(found) << found.error().ToString();
   ASSERT_NE(*found, nullptr);
   EXPECT_EQ((*found)->path(), expected);
@@ -280,7 +297,7 @@ TEST(RealSupplementaryTest, GnuAltlinkRelativeToDebugFile) {
   ASSERT_NE(debug, nullptr);
   ASSERT_TRUE(debug->debugaltlink()) << "dwz did not write .gnu_debugaltlink";
   EXPECT_EQ(debug->debugaltlink()->name, "real_dwz_gnu_common.debug");
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> alt =
       Finder(std::vector<std::string>{}).FindSupplementaryFile(*debug, &trace);
   ASSERT_TRUE(alt) << alt.error().ToString();
@@ -329,7 +346,7 @@ TEST(RealSupplementaryTest, RelativeNameResolvedFromRealLocationOfSymlinkedDebug
   ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
   std::shared_ptr<ElfFile> debug = OpenOrDie(link);
   ASSERT_NE(debug, nullptr);
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> alt =
       Finder(std::vector<std::string>{}).FindSupplementaryFile(*debug, &trace);
   ASSERT_TRUE(alt) << alt.error().ToString();
@@ -347,7 +364,7 @@ TEST(RealSupplementaryTest, WrongBuildIdRejected) {
   ASSERT_TRUE(RealCopy(RealFixture("real_dwz_d5_common.debug"), impostor));
   std::shared_ptr<ElfFile> debug = OpenOrDie(copy);
   ASSERT_NE(debug, nullptr);
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> alt =
       Finder(std::vector<std::string>{}).FindSupplementaryFile(*debug, &trace);
   ASSERT_TRUE(alt);
@@ -361,7 +378,7 @@ TEST(RealSupplementaryTest, Dwarf5DebugSup) {
   Result<std::span<const uint8_t>> section = debug->SectionData(".debug_sup");
   ASSERT_TRUE(section);
   ASSERT_FALSE(section->empty()) << "dwz --dwarf-5 did not write .debug_sup";
-  Result<DebugSup> sup = ParseDebugSup(*section);
+  Result<dwarf::DebugSup> sup = dwarf::ParseDebugSup(*section);
   ASSERT_TRUE(sup) << sup.error().ToString();
   EXPECT_FALSE(sup->is_supplementary);
   EXPECT_EQ(sup->filename, "real_dwz_d5_common.debug");
@@ -375,7 +392,7 @@ TEST(RealSupplementaryTest, Dwarf5DebugSup) {
   // The supplementary file says so about itself, with the same checksum.
   Result<std::span<const uint8_t>> own = (*alt)->SectionData(".debug_sup");
   ASSERT_TRUE(own);
-  Result<DebugSup> own_sup = ParseDebugSup(*own);
+  Result<dwarf::DebugSup> own_sup = dwarf::ParseDebugSup(*own);
   ASSERT_TRUE(own_sup);
   EXPECT_TRUE(own_sup->is_supplementary);
   EXPECT_EQ(own_sup->checksum, sup->checksum);
@@ -388,13 +405,13 @@ TEST(RealSupplementaryTest, Dwarf5DebugSup) {
 
 TEST(RealSupplementaryTest, MalformedDebugSup) {
   const uint8_t truncated[] = {5, 0, 0, 'a', 'b'};  // no NUL, no checksum
-  EXPECT_FALSE(ParseDebugSup(truncated));
+  EXPECT_FALSE(dwarf::ParseDebugSup(truncated));
   const uint8_t wrong_version[] = {4, 0, 0, 0, 0};
-  Result<DebugSup> r = ParseDebugSup(wrong_version);
+  Result<dwarf::DebugSup> r = dwarf::ParseDebugSup(wrong_version);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
   const uint8_t huge_checksum[] = {5, 0, 0, 0, 0xff, 0xff, 0x03, 1, 2};
-  EXPECT_FALSE(ParseDebugSup(huge_checksum));
+  EXPECT_FALSE(dwarf::ParseDebugSup(huge_checksum));
 }
 
 TEST(RealSupplementaryTest, NoReferenceMeansNull) {
@@ -471,7 +488,7 @@ TEST_P(RealDwoTest, FoundNextToBinaryWhenCompDirIsGone) {
   ASSERT_TRUE(RealCopy(RealFixture(name + "_lib.dwo"), tmp.Make("moved/" + name + "_lib.dwo")));
   std::shared_ptr<ElfFile> binary = OpenOrDie(copy);
   ASSERT_NE(binary, nullptr);
-  FinderTrace trace;
+  dwarf::FinderTrace trace;
   Result<std::shared_ptr<ElfFile>> dwo =
       Finder(std::vector<std::string>{})
           .FindDwo(*binary, tmp.path() + "/gone", name + "_lib.dwo", &trace);
@@ -515,7 +532,7 @@ TEST(RealDwpTest, NamedPackageReplacesTheUsualNames) {
   std::shared_ptr<ElfFile> with_own = OpenOrDie(RealFixture("real_dwp_gnu4"));
   ASSERT_NE(plain, nullptr);
   ASSERT_NE(with_own, nullptr);
-  DebugFileFinder finder(std::vector<std::string>{});
+  dwarf::DebugFileFinder finder(std::vector<std::string>{});
   finder.set_dwp_path(named);
   for (const ElfFile* file : {plain.get(), with_own.get()}) {
     Result<std::shared_ptr<ElfFile>> dwp = finder.FindDwp(*file);
@@ -574,7 +591,7 @@ TEST_P(RealDwpIndexTest, MatchesLlvmDwarfdump) {
   Result<std::span<const uint8_t>> bytes = dwp->SectionData(".debug_cu_index");
   ASSERT_TRUE(bytes);
   ASSERT_FALSE(bytes->empty());
-  Result<DwpIndex> index = DwpIndex::Parse(*bytes);
+  Result<dwarf::DwpIndex> index = dwarf::DwpIndex::Parse(*bytes);
   ASSERT_TRUE(index) << index.error().ToString();
 
   int version = 0;
@@ -584,7 +601,7 @@ TEST_P(RealDwpIndexTest, MatchesLlvmDwarfdump) {
   EXPECT_EQ(index->unit_count(), expected.size());
 
   auto check = [](const std::map<std::string, std::pair<uint64_t, uint64_t>>& row,
-                  const std::string& column, const DwpContribution& c) {
+                  const std::string& column, const dwarf::DwpContribution& c) {
     auto it = row.find(column);
     if (it == row.end()) {
       EXPECT_EQ(c.size, 0u) << column << " has no column but a contribution";
@@ -595,7 +612,7 @@ TEST_P(RealDwpIndexTest, MatchesLlvmDwarfdump) {
   };
   for (const auto& [signature, row] : expected) {
     SCOPED_TRACE(ToHex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&signature), 8)));
-    std::optional<DwpUnitSections> unit = index->Find(signature);
+    std::optional<dwarf::DwpUnitSections> unit = index->Find(signature);
     ASSERT_TRUE(unit);
     check(row, "INFO", unit->info);
     check(row, "ABBREV", unit->abbrev);
@@ -660,7 +677,7 @@ IndexBytes V5Index(uint32_t slot_count, const std::vector<std::pair<uint64_t, ui
 }
 
 TEST(RealDwpIndexBytesTest, EmptySpanIsEmptyIndex) {
-  Result<DwpIndex> index = DwpIndex::Parse({});
+  Result<dwarf::DwpIndex> index = dwarf::DwpIndex::Parse({});
   ASSERT_TRUE(index);
   EXPECT_EQ(index->unit_count(), 0u);
   EXPECT_FALSE(index->Find(1));
@@ -671,9 +688,9 @@ TEST(RealDwpIndexBytesTest, ProbesPastCollisions) {
   const uint64_t a = 0x0000000200000001ULL, b = 0x0000000000000005ULL;
   // Slot for b: 5 & 3 = 1 (taken by a), step ((0 >> 32) & 3) | 1 = 1 -> slot 2.
   IndexBytes bytes = V5Index(4, {{0, 0}, {a, 1}, {b, 2}, {0, 0}}, 2);
-  Result<DwpIndex> index = DwpIndex::Parse(bytes.span());
+  Result<dwarf::DwpIndex> index = dwarf::DwpIndex::Parse(bytes.span());
   ASSERT_TRUE(index) << index.error().ToString();
-  std::optional<DwpUnitSections> ua = index->Find(a), ub = index->Find(b);
+  std::optional<dwarf::DwpUnitSections> ua = index->Find(a), ub = index->Find(b);
   ASSERT_TRUE(ua);
   ASSERT_TRUE(ub);
   EXPECT_EQ(ua->info.offset, 0u);
@@ -685,7 +702,7 @@ TEST(RealDwpIndexBytesTest, ProbesPastCollisions) {
 
 TEST(RealDwpIndexBytesTest, FullTableWithoutMatchTerminates) {
   IndexBytes bytes = V5Index(2, {{10, 1}, {11, 2}}, 2);
-  Result<DwpIndex> index = DwpIndex::Parse(bytes.span());
+  Result<dwarf::DwpIndex> index = dwarf::DwpIndex::Parse(bytes.span());
   ASSERT_TRUE(index) << index.error().ToString();
   EXPECT_FALSE(index->Find(12));
   EXPECT_TRUE(index->Find(11));
@@ -693,19 +710,20 @@ TEST(RealDwpIndexBytesTest, FullTableWithoutMatchTerminates) {
 
 TEST(RealDwpIndexBytesTest, MalformedTablesAreErrors) {
   IndexBytes good = V5Index(4, {{4, 1}}, 1);
-  ASSERT_TRUE(DwpIndex::Parse(good.span()));
+  ASSERT_TRUE(dwarf::DwpIndex::Parse(good.span()));
   for (size_t cut = 1; cut < good.bytes().size(); ++cut) {
-    EXPECT_FALSE(DwpIndex::Parse(good.span().first(cut))) << "truncated at " << cut;
+    EXPECT_FALSE(dwarf::DwpIndex::Parse(good.span().first(cut))) << "truncated at " << cut;
   }
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(3, {{4, 1}}, 1).span())) << "3 slots: not a power of 2";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{4, 2}}, 1).span())) << "row past unit count";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{4, 1}, {4, 2}}, 2).span())) << "duplicate id";
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(2, {{4, 1}}, 3).span())) << "more units than slots";
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(V5Index(3, {{4, 1}}, 1).span()))
+      << "3 slots: not a power of 2";
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(V5Index(4, {{4, 2}}, 1).span())) << "row past unit count";
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(V5Index(4, {{4, 1}, {4, 2}}, 2).span())) << "duplicate id";
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(V5Index(2, {{4, 1}}, 3).span())) << "more units than slots";
   // Id 4 hashes to slot 0 of 4, but sits in slot 1 behind an empty slot 0: unreachable.
-  EXPECT_FALSE(DwpIndex::Parse(V5Index(4, {{0, 0}, {4, 1}}, 1).span())) << "misplaced id";
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(V5Index(4, {{0, 0}, {4, 1}}, 1).span())) << "misplaced id";
   IndexBytes v3 = V5Index(4, {{4, 1}}, 1);
   v3.bytes()[0] = 3;
-  Result<DwpIndex> r = DwpIndex::Parse(v3.span());
+  Result<dwarf::DwpIndex> r = dwarf::DwpIndex::Parse(v3.span());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kUnsupported);
   // Absurd counts must be rejected before any allocation.
@@ -714,7 +732,7 @@ TEST(RealDwpIndexBytesTest, MalformedTablesAreErrors) {
   huge.U32(0xffffffff);
   huge.U32(0x80000000);
   huge.U32(0x80000000);
-  EXPECT_FALSE(DwpIndex::Parse(huge.span()));
+  EXPECT_FALSE(dwarf::DwpIndex::Parse(huge.span()));
 }
 
 }  // namespace

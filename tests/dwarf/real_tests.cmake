@@ -83,11 +83,9 @@ set(real_fixture_targets fixture_real_dbg fixture_real_other fixture_real_dwz_gn
 stacksym_gtest(dwarf_real_finder_test
   SOURCES real_finder_test.cc real_test_util.cc
   DEPENDS ${real_fixture_targets})
-if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/real_e2e_test.cc)
-  stacksym_gtest(dwarf_real_e2e_test
-    SOURCES real_e2e_test.cc real_test_util.cc
-    DEPENDS ${real_fixture_targets} stacksym_cli
-    TIMEOUT 300)
-  target_compile_definitions(dwarf_real_e2e_test PRIVATE
-    STACKSYM_CLI_PATH="$<TARGET_FILE:stacksym_cli>")
-endif()
+stacksym_gtest(dwarf_real_e2e_test
+  SOURCES real_e2e_test.cc real_test_util.cc
+  DEPENDS ${real_fixture_targets} stacksym_cli
+  TIMEOUT 300)
+target_compile_definitions(dwarf_real_e2e_test PRIVATE
+  STACKSYM_CLI_PATH="$<TARGET_FILE:stacksym_cli>")

@@ -47,9 +47,9 @@ std::string MutatedCopy(const std::string& name, Mutate mutate) {
 void ExpectNoAnswersAndAReason(const std::string& path, const std::string& why) {
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  DebugInfoSource::OpenTuning tuning;
+  dwarf::DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
+  auto source = dwarf::DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source) << "Open must return before the stream is checked";
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 3000);
   ASSERT_GT(addresses.size(), 100u);
@@ -94,17 +94,17 @@ TEST(StreamedDebugInfo, DeclaredSizeTooLargeAnswersNothingAndSaysWhy) {
 
 // The fixture's DWARF twice: decompressed in the background while it is parsed (as a big
 // compressed .debug_info is), and decompressed at once.
-std::pair<std::unique_ptr<DebugInfoSource>, std::unique_ptr<DebugInfoSource>>
+std::pair<std::unique_ptr<dwarf::DebugInfoSource>, std::unique_ptr<dwarf::DebugInfoSource>>
 OpenStreamedAndDirect() {
   auto elf_streamed = ElfFile::Open(kFixture);
   auto elf_direct = ElfFile::Open(kFixture);
   if (!elf_streamed || !elf_direct) return {};
-  DebugInfoSource::OpenTuning streamed;
+  dwarf::DebugInfoSource::OpenTuning streamed;
   streamed.stream_info_from = 0;
-  DebugInfoSource::OpenTuning direct;
+  dwarf::DebugInfoSource::OpenTuning direct;
   direct.stream_info_from = ~uint64_t{0};
-  auto a = DebugInfoSource::Open(*elf_streamed, dwarf::DwarfOptions{}, streamed);
-  auto b = DebugInfoSource::Open(*elf_direct, dwarf::DwarfOptions{}, direct);
+  auto a = dwarf::DebugInfoSource::Open(*elf_streamed, dwarf::DwarfOptions{}, streamed);
+  auto b = dwarf::DebugInfoSource::Open(*elf_direct, dwarf::DwarfOptions{}, direct);
   if (!a || !b) return {};
   return {std::move(*a), std::move(*b)};
 }
@@ -225,8 +225,8 @@ TEST(StreamedDebugInfo, InstancesNamedFromTheWalkAsFromTheirDies) {
     ASSERT_TRUE(elf) << path;
     dwarf::DwarfOptions shortcut, dies;
     dies.start_addresses = true;
-    auto a = DebugInfoSource::Open(*elf, shortcut);
-    auto b = DebugInfoSource::Open(*elf, dies);
+    auto a = dwarf::DebugInfoSource::Open(*elf, shortcut);
+    auto b = dwarf::DebugInfoSource::Open(*elf, dies);
     ASSERT_TRUE(a && *a && b && *b);
     std::vector<uint64_t> addresses = testing::FunctionAddresses(path, 3000);
     ASSERT_GT(addresses.size(), 100u) << path;
@@ -269,9 +269,9 @@ TEST(StreamedDebugInfo, CorruptWhileEveryUnitIsPrebuiltExportsNothing) {
   });
   auto elf = ElfFile::Open(path);
   ASSERT_TRUE(elf);
-  DebugInfoSource::OpenTuning tuning;
+  dwarf::DebugInfoSource::OpenTuning tuning;
   tuning.stream_info_from = 0;
-  auto source = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
+  auto source = dwarf::DebugInfoSource::Open(*elf, dwarf::DwarfOptions{}, tuning);
   ASSERT_TRUE(source && *source);
   (*source)->units().PrebuildEveryUnit(2);
   for (size_t i = 0; i < (*source)->units().unit_count(); ++i)
@@ -289,9 +289,9 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   const std::string dbglink = std::string(STACKSYM_FIXTURE_DIR) + "/dwarf_gcc_cxx_o2_dbglink";
   auto elf = ElfFile::Open(dbglink);
   ASSERT_TRUE(elf) << elf.error().ToString();
-  auto opened = DebugInfoSource::Open(*elf, dwarf::DwarfOptions{});
+  auto opened = dwarf::DebugInfoSource::Open(*elf, dwarf::DwarfOptions{});
   ASSERT_TRUE(opened && *opened);
-  DebugInfoSource& source = **opened;
+  dwarf::DebugInfoSource& source = **opened;
   ASSERT_NE(source.path(), dbglink) << "the fixture's DWARF is in its separate debug file";
   struct Copy {
     std::vector<std::string> raw, pretty, start_files, paths;
@@ -333,7 +333,7 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   // DWARF in the binary: shared with whoever else reads the binary's sections.
   auto in_binary = ElfFile::Open(kFixture);
   ASSERT_TRUE(in_binary);
-  auto whole = DebugInfoSource::Open(*in_binary, dwarf::DwarfOptions{});
+  auto whole = dwarf::DebugInfoSource::Open(*in_binary, dwarf::DwarfOptions{});
   ASSERT_TRUE(whole && *whole);
   for (size_t i = 0; i < (*whole)->units().unit_count(); ++i) (*whole)->units().ExportUnit(i);
   EXPECT_FALSE((*whole)->units().ReleaseExportedSections());

@@ -353,7 +353,8 @@ TEST(ElfFileTest, StreamedSectionsEndAsSectionData) {
     auto direct_file = OpenOrDie(Fixture(name));
     const ElfSection* info = streamed_file->FindSection(".debug_info");
     ASSERT_NE(info, nullptr);
-    std::shared_ptr<const SectionStream> stream = StreamSectionData(*streamed_file, *info);
+    std::shared_ptr<const elf::SectionStream> stream =
+        elf::StreamSectionData(*streamed_file, *info);
     ASSERT_NE(stream, nullptr);
     const size_t size = stream->buffer().size();
     EXPECT_LE(stream->WaitFor(size / 2), size);
@@ -376,7 +377,7 @@ TEST(ElfFileTest, StreamedSectionsEndAsSectionData) {
   auto elf = OpenOrDie(Fixture("elf_basic_zlib"));
   ElfSection foreign;
   foreign.index = static_cast<uint32_t>(elf->sections().size());
-  std::shared_ptr<const SectionStream> stream = StreamSectionData(*elf, foreign);
+  std::shared_ptr<const elf::SectionStream> stream = elf::StreamSectionData(*elf, foreign);
   EXPECT_TRUE(stream->done());
   EXPECT_FALSE(stream->Wait().ok());
 }
@@ -402,7 +403,7 @@ TEST(ElfFileTest, DiscardedSectionIsDecompressedAgainWhenAsked) {
   EXPECT_EQ(elf->heap_bytes(), copy.size());
   // Streamed after a discard as well.
   elf->DiscardDecompressed(*info);
-  auto stream = StreamSectionData(*elf, *info);
+  auto stream = elf::StreamSectionData(*elf, *info);
   auto streamed = stream->Wait();
   ASSERT_TRUE(streamed.ok());
   EXPECT_TRUE(std::equal(streamed->begin(), streamed->end(), copy.begin(), copy.end()));

@@ -1,7 +1,6 @@
 // The cache never gives a wrong answer: a corrupt, truncated, foreign-version, other-build-ID
 // or stale index is detected and rebuilt, an unusable directory falls back to the direct
-// path, and the answers are always those of the direct path. Pruning drops the least
-// recently used indexes first.
+// path, and the answers are always those of the direct path.
 #include "index/index_cache.h"
 
 #include <fcntl.h>
@@ -12,12 +11,11 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
-#include "index/checksum.h"
 #include "index/index_format.h"
+#include "index/index_identity.h"
 #include "index/symbol_index.h"
 #include "index_test_util.h"
 #include "real_test_util.h"
@@ -38,11 +36,11 @@ std::string Fixture(const std::string& name) {
 }
 
 // The section table entry of `kind` in an index file's bytes (size 0: no such section).
-symindex::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, symindex::SectionKind kind) {
-  symindex::FileHeader header;
+index::SectionEntry SectionOf(const std::vector<uint8_t>& bytes, index::SectionKind kind) {
+  index::FileHeader header;
   std::memcpy(&header, bytes.data(), sizeof(header));
   for (uint32_t i = 0; i < header.section_count; ++i) {
-    symindex::SectionEntry entry;
+    index::SectionEntry entry;
     std::memcpy(&entry, bytes.data() + sizeof(header) + i * sizeof(entry), sizeof(entry));
     if (entry.kind == static_cast<uint32_t>(kind)) return entry;
   }
@@ -67,7 +65,7 @@ class IndexCacheTest : public ::testing::Test {
   void ExpectDirectAnswers(const std::string& what) {
     std::vector<std::string> actual = Answers(path_, addresses_, cached_);
     ASSERT_EQ(FirstDifferences(addresses_, expected_, actual), "") << what;
-    auto index = symindex::OpenValidIndex(index_path_, *elf_, ToIndexOptions(cached_));
+    auto index = index::OpenValidIndex(index_path_, *elf_, symbolize::ToIndexOptions(cached_));
     ASSERT_TRUE(index) << what << ": " << index.error().ToString();
   }
 
@@ -80,22 +78,6 @@ class IndexCacheTest : public ::testing::Test {
   SymbolizeOptions cached_;
   std::string index_path_;
 };
-
-// Known answers, and the same sum whether a buffer is summed at once (three interleaved
-// streams for every 4080 bytes) or in pieces of any length.
-TEST(IndexChecksumTest, Crc32cMatchesTheBytewiseDefinition) {
-  const char* digits = "123456789";
-  EXPECT_EQ(symindex::Crc32c({reinterpret_cast<const uint8_t*>(digits), 9}), 0xe3069283u);
-  std::vector<uint8_t> bytes(9001);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 31 % 251);
-  EXPECT_EQ(symindex::Crc32c(bytes), 0x4112d7b6u);
-  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{4080}, size_t{4096}, size_t{4919},
-                       size_t{8161}, size_t{9001}}) {
-    std::span<const uint8_t> all(bytes);
-    uint32_t first = symindex::Crc32c(all.first(split));
-    EXPECT_EQ(symindex::Crc32c(all.subspan(split), first), 0x4112d7b6u) << split;
-  }
-}
 
 TEST_F(IndexCacheTest, FlippedBytesAreDetectedAndRebuilt) {
   ExpectDirectAnswers("first build");
@@ -151,13 +133,13 @@ class IndexCacheDictionaryTest : public IndexCacheTest {
 TEST_F(IndexCacheDictionaryTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  const symindex::SectionEntry dict = SectionOf(good, symindex::SectionKind::kStringDict);
+  const index::SectionEntry dict = SectionOf(good, index::SectionKind::kStringDict);
   ASSERT_GT(dict.size, 0u) << "the fixture's strings got no dictionary";
   for (uint64_t o : {dict.offset, dict.offset + dict.size / 2, dict.offset + dict.size - 1}) {
     std::vector<uint8_t> bad = good;
     bad[o] ^= 0x5a;
     WriteBytes(index_path_, bad);
-    EXPECT_FALSE(symindex::SymbolIndex::Open(index_path_)) << o;
+    EXPECT_FALSE(index::SymbolIndex::Open(index_path_)) << o;
     ExpectDirectAnswers("dictionary byte " + std::to_string(o) + " flipped");
     EXPECT_EQ(ReadBytes(index_path_), good) << "not rebuilt after byte " << o;
   }
@@ -166,10 +148,10 @@ TEST_F(IndexCacheDictionaryTest, DamagedStringDictionaryIsDetectedAndRebuilt) {
 TEST_F(IndexCacheTest, OtherVersionIsRebuilt) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  uint32_t old_version = symindex::kVersion - 1;
-  std::memcpy(bytes.data() + offsetof(symindex::FileHeader, version), &old_version, 4);
+  uint32_t old_version = index::kVersion - 1;
+  std::memcpy(bytes.data() + offsetof(index::FileHeader, version), &old_version, 4);
   WriteBytes(index_path_, bytes);
-  auto rejected = symindex::SymbolIndex::Open(index_path_);
+  auto rejected = index::SymbolIndex::Open(index_path_);
   ASSERT_FALSE(rejected);
   EXPECT_EQ(rejected.error().code, ErrorCode::kUnsupported);
   ExpectDirectAnswers("old version");
@@ -208,12 +190,30 @@ TEST(IndexStalenessTest, ChangedOrNewDebugFileRebuildsTheIndex) {
   EXPECT_NE(first.st_ino, second.st_ino) << "index not rebuilt after the debug file changed";
 }
 
+// The identity's build-ID paths are those of BuildIdPaths, which the finder tries: DWARF found
+// under a debug dir written with a trailing slash is in place (no location line: the index
+// stays valid wherever the binary is), and the paths said absent are the ones the finder
+// would open.
+TEST(IndexStalenessTest, BuildIdPathsOfADebugDirWithATrailingSlash) {
+  auto elf = ElfFile::Open(Fixture("dwarf_gcc_cxx_o2_d5"));
+  ASSERT_TRUE(elf);
+  ASSERT_GE((*elf)->build_id().size(), 2u);
+  dwarf::DebugFileSearch search;
+  search.debug_dirs = {"/srv/debug/"};
+  const std::string by_id =
+      "/srv/debug/.build-id/" + (*elf)->build_id_hex().insert(2, "/") + ".debug";
+  std::string found = index::DescribeSources(**elf, search, by_id, {{by_id, FileIdentity{}}});
+  EXPECT_EQ(found.find("location "), std::string::npos) << found;
+  std::string none = index::DescribeSources(**elf, search, "", {});
+  EXPECT_NE(none.find("absent " + by_id + "\n"), std::string::npos) << none;
+}
+
 // With checksums not verified (as the fuzzer reads), corrupt records must still never make
 // a lookup read out of bounds or loop: every index a lookup follows is checked.
 TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
   uint64_t state = 0x9e3779b97f4a7c15;
   size_t opened = 0, inconsistent = 0;
@@ -223,12 +223,12 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
       state = state * 6364136223846793005 + 1442695040888963407;
       bad[(state >> 17) % bad.size()] = static_cast<uint8_t>(state >> 56);
     }
-    auto index = symindex::SymbolIndex::FromBytes(bad, unchecked);
+    auto index = index::SymbolIndex::FromBytes(bad, unchecked);
     if (!index) continue;
     ++opened;
     for (size_t i = 0; i < addresses_.size(); i += 7) {
       for (bool inlines : {true, false}) {
-        symindex::AnswerOptions options;
+        index::AnswerOptions options;
         options.inlines = inlines;
         SymbolizedAddress out;
         out.vaddr = addresses_[i];
@@ -253,35 +253,35 @@ TEST_F(IndexCacheTest, ReaderChecksEveryRecordWithoutChecksums) {
 TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  const symindex::SectionEntry nodes_section = SectionOf(bytes, symindex::SectionKind::kNodes);
-  const symindex::SectionEntry units_section = SectionOf(bytes, symindex::SectionKind::kUnits);
+  const index::SectionEntry nodes_section = SectionOf(bytes, index::SectionKind::kNodes);
+  const index::SectionEntry units_section = SectionOf(bytes, index::SectionKind::kUnits);
   ASSERT_GT(nodes_section.size, 0u);
   size_t damaged_nodes = 0;
   for (uint64_t at = units_section.offset;
-       at + sizeof(symindex::UnitRecord) <= units_section.offset + units_section.size;
-       at += sizeof(symindex::UnitRecord)) {
-    symindex::UnitRecord unit;
+       at + sizeof(index::UnitRecord) <= units_section.offset + units_section.size;
+       at += sizeof(index::UnitRecord)) {
+    index::UnitRecord unit;
     std::memcpy(&unit, bytes.data() + at, sizeof(unit));
-    const symindex::NodeWidths widths = symindex::NodeWidths::Unpack(unit.node_widths);
+    const index::NodeWidths widths = index::NodeWidths::Unpack(unit.node_widths);
     if (widths.parent == 0) continue;
     uint8_t* packed = bytes.data() + nodes_section.offset + unit.node_offset;
     const uint64_t all_ones = (uint64_t{1} << widths.parent) - 1;
     for (uint64_t n = 0; n < unit.node_count; ++n) {
       const uint64_t bit = n * widths.bits();
       if (n < all_ones) ++damaged_nodes;  // the distance now reaches before the first node
-      symindex::PutBits(packed, bit, all_ones);
+      index::PutBits(packed, bit, all_ones);
     }
   }
   ASSERT_GT(damaged_nodes, 10u) << "the fixture has nodes with parents";
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
-  auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
+  auto index = index::SymbolIndex::FromBytes(bytes, unchecked);
   ASSERT_TRUE(index) << index.error().ToString();
   size_t damaged = 0, frames = 0;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
+    damaged += !(*index)->Answer(a, index::AnswerOptions{}, out);
     frames += out.frames.size();
   }
   EXPECT_GT(damaged, 0u) << "no lookup met a parent before the unit's first node";
@@ -294,27 +294,27 @@ TEST_F(IndexCacheTest, InlineChainThatLoopsIsDamage) {
 TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
   ExpectDirectAnswers("first build");
   std::vector<uint8_t> bytes = ReadBytes(index_path_);
-  const symindex::SectionEntry segment_bytes =
-      SectionOf(bytes, symindex::SectionKind::kFunctionSegmentBytes);
+  const index::SectionEntry segment_bytes =
+      SectionOf(bytes, index::SectionKind::kFunctionSegmentBytes);
   ASSERT_GT(segment_bytes.size, 0u);
   std::memset(bytes.data() + segment_bytes.offset, 0xff, segment_bytes.size);
-  symindex::SymbolIndex::OpenOptions unchecked;
+  index::SymbolIndex::OpenOptions unchecked;
   unchecked.verify_checksums = false;
-  auto index = symindex::SymbolIndex::FromBytes(bytes, unchecked);
+  auto index = index::SymbolIndex::FromBytes(bytes, unchecked);
   ASSERT_TRUE(index) << index.error().ToString();
   size_t damaged = 0;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
     out.vaddr = a;
-    damaged += !(*index)->Answer(a, symindex::AnswerOptions{}, out);
+    damaged += !(*index)->Answer(a, index::AnswerOptions{}, out);
   }
   EXPECT_GT(damaged, addresses_.size() / 2) << "lookups answered from undecodable segments";
   // With checksums verified, the chunks' sums find the same damage: on open (a chunk it shares
   // with a section checked then) or at the first lookup that reads it.
-  auto checked = symindex::SymbolIndex::FromBytes(bytes, {});
+  auto checked = index::SymbolIndex::FromBytes(bytes, {});
   if (checked) {
     SymbolizedAddress out;
-    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, symindex::AnswerOptions{}, out);
+    for (uint64_t a : addresses_) (void)(*checked)->Answer(a, index::AnswerOptions{}, out);
     EXPECT_TRUE((*checked)->damaged());
   } else {
     EXPECT_NE(checked.error().ToString().find("checksum"), std::string::npos)
@@ -325,9 +325,9 @@ TEST_F(IndexCacheTest, UndecodableFunctionSegmentBlocksAreDamage) {
 TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
   ExpectDirectAnswers("first build");
   const std::vector<uint8_t> good = ReadBytes(index_path_);
-  auto intact = symindex::SymbolIndex::FromBytes(good, {});
+  auto intact = index::SymbolIndex::FromBytes(good, {});
   ASSERT_TRUE(intact);
-  symindex::AnswerOptions options;
+  index::AnswerOptions options;
   std::vector<std::string> expected;
   for (uint64_t a : addresses_) {
     SymbolizedAddress out;
@@ -340,7 +340,7 @@ TEST_F(IndexCacheTest, DamagedChunkIsDetectedBeforeItAnswers) {
     std::vector<uint8_t> bad = good;
     bad[o] ^= 0x21;
     ++flips;
-    auto index = symindex::SymbolIndex::FromBytes(bad, {});
+    auto index = index::SymbolIndex::FromBytes(bad, {});
     if (!index) {
       ++at_open;
       continue;
@@ -445,32 +445,6 @@ TEST(IndexDwpPathTest, NamedPackageAnswersAsOneNextToTheBinaryWithoutAnIndex) {
   // A named package that is not there: the .dwo files, as without one (here: none).
   named.dwp_path = tmp.path() + "/missing.dwp";
   EXPECT_EQ(FirstDifferences(addresses, alone, Answers(binary, addresses, named)), "");
-}
-
-TEST(IndexCacheDirTest, PruneDropsLeastRecentlyUsedFirst) {
-  RealTempDir dir;
-  auto make = [&](const std::string& name, size_t bytes, time_t mtime) {
-    std::string p = dir.Make(name);
-    ASSERT_TRUE(testing::RealWriteFile(p, std::string(bytes, 'x')));
-    struct timespec times[2] = {{mtime, 0}, {mtime, 0}};
-    ASSERT_EQ(utimensat(AT_FDCWD, p.c_str(), times, 0), 0);
-  };
-  time_t now = time(nullptr);
-  make("a.symidx", 1000, now - 300);
-  make("b.symidx", 1000, now - 100);
-  make("c.symidx", 1000, now - 200);
-  make("d.symidx.tmp.1.x", 10, now - 7200);  // left by a dead builder
-  make("e.symidx.tmp.2.y", 10, now);         // being written now
-  make("other.txt", 5000, now - 9999);       // not ours
-  auto result = PruneSymbolCache(dir.path(), 2000);
-  ASSERT_TRUE(result) << result.error().ToString();
-  EXPECT_EQ(result->kept_bytes, 2000u);
-  EXPECT_NE(access((dir.path() + "/a.symidx").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/b.symidx").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/c.symidx").c_str(), F_OK), 0);
-  EXPECT_NE(access((dir.path() + "/d.symidx.tmp.1.x").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/e.symidx.tmp.2.y").c_str(), F_OK), 0);
-  EXPECT_EQ(access((dir.path() + "/other.txt").c_str(), F_OK), 0);
 }
 
 TEST_F(IndexCacheTest, ListDescribesIndexes) {

@@ -138,7 +138,7 @@ TEST_F(IndexCliTest, CorruptIndexIsReportedOnceAndRebuilt) {
   std::string index = testing::IndexPathFor(kFixture, cache);
   std::string bytes = ReadFile(index);
   ASSERT_GT(bytes.size(), 1000u);
-  bytes[offsetof(symindex::FileHeader, header_crc)] ^= 0x10;  // never a padding byte
+  bytes[offsetof(index::FileHeader, header_crc)] ^= 0x10;  // never a padding byte
   ASSERT_TRUE(testing::RealWriteFile(index, bytes));
   std::string err_path = dir_.Make("stderr");
   std::string out = Symbolize("--cache-dir " + cache + " 2>" + err_path, &status);
@@ -159,7 +159,7 @@ TEST_F(IndexCliTest, CorruptNameMemoIsReportedOnceAndReplaced) {
   int status = -1;
   Symbolize("--cache-dir " + cache, &status);
   ASSERT_EQ(status, 0);
-  std::string memo = symindex::NameMemoPath(testing::IndexPathFor(kFixture, cache));
+  std::string memo = index::NameMemoPath(testing::IndexPathFor(kFixture, cache));
   const std::string good = ReadFile(memo);
   ASSERT_GT(good.size(), 1000u);
   std::string bad = good;

@@ -126,10 +126,10 @@ TEST(IndexDiffTest, SoundIndexAnswersEveryAddressItself) {
     SymbolizeOptions build;
     build.cache_dir = cache.path();
     ASSERT_EQ(Answers(path, addresses, build).size(), addresses.size());
-    auto index = symindex::SymbolIndex::Open(testing::IndexPathFor(path, cache.path(), build));
+    auto index = index::SymbolIndex::Open(testing::IndexPathFor(path, cache.path(), build));
     ASSERT_TRUE(index) << path << ": " << index.error().ToString();
     for (const Variant& v : kVariants) {
-      symindex::AnswerOptions options;
+      index::AnswerOptions options;
       options.demangle = v.demangle;
       options.inlines = v.inlines;
       options.linkage_names = v.linkage_names;

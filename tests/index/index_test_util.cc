@@ -89,7 +89,7 @@ std::string IndexPathFor(const std::string& path, const std::string& dir,
                          const SymbolizeOptions& options) {
   auto elf = ElfFile::Open(path);
   if (!elf) return {};
-  return dir + "/" + symindex::IndexFileName(**elf, ToIndexOptions(options));
+  return dir + "/" + index::IndexFileName(**elf, symbolize::ToIndexOptions(options));
 }
 
 std::vector<uint8_t> ReadBytes(const std::string& path) {

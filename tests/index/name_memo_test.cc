@@ -20,12 +20,12 @@
 namespace stacksym {
 namespace {
 
-using symindex::EncodeNameMemo;
-using symindex::NameMemo;
-using symindex::NameMemoBinding;
-using symindex::NameMemoEntry;
-using symindex::NameMemoHeader;
-using symindex::ParseNameMemo;
+using index::EncodeNameMemo;
+using index::NameMemo;
+using index::NameMemoBinding;
+using index::NameMemoEntry;
+using index::NameMemoHeader;
+using index::ParseNameMemo;
 using testing::ReadBytes;
 using testing::RealTempDir;
 using testing::WriteBytes;
@@ -144,7 +144,7 @@ TEST(NameMemoTest, ForgedEntriesAreRejected) {
 TEST(NameMemoTest, NamesOverTheBoundStayInMemory) {
   RealTempDir dir;
   std::string path = dir.path() + "/big.symnames";
-  const size_t quarter = symindex::kNameMemoMaxText / 4;
+  const size_t quarter = index::kNameMemoMaxText / 4;
   NameMemo memo(path, kBinding);
   for (uint64_t key = 1; key <= 5; ++key) memo.Add(key, std::string(quarter, char('a' + key)));
   ASSERT_TRUE(memo.Save());
@@ -195,13 +195,13 @@ class NameMemoCacheTest : public ::testing::Test {
     addresses_ = testing::SegmentAddresses(**elf, 3);
     expected_ = testing::Answers(path_, addresses_, SymbolizeOptions{});
     cached_.cache_dir = cache_.path();
-    memo_path_ = symindex::NameMemoPath(testing::IndexPathFor(path_, cache_.path()));
+    memo_path_ = index::NameMemoPath(testing::IndexPathFor(path_, cache_.path()));
     ASSERT_EQ(testing::FirstDifferences(addresses_, expected_,
                                         testing::Answers(path_, addresses_, cached_)),
               "");
   }
   // The memo's bytes, 8-byte aligned, parsed.
-  symindex::NameMemoView Parsed(std::vector<uint64_t>* storage, size_t* size) {
+  index::NameMemoView Parsed(std::vector<uint64_t>* storage, size_t* size) {
     std::vector<uint8_t> bytes = ReadBytes(memo_path_);
     storage->assign((bytes.size() + 7) / 8, 0);
     std::memcpy(storage->data(), bytes.data(), bytes.size());
@@ -211,7 +211,7 @@ class NameMemoCacheTest : public ::testing::Test {
     auto view = ParseNameMemo({reinterpret_cast<const uint8_t*>(storage->data()), bytes.size()},
                               {header.index_crc, header.index_size});
     EXPECT_TRUE(view) << view.error().ToString();
-    return view ? *view : symindex::NameMemoView{};
+    return view ? *view : index::NameMemoView{};
   }
   std::string path_;
   std::vector<uint64_t> addresses_;
@@ -224,7 +224,7 @@ class NameMemoCacheTest : public ::testing::Test {
 TEST_F(NameMemoCacheTest, LookupsReadTheirNamesFromTheMemo) {
   std::vector<uint64_t> storage;
   size_t size = 0;
-  symindex::NameMemoView view = Parsed(&storage, &size);
+  index::NameMemoView view = Parsed(&storage, &size);
   ASSERT_GT(view.entries.size(), 10u) << "the first run saved few demangled names";
   // Every name of the memo, upper-cased in place: the answers must show it.
   std::string forged(view.text);

@@ -11,7 +11,7 @@
 
 #include "normalize/vma_sources.h"
 
-namespace stacksym::maps_text {
+namespace stacksym::normalize {
 namespace {
 
 const char kMaps[] =
@@ -30,16 +30,17 @@ const char kMaps[] =
     "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
 
 struct Parsed {
-  std::vector<Entry> entries;
+  std::vector<MapsEntry> entries;
   std::string text;
-  ParseStats stats;
-  std::string Name(size_t i) const { return std::string(NameOf(entries[i], text)); }
+  MapsParseStats stats;
+  std::string Name(size_t i) const { return std::string(MapsNameOf(entries[i], text)); }
 };
 
-Parsed ParseAll(std::string text, ParseOptions options = {}) {
+Parsed ParseAll(std::string text, MapsParseOptions options = {}) {
   Parsed p;
   p.text = std::move(text);
-  ParseLines(std::span<char>(p.text.data(), p.text.size()), 0, true, options, &p.entries, &p.stats);
+  ParseMapsLines(std::span<char>(p.text.data(), p.text.size()), 0, true, options, &p.entries,
+                 &p.stats);
   return p;
 }
 
@@ -47,7 +48,7 @@ TEST(MapsText, Fields) {
   Parsed p = ParseAll(kMaps);
   EXPECT_EQ(p.stats.malformed, 0u);
   ASSERT_EQ(p.entries.size(), 10u);  // [vsyscall] skipped
-  const Entry& e = p.entries[1];
+  const MapsEntry& e = p.entries[1];
   EXPECT_EQ(e.start, 0x55d0c0a02000u);
   EXPECT_EQ(e.end, 0x55d0c0a22000u);
   EXPECT_EQ(e.offset, 0x2000u);
@@ -72,11 +73,11 @@ TEST(MapsText, Fields) {
 }
 
 TEST(MapsText, ExecutableOnlyAndGate) {
-  ParseOptions o;
+  MapsParseOptions o;
   o.executable_only = true;
   Parsed p = ParseAll(kMaps, o);
   ASSERT_EQ(p.entries.size(), 4u);
-  for (const Entry& e : p.entries) EXPECT_TRUE(e.perms & kVmaExec);
+  for (const MapsEntry& e : p.entries) EXPECT_TRUE(e.perms & kVmaExec);
   o.executable_only = false;
   o.skip_gate = false;
   EXPECT_EQ(ParseAll(kMaps, o).entries.size(), 11u);
@@ -121,18 +122,18 @@ TEST(MapsText, ChunkedParsingMatchesWholeParsing) {
   std::string text = kMaps;
   for (size_t split = 0; split <= text.size(); ++split) {
     std::string buf = text.substr(0, split);
-    std::vector<Entry> entries;
-    ParseStats stats;
+    std::vector<MapsEntry> entries;
+    MapsParseStats stats;
     size_t pos =
-        ParseLines(std::span<char>(buf.data(), buf.size()), 0, false, {}, &entries, &stats);
+        ParseMapsLines(std::span<char>(buf.data(), buf.size()), 0, false, {}, &entries, &stats);
     ASSERT_LE(pos, split);
     ASSERT_TRUE(pos == 0 || buf[pos - 1] == '\n');
     buf += text.substr(split);
-    ParseLines(std::span<char>(buf.data(), buf.size()), pos, true, {}, &entries, &stats);
+    ParseMapsLines(std::span<char>(buf.data(), buf.size()), pos, true, {}, &entries, &stats);
     ASSERT_EQ(entries.size(), whole.entries.size()) << split;
     for (size_t i = 0; i < entries.size(); ++i) {
       EXPECT_EQ(entries[i].start, whole.entries[i].start);
-      EXPECT_EQ(NameOf(entries[i], buf), NameOf(whole.entries[i], whole.text)) << split;
+      EXPECT_EQ(MapsNameOf(entries[i], buf), MapsNameOf(whole.entries[i], whole.text)) << split;
     }
   }
 }
@@ -140,15 +141,15 @@ TEST(MapsText, ChunkedParsingMatchesWholeParsing) {
 // A last line without '\n' is parsed only when the input is final.
 TEST(MapsText, UnterminatedLastLine) {
   std::string text = "1000-2000 r-xp 00000000 00:00 0 a\n2000-3000 r-xp 00000000 00:00 0 b";
-  std::vector<Entry> entries;
-  ParseStats stats;
+  std::vector<MapsEntry> entries;
+  MapsParseStats stats;
   size_t pos =
-      ParseLines(std::span<char>(text.data(), text.size()), 0, false, {}, &entries, &stats);
+      ParseMapsLines(std::span<char>(text.data(), text.size()), 0, false, {}, &entries, &stats);
   EXPECT_EQ(entries.size(), 1u);
   EXPECT_EQ(pos, text.find('\n') + 1);
-  ParseLines(std::span<char>(text.data(), text.size()), pos, true, {}, &entries, &stats);
+  ParseMapsLines(std::span<char>(text.data(), text.size()), pos, true, {}, &entries, &stats);
   ASSERT_EQ(entries.size(), 2u);
-  EXPECT_EQ(NameOf(entries[1], text), "b");
+  EXPECT_EQ(MapsNameOf(entries[1], text), "b");
 }
 
 // The parser agrees with a naive sscanf parse of this process's real maps file.
@@ -156,7 +157,7 @@ TEST(MapsText, RealMapsAgreeWithSscanf) {
   std::ifstream f("/proc/self/maps");
   std::stringstream ss;
   ss << f.rdbuf();
-  ParseOptions o;
+  MapsParseOptions o;
   o.skip_gate = false;
   Parsed p = ParseAll(ss.str(), o);
   std::istringstream lines(p.text);
@@ -186,4 +187,4 @@ TEST(MapsText, RealMapsAgreeWithSscanf) {
 }
 
 }  // namespace
-}  // namespace stacksym::maps_text
+}  // namespace stacksym::normalize

@@ -174,7 +174,7 @@ class NormalizeTest : public ::testing::Test {
 
   static std::vector<VmaSourceKind> Sources() {
     std::vector<VmaSourceKind> out = {VmaSourceKind::kText};
-    if (ProcmapQuerySupported()) out.push_back(VmaSourceKind::kIoctl);
+    if (normalize::ProcmapQuerySupported()) out.push_back(VmaSourceKind::kIoctl);
     return out;
   }
 
@@ -185,10 +185,11 @@ Target* NormalizeTest::target_ = nullptr;
 std::string NormalizeTest::start_error_;
 
 TEST_F(NormalizeTest, ProcmapQueryAvailableOnThisKernel) {
-  if (!ProcmapQuerySupported()) {
+  if (!normalize::ProcmapQuerySupported()) {
     GTEST_SKIP() << "kernel lacks PROCMAP_QUERY (Linux 6.11+): ioctl-source tests are skipped";
   }
-  Result<std::unique_ptr<VmaSource>> src = OpenVmaSource(getpid(), VmaSourceKind::kAuto);
+  Result<std::unique_ptr<normalize::VmaSource>> src =
+      normalize::OpenVmaSource(getpid(), VmaSourceKind::kAuto);
   ASSERT_TRUE(src) << src.error().ToString();
   EXPECT_EQ((*src)->kind(), VmaSourceKind::kIoctl);
 }
@@ -237,7 +238,7 @@ TEST_F(NormalizeTest, MatchesElfFilesAndReadelf) {
         EXPECT_FALSE(m.build_id_reason);
       }
       // The module names a mapping through which the file can be opened, deleted or not.
-      std::string map_file = MapFilesPath(target_->child.pid(), m.map_start, m.map_end);
+      std::string map_file = normalize::MapFilesPath(target_->child.pid(), m.map_start, m.map_end);
       struct stat st;
       ASSERT_EQ(stat(map_file.c_str(), &st), 0) << map_file;
       EXPECT_EQ(st.st_ino, m.inode);
@@ -324,7 +325,7 @@ TEST_F(NormalizeTest, NamedAnonymousRegion) {
 // Addresses at every VMA start, middle and last byte, and in the gaps, from both sources and
 // in both orders: identical answers, module for module.
 TEST_F(NormalizeTest, TextAndIoctlSourcesAgree) {
-  if (!ProcmapQuerySupported()) GTEST_SKIP() << "kernel lacks PROCMAP_QUERY";
+  if (!normalize::ProcmapQuerySupported()) GTEST_SKIP() << "kernel lacks PROCMAP_QUERY";
   std::ifstream maps("/proc/" + std::to_string(target_->child.pid()) + "/maps");
   std::vector<uint64_t> addrs = target_->AllAddresses();
   std::string line;
@@ -520,12 +521,12 @@ TEST_F(NormalizeTest, ExitedProcessGivesProcessGone) {
 
 // A VmaSource that kills the process after its first answer: the rest of the walk must give
 // Reasons, not crashes or stale answers.
-class KillingSource : public VmaSource {
+class KillingSource : public normalize::VmaSource {
  public:
-  KillingSource(std::unique_ptr<VmaSource> inner, ChildProcess* child)
+  KillingSource(std::unique_ptr<normalize::VmaSource> inner, ChildProcess* child)
       : inner_(std::move(inner)), child_(child) {}
   VmaSourceKind kind() const override { return inner_->kind(); }
-  Result<bool> FindCoveringOrNext(uint64_t addr, Vma* out) override {
+  Result<bool> FindCoveringOrNext(uint64_t addr, normalize::Vma* out) override {
     Result<bool> r = inner_->FindCoveringOrNext(addr, out);
     if (++calls_ == 1) child_->KillAndWait();
     return r;
@@ -533,7 +534,7 @@ class KillingSource : public VmaSource {
   uint64_t lookups() const override { return inner_->lookups(); }
 
  private:
-  std::unique_ptr<VmaSource> inner_;
+  std::unique_ptr<normalize::VmaSource> inner_;
   ChildProcess* child_;
   int calls_ = 0;
 };
@@ -546,17 +547,19 @@ TEST_F(NormalizeTest, ProcessExitingDuringWalkGivesReasons) {
     ASSERT_TRUE(t.Start(&error)) << error;
     std::vector<uint64_t> addrs = t.AllAddresses();
     std::sort(addrs.begin(), addrs.end());
-    auto inner = OpenVmaSource(t.child.pid(), source);
+    auto inner = normalize::OpenVmaSource(t.child.pid(), source);
     ASSERT_TRUE(inner);
     KillingSource killing(std::move(*inner), &t.child);
     std::vector<int> resolved(addrs.size(), -1);  // -1 unvisited, 1 VMA, 0 reason
     std::vector<Reason> reasons(addrs.size());
-    WalkVmas(killing, addrs, {}, [&](const Vma* vma, Reason reason, std::span<const uint32_t> ix) {
-      for (uint32_t i : ix) {
-        resolved[i] = vma != nullptr;
-        reasons[i] = reason;
-      }
-    });
+    normalize::WalkVmas(
+        killing, addrs, {},
+        [&](const normalize::Vma* vma, Reason reason, std::span<const uint32_t> ix) {
+          for (uint32_t i : ix) {
+            resolved[i] = vma != nullptr;
+            reasons[i] = reason;
+          }
+        });
     size_t gone = 0;
     for (size_t i = 0; i < addrs.size(); ++i) {
       ASSERT_NE(resolved[i], -1) << "address " << i << " was never visited";
@@ -995,7 +998,8 @@ TEST_F(NormalizeTest, PastAddressesOfAnUnmappedRegionAnswerFromMemory) {
 }
 
 TEST_F(NormalizeTest, ForcedIoctlSourceFailsClearlyWhenUnsupported) {
-  if (ProcmapQuerySupported()) GTEST_SKIP() << "kernel has PROCMAP_QUERY; nothing to check";
+  if (normalize::ProcmapQuerySupported())
+    GTEST_SKIP() << "kernel has PROCMAP_QUERY; nothing to check";
   NormalizerOptions options;
   options.vma_source = VmaSourceKind::kIoctl;
   Normalizer normalizer(options);
@@ -1060,9 +1064,9 @@ TEST(TextVmaSource, ReadsLazily) {
   ASSERT_NE(base, MAP_FAILED);
   for (size_t i = 0; i < kRegions; i += 2) mprotect(base + i * kPage, kPage, PROT_NONE);
 
-  auto src = OpenVmaSource(getpid(), VmaSourceKind::kText);
+  auto src = normalize::OpenVmaSource(getpid(), VmaSourceKind::kText);
   ASSERT_TRUE(src);
-  Vma vma;
+  normalize::Vma vma;
   Result<bool> low = (*src)->FindCoveringOrNext(0, &vma);  // the lowest VMA
   ASSERT_TRUE(low && *low);
   EXPECT_EQ((*src)->lookups(), 1u);
@@ -1071,14 +1075,14 @@ TEST(TextVmaSource, ReadsLazily) {
   EXPECT_FALSE(*high);
   EXPECT_GE((*src)->lookups(), 3u);
   // An address in the middle of the region is answered exactly.
-  auto again = OpenVmaSource(getpid(), VmaSourceKind::kText);
+  auto again = normalize::OpenVmaSource(getpid(), VmaSourceKind::kText);
   ASSERT_TRUE(again);
   uint64_t mid = reinterpret_cast<uint64_t>(base) + 301 * kPage + 5;
   Result<bool> r = (*again)->FindCoveringOrNext(mid, &vma);
   ASSERT_TRUE(r && *r);
   EXPECT_EQ(vma.start, reinterpret_cast<uint64_t>(base) + 301 * kPage);
   EXPECT_EQ(vma.end, vma.start + kPage);
-  EXPECT_EQ(vma.perms, kVmaRead);
+  EXPECT_EQ(vma.perms, normalize::kVmaRead);
   munmap(base, kRegions * kPage);
 }
 

@@ -26,25 +26,25 @@ TEST(OptionsTest, EveryDebugDirListStartsAsTheDefaultOne) {
   EXPECT_EQ(ProfileSymbolizeOptions{}.symbolize.debug_dirs, expected);
   EXPECT_EQ(SymbolServerOptions{}.debug_dirs, expected);
   EXPECT_EQ(remote::SymbolServiceOptions{}.debug_dirs, expected);
-  EXPECT_EQ(DebugFileFinder().debug_dirs(), expected);
+  EXPECT_EQ(dwarf::DebugFileFinder().debug_dirs(), expected);
   EXPECT_EQ(dwarf::DebugFileSearch{}.debug_dirs, expected);
   EXPECT_EQ(dwarf::DwarfOptions{}.search.debug_dirs, expected);
-  EXPECT_EQ(symindex::IndexOptions{}.search.debug_dirs, expected);
+  EXPECT_EQ(index::IndexOptions{}.search.debug_dirs, expected);
 }
 
 // Defaults agree: a default SymbolizeOptions gives the modules' own defaults.
 TEST(OptionsTest, DefaultsMatchTheModulesDefaults) {
   const SymbolizeOptions s;
-  const dwarf::DwarfOptions d = ToDwarfOptions(s), dd;
+  const dwarf::DwarfOptions d = symbolize::ToDwarfOptions(s), dd;
   EXPECT_EQ(d.demangle, dd.demangle);
   EXPECT_EQ(d.inlines, dd.inlines);
   EXPECT_EQ(d.short_function_names, dd.short_function_names);
   EXPECT_EQ(d.start_addresses, dd.start_addresses);
   EXPECT_EQ(d.relative_paths, dd.relative_paths);
-  const symindex::IndexOptions i = ToIndexOptions(s), id;
+  const index::IndexOptions i = symbolize::ToIndexOptions(s), id;
   EXPECT_EQ(i.cache_max_bytes, id.cache_max_bytes);
   EXPECT_EQ(i.threads, id.threads);
-  const symindex::AnswerOptions a = ToAnswerOptions(s), ad;
+  const index::AnswerOptions a = symbolize::ToAnswerOptions(s), ad;
   EXPECT_EQ(a.demangle, ad.demangle);
   EXPECT_EQ(a.inlines, ad.inlines);
   EXPECT_EQ(a.linkage_names, ad.linkage_names);
@@ -73,29 +73,29 @@ TEST(OptionsTest, ConversionsCarryEveryField) {
   s.threads = 3;
   s.fetcher = std::make_shared<Fetcher>();
 
-  const dwarf::DwarfOptions d = ToDwarfOptions(s);
+  const dwarf::DwarfOptions d = symbolize::ToDwarfOptions(s);
   EXPECT_FALSE(d.demangle);
   EXPECT_FALSE(d.inlines);
   EXPECT_TRUE(d.short_function_names);
   EXPECT_TRUE(d.start_addresses);
   EXPECT_TRUE(d.relative_paths);
-  for (const dwarf::DebugFileSearch& search : {d.search, ToIndexOptions(s).search}) {
+  for (const dwarf::DebugFileSearch& search : {d.search, symbolize::ToIndexOptions(s).search}) {
     EXPECT_EQ(search.debug_dirs, s.debug_dirs);
     EXPECT_EQ(search.known_path, s.known_path);
     EXPECT_EQ(search.known_root, s.known_root);
     EXPECT_EQ(search.dwp_path, s.dwp_path);
     EXPECT_EQ(search.fetcher, s.fetcher);
   }
-  const symindex::IndexOptions i = ToIndexOptions(s);
+  const index::IndexOptions i = symbolize::ToIndexOptions(s);
   EXPECT_EQ(i.cache_dir, "/c");
   EXPECT_EQ(i.cache_max_bytes, 12345u);
   EXPECT_EQ(i.threads, 3u);
-  const symindex::AnswerOptions a = ToAnswerOptions(s);
+  const index::AnswerOptions a = symbolize::ToAnswerOptions(s);
   EXPECT_FALSE(a.demangle);
   EXPECT_FALSE(a.inlines);
   EXPECT_FALSE(a.linkage_names);
 
-  DebugFileFinder finder(d.search);
+  dwarf::DebugFileFinder finder(d.search);
   EXPECT_EQ(finder.debug_dirs(), s.debug_dirs);
 }
 
@@ -106,14 +106,16 @@ TEST(OptionsTest, IndexFileNameKeyedByTheDebugDirs) {
   ASSERT_TRUE(elf) << elf.error().ToString();
   const std::string id = (*elf)->build_id_hex();
   ASSERT_FALSE(id.empty());
-  const std::string version = "-v" + std::to_string(symindex::kVersion) + ".symidx";
-  EXPECT_EQ(symindex::IndexFileName(**elf, ToIndexOptions(SymbolizeOptions{})),
+  const std::string version = "-v" + std::to_string(index::kVersion) + ".symidx";
+  EXPECT_EQ(index::IndexFileName(**elf, symbolize::ToIndexOptions(SymbolizeOptions{})),
             id + "-ea7a6894" + version);
   SymbolizeOptions other;
   other.known_path = "/elsewhere";  // not in the name (the index's identity checks it)
-  EXPECT_EQ(symindex::IndexFileName(**elf, ToIndexOptions(other)), id + "-ea7a6894" + version);
+  EXPECT_EQ(index::IndexFileName(**elf, symbolize::ToIndexOptions(other)),
+            id + "-ea7a6894" + version);
   other.debug_dirs = {"/srv/debug", kDefaultDebugDir};
-  EXPECT_NE(symindex::IndexFileName(**elf, ToIndexOptions(other)), id + "-ea7a6894" + version);
+  EXPECT_NE(index::IndexFileName(**elf, symbolize::ToIndexOptions(other)),
+            id + "-ea7a6894" + version);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ namespace stacksym {
 namespace {
 
 TEST(PerfMapTest, ParsesLinesWithSpacesAndPrefixes) {
-  PerfMap map = PerfMap::Parse(
+  symbolize::PerfMap map = symbolize::PerfMap::Parse(
       "7f0000001000 40 LazyCompile:~foo /app/index.js:12\n"
       "0x7f0000002000 0x10 Builtin: ArgumentsAdaptorTrampoline\n"
       "7f0000003000 8 py::bar:/tmp/x.py  \r\n"
@@ -43,7 +43,7 @@ TEST(PerfMapTest, ParsesLinesWithSpacesAndPrefixes) {
 }
 
 TEST(PerfMapTest, LaterLinesWinWhereEntriesOverlap) {
-  PerfMap map = PerfMap::Parse(
+  symbolize::PerfMap map = symbolize::PerfMap::Parse(
       "1000 100 old_big\n"
       "1040 10 new_inner\n"
       "10f0 20 new_straddling\n");
@@ -58,7 +58,7 @@ TEST(PerfMapTest, LaterLinesWinWhereEntriesOverlap) {
 }
 
 TEST(PerfMapTest, SizeSaturatesAtTheTopOfTheAddressSpace) {
-  PerfMap map = PerfMap::Parse("fffffffffffffff0 100 top\n");
+  symbolize::PerfMap map = symbolize::PerfMap::Parse("fffffffffffffff0 100 top\n");
   EXPECT_EQ(map.Find(0xfffffffffffffffe)->name, "top");
   EXPECT_EQ(map.Find(0xfffffffffffffff0)->size, 0xfu);
 }
@@ -87,11 +87,11 @@ TEST(PerfMapTest, MatchesBruteForceOnRandomOverlappingMaps) {
                     static_cast<unsigned long long>(size), k);
       text += line;
     }
-    PerfMap map = PerfMap::Parse(text);
+    symbolize::PerfMap map = symbolize::PerfMap::Parse(text);
     ASSERT_EQ(map.size(), lines.size());
     for (uint64_t addr = 0xff0; addr < 0x3900; ++addr) {
       std::optional<size_t> want = Reference(lines, addr);
-      std::optional<PerfMapSymbol> got = map.Find(addr);
+      std::optional<symbolize::PerfMapSymbol> got = map.Find(addr);
       ASSERT_EQ(want.has_value(), got.has_value()) << std::hex << addr << " round " << round;
       if (want) {
         ASSERT_EQ(got->name, "sym" + std::to_string(*want)) << std::hex << addr;
@@ -102,23 +102,23 @@ TEST(PerfMapTest, MatchesBruteForceOnRandomOverlappingMaps) {
 }
 
 TEST(PerfMapTest, LoadErrors) {
-  Result<PerfMap> missing = PerfMap::Load("/nonexistent/perf-1.map");
+  Result<symbolize::PerfMap> missing = symbolize::PerfMap::Load("/nonexistent/perf-1.map");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
-  EXPECT_FALSE(LoadPerfMapForProcess(0));
-  EXPECT_FALSE(LoadPerfMapForProcess(-5));
-  Result<PerfMap> gone = LoadPerfMapForProcess(0x3ffffff0);  // above pid_max
+  EXPECT_FALSE(symbolize::LoadPerfMapForProcess(0));
+  EXPECT_FALSE(symbolize::LoadPerfMapForProcess(-5));
+  Result<symbolize::PerfMap> gone = symbolize::LoadPerfMapForProcess(0x3ffffff0);  // above pid_max
   ASSERT_FALSE(gone);
   EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
 }
 
 TEST(PerfMapTest, NamespacedPidOfSelfAndLoadForSelf) {
-  Result<pid_t> self = NamespacedPid(getpid());
+  Result<pid_t> self = symbolize::NamespacedPid(getpid());
   ASSERT_TRUE(self) << self.error().ToString();
   EXPECT_GT(*self, 0);
   std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
   std::ofstream(path) << "5000 20 jit::self test\n";
-  Result<PerfMap> map = LoadPerfMapForProcess(getpid());
+  Result<symbolize::PerfMap> map = symbolize::LoadPerfMapForProcess(getpid());
   std::remove(path.c_str());
   ASSERT_TRUE(map) << map.error().ToString();
   EXPECT_EQ(map->Find(0x5010)->name, "jit::self test");
@@ -170,10 +170,10 @@ TEST(PerfMapTest, FindsTheMapInsideAContainer) {
                 "/children") >>
       children;
   pid_t inner = static_cast<pid_t>(std::stol(children));
-  Result<pid_t> ns = NamespacedPid(inner);
+  Result<pid_t> ns = symbolize::NamespacedPid(inner);
   ASSERT_TRUE(ns);
   EXPECT_EQ(*ns, 1);
-  Result<PerfMap> map = LoadPerfMapForProcess(inner);
+  Result<symbolize::PerfMap> map = symbolize::LoadPerfMapForProcess(inner);
   ASSERT_TRUE(map) << map.error().ToString();
   EXPECT_EQ(map->path(), "/proc/" + std::to_string(inner) + "/root/tmp/perf-1.map");
   auto sym = map->Find(0x6010);

@@ -179,7 +179,7 @@ TEST_F(ProcessSymbolizerTest, CommandMatchesLlvmSymbolizerOnTheFileOnDisk) {
     std::string json = RunCommand(std::string(STACKSYM_CLI) + " symbolize process --json --pid " +
                                   std::to_string(target_->pid()) + " --vma-source " + source + " " +
                                   Hex(address) + " 2>&1");
-    if (std::string(source) == "ioctl" && !ProcmapQuerySupported()) continue;
+    if (std::string(source) == "ioctl" && !normalize::ProcmapQuerySupported()) continue;
     EXPECT_NE(json.find("\"symbol\":\"process_target_work\""), std::string::npos) << json;
   }
 }

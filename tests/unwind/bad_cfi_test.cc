@@ -11,7 +11,7 @@
 namespace stacksym::testing {
 namespace {
 
-using cfi::CfiSectionKind;
+using unwind::CfiSectionKind;
 
 std::vector<uint8_t> Bytes(std::initializer_list<int> list) {
   std::vector<uint8_t> out;
@@ -21,14 +21,14 @@ std::vector<uint8_t> Bytes(std::initializer_list<int> list) {
 
 // Interprets the single FDE of `bytes`, returning the error message ("" when it ran).
 std::string RunOnlyFde(const CfiBytes& bytes, size_t* rows = nullptr) {
-  cfi::CfiSectionInfo info = bytes.Info();
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiSectionInfo info = bytes.Info();
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   EXPECT_EQ(entries.fdes.size(), 1u);
   if (entries.fdes.size() != 1) return "no FDE";
-  cfi::CfaInterpreter interpreter;
+  unwind::CfaInterpreter interpreter;
   size_t n = 0;
-  Result<cfi::CfaProgramSummary> r = interpreter.Run(entries.cies[0], entries.fdes[0],
-                                                     [&](uint64_t, const cfi::CfaState&) { ++n; });
+  Result<unwind::CfaProgramSummary> r = interpreter.Run(
+      entries.cies[0], entries.fdes[0], [&](uint64_t, const unwind::CfaState&) { ++n; });
   if (rows) *rows = n;
   return r ? "" : r.error().message;
 }
@@ -36,7 +36,8 @@ std::string RunOnlyFde(const CfiBytes& bytes, size_t* rows = nullptr) {
 TEST(BadCfi, WellFormedBaseline) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  b.AddFde(cie, 0x1000, 0x20, Bytes({cfi::DW_CFA_advance_loc | 1, cfi::DW_CFA_def_cfa_offset, 16}));
+  b.AddFde(cie, 0x1000, 0x20,
+           Bytes({unwind::DW_CFA_advance_loc | 1, unwind::DW_CFA_def_cfa_offset, 16}));
   size_t rows = 0;
   EXPECT_EQ(RunOnlyFde(b, &rows), "");
   EXPECT_EQ(rows, 2u);
@@ -47,9 +48,9 @@ TEST(BadCfi, TruncatedCie) {
   b.AddCie(X86CieInstructions());
   std::vector<uint8_t> bytes = b.bytes();
   bytes.resize(bytes.size() - 3);  // the length now runs past the end
-  cfi::CfiSectionInfo info;
+  unwind::CfiSectionInfo info;
   info.data = bytes;
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   EXPECT_TRUE(entries.cies.empty());
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("past the end"), std::string::npos);
@@ -64,9 +65,9 @@ TEST(BadCfi, TruncatedCie) {
 TEST(BadCfi, CieFieldsTruncatedInsideItsLength) {
   // A CIE whose length covers only the version byte and part of the augmentation string.
   std::vector<uint8_t> bytes = Bytes({6, 0, 0, 0, 0, 0, 0, 0, 1, 'z'});
-  cfi::CfiSectionInfo info;
+  unwind::CfiSectionInfo info;
   info.data = bytes;
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   EXPECT_TRUE(entries.cies.empty());
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("augmentation string"), std::string::npos)
@@ -102,7 +103,7 @@ TEST(BadCfi, FdeWithMissingCieIsSkippedOthersKept) {
 TEST(BadCfi, RememberStateMillionDeep) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  std::vector<uint8_t> program(1000000, cfi::DW_CFA_remember_state);
+  std::vector<uint8_t> program(1000000, unwind::DW_CFA_remember_state);
   b.AddFde(cie, 0x1000, 0x10, program);
   EXPECT_NE(RunOnlyFde(b).find("remember_state nested deeper"), std::string::npos);
 
@@ -116,7 +117,7 @@ TEST(BadCfi, RememberStateMillionDeep) {
 TEST(BadCfi, RestoreStateWithNothingRemembered) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  b.AddFde(cie, 0x1000, 0x10, Bytes({cfi::DW_CFA_restore_state}));
+  b.AddFde(cie, 0x1000, 0x10, Bytes({unwind::DW_CFA_restore_state}));
   EXPECT_NE(RunOnlyFde(b).find("no remembered state"), std::string::npos);
 }
 
@@ -124,21 +125,21 @@ TEST(BadCfi, AdvancePastTheEndAndOverflow) {
   {
     CfiBytes b(CfiSectionKind::kEhFrame);
     size_t cie = b.AddCie(X86CieInstructions());
-    b.AddFde(cie, 0x1000, 0x10, Bytes({cfi::DW_CFA_advance_loc4, 0xff, 0xff, 0xff, 0x7f}));
+    b.AddFde(cie, 0x1000, 0x10, Bytes({unwind::DW_CFA_advance_loc4, 0xff, 0xff, 0xff, 0x7f}));
     EXPECT_NE(RunOnlyFde(b).find("past the FDE's end"), std::string::npos);
   }
   {
     CfiBytes b(CfiSectionKind::kEhFrame);
     size_t cie = b.AddCie(X86CieInstructions());
     b.AddFde(cie, 0xfffffffffffff000, 0xfff,
-             Bytes({cfi::DW_CFA_advance_loc4, 0xff, 0xff, 0xff, 0xff}));
+             Bytes({unwind::DW_CFA_advance_loc4, 0xff, 0xff, 0xff, 0xff}));
     EXPECT_NE(RunOnlyFde(b).find("overflows"), std::string::npos);
   }
   {
     // set_loc backwards.
     CfiBytes b(CfiSectionKind::kEhFrame);
     size_t cie = b.AddCie(X86CieInstructions());
-    b.AddFde(cie, 0x1000, 0x10, Bytes({cfi::DW_CFA_set_loc, 0, 0x0f, 0, 0, 0, 0, 0, 0}));
+    b.AddFde(cie, 0x1000, 0x10, Bytes({unwind::DW_CFA_set_loc, 0, 0x0f, 0, 0, 0, 0, 0, 0}));
     EXPECT_NE(RunOnlyFde(b).find("backwards"), std::string::npos);
   }
 }
@@ -148,7 +149,7 @@ TEST(BadCfi, UnknownOpcodeDropsTheWholeFde) {
   size_t cie = b.AddCie(X86CieInstructions());
   // Good rows first, then an op nobody defines: none of the rows may survive.
   b.AddFde(cie, 0x1000, 0x10,
-           Bytes({cfi::DW_CFA_advance_loc | 1, cfi::DW_CFA_def_cfa_offset, 16, 0x3c}));
+           Bytes({unwind::DW_CFA_advance_loc | 1, unwind::DW_CFA_def_cfa_offset, 16, 0x3c}));
   b.AddFde(cie, 0x1010, 0x10, {});
   std::shared_ptr<ElfFile> elf = ElfWithCfi(b.bytes(), {});
   ASSERT_TRUE(elf);
@@ -166,14 +167,14 @@ TEST(BadCfi, UnknownOpcodeDropsTheWholeFde) {
 TEST(BadCfi, TruncatedOperand) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  b.AddFde(cie, 0x1000, 0x10, Bytes({cfi::DW_CFA_def_cfa_expression, 0x20, 0x77}));
+  b.AddFde(cie, 0x1000, 0x10, Bytes({unwind::DW_CFA_def_cfa_expression, 0x20, 0x77}));
   EXPECT_NE(RunOnlyFde(b).find("truncated"), std::string::npos);
 }
 
 TEST(BadCfi, RegisterColumnOutOfRange) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  std::vector<uint8_t> program = {cfi::DW_CFA_offset_extended};
+  std::vector<uint8_t> program = {unwind::DW_CFA_offset_extended};
   AppendUleb(program, 1u << 30);
   AppendUleb(program, 2);
   b.AddFde(cie, 0x1000, 0x10, program);
@@ -182,15 +183,15 @@ TEST(BadCfi, RegisterColumnOutOfRange) {
 
 TEST(BadCfi, SixtyFourBitLengthPastTheEnd) {
   std::vector<uint8_t> bytes = Bytes({0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0});
-  cfi::CfiSectionInfo info;
+  unwind::CfiSectionInfo info;
   info.data = bytes;
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("past the end"), std::string::npos);
   // A 64-bit length that itself is cut short.
   bytes.resize(7);
   info.data = bytes;
-  entries = cfi::ReadCfiSection(info);
+  entries = unwind::ReadCfiSection(info);
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("truncated"), std::string::npos);
 }
@@ -199,12 +200,12 @@ TEST(BadCfi, HugeAugmentationLength) {
   // CIE "zR" whose augmentation data length claims 2^32 bytes.
   std::vector<uint8_t> body = Bytes({0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16});
   AppendUleb(body, 0xffffffffu);
-  body.push_back(cfi::DW_EH_PE_udata8);
+  body.push_back(unwind::DW_EH_PE_udata8);
   std::vector<uint8_t> bytes = {static_cast<uint8_t>(body.size()), 0, 0, 0};
   bytes.insert(bytes.end(), body.begin(), body.end());
-  cfi::CfiSectionInfo info;
+  unwind::CfiSectionInfo info;
   info.data = bytes;
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   EXPECT_TRUE(entries.cies.empty());
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("augmentation data length"), std::string::npos)
@@ -215,9 +216,9 @@ TEST(BadCfi, UnknownAugmentationWithoutZ) {
   std::vector<uint8_t> body = Bytes({0, 0, 0, 0, 1, 'q', 0, 1, 0x78, 16});
   std::vector<uint8_t> bytes = {static_cast<uint8_t>(body.size()), 0, 0, 0};
   bytes.insert(bytes.end(), body.begin(), body.end());
-  cfi::CfiSectionInfo info;
+  unwind::CfiSectionInfo info;
   info.data = bytes;
-  cfi::CfiEntries entries = cfi::ReadCfiSection(info);
+  unwind::CfiEntries entries = unwind::ReadCfiSection(info);
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("not understood"), std::string::npos);
 }
@@ -226,7 +227,7 @@ TEST(BadCfi, FdePcRangeWraps) {
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
   b.AddFde(cie, 0xffffffffffffff00, 0x1000, {});
-  cfi::CfiEntries entries = cfi::ReadCfiSection(b.Info());
+  unwind::CfiEntries entries = unwind::ReadCfiSection(b.Info());
   EXPECT_TRUE(entries.fdes.empty());
   ASSERT_EQ(entries.problems.size(), 1u);
   EXPECT_NE(entries.problems[0].message.find("wraps"), std::string::npos);
@@ -237,22 +238,22 @@ TEST(BadCfi, EveryTruncationOfAGoodSectionIsSafe) {
   // comes out is one of the originals.
   CfiBytes b(CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  b.AddFde(
-      cie, 0x1000, 0x20,
-      Bytes({cfi::DW_CFA_advance_loc | 1, cfi::DW_CFA_def_cfa_offset, 16, cfi::DW_CFA_offset | 6, 2,
-             cfi::DW_CFA_remember_state, cfi::DW_CFA_advance_loc | 4, cfi::DW_CFA_def_cfa_offset, 8,
-             cfi::DW_CFA_restore_state}));
+  b.AddFde(cie, 0x1000, 0x20,
+           Bytes({unwind::DW_CFA_advance_loc | 1, unwind::DW_CFA_def_cfa_offset, 16,
+                  unwind::DW_CFA_offset | 6, 2, unwind::DW_CFA_remember_state,
+                  unwind::DW_CFA_advance_loc | 4, unwind::DW_CFA_def_cfa_offset, 8,
+                  unwind::DW_CFA_restore_state}));
   b.AddFde(cie, 0x1020, 0x20, {});
   const std::vector<uint8_t>& whole = b.bytes();
   for (size_t n = 0; n <= whole.size(); ++n) {
-    cfi::CfiSectionInfo info;
+    unwind::CfiSectionInfo info;
     info.data = std::span<const uint8_t>(whole.data(), n);
-    cfi::CfiEntries entries = cfi::ReadCfiSection(info);
-    for (const cfi::Fde& fde : entries.fdes) {
+    unwind::CfiEntries entries = unwind::ReadCfiSection(info);
+    for (const unwind::Fde& fde : entries.fdes) {
       EXPECT_TRUE(fde.pc_begin == 0x1000 || fde.pc_begin == 0x1020) << n;
-      cfi::CfaInterpreter interpreter;
+      unwind::CfaInterpreter interpreter;
       (void)interpreter.Run(entries.cies[fde.cie_index], fde,
-                            [](uint64_t, const cfi::CfaState&) {});
+                            [](uint64_t, const unwind::CfaState&) {});
     }
     if (n < whole.size()) {
       EXPECT_LT(entries.fdes.size(), 2u) << n;

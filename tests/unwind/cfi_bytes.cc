@@ -41,11 +41,11 @@ void AppendSleb(std::vector<uint8_t>& b, int64_t v) {
 }
 
 std::vector<uint8_t> X86CieInstructions() {
-  return {cfi::DW_CFA_def_cfa, 7, 8, cfi::DW_CFA_offset | 16, 1};
+  return {unwind::DW_CFA_def_cfa, 7, 8, unwind::DW_CFA_offset | 16, 1};
 }
 
 size_t CfiBytes::AddCie(const std::vector<uint8_t>& instructions, bool signal_frame) {
-  const bool eh = kind_ == cfi::CfiSectionKind::kEhFrame;
+  const bool eh = kind_ == unwind::CfiSectionKind::kEhFrame;
   size_t start = bytes_.size();
   Append32(bytes_, 0);  // length, patched below
   Append32(bytes_, eh ? 0 : 0xffffffffu);
@@ -58,7 +58,7 @@ size_t CfiBytes::AddCie(const std::vector<uint8_t>& instructions, bool signal_fr
   bytes_.push_back(16);    // return address column
   if (eh) {
     AppendUleb(bytes_, 1);
-    bytes_.push_back(cfi::DW_EH_PE_udata8);
+    bytes_.push_back(unwind::DW_EH_PE_udata8);
   }
   bytes_.insert(bytes_.end(), instructions.begin(), instructions.end());
   Patch32(bytes_, start, static_cast<uint32_t>(bytes_.size() - start - 4));
@@ -67,7 +67,7 @@ size_t CfiBytes::AddCie(const std::vector<uint8_t>& instructions, bool signal_fr
 
 size_t CfiBytes::AddFde(size_t cie_offset, uint64_t begin, uint64_t size,
                         const std::vector<uint8_t>& instructions) {
-  const bool eh = kind_ == cfi::CfiSectionKind::kEhFrame;
+  const bool eh = kind_ == unwind::CfiSectionKind::kEhFrame;
   size_t start = bytes_.size();
   Append32(bytes_, 0);
   size_t id_at = bytes_.size();
@@ -81,7 +81,7 @@ size_t CfiBytes::AddFde(size_t cie_offset, uint64_t begin, uint64_t size,
 }
 
 size_t CfiBytes::AddCie(const CieSpec& spec) {
-  const bool eh = kind_ == cfi::CfiSectionKind::kEhFrame;
+  const bool eh = kind_ == unwind::CfiSectionKind::kEhFrame;
   size_t start = bytes_.size();
   if (spec.dwarf64) {
     Append32(bytes_, 0xffffffffu);
@@ -116,7 +116,7 @@ size_t CfiBytes::AddCie(const CieSpec& spec) {
 }
 
 size_t CfiBytes::AddFde(const FdeSpec& spec) {
-  const bool eh = kind_ == cfi::CfiSectionKind::kEhFrame;
+  const bool eh = kind_ == unwind::CfiSectionKind::kEhFrame;
   size_t start = bytes_.size();
   if (spec.dwarf64) {
     Append32(bytes_, 0xffffffffu);
@@ -151,11 +151,11 @@ void CfiBytes::PatchLength(size_t start, bool dwarf64) {
   }
 }
 
-cfi::CfiSectionInfo CfiBytes::Info() const {
-  cfi::CfiSectionInfo info;
+unwind::CfiSectionInfo CfiBytes::Info() const {
+  unwind::CfiSectionInfo info;
   info.kind = kind_;
   info.data = bytes_;
-  info.vaddr = kind_ == cfi::CfiSectionKind::kEhFrame ? 0x10000 : 0;
+  info.vaddr = kind_ == unwind::CfiSectionKind::kEhFrame ? 0x10000 : 0;
   return info;
 }
 

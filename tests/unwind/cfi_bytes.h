@@ -15,7 +15,7 @@ void AppendSleb(std::vector<uint8_t>& b, int64_t v);
 
 class CfiBytes {
  public:
-  explicit CfiBytes(cfi::CfiSectionKind kind) : kind_(kind) {}
+  explicit CfiBytes(unwind::CfiSectionKind kind) : kind_(kind) {}
 
   // A version-1 CIE ("zR" with absolute udata8 FDE pointers in .eh_frame, "" in .debug_frame)
   // with code alignment 1, data alignment -8, return address column 16. Returns its offset.
@@ -48,7 +48,7 @@ class CfiBytes {
   size_t AddFde(const FdeSpec& spec);
   // Where the pc_begin field of the next FDE will be (for pcrel encodings).
   size_t NextFdePcField(bool dwarf64) const {
-    const bool eh = kind_ == cfi::CfiSectionKind::kEhFrame;
+    const bool eh = kind_ == unwind::CfiSectionKind::kEhFrame;
     return bytes_.size() + (dwarf64 ? (eh ? 16 : 20) : 8);
   }
   size_t size() const { return bytes_.size(); }
@@ -59,12 +59,12 @@ class CfiBytes {
   }
 
   const std::vector<uint8_t>& bytes() const { return bytes_; }
-  cfi::CfiSectionInfo Info() const;
+  unwind::CfiSectionInfo Info() const;
 
  private:
   void PatchLength(size_t start, bool dwarf64);
 
-  cfi::CfiSectionKind kind_;
+  unwind::CfiSectionKind kind_;
   std::vector<uint8_t> bytes_;
 };
 

@@ -19,7 +19,7 @@
 namespace stacksym::testing {
 namespace {
 
-using namespace cfi;
+using namespace unwind;
 
 struct Decoded {
   bool ok = false;

@@ -17,13 +17,13 @@ std::string Signed(int64_t v) {
 
 }  // namespace
 
-std::string CfaText(const cfi::CfaRuleState& cfa) {
+std::string CfaText(const unwind::CfaRuleState& cfa) {
   if (cfa.is_expression) return "exp";
   return ReadelfRegisterName(cfa.reg) + Signed(cfa.offset);
 }
 
-std::string RuleText(const cfi::RegisterRule& rule) {
-  using K = cfi::RegisterRuleKind;
+std::string RuleText(const unwind::RegisterRule& rule) {
+  using K = unwind::RegisterRuleKind;
   switch (rule.kind) {
     case K::kUnspecified:
     case K::kUndefined:

@@ -8,7 +8,7 @@
 
 namespace stacksym::testing {
 
-std::string CfaText(const cfi::CfaRuleState& cfa);    // "rsp+8", "exp"
-std::string RuleText(const cfi::RegisterRule& rule);  // "u", "c-16", "r5 (rdi)", "vexp"
+std::string CfaText(const unwind::CfaRuleState& cfa);    // "rsp+8", "exp"
+std::string RuleText(const unwind::RegisterRule& rule);  // "u", "c-16", "r5 (rdi)", "vexp"
 
 }  // namespace stacksym::testing

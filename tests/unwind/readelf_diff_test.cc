@@ -79,22 +79,22 @@ DiffCounts Compare(const std::string& path) {
   Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
   EXPECT_TRUE(elf.ok()) << path;
   if (!elf) return counts;
-  cfi::CfiSources sources = cfi::FindCfiSources(**elf, nullptr);
+  unwind::CfiSources sources = unwind::FindCfiSources(**elf, nullptr);
   EXPECT_TRUE(sources.problems.empty());
   auto mismatch = [&](std::string what) { counts.mismatches.push_back(std::move(what)); };
 
-  for (const cfi::CfiSectionInfo& info : sources.sections) {
-    const std::string section = cfi::CfiSectionName(info.kind);
-    cfi::CfiEntries entries = cfi::ReadCfiSection(info);
-    for (const cfi::CfiProblem& p : entries.problems) {
+  for (const unwind::CfiSectionInfo& info : sources.sections) {
+    const std::string section = unwind::CfiSectionName(info.kind);
+    unwind::CfiEntries entries = unwind::ReadCfiSection(info);
+    for (const unwind::CfiProblem& p : entries.problems) {
       mismatch(section + " entry " + HexText(p.offset) + ": " + p.message);
     }
     if (entries.fdes.size() != reference_fdes[section]) {
       mismatch(section + ": " + std::to_string(entries.fdes.size()) + " FDEs, readelf has " +
                std::to_string(reference_fdes[section]));
     }
-    cfi::CfaInterpreter interpreter;
-    for (const cfi::Fde& fde : entries.fdes) {
+    unwind::CfaInterpreter interpreter;
+    for (const unwind::Fde& fde : entries.fdes) {
       const std::string where = section + " FDE " + HexText(fde.offset);
       auto it = by_offset.find({section, fde.offset});
       if (it == by_offset.end()) {
@@ -108,7 +108,7 @@ DiffCounts Compare(const std::string& path) {
                  ", readelf " + HexText(ref.pc_begin) + ".." + HexText(ref.pc_end));
         continue;
       }
-      const cfi::Cie& cie = entries.cies[fde.cie_index];
+      const unwind::Cie& cie = entries.cies[fde.cie_index];
       std::vector<uint64_t> columns;
       std::set<uint64_t> listed;
       for (int c : ref.columns) {
@@ -118,8 +118,8 @@ DiffCounts Compare(const std::string& path) {
       }
       size_t row_index = 0;
       size_t before = counts.mismatches.size();
-      Result<cfi::CfaProgramSummary> run =
-          interpreter.Run(cie, fde, [&](uint64_t pc, const cfi::CfaState& state) {
+      Result<unwind::CfaProgramSummary> run =
+          interpreter.Run(cie, fde, [&](uint64_t pc, const unwind::CfaState& state) {
             size_t i = row_index++;
             if (i >= ref.rows.size() || counts.mismatches.size() > before + 3) return;
             const ReadelfRow& r = ref.rows[i];
@@ -136,7 +136,7 @@ DiffCounts Compare(const std::string& path) {
               }
             }
             for (size_t reg = 0; reg < state.registers.size(); ++reg) {
-              if (state.registers[reg].kind != cfi::RegisterRuleKind::kUnspecified &&
+              if (state.registers[reg].kind != unwind::RegisterRuleKind::kUnspecified &&
                   !listed.count(reg)) {
                 mismatch(at + ": rule for " + ReadelfRegisterName(reg) +
                          " that readelf does not list");
@@ -218,7 +218,7 @@ std::vector<uint8_t> Sleb(int64_t v) {
 
 // Every DW_CFA op, in one program, the way no compiler would write it.
 std::vector<uint8_t> EveryOp() {
-  using namespace cfi;
+  using namespace unwind;
   return Cat({
       {DW_CFA_advance_loc | 1, DW_CFA_def_cfa_offset, 16, DW_CFA_offset | 6, 2},
       {DW_CFA_advance_loc1, 0x10, DW_CFA_def_cfa_register, 6},
@@ -246,7 +246,7 @@ std::vector<uint8_t> EveryOp() {
 // only, and reads LEB128 pointers as absptr, so those are tested in ReadEncodedPointer's
 // own test), written into an ELF and compared with readelf's reading of it.
 TEST(ReadelfDiff, HandMadeSections) {
-  using namespace cfi;
+  using namespace unwind;
   CfiBytes eh(CfiSectionKind::kEhFrame);
   const uint64_t kVaddr = 0x10000;
   // "zPLR": personality indirect pcrel sdata4, LSDA and FDE pointers pcrel sdata4.

@@ -7,7 +7,7 @@
 namespace stacksym::testing {
 namespace {
 
-using namespace cfi;
+using namespace unwind;
 
 CfaState RspState(int64_t offset) {
   CfaState s;

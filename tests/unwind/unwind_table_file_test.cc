@@ -97,10 +97,10 @@ TEST(UnwindTableFile, LoadedTableEqualsBuiltTable) {
     ASSERT_TRUE(built) << built.error().ToString();
     EXPECT_FALSE((*built)->empty()) << path;
 
-    auto parsed = unwfile::Parse(unwfile::Serialize(**built, unwfile::IdentityOf(*elf)));
+    auto parsed = unwind::Parse(unwind::Serialize(**built, unwind::IdentityOf(*elf)));
     ASSERT_TRUE(parsed) << path << ": " << parsed.error().ToString();
     ExpectSameTable(**built, *parsed->table, path + " (parsed)");
-    EXPECT_EQ(parsed->identity, unwfile::IdentityOf(*elf));
+    EXPECT_EQ(parsed->identity, unwind::IdentityOf(*elf));
 
     UnwindTableCache cold({.dir = dir.path()});
     ExpectSameTable(**built, *cold.Get(*elf), path + " (cold)");
@@ -139,11 +139,11 @@ class UnwindTableFileDamage : public ::testing::Test {
     auto built = UnwindTable::Build(*elf_);
     ASSERT_TRUE(built);
     built_ = *built;
-    file_ = dir_.path() + "/" + unwfile::FileName(*elf_);
+    file_ = dir_.path() + "/" + unwind::FileName(*elf_);
     UnwindTableCache cache({.dir = dir_.path()});
     cache.Get(*elf_);
     good_ = ReadBytes(file_);
-    ASSERT_GT(good_.size(), unwfile::kHeaderSize);
+    ASSERT_GT(good_.size(), unwind::kHeaderSize);
   }
 
   // Puts `bytes` in place, gets the table through a new cache: the built table, one warning
@@ -211,21 +211,21 @@ TEST_F(UnwindTableFileDamage, OtherBuildIdIsDetectedAndRebuilt) {
   ASSERT_TRUE(other);
   auto table = UnwindTable::Build(*other);
   ASSERT_TRUE(table);
-  ExpectRebuilt(unwfile::Serialize(**table, unwfile::IdentityOf(*other)), "another binary's table");
+  ExpectRebuilt(unwind::Serialize(**table, unwind::IdentityOf(*other)), "another binary's table");
 }
 
 TEST_F(UnwindTableFileDamage, OldVersionIsDetectedAndRebuilt) {
   std::vector<uint8_t> old = good_;
-  const uint32_t version = unwfile::kVersion - 1;
+  const uint32_t version = unwind::kVersion - 1;
   std::memcpy(old.data() + 8, &version, sizeof(version));  // the header CRC still fails
   ExpectRebuilt(old, "version field changed");
   // A well-formed file of another version (its own CRC right) is refused by version.
-  auto parsed = unwfile::Parse(good_);
+  auto parsed = unwind::Parse(good_);
   ASSERT_TRUE(parsed);
   std::vector<uint8_t> future = good_;
-  const uint32_t next = unwfile::kVersion + 1;
+  const uint32_t next = unwind::kVersion + 1;
   std::memcpy(future.data() + 8, &next, sizeof(next));
-  auto r = unwfile::Parse(future);
+  auto r = unwind::Parse(future);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("version"), std::string::npos) << r.error().ToString();
   ExpectRebuilt(future, "newer version");
@@ -294,7 +294,7 @@ TEST(UnwindTableFile, BinaryWithoutBuildIdIsKeyedByIdentity) {
   std::shared_ptr<ElfFile> elf = Open(copy);
   ASSERT_TRUE(elf);
   ASSERT_TRUE(elf->build_id().empty());
-  EXPECT_TRUE(unwfile::FileName(*elf).starts_with("noid-")) << unwfile::FileName(*elf);
+  EXPECT_TRUE(unwind::FileName(*elf).starts_with("noid-")) << unwind::FileName(*elf);
   auto built = UnwindTable::Build(*elf);
   ASSERT_TRUE(built);
   UnwindTableCache({.dir = cache_dir}).Get(*elf);
@@ -302,10 +302,10 @@ TEST(UnwindTableFile, BinaryWithoutBuildIdIsKeyedByIdentity) {
   ExpectSameTable(**built, *warm.Get(*elf), "noid warm");
   EXPECT_EQ(warm.dir_loads(), 1u);
   // Another file's table under this file's name: refused by identity.
-  std::string mine = cache_dir + "/" + unwfile::FileName(*elf);
-  std::vector<uint8_t> foreign = unwfile::Serialize(**built, "binary /elsewhere\nnoid 1 2 3 4\n");
+  std::string mine = cache_dir + "/" + unwind::FileName(*elf);
+  std::vector<uint8_t> foreign = unwind::Serialize(**built, "binary /elsewhere\nnoid 1 2 3 4\n");
   WriteBytes(mine, foreign);
-  auto loaded = unwfile::Load(mine, *elf);
+  auto loaded = unwind::Load(mine, *elf);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().message.find("another file"), std::string::npos);
 }
@@ -331,7 +331,7 @@ TEST(UnwindTableFile, ConcurrentStoresOfOneTableAllSucceed) {
     EXPECT_TRUE(e.path().string().ends_with(".unwtab")) << e.path();
   }
   EXPECT_EQ(files, 1u);
-  auto loaded = unwfile::Load(dir.path() + "/" + unwfile::FileName(*elf), *elf);
+  auto loaded = unwind::Load(dir.path() + "/" + unwind::FileName(*elf), *elf);
   ASSERT_TRUE(loaded) << loaded.error().ToString();
   ExpectSameTable(**built, **loaded, "after concurrent stores");
 }
@@ -342,7 +342,7 @@ TEST(UnwindTableFile, BuildUnwindTableFileDescribesIt) {
   ASSERT_TRUE(entry) << entry.error().ToString();
   EXPECT_EQ(entry->kind, "unwind");
   EXPECT_EQ(entry->problem, "");
-  EXPECT_GT(entry->bytes, unwfile::kHeaderSize);
+  EXPECT_GT(entry->bytes, unwind::kHeaderSize);
   auto again = BuildUnwindTableFile(Fixture("unwind_gxx_o2"), dir.path());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->path, entry->path);

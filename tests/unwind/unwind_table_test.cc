@@ -188,21 +188,21 @@ TEST(UnwindTable, LibcTableAgreesWithInterpretedRows) {
   EXPECT_EQ(table->stats().fdes_skipped, 0u) << table->stats().first_problem;
   EXPECT_TRUE(table->stats().eh_frame_hdr_problem.empty()) << table->stats().eh_frame_hdr_problem;
   EXPECT_EQ(table->stats().eh_frame_hdr_fdes, table->stats().fdes);
-  cfi::CfiSources sources = cfi::FindCfiSources(*elf, nullptr);
+  unwind::CfiSources sources = unwind::FindCfiSources(*elf, nullptr);
   ASSERT_FALSE(sources.sections.empty());
-  cfi::CfiEntries entries = cfi::ReadCfiSection(sources.sections[0]);
-  cfi::CfaInterpreter interpreter;
+  unwind::CfiEntries entries = unwind::ReadCfiSection(sources.sections[0]);
+  unwind::CfaInterpreter interpreter;
   size_t checked = 0, errors = 0;
-  for (const cfi::Fde& fde : entries.fdes) {
+  for (const unwind::Fde& fde : entries.fdes) {
     if (fde.pc_begin == fde.pc_end) continue;
-    const cfi::Cie& cie = entries.cies[fde.cie_index];
+    const unwind::Cie& cie = entries.cies[fde.cie_index];
     std::vector<std::pair<uint64_t, UnwindRow>> rows;
     ASSERT_TRUE(interpreter
                     .Run(cie, fde,
-                         [&](uint64_t pc, const cfi::CfaState& state) {
+                         [&](uint64_t pc, const unwind::CfaState& state) {
                            if (pc >= fde.pc_end) return;
                            if (!rows.empty() && rows.back().first == pc) rows.pop_back();
-                           rows.push_back({pc, cfi::CompileRow(state, cie, 0).row});
+                           rows.push_back({pc, unwind::CompileRow(state, cie, 0).row});
                          })
                     .ok());
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -237,9 +237,9 @@ TEST(UnwindTable, LibcTableAgreesWithInterpretedRows) {
 }
 
 TEST(UnwindTable, GapsBetweenFdesAreUndefined) {
-  CfiBytes b(cfi::CfiSectionKind::kEhFrame);
+  CfiBytes b(unwind::CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
-  b.AddFde(cie, 0x1000, 0x10, {cfi::DW_CFA_advance_loc | 4, cfi::DW_CFA_def_cfa_offset, 16});
+  b.AddFde(cie, 0x1000, 0x10, {unwind::DW_CFA_advance_loc | 4, unwind::DW_CFA_def_cfa_offset, 16});
   b.AddFde(cie, 0x1040, 0x10, {});
   std::shared_ptr<ElfFile> elf = ElfWithCfi(b.bytes(), {});
   ASSERT_TRUE(elf);
@@ -260,13 +260,13 @@ TEST(UnwindTable, GapsBetweenFdesAreUndefined) {
 }
 
 TEST(UnwindTable, EqualNeighboursMerge) {
-  CfiBytes b(cfi::CfiSectionKind::kEhFrame);
+  CfiBytes b(unwind::CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
   // Three rows, the middle one equal to the first: advance without change, then a change.
-  b.AddFde(
-      cie, 0x1000, 0x10,
-      {cfi::DW_CFA_advance_loc | 2, cfi::DW_CFA_advance_loc | 2, cfi::DW_CFA_def_cfa_offset, 16});
-  b.AddFde(cie, 0x1010, 0x10, {cfi::DW_CFA_def_cfa_offset, 16});  // same as the last row
+  b.AddFde(cie, 0x1000, 0x10,
+           {unwind::DW_CFA_advance_loc | 2, unwind::DW_CFA_advance_loc | 2,
+            unwind::DW_CFA_def_cfa_offset, 16});
+  b.AddFde(cie, 0x1010, 0x10, {unwind::DW_CFA_def_cfa_offset, 16});  // same as the last row
   std::shared_ptr<ElfFile> elf = ElfWithCfi(b.bytes(), {});
   std::shared_ptr<const UnwindTable> table = Build(*elf);
   ASSERT_TRUE(table);
@@ -277,14 +277,14 @@ TEST(UnwindTable, EqualNeighboursMerge) {
 }
 
 TEST(UnwindTable, EhFrameWinsOverDebugFrame) {
-  CfiBytes eh(cfi::CfiSectionKind::kEhFrame);
+  CfiBytes eh(unwind::CfiSectionKind::kEhFrame);
   size_t cie = eh.AddCie(X86CieInstructions());
   eh.AddFde(cie, 0x1000, 0x10, {});
-  CfiBytes debug(cfi::CfiSectionKind::kDebugFrame);
+  CfiBytes debug(unwind::CfiSectionKind::kDebugFrame);
   size_t dcie = debug.AddCie(X86CieInstructions());
-  debug.AddFde(dcie, 0x1000, 0x10, {cfi::DW_CFA_def_cfa_offset, 32});  // disagrees: loses
-  debug.AddFde(dcie, 0x1008, 0x10, {});                                // overlaps: left out
-  debug.AddFde(dcie, 0x1020, 0x10, {cfi::DW_CFA_def_cfa_offset, 24});  // only here: kept
+  debug.AddFde(dcie, 0x1000, 0x10, {unwind::DW_CFA_def_cfa_offset, 32});  // disagrees: loses
+  debug.AddFde(dcie, 0x1008, 0x10, {});                                   // overlaps: left out
+  debug.AddFde(dcie, 0x1020, 0x10, {unwind::DW_CFA_def_cfa_offset, 24});  // only here: kept
   std::shared_ptr<ElfFile> elf = ElfWithCfi(eh.bytes(), debug.bytes());
   ASSERT_TRUE(elf);
   std::shared_ptr<const UnwindTable> table = Build(*elf);
@@ -300,9 +300,9 @@ TEST(UnwindTable, EhFrameWinsOverDebugFrame) {
 
 // .debug_frame keeps FDEs of code the linker discarded, at address 0: not code of this file.
 TEST(UnwindTable, FdesOutsideExecutableSegmentsAreLeftOut) {
-  CfiBytes debug(cfi::CfiSectionKind::kDebugFrame);
+  CfiBytes debug(unwind::CfiSectionKind::kDebugFrame);
   size_t cie = debug.AddCie(X86CieInstructions());
-  debug.AddFde(cie, 0x0, 0x1080, {cfi::DW_CFA_def_cfa_offset, 64});  // would shadow the next
+  debug.AddFde(cie, 0x0, 0x1080, {unwind::DW_CFA_def_cfa_offset, 64});  // would shadow the next
   debug.AddFde(cie, 0x1000, 0x20, {});
   debug.AddFde(cie, 0x10f0, 0x20, {});  // runs past the segment's end
   std::shared_ptr<ElfFile> elf = ElfWithCfi({}, debug.bytes(), /*code_segment=*/true);
@@ -385,7 +385,7 @@ TEST(UnwindTableCache, SharesByBuildIdAndEvicts) {
 }
 
 TEST(UnwindTableCache, BadCfiGivesAnEmptyTableRemembered) {
-  CfiBytes b(cfi::CfiSectionKind::kEhFrame);
+  CfiBytes b(unwind::CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
   b.AddFde(cie, 0x1000, 0x10, {0x3c});
   std::shared_ptr<ElfFile> elf = ElfWithCfi(b.bytes(), {});

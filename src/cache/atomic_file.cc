@@ -1,17 +1,18 @@
-#include "index/atomic_file.h"
+#include "cache/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <utility>
 
+#include "base/hex.h"
 #include "base/write_all.h"
 
-namespace stacksym::symindex {
+namespace stacksym::cache {
 namespace {
 
 Result<void> WriteAllAt(int fd, uint64_t offset, std::span<const std::span<const uint8_t>> pieces,
@@ -31,10 +32,8 @@ uint64_t SizeOf(std::span<const std::span<const uint8_t>> pieces) {
 AtomicFile::AtomicFile(std::string dir, std::string path, Durability durability)
     : dir_(std::move(dir)), path_(std::move(path)), durability_(durability) {
   std::random_device random;
-  char suffix[32];
-  std::snprintf(suffix, sizeof(suffix), ".tmp.%d.%08x", static_cast<int>(::getpid()),
-                static_cast<unsigned>(random()));
-  tmp_ = path_ + suffix;
+  tmp_ = path_ + ".tmp." + std::to_string(::getpid()) + "." +
+         HexU32Padded(static_cast<uint32_t>(random()));
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) opened_ = ErrnoError(errno, "create " + tmp_);
 }
@@ -89,4 +88,4 @@ Result<void> AtomicFile::Commit(std::span<const std::span<const uint8_t>> pieces
   return {};
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::cache

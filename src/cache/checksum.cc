@@ -1,4 +1,4 @@
-#include "index/checksum.h"
+#include "cache/checksum.h"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <cpuid.h>
 #endif
 
-namespace stacksym::symindex {
+namespace stacksym::cache {
 namespace {
 
 constexpr uint32_t kPolynomial = 0x82f63b78;  // CRC32C, reflected
@@ -124,4 +124,4 @@ uint32_t Crc32c(std::span<const uint8_t> bytes, uint32_t crc) {
   return ~Crc32cTable(bytes.data(), bytes.size(), c);
 }
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::cache

@@ -1,7 +1,7 @@
 // AtomicFile: what a reader can see of a file being written. The file appears only whole
 // (pieces written in the background at their offset, the rest at Commit), replaces an older
 // one in one step, and leaves nothing behind when it is not committed or a write fails.
-#include "index/atomic_file.h"
+#include "cache/atomic_file.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 
 #include "real_test_util.h"
 
-namespace stacksym::symindex {
+namespace stacksym::cache {
 namespace {
 
 using testing::RealTempDir;
@@ -78,6 +78,21 @@ TEST(AtomicFileTest, BackgroundAndCommittedPiecesMakeTheWholeFile) {
   EXPECT_EQ(Names(dir.path()), std::vector<std::string>{"out"}) << "a temporary was left";
 }
 
+// The temporary is `path.tmp.<pid>.<8 hex digits>`: the cache directory's listing and pruning
+// know a writer's file by ".tmp.", and a dead writer's by its age.
+TEST(AtomicFileTest, TemporaryIsNamedForThePathAndTheProcess) {
+  RealTempDir dir;
+  std::string path = dir.path() + "/out.symidx";
+  AtomicFile file(dir.path(), path);
+  std::vector<std::string> names = Names(dir.path());
+  ASSERT_EQ(names.size(), 1u);
+  const std::string prefix = "out.symidx.tmp." + std::to_string(::getpid()) + ".";
+  ASSERT_EQ(names[0].rfind(prefix, 0), 0u) << names[0];
+  const std::string random = names[0].substr(prefix.size());
+  EXPECT_EQ(random.size(), 8u) << names[0];
+  EXPECT_EQ(random.find_first_not_of("0123456789abcdef"), std::string::npos) << names[0];
+}
+
 TEST(AtomicFileTest, CommitAloneWritesEveryPieceAndReplacesTheOldFile) {
   RealTempDir dir;
   std::string path = dir.path() + "/out";
@@ -135,4 +150,4 @@ TEST(AtomicFileTest, UncreatableTemporaryIsAnError) {
 }
 
 }  // namespace
-}  // namespace stacksym::symindex
+}  // namespace stacksym::cache

@@ -21,7 +21,7 @@
 
 #include "stacksym/result.h"
 
-namespace stacksym::symindex {
+namespace stacksym::cache {
 
 class AtomicFile {
  public:
@@ -52,4 +52,4 @@ class AtomicFile {
   Result<void> background_result_;
 };
 
-}  // namespace stacksym::symindex
+}  // namespace stacksym::cache
