@@ -118,6 +118,31 @@ struct RecordOptions {
   // with fp). Its pages are allocated and mapped at start: 32 MiB cost about 10 ms of CPU.
   uint64_t ringbuf_size = 0;
   uint32_t stackmap_size = 16384;  // entries of the stackmap backend's STACK_TRACE map
+
+  // Also record where the targets wait: every interval a target task spends off CPU (blocked
+  // or preempted) ends in the profile with its stacks, its state and its length
+  // (Profile::AddOffCpu), or in a counter (OffCpuCounts). BPF backend only.
+  bool off_cpu = false;
+  uint64_t off_cpu_min_ns = 0;  // shorter intervals are counted, not stacked
+  // Each interval (at least off_cpu_min_ns long) is kept with this probability, 0 < p <= 1;
+  // kept intervals count 1/p times their length, so that totals stay right on average.
+  double off_cpu_sample = 1.0;
+};
+
+// --off-cpu: the intervals target tasks spent off CPU that ended while recording (closed when
+// the task ran again), and their nanoseconds, by fate. Every one is in exactly one of
+// filtered, sampled out, recorded and dropped.
+struct OffCpuCounts {
+  uint64_t intervals = 0, ns = 0;
+  uint64_t filtered = 0, filtered_ns = 0;        // shorter than off_cpu_min_ns: counted only
+  uint64_t sampled_out = 0, sampled_out_ns = 0;  // not kept (off_cpu_sample)
+  uint64_t recorded = 0, recorded_ns = 0;        // sent with their stacks
+  uint64_t dropped = 0, dropped_ns = 0;          // lost on the way (ring buffer full)
+  uint64_t untracked = 0;  // switch-outs that found no room to note their start: no interval
+  // Of the recorded: intervals added up in the kernel by stack (not sent one by one), and
+  // those that could have been but were sent one by one (no room, or a fingerprint collision).
+  uint64_t summed = 0, summed_ns = 0;
+  uint64_t unsummed = 0;
 };
 
 // Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are
@@ -194,6 +219,9 @@ struct RecordStats {
   // the process's exit or exec). Not compared.
   uint64_t verify_no_reference = 0;
   std::vector<std::string> verify_differences;  // the first 1000
+  OffCpuCounts off_cpu;                         // --off-cpu, as the kernel side counted them
+  uint64_t off_cpu_aggregated = 0;              // --off-cpu: intervals added to the profile
+  uint64_t off_cpu_aggregated_ns = 0;           // ... and their nanoseconds (before scaling by 1/p)
   double elapsed_s = 0;
   double recorder_cpu_s = 0;  // CPU time this process spent (user + system) while recording
   RecordStartup startup;

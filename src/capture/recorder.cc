@@ -227,6 +227,22 @@ void FillDefaults(RecordOptions& options) {
   if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
 }
 
+// --off-cpu needs the BPF ring-buffer backend: the scheduler's tracepoint and probe are BPF
+// programs, and its records travel with the samples.
+Result<void> CheckOffCpu(const RecordOptions& options) {
+  if (!options.off_cpu) return {};
+  if (options.backend == CaptureBackend::kPerf || options.backend == CaptureBackend::kStackMap) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string("--off-cpu needs the BPF backend (--backend auto or bpf); the ") +
+                         CaptureBackendName(options.backend) + " backend records CPU samples only");
+  }
+  if (!(options.off_cpu_sample > 0 && options.off_cpu_sample <= 1)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--off-cpu-sample must be a probability above 0 and at most 1");
+  }
+  return {};
+}
+
 // The sampling settings and whether the backend can walk the call graph asked for.
 Result<void> CheckSampling(const RecordOptions& options) {
   if (options.frequency_hz == 0 || options.frequency_hz > 100000) {
@@ -262,7 +278,7 @@ Result<void> CheckSampling(const RecordOptions& options) {
       (options.stackmap_size == 0 || options.stackmap_size > (1u << 24))) {
     return MakeError(ErrorCode::kInvalidArgument, "stack map size must be 1 .. 16M entries");
   }
-  return {};
+  return CheckOffCpu(options);
 }
 
 // A command or -p/--tid targets, each of which exists (the command on PATH), so that a typo
@@ -348,6 +364,11 @@ Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool 
     source = OpenBpfWithStackCopies(config, source.error(), notes);
   }
   if (source) return source;
+  if (config.options.off_cpu) {
+    return MakeError(
+        source.error().code,
+        "--off-cpu needs the BPF backend, which is unavailable: " + source.error().ToString());
+  }
   notes->push_back("BPF backend unavailable (" + source.error().ToString() +
                    "); using perf_event_open");
   if (config.options.call_graph == CallGraph::kBpf) {
@@ -443,7 +464,8 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   if (!source) return source.error();  // ~Recorder kills the paused command
   NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
-  rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables);
+  rec->aggregator_ = std::make_unique<SampleAggregator>(
+      config.unwind_tables, options.off_cpu ? options.off_cpu_sample : 1.0);
   rec->unwind_tables_ = config.unwind_tables;
   rec->stats_.backend = rec->source_->backend();
   rec->stats_.event = rec->source_->event();
@@ -451,6 +473,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   Profile& p = rec->aggregator_->profile();
   p.period_ns = 1000000000ull / options.frequency_hz;
   p.event = CaptureEventName(rec->stats_.event);
+  p.off_cpu_recorded = options.off_cpu;
   rec->stats_.startup = rec->source_->Startup();
   rec->stats_.startup.total_s = ProcessCpuSeconds() - cpu_at_start;
   return rec;
@@ -505,6 +528,9 @@ void Recorder::RefreshStats() {
   stats_.verify_no_reference = a.verify_no_reference;
   stats_.verify_differences = aggregator_->verify_differences();
   stats_.distinct_stacks = aggregator_->profile().stacks.size();
+  stats_.off_cpu = c.off_cpu;
+  stats_.off_cpu_aggregated = a.off_cpu;
+  stats_.off_cpu_aggregated_ns = a.off_cpu_ns;
 }
 
 Result<void> Recorder::Run(const RecordStatusCallback& status) {

@@ -38,6 +38,14 @@ struct RawUserStack {
   bool cut_at_unreadable_page = false;
 };
 
+enum class OffCpuPart : uint8_t {
+  kNone,      // a CPU sample
+  kInterval,  // an interval off CPU with its stacks and length
+  kOpen,      // the stacks of an interval that began at time_ns (too large to wait in BPF)
+  kClose,     // the end of the interval of tid that began at time_ns, and its length
+  kDiscard,   // the same, not to be kept (too short): its stacks are dropped
+};
+
 struct RawSample {
   uint32_t pid = 0;  // thread group
   uint32_t tid = 0;
@@ -62,6 +70,11 @@ struct RawSample {
   // Verify mode: the BPF-unwound IPs, while user_stack holds the copy of the same sample.
   bool verify = false;
   std::span<const uint64_t> verify_bpf_ips;
+  // --off-cpu: not a CPU sample but an interval off CPU (its length, the state the task left
+  // the CPU in), or its stacks sent when it began (time_ns: the start, which its close names).
+  OffCpuPart off_cpu = OffCpuPart::kNone;
+  uint64_t off_cpu_ns = 0;
+  ThreadState state = ThreadState::kRunning;
 };
 
 using SampleCallback = std::function<void(const RawSample&)>;
@@ -91,6 +104,7 @@ struct SourceCounters {
   uint64_t bpf_rows_in_use = 0;
   uint64_t bpf_rows_map_bytes = 0;  // the rows map's segments created, in bytes
   std::string bpf_first_load_problem;
+  OffCpuCounts off_cpu;
 };
 
 // What a backend needs to know, with targets already resolved and checked.
