@@ -229,8 +229,10 @@ struct RecordStats {
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;
 
+namespace capture {
 class SampleSource;  // backend (src/capture); opaque here
 class SampleAggregator;
+}  // namespace capture
 class UnwindTableCache;
 
 class Recorder {
@@ -262,8 +264,8 @@ class Recorder {
   void RefreshStats();
 
   RecordOptions options_;
-  std::unique_ptr<SampleSource> source_;
-  std::unique_ptr<SampleAggregator> aggregator_;
+  std::unique_ptr<capture::SampleSource> source_;
+  std::unique_ptr<capture::SampleAggregator> aggregator_;
   std::shared_ptr<UnwindTableCache> unwind_tables_;
   RecordStats stats_;
   std::vector<std::string> notes_;

@@ -10,7 +10,7 @@
 
 #include "normalize/process_files.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 namespace {
 
@@ -311,4 +311,4 @@ void SampleAggregator::Add(const RawSample& s) {
   counters_.aggregated += s.count;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

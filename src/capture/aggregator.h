@@ -17,7 +17,7 @@
 #include "stacksym/normalize.h"
 #include "stacksym/profile.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 struct AggregatorCounters {
   uint64_t aggregated = 0;  // samples (with counts) added to the profile
@@ -94,4 +94,4 @@ class SampleAggregator {
   ProfileStack stack_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

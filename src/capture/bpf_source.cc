@@ -32,7 +32,7 @@
 #include "profile.skel.h"
 // clang-format on
 
-namespace stacksym {
+namespace stacksym::capture {
 
 bool BpfBackendCompiled() { return true; }
 
@@ -640,4 +640,4 @@ Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig& config, 
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

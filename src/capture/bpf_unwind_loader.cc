@@ -22,7 +22,7 @@
 #include "bpf/sample_event.h"
 // clang-format on
 
-namespace stacksym {
+namespace stacksym::capture {
 namespace {
 
 constexpr size_t kSegmentBytes = size_t{STACKSYM_ROWS_PER_SEGMENT} * sizeof(stacksym_unwind_row);
@@ -350,4 +350,4 @@ void BpfUnwindLoader::Load(uint32_t pid) {
   it->second.last_use = ++clock_;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

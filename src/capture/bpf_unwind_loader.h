@@ -34,7 +34,7 @@
 #include "stacksym/elf.h"
 #include "stacksym/unwind.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 class BpfUnwindLoader {
  public:
@@ -122,4 +122,4 @@ class BpfUnwindLoader {
   std::string first_problem_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -12,7 +12,7 @@
 #include "bpf/sample_event.h"
 // clang-format on
 
-namespace stacksym {
+namespace stacksym::capture {
 
 void WaitForBpfRuns() {
   if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) {
@@ -55,4 +55,4 @@ void OffCpuSums::DrainMap(int fd, const Deliver& deliver) {
   }
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

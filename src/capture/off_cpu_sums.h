@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-namespace stacksym {
+namespace stacksym::capture {
 
 // Waits until every run of a BPF program that began before now has ended: membarrier's global
 // command is synchronize_rcu(), and the programs run inside RCU read sections.
@@ -37,4 +37,4 @@ class OffCpuSums {
   std::vector<uint8_t> value_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

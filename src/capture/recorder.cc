@@ -202,10 +202,11 @@ namespace {
 
 // The default call graph when the unwinding program cannot be loaded (a kernel without
 // bpf_loop, no room for its maps): the BPF backend with stack copies, said in a note.
-Result<std::unique_ptr<SampleSource>> OpenBpfWithStackCopies(SourceConfig& config, const Error& why,
-                                                             std::vector<std::string>* notes) {
+Result<std::unique_ptr<capture::SampleSource>> OpenBpfWithStackCopies(
+    capture::SourceConfig& config, const Error& why, std::vector<std::string>* notes) {
   config.options.call_graph = CallGraph::kDwarf;
-  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, false, notes);
+  Result<std::unique_ptr<capture::SampleSource>> source =
+      capture::OpenBpfSource(config, false, notes);
   if (source) {
     notes->push_back("unwinding in BPF unavailable (" + why.ToString() +
                      "); user stacks from stack copies (dwarf)");
@@ -224,7 +225,7 @@ void FillDefaults(RecordOptions& options) {
                          : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
                                                                       : CallGraph::kBpf;
   }
-  if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
+  if (options.ringbuf_size == 0) options.ringbuf_size = capture::DefaultRingbufSize(options);
 }
 
 // --off-cpu needs the BPF ring-buffer backend: the scheduler's tracepoint and probe are BPF
@@ -306,8 +307,8 @@ Result<void> CheckTargets(const RecordOptions& options) {
 
 // The backends' configuration before any kernel object exists: the options, the unwind
 // tables they share, the -p/--tid targets and the event asked for.
-SourceConfig BaseConfig(const RecordOptions& options) {
-  SourceConfig config;
+capture::SourceConfig BaseConfig(const RecordOptions& options) {
+  capture::SourceConfig config;
   config.options = options;
   UnwindTableCacheOptions table_options;
   table_options.dir = options.unwind_cache_dir;
@@ -321,7 +322,7 @@ SourceConfig BaseConfig(const RecordOptions& options) {
 
 // Opens the --cgroup directory: the BPF program filters on its id, perf events are opened
 // on the directory. The caller closes the descriptor.
-Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
+Result<int> OpenCgroup(const std::string& path, capture::SourceConfig& config) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "cgroup " + path);
   // The id the BPF filter compares and the fd perf_event_open takes both need a cgroup v2
@@ -342,11 +343,11 @@ Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
 }
 
 // The cycles event needs a PMU; without one, cpu-clock, said in a note.
-Result<void> ChooseEvent(SourceConfig& config, std::vector<std::string>* notes) {
+Result<void> ChooseEvent(capture::SourceConfig& config, std::vector<std::string>* notes) {
   if (config.event != CaptureEvent::kCycles) return {};
-  Result<std::vector<int>> cpus = OnlineCpus();
+  Result<std::vector<int>> cpus = capture::OnlineCpus();
   if (!cpus) return cpus.error();
-  if (!CyclesAvailable(cpus->front())) {
+  if (!capture::CyclesAvailable(cpus->front())) {
     notes->push_back(
         "hardware cycles event unavailable (no PMU here); sampling "
         "cpu-clock instead");
@@ -357,9 +358,11 @@ Result<void> ChooseEvent(SourceConfig& config, std::vector<std::string>* notes) 
 
 // The BPF backend, else stack copies in BPF when the default call graph cannot be walked
 // there, else perf_event_open with stack copies; each step down said in a note.
-Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool call_graph_chosen,
-                                                     std::vector<std::string>* notes) {
-  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, /*stackmap=*/false, notes);
+Result<std::unique_ptr<capture::SampleSource>> OpenAnyBackend(capture::SourceConfig& config,
+                                                              bool call_graph_chosen,
+                                                              std::vector<std::string>* notes) {
+  Result<std::unique_ptr<capture::SampleSource>> source =
+      capture::OpenBpfSource(config, /*stackmap=*/false, notes);
   if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
     source = OpenBpfWithStackCopies(config, source.error(), notes);
   }
@@ -376,29 +379,30 @@ Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool 
                                        : "user stacks: from stack copies (dwarf)");
     config.options.call_graph = CallGraph::kDwarf;
   }
-  return OpenPerfSource(config, notes);
+  return capture::OpenPerfSource(config, notes);
 }
 
 // The backend asked for; a fallback changes config.options.call_graph to the one it walks.
-Result<std::unique_ptr<SampleSource>> OpenBackend(SourceConfig& config, bool call_graph_chosen,
-                                                  std::vector<std::string>* notes) {
-  Result<std::unique_ptr<SampleSource>> source =
+Result<std::unique_ptr<capture::SampleSource>> OpenBackend(capture::SourceConfig& config,
+                                                           bool call_graph_chosen,
+                                                           std::vector<std::string>* notes) {
+  Result<std::unique_ptr<capture::SampleSource>> source =
       MakeError(ErrorCode::kInternal, "no backend tried");
   switch (config.options.backend) {
     case CaptureBackend::kAuto:
       source = OpenAnyBackend(config, call_graph_chosen, notes);
       break;
     case CaptureBackend::kBpf:
-      source = OpenBpfSource(config, false, notes);
+      source = capture::OpenBpfSource(config, false, notes);
       if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
         source = OpenBpfWithStackCopies(config, source.error(), notes);
       }
       break;
     case CaptureBackend::kStackMap:
-      source = OpenBpfSource(config, true, notes);
+      source = capture::OpenBpfSource(config, true, notes);
       break;
     case CaptureBackend::kPerf:
-      source = OpenPerfSource(config, notes);
+      source = capture::OpenPerfSource(config, notes);
       break;
   }
   return source;
@@ -434,7 +438,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
 
   std::unique_ptr<Recorder> rec(new Recorder());
   rec->options_ = options;
-  SourceConfig config = BaseConfig(options);
+  capture::SourceConfig config = BaseConfig(options);
   // Closed however Create returns (it leaked when the event or the command failed); the
   // perf events keep their own reference, the BPF program only the id.
   struct ClosedOnReturn {
@@ -459,12 +463,12 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
     config.follow_forks = true;
   }
 
-  Result<std::unique_ptr<SampleSource>> source =
+  Result<std::unique_ptr<capture::SampleSource>> source =
       OpenBackend(config, call_graph_chosen, &rec->notes_);
   if (!source) return source.error();  // ~Recorder kills the paused command
   NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
-  rec->aggregator_ = std::make_unique<SampleAggregator>(
+  rec->aggregator_ = std::make_unique<capture::SampleAggregator>(
       config.unwind_tables, options.off_cpu ? options.off_cpu_sample : 1.0);
   rec->unwind_tables_ = config.unwind_tables;
   rec->stats_.backend = rec->source_->backend();
@@ -480,8 +484,8 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
 }
 
 void Recorder::RefreshStats() {
-  SourceCounters c = source_->Counters();
-  const AggregatorCounters& a = aggregator_->counters();
+  capture::SourceCounters c = source_->Counters();
+  const capture::AggregatorCounters& a = aggregator_->counters();
   stats_.samples = c.samples;
   stats_.lost = c.lost;
   stats_.lost_per_cpu = c.lost_per_cpu;
@@ -534,7 +538,7 @@ void Recorder::RefreshStats() {
 }
 
 Result<void> Recorder::Run(const RecordStatusCallback& status) {
-  SampleCallback add = [this](const RawSample& s) { aggregator_->Add(s); };
+  capture::SampleCallback add = [this](const capture::RawSample& s) { aggregator_->Add(s); };
   timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
   aggregator_->profile().start_time_ns =

@@ -16,8 +16,10 @@
 #include "stacksym/result.h"
 
 namespace stacksym {
-
 class UnwindTableCache;
+}  // namespace stacksym
+
+namespace stacksym::capture {
 
 // Same layout as struct stacksym_build_id_frame / the kernel's struct bpf_stack_build_id.
 struct BuildIdFrame {
@@ -151,4 +153,4 @@ uint64_t DefaultRingbufSize(const RecordOptions& options);
 // Online CPU ids (from /sys/devices/system/cpu/online).
 Result<std::vector<int>> OnlineCpus();
 
-}  // namespace stacksym
+}  // namespace stacksym::capture
