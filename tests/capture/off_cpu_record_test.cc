@@ -119,9 +119,11 @@ TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
         continue;
       }
       w.under_chain += s.ns;
-      // Preempted on the way back to user space, the kernel stack no longer says why.
+      // Preempted on the way back to user space, the kernel stack no longer says why. (A
+      // named reference: clang does not capture structured bindings in lambdas.)
+      const auto& reason = w.kernel;
       if (std::any_of(s.named.kernel.begin(), s.named.kernel.end(),
-                      [&](const auto& f) { return f.find(w.kernel) != std::string::npos; })) {
+                      [&](const auto& f) { return f.find(reason) != std::string::npos; })) {
         w.with_reason += s.ns;
       }
     }
