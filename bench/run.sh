@@ -36,3 +36,7 @@ if want unwind_throughput; then
   echo "== unwind_throughput"
   bench/unwind_throughput.sh "$build"
 fi
+if want off_cpu_overhead; then
+  echo "== off_cpu_overhead"
+  bench/off_cpu_overhead.py "$build"
+fi

@@ -31,6 +31,7 @@ struct Options {
   std::string ringbuf_size;    // default: RecordOptions' (from the rate, CPUs and call graph)
   std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
   std::string call_graph;      // empty: the library's default (bpf where BPF runs)
+  double off_cpu_min_us = 0;
   bool all = false;
   bool quiet = false;
   bool no_symbolize = false;
@@ -147,6 +148,35 @@ void PrintPython(const RecordStats& s) {
   if (!failures.empty()) std::fprintf(stderr, "  python failures:%s\n", failures.c_str());
 }
 
+// --off-cpu: every interval that ended while recording, by fate, with its time.
+void PrintOffCpu(const OffCpuCounts& c, double sample) {
+  auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
+  std::fprintf(stderr,
+               "  off-CPU: %llu intervals, %.3f s in all: %llu recorded (%.3f s), %llu shorter "
+               "than --off-cpu-min-us (%.3f s), %llu sampled out (%.3f s), %llu dropped "
+               "(ring buffer full, %.3f s)\n",
+               u(c.intervals), sec(c.ns), u(c.recorded), sec(c.recorded_ns), u(c.filtered),
+               sec(c.filtered_ns), u(c.sampled_out), sec(c.sampled_out_ns), u(c.dropped),
+               sec(c.dropped_ns));
+  if (c.summed + c.unsummed > 0) {
+    std::fprintf(stderr,
+                 "  off-CPU: %llu of the recorded added up by stack in the kernel (%.3f s), %llu "
+                 "sent one by one for want of room or on a fingerprint collision\n",
+                 u(c.summed), sec(c.summed_ns), u(c.unsummed));
+  }
+  if (sample < 1) {
+    std::fprintf(stderr,
+                 "  off-CPU values scaled by %.4g (--off-cpu-sample %.4g: each interval kept "
+                 "with that probability)\n",
+                 1 / sample, sample);
+  }
+  if (c.untracked > 0) {
+    std::fprintf(stderr, "  off-CPU: %llu switch-outs found no room to note their start\n",
+                 u(c.untracked));
+  }
+}
+
 void PrintSummary(const RecordStats& s, const Options& o) {
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   std::fprintf(stderr,
@@ -168,16 +198,21 @@ void PrintSummary(const RecordStats& s, const Options& o) {
     std::fprintf(stderr, "  lost per CPU (ring buffer full; raise --ringbuf-size):%s\n",
                  per_cpu.c_str());
   }
-  if (s.backend == CaptureBackend::kBpf && s.samples > 0) {
+  // With --off-cpu most records are off-CPU stacks: a figure per CPU sample would mislead.
+  if (s.backend == CaptureBackend::kBpf && o.record.off_cpu) {
+    std::fprintf(stderr, "  ring buffer: %.1f MiB of CPU samples and off-CPU stacks\n",
+                 static_cast<double>(s.ringbuf_bytes) / (1 << 20));
+  } else if (s.backend == CaptureBackend::kBpf && s.samples > 0) {
     std::fprintf(stderr, "  ring buffer: %.0f bytes per sample\n",
                  static_cast<double>(s.ringbuf_bytes) / static_cast<double>(s.samples));
   }
   if (s.call_graph == CallGraph::kBpf) {
     std::fprintf(stderr,
-                 "  unwinding in BPF (--call-graph bpf): %llu samples unwound in the program "
+                 "  unwinding in BPF (--call-graph bpf): %llu %s unwound in the program "
                  "(%.1f frames each), %llu sent as stack copies (tables not loaded yet); "
                  "%llu walks met an unknown mapping\n",
                  u(s.bpf_unwound),
+                 o.record.off_cpu ? "stacks (CPU samples and off-CPU)" : "samples",
                  s.bpf_unwound
                      ? static_cast<double>(s.bpf_unwind_frames) / static_cast<double>(s.bpf_unwound)
                      : 0.0,
@@ -210,14 +245,16 @@ void PrintSummary(const RecordStats& s, const Options& o) {
   }
   if (s.call_graph == CallGraph::kDwarf || s.call_graph == CallGraph::kBpf) {
     uint64_t complete = s.unwind_ends[static_cast<int>(UnwindEnd::kOutermost)];
-    std::fprintf(
-        stderr,
-        "  unwinding stack copies (%u bytes): %llu stacks, %llu complete, %llu by an "
-        "earlier walk; %.0f stack bytes per sample, %llu copies cut at an unreadable "
-        "page; %llu frames by frame pointers\n",
-        o.record.stack_copy_bytes, u(s.user_stacks_unwound), u(complete), u(s.unwind_cache_hits),
-        s.samples ? static_cast<double>(s.stack_copy_bytes) / static_cast<double>(s.samples) : 0.0,
-        u(s.stack_copy_cut), u(s.unwind_fp_frames));
+    // Per CPU sample, unless off-CPU stacks are copied too: then per copy.
+    double per = static_cast<double>(o.record.off_cpu ? s.user_stacks_unwound : s.samples);
+    std::fprintf(stderr,
+                 "  unwinding stack copies (%u bytes): %llu stacks, %llu complete, %llu by an "
+                 "earlier walk; %.0f stack bytes per %s, %llu copies cut at an unreadable "
+                 "page; %llu frames by frame pointers\n",
+                 o.record.stack_copy_bytes, u(s.user_stacks_unwound), u(complete),
+                 u(s.unwind_cache_hits),
+                 per > 0 ? static_cast<double>(s.stack_copy_bytes) / per : 0.0,
+                 o.record.off_cpu ? "copy" : "sample", u(s.stack_copy_cut), u(s.unwind_fp_frames));
     std::string ends;
     for (int i = 1; i < kUnwindEndCount; ++i) {
       if (s.unwind_ends[i] == 0) continue;
@@ -253,6 +290,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
                  u(s.stackmap_counts_full));
   }
+  if (o.record.off_cpu) PrintOffCpu(s.off_cpu, o.record.off_cpu_sample);
   PrintPython(s);
   PrintStartup(s.startup, s.backend);
   if (s.samples > 0) {
@@ -275,8 +313,8 @@ struct OutputChoice {
 };
 
 // The output flags, checked before anything is recorded: a choice the recording cannot show
-// is said at once (and checked again against the profile by WriteOutput). Nothing records
-// off-CPU time yet: issue 31's --off-cpu will set the expected profile's off_cpu_recorded.
+// is said at once (and checked again against the profile by WriteOutput). With --off-cpu the
+// profile will hold off-CPU time (off_cpu, wall and the states are choices; wall the default).
 Result<OutputChoice> ParseOutputChoice(const Options& o) {
   OutputChoice out;
   Result<SampleTypeCliOptions::Choice> choice = o.sample_type.Parse();
@@ -284,6 +322,7 @@ Result<OutputChoice> ParseOutputChoice(const Options& o) {
   out.sample_type = choice->type;
   out.filter.states = choice->states;
   Profile expected;
+  expected.off_cpu_recorded = o.record.off_cpu;
   if (Result<SampleType> type = ChooseSampleType(expected, out.sample_type, out.filter); !type) {
     return std::move(type).error();
   }
@@ -367,6 +406,11 @@ int RunRecord(Options& o) {
     }
     o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
   }
+  if (o.off_cpu_min_us < 0 || o.off_cpu_min_us > 1e12) {
+    std::fprintf(stderr, "stacksym record: bad --off-cpu-min-us %g\n", o.off_cpu_min_us);
+    return kExitUsage;
+  }
+  o.record.off_cpu_min_ns = static_cast<uint64_t>(o.off_cpu_min_us * 1000);
   o.record.unwind_cache_dir = o.symbolize.cache.Resolve();
   // Before recording: a bad --server is said at once, not after the recording.
   Result<ProfileSymbolizeOptions> symbolize_options = o.symbolize.Resolve();
@@ -461,6 +505,15 @@ CommandRegistrar registrar(
       app.add_option("--bpf-table-size", o->bpf_table_size,
                      "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
                      "bytes a row); past it, tables are evicted and counted");
+      app.add_flag("--off-cpu", o->record.off_cpu,
+                   "Also record where the targets wait: each interval a target thread spends "
+                   "off CPU (blocked or preempted), with its stacks and length (BPF backend)");
+      app.add_option("--off-cpu-min-us", o->off_cpu_min_us,
+                     "With --off-cpu: intervals shorter than this are counted, not stacked "
+                     "(default 0)");
+      app.add_option("--off-cpu-sample", o->record.off_cpu_sample,
+                     "With --off-cpu: keep each interval with this probability (0 < P <= 1, "
+                     "default 1); kept ones count 1/P times their length");
       app.add_option("--ringbuf-size", o->ringbuf_size,
                      "Ring buffer size (default: a second of the largest samples at -F on "
                      "every CPU, 1M to 32M)");

@@ -58,6 +58,16 @@ done
 while (( ${#running[@]} > 0 )); do finish_one; done
 
 if (( ${#failed[@]} > 0 )); then
+  # The cause again, last, where a reader of only the output's tail finds it: each failed
+  # target's sanitizer or libFuzzer verdict and the input it saved.
+  for name in "${failed[@]}"; do
+    echo "== $name:" >&2
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|ERROR: libFuzzer|==[0-9]+== ERROR)|(crash|timeout|oom|leak|slow-unit)-[0-9a-f]+|^artifact_prefix|^Test unit written' \
+      "$build/fuzz/$name.log" | tail -n 8 >&2 || true
+    for artifact in "$build/fuzz/$name-"*; do
+      [[ -f $artifact ]] && echo "   input ($(stat -c %s "$artifact") bytes, hex head): $(head -c 96 "$artifact" | od -An -tx1 | tr -d '\n' | tr -s ' ')" >&2
+    done
+  done
   echo "run-fuzzers: FAILED: ${failed[*]}" >&2
   exit 1
 fi

@@ -30,8 +30,9 @@ PACKAGES=(
 )
 # Large packages used by differential tests (librados2: libceph-common, a large C++ library
 # for the unwind-table test; librados2-dbg: its DWARF, for the index's differential test),
-# benchmarks and the flame graph browser test (chromium); wanted but not fatal.
-OPTIONAL_PACKAGES=(python3.11-dbg bpftrace chromium librados2 librados2-dbg)
+# benchmarks (libbpf-tools: offcputime, for bench/off_cpu_overhead.py) and the flame graph
+# browser test (chromium); wanted but not fatal.
+OPTIONAL_PACKAGES=(python3.11-dbg bpftrace libbpf-tools chromium librados2 librados2-dbg)
 if [[ ${1:-} == demo ]]; then
   PACKAGES=("${DEMO_PACKAGES[@]}")
   OPTIONAL_PACKAGES=()

@@ -123,6 +123,31 @@ struct RecordOptions {
   // from their code objects and placed where the interpreter's evaluator frames stand
   // (FrameKind::kPython). Off: --no-python.
   bool python = true;
+
+  // Also record where the targets wait: every interval a target task spends off CPU (blocked
+  // or preempted) ends in the profile with its stacks, its state and its length
+  // (Profile::AddOffCpu), or in a counter (OffCpuCounts). BPF backend only.
+  bool off_cpu = false;
+  uint64_t off_cpu_min_ns = 0;  // shorter intervals are counted, not stacked
+  // Each interval (at least off_cpu_min_ns long) is kept with this probability, 0 < p <= 1;
+  // kept intervals count 1/p times their length, so that totals stay right on average.
+  double off_cpu_sample = 1.0;
+};
+
+// --off-cpu: the intervals target tasks spent off CPU that ended while recording (closed when
+// the task ran again), and their nanoseconds, by fate. Every one is in exactly one of
+// filtered, sampled out, recorded and dropped.
+struct OffCpuCounts {
+  uint64_t intervals = 0, ns = 0;
+  uint64_t filtered = 0, filtered_ns = 0;        // shorter than off_cpu_min_ns: counted only
+  uint64_t sampled_out = 0, sampled_out_ns = 0;  // not kept (off_cpu_sample)
+  uint64_t recorded = 0, recorded_ns = 0;        // sent with their stacks
+  uint64_t dropped = 0, dropped_ns = 0;          // lost on the way (ring buffer full)
+  uint64_t untracked = 0;  // switch-outs that found no room to note their start: no interval
+  // Of the recorded: intervals added up in the kernel by stack (not sent one by one), and
+  // those that could have been but were sent one by one (no room, or a fingerprint collision).
+  uint64_t summed = 0, summed_ns = 0;
+  uint64_t unsummed = 0;
 };
 
 // Where Recorder::Create's CPU time went (user + system, seconds). The backend's steps are
@@ -199,6 +224,9 @@ struct RecordStats {
   // the process's exit or exec). Not compared.
   uint64_t verify_no_reference = 0;
   std::vector<std::string> verify_differences;  // the first 1000
+  OffCpuCounts off_cpu;                         // --off-cpu, as the kernel side counted them
+  uint64_t off_cpu_aggregated = 0;              // --off-cpu: intervals added to the profile
+  uint64_t off_cpu_aggregated_ns = 0;           // ... and their nanoseconds (before scaling by 1/p)
   // Python (RecordOptions::python): processes found running CPython (and found but unusable:
   // python_first_problem says why), their samples and the Python frames those carried; samples
   // whose native stack holds the interpreter's evaluator and, of those, the ones whose every
@@ -229,10 +257,12 @@ struct RecordStats {
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;
 
+namespace capture {
 class SampleSource;  // backend (src/capture); opaque here
 class SampleAggregator;
-class UnwindTableCache;
 class PythonProcesses;
+}  // namespace capture
+class UnwindTableCache;
 
 class Recorder {
  public:
@@ -263,10 +293,10 @@ class Recorder {
   void RefreshStats();
 
   RecordOptions options_;
-  std::unique_ptr<SampleSource> source_;
-  std::unique_ptr<SampleAggregator> aggregator_;
+  std::unique_ptr<capture::SampleSource> source_;
+  std::unique_ptr<capture::SampleAggregator> aggregator_;
   std::shared_ptr<UnwindTableCache> unwind_tables_;
-  std::shared_ptr<PythonProcesses> python_;
+  std::shared_ptr<capture::PythonProcesses> python_;
   RecordStats stats_;
   std::vector<std::string> notes_;
   std::atomic<bool> stop_requested_{false};

@@ -3,13 +3,14 @@
 #include <sys/auxv.h>
 #include <time.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "normalize/process_files.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 namespace {
 
@@ -51,11 +52,12 @@ NormalizerOptions RecorderNormalizerOptions() {
 }
 
 SampleAggregator::SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables,
-                                   std::shared_ptr<PythonProcesses> python)
+                                   double off_cpu_sample, std::shared_ptr<PythonProcesses> python)
     : normalizer_(RecorderNormalizerOptions()),
       unwinder_(
           &normalizer_, [this](pid_t pid, const Module& m) { return ModuleFile(pid, m); },
-          std::move(unwind_tables)) {
+          std::move(unwind_tables)),
+      off_cpu_scale_(off_cpu_sample > 0 && off_cpu_sample < 1 ? 1 / off_cpu_sample : 1.0) {
   if (python) python_ = std::make_unique<PythonStacks>(std::move(python));
 }
 
@@ -232,7 +234,30 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
   verify_differences_.push_back(std::move(d));
 }
 
+// Sampled intervals stand for 1/p as many: their time is scaled so that totals stay right.
+void SampleAggregator::AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals) {
+  profile_.AddOffCpu(stack,
+                     static_cast<uint64_t>(std::llround(static_cast<double>(ns) * off_cpu_scale_)));
+  counters_.off_cpu += intervals;
+  counters_.off_cpu_ns += ns;
+}
+
+// The end of an interval whose stacks came when it began.
+void SampleAggregator::CloseOffCpu(const RawSample& s) {
+  auto it = open_off_cpu_.find(s.tid);
+  if (it == open_off_cpu_.end() || it->second.start_ns != s.time_ns) {
+    if (s.off_cpu == OffCpuPart::kClose) ++counters_.off_cpu_unmatched;
+    return;
+  }
+  if (s.off_cpu == OffCpuPart::kClose) AddOffCpu(it->second.stack, s.off_cpu_ns, 1);
+  open_off_cpu_.erase(it);
+}
+
 void SampleAggregator::Add(const RawSample& s) {
+  if (s.off_cpu == OffCpuPart::kClose || s.off_cpu == OffCpuPart::kDiscard) {
+    CloseOffCpu(s);
+    return;
+  }
   if (s.exec) {
     normalizer_.Invalidate(static_cast<pid_t>(s.pid));
     unwinder_.Forget(static_cast<pid_t>(s.pid));
@@ -242,6 +267,7 @@ void SampleAggregator::Add(const RawSample& s) {
   stack_.tid = s.tid;
   stack_.comm.assign(s.comm.data(), s.comm.size());
   stack_.frames.clear();
+  stack_.state = s.off_cpu != OffCpuPart::kNone ? s.state : ThreadState::kRunning;
   if (!s.kernel_ips.empty()) {
     uint32_t km = KernelModule();
     for (size_t i = 0; i < s.kernel_ips.size(); ++i) {
@@ -276,8 +302,17 @@ void SampleAggregator::Add(const RawSample& s) {
     AppendUserFrames(s, user_ips, &stack_.frames);
   }
   if (python_ && s.python) python_->Splice(s, user_begin, profile_, &stack_.frames);
+  if (s.off_cpu == OffCpuPart::kInterval) {
+    AddOffCpu(stack_, s.off_cpu_ns, s.count);  // a sum of count intervals
+    return;
+  }
+  if (s.off_cpu == OffCpuPart::kOpen) {
+    // Normalized now, while the process lives; kept until its end says how long it was.
+    open_off_cpu_[s.tid] = {s.time_ns, stack_};
+    return;
+  }
   profile_.AddSample(stack_, s.count);
   counters_.aggregated += s.count;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

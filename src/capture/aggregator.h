@@ -18,7 +18,7 @@
 #include "stacksym/normalize.h"
 #include "stacksym/profile.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 struct AggregatorCounters {
   uint64_t aggregated = 0;  // samples (with counts) added to the profile
@@ -35,13 +35,18 @@ struct AggregatorCounters {
   uint64_t verify_samples = 0;  // BPF-unwound chains compared with the stack copy's
   uint64_t verify_agreed = 0;
   uint64_t verify_no_reference = 0;  // stack copies with a pc the reader (late) could not place
+  uint64_t off_cpu = 0;              // --off-cpu: intervals added to the profile
+  uint64_t off_cpu_ns = 0;           // ... and their nanoseconds, before scaling
+  uint64_t off_cpu_unmatched = 0;    // ends of intervals whose stacks never came (diagnostic)
 };
 
 class SampleAggregator {
  public:
-  // unwind_tables: the recording's table cache (null: a private one); python: the processes
-  // running CPython whose samples carry Python frames (null: none do).
+  // unwind_tables: the recording's table cache (null: a private one). off_cpu_sample: the
+  // probability with which off-CPU intervals were kept; each counts 1/p times its length.
+  // python: the processes running CPython whose samples carry Python frames (null: none do).
   explicit SampleAggregator(std::shared_ptr<UnwindTableCache> unwind_tables = nullptr,
+                            double off_cpu_sample = 1.0,
                             std::shared_ptr<PythonProcesses> python = nullptr);
   void Add(const RawSample& sample);
   // Mappings may have changed since the VMA cache was filled: drop it (called periodically).
@@ -65,6 +70,8 @@ class SampleAggregator {
                         std::vector<uint32_t>* frames);
   std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const Module& module);
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
+  void AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals);
+  void CloseOffCpu(const RawSample& s);
 
   Profile profile_;
   std::unordered_map<std::string, uint32_t> module_index_;  // kind|path|build ID → index
@@ -77,6 +84,13 @@ class SampleAggregator {
   std::unique_ptr<PythonStacks> python_;  // null: no Python frames
   std::vector<uint64_t> unwound_;
   AggregatorCounters counters_;
+  double off_cpu_scale_ = 1.0;  // 1 / off_cpu_sample
+  // --off-cpu: stacks of intervals still open, by tid, with their start (OffCpuPart::kOpen).
+  struct OpenInterval {
+    uint64_t start_ns = 0;
+    ProfileStack stack;
+  };
+  std::unordered_map<uint32_t, OpenInterval> open_off_cpu_;
   std::vector<std::string> verify_differences_;
   // Reused buffers.
   NormalizedBatch batch_;
@@ -84,4 +98,4 @@ class SampleAggregator {
   ProfileStack stack_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-namespace stacksym {
+namespace stacksym::capture {
 
 BpfRowSpace::BpfRowSpace(uint32_t rows) : capacity_(rows), free_rows_(rows) {
   if (rows > 0) free_.emplace(0, rows);
@@ -45,4 +45,4 @@ void BpfRowSpace::Release(uint32_t start, uint32_t count) {
   free_rows_ += count;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -12,7 +12,7 @@
 #include <map>
 #include <optional>
 
-namespace stacksym {
+namespace stacksym::capture {
 
 class BpfRowSpace {
  public:
@@ -34,4 +34,4 @@ class BpfRowSpace {
   std::map<uint32_t, uint32_t> free_;  // start → count; disjoint and never adjacent
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

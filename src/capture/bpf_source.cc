@@ -21,6 +21,7 @@
 #include "capture/aggregator.h"
 #include "capture/bpf_unwind_loader.h"
 #include "capture/kernel_btf.h"
+#include "capture/off_cpu_sums.h"
 #include "capture/perf_event_util.h"
 #include "capture/python_processes.h"
 #include "capture/sample_source.h"
@@ -32,7 +33,7 @@
 #include "profile.skel.h"
 // clang-format on
 
-namespace stacksym {
+namespace stacksym::capture {
 
 bool BpfBackendCompiled() { return true; }
 
@@ -70,6 +71,10 @@ static_assert(STACKSYM_END_NO_CFI == static_cast<int>(UnwindEnd::kNoCfi));
 static_assert(STACKSYM_END_UNMAPPED == static_cast<int>(UnwindEnd::kUnmappedPc));
 static_assert(STACKSYM_END_BAD_CFA == static_cast<int>(UnwindEnd::kBadCfa));
 static_assert(STACKSYM_END_UNSUPPORTED == static_cast<int>(UnwindEnd::kUnsupportedRule));
+static_assert(STACKSYM_STATE_SLEEPING == static_cast<int>(ThreadState::kSleeping));
+static_assert(STACKSYM_STATE_UNINTERRUPTIBLE == static_cast<int>(ThreadState::kUninterruptible));
+static_assert(STACKSYM_STATE_PREEMPTED == static_cast<int>(ThreadState::kPreempted));
+static_assert(STACKSYM_STATE_OTHER == static_cast<int>(ThreadState::kOther));
 
 constexpr uint32_t kMaxUnwindProcesses = 1024;
 // Python processes registered, and threads whose thread state the program remembers (a thread
@@ -80,12 +85,28 @@ constexpr uint32_t kMaxPythonThreads = 16384;
 // Whether perf_event programs may use hash maps that allocate elements as they are added
 // (BPF_F_NO_PREALLOC; Linux 6.1+). A preallocated map allocates and zeroes every element at
 // creation: 10 MiB for proc_mappings' 1024 processes, in every recording.
-bool HashMapsOnDemand() {
+bool KernelAtLeast(unsigned want_major, unsigned want_minor) {
   utsname u;
   if (uname(&u) != 0) return false;
   unsigned major = 0, minor = 0;
   if (sscanf(u.release, "%u.%u", &major, &minor) != 2) return false;
-  return major > 6 || (major == 6 && minor >= 1);
+  return major > want_major || (major == want_major && minor >= want_minor);
+}
+bool HashMapsOnDemand() { return KernelAtLeast(6, 1); }
+
+// --off-cpu: the frames above __schedule in a kernel stack taken in sched_switch's program (the
+// program itself and bpf_trace_run4, the tracepoint's caller of BPF programs).
+constexpr uint32_t kSwitchKernelSkip = 2;
+// Target threads with an entry (allocated as they first leave the CPU, freed as they exit).
+constexpr uint32_t kMaxOffCpuTasks = 65536;
+// Distinct records summed in the kernel between two drains (allocated as they come).
+constexpr uint32_t kMaxOffCpuSums = 16384;
+constexpr double kSumsDrainSeconds = 0.5;
+
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // The rows map's bound must fit in memory: its segments are created as tables fill them, so
@@ -118,6 +139,7 @@ class BpfSource : public SampleSource {
       t = now;
     };
     KernelTypesFile kernel_types;
+    off_cpu_ = config.options.off_cpu && !stackmap;
     if (Result<void> r = OpenObject(config, kernel_types); !r) return r;
     if (Result<void> r = SizeMaps(config); !r) return r;
     lap(&startup_.open_s);
@@ -136,6 +158,12 @@ class BpfSource : public SampleSource {
         if (r == nullptr) return bpf_map_delete_elem(fd, &pid) == 0;
         return bpf_map_update_elem(fd, &pid, r, BPF_ANY) == 0;
       });
+    }
+    if (off_cpu_) {
+      sums_.Init(bpf_map__fd(skel_->maps.off_cpu_control), bpf_map__fd(skel_->maps.off_cpu_sums0),
+                 bpf_map__fd(skel_->maps.off_cpu_sums1));
+      last_sums_drain_ = Now();
+      if (Result<void> r = AttachOffCpu(); !r) return r;
     }
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
@@ -178,6 +206,9 @@ class BpfSource : public SampleSource {
     int n = ring_buffer__poll(ring_, timeout_ms);
     // Wakeups are batched (wakeup_bytes): after a timeout, take what is there anyway.
     if (n >= 0) n = ring_buffer__consume(ring_);
+    // Sums of processes that exited are normalized from what the reader remembers of them,
+    // which it forgets after a second or two.
+    if (sums_.enabled() && Now() - last_sums_drain_ >= kSumsDrainSeconds) DrainSums(false);
     callback_ = nullptr;
     if (bpf_unwind_) loader_.Sweep();
     if (python_) python_->ExamineWanted();
@@ -190,6 +221,7 @@ class BpfSource : public SampleSource {
     if (!stackmap_) {
       callback_ = &callback;
       int n = ring_buffer__consume(ring_);
+      DrainSums(true);
       callback_ = nullptr;
       if (n < 0) return ErrnoError(-n, "draining the BPF ring buffer");
       return {};
@@ -225,6 +257,7 @@ class BpfSource : public SampleSource {
       c.bpf_unwind_frames += p.bpf_unwind_frames;
       c.bpf_fallback_copies += p.bpf_fallback_copies;
       c.bpf_unknown_mapping += p.bpf_unknown_mapping;
+      AddOffCpuCounts(p, &c.off_cpu);
       c.py_samples += p.py_samples;
       c.py_frames += p.py_frames;
       c.py_thread_searches += p.py_thread_searches;
@@ -234,6 +267,23 @@ class BpfSource : public SampleSource {
   }
 
  private:
+  static void AddOffCpuCounts(const stacksym_counters& p, OffCpuCounts* o) {
+    o->intervals += p.off_cpu_intervals;
+    o->ns += p.off_cpu_ns;
+    o->filtered += p.off_cpu_filtered;
+    o->filtered_ns += p.off_cpu_filtered_ns;
+    o->sampled_out += p.off_cpu_sampled_out;
+    o->sampled_out_ns += p.off_cpu_sampled_out_ns;
+    o->recorded += p.off_cpu_sent;
+    o->recorded_ns += p.off_cpu_sent_ns;
+    o->dropped += p.off_cpu_lost;
+    o->dropped_ns += p.off_cpu_lost_ns;
+    o->untracked += p.off_cpu_untracked;
+    o->summed += p.off_cpu_summed;
+    o->summed_ns += p.off_cpu_summed_ns;
+    o->unsummed += p.off_cpu_unsummed;
+  }
+
   // The skeleton, with the options the program reads (frozen at load: the verifier drops
   // what they switch off) and, on the kernel the build cut them from, its few kernel types.
   Result<void> OpenObject(const SourceConfig& config, const KernelTypesFile& kernel_types) {
@@ -267,7 +317,31 @@ class BpfSource : public SampleSource {
     bpf_program__set_autoload(skel_->progs.on_fork, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exit, config.follow_forks);
     bpf_program__set_autoload(skel_->progs.on_exec, !stackmap_ && config.options.user_stacks);
+    SetOffCpuOptions(config.options);
     return {};
+  }
+
+  // --off-cpu: its program and map only when asked for (the verifier's time is start-up).
+  void SetOffCpuOptions(const RecordOptions& options) {
+    bpf_program__set_autoload(skel_->progs.on_switch, off_cpu_);
+    for (bpf_map* m :
+         {skel_->maps.off_cpu_tasks, skel_->maps.off_cpu_sums0, skel_->maps.off_cpu_sums1,
+          skel_->maps.off_cpu_sums, skel_->maps.off_cpu_control}) {
+      bpf_map__set_autocreate(m, off_cpu_);
+    }
+    if (!off_cpu_) return;
+    bpf_map__set_max_entries(skel_->maps.off_cpu_tasks, kMaxOffCpuTasks);
+    bpf_map__set_max_entries(skel_->maps.off_cpu_sums0, kMaxOffCpuSums);
+    bpf_map__set_max_entries(skel_->maps.off_cpu_sums1, kMaxOffCpuSums);
+    auto* ro = skel_->rodata;
+    ro->off_cpu_min_ns = options.off_cpu_min_ns;
+    double keep = options.off_cpu_sample * 4294967296.0;
+    ro->off_cpu_keep = options.off_cpu_sample >= 1.0
+                           ? 0
+                           : static_cast<uint32_t>(std::clamp(keep, 1.0, 4294967295.0));
+    ro->self_tgid = static_cast<uint32_t>(getpid());
+    ro->switch_has_prev_state = KernelAtLeast(5, 18);
+    ro->off_cpu_kernel_skip = kSwitchKernelSkip;
   }
 
   // Maps the options do not use get one entry; the rest are sized to the run.
@@ -295,7 +369,10 @@ class BpfSource : public SampleSource {
       }
     }
     if (int ncpus = libbpf_num_possible_cpus(); ncpus > 0) {
-      bpf_map__set_max_entries(skel_->maps.scratch, static_cast<uint32_t>(ncpus));
+      // --off-cpu: a second buffer per CPU for the switches (see off_cpu_slot_base).
+      bpf_map__set_max_entries(skel_->maps.scratch,
+                               static_cast<uint32_t>(ncpus * (off_cpu_ ? 2 : 1)));
+      skel_->rodata->off_cpu_slot_base = static_cast<uint32_t>(ncpus);
     }
     uint64_t rb_size = RoundRingbufSize(config.options.ringbuf_size);
     skel_->rodata->wakeup_bytes = rb_size / 8;
@@ -353,6 +430,13 @@ class BpfSource : public SampleSource {
     return {};
   }
 
+  Result<void> AttachOffCpu() {
+    bpf_link* link = bpf_program__attach(skel_->progs.on_switch);
+    if (link == nullptr) return ErrnoError(errno, "--off-cpu: attaching to sched_switch");
+    off_cpu_links_.push_back(link);
+    return {};
+  }
+
   // One sampling event per online CPU, the program attached to each.
   Result<void> AttachPerfEvents(const SourceConfig& config) {
     Result<std::vector<int>> cpus = OnlineCpus();
@@ -378,18 +462,55 @@ class BpfSource : public SampleSource {
     if (self->callback_ == nullptr || size < sizeof(stacksym_sample)) return 0;
     const auto* h = static_cast<const stacksym_sample*>(data);
     if (h->flags & STACKSYM_SAMPLE_EXEC) {
-      if (self->bpf_unwind_) self->loader_.Forget(h->pid);  // the kernel dropped its mappings
-      if (self->python_) self->python_->Exec(h->pid);
-      if (h->pid == self->awaiting_exec_) self->awaiting_exec_ = 0;
-      RawSample exec;
-      exec.pid = h->pid;
-      exec.tid = h->tid;
-      exec.cpu = h->cpu;
-      exec.time_ns = h->time_ns;
-      exec.exec = true;
-      (*self->callback_)(exec);
-      return 0;
+      self->OnExec(*h);
+    } else if (h->flags & STACKSYM_SAMPLE_OFF_CPU_CLOSE) {
+      RawSample close;
+      close.pid = h->pid;
+      close.tid = h->tid;
+      close.cpu = h->cpu;
+      close.time_ns = h->time_ns;
+      close.off_cpu =
+          (h->flags & STACKSYM_SAMPLE_OFF_CPU_DISCARD) ? OffCpuPart::kDiscard : OffCpuPart::kClose;
+      close.off_cpu_ns = h->off_cpu_ns;
+      (*self->callback_)(close);
+    } else {
+      self->Deliver(static_cast<const uint8_t*>(data), size, 1);
     }
+    return 0;
+  }
+
+  void OnExec(const stacksym_sample& h) {
+    // Sums of the old image's stacks are read before the exec is told: the reader forgets
+    // the old mappings then. Only a process unwound here has sums (see note_switch_out).
+    if (bpf_unwind_ && sums_.enabled() && loader_.Loaded(h.pid)) DrainSums(false);
+    if (bpf_unwind_) loader_.Forget(h.pid);  // the kernel dropped its mappings
+    if (python_) python_->Exec(h.pid);
+    if (h.pid == awaiting_exec_) awaiting_exec_ = 0;
+    RawSample exec;
+    exec.pid = h.pid;
+    exec.tid = h.tid;
+    exec.cpu = h.cpu;
+    exec.time_ns = h.time_ns;
+    exec.exec = true;
+    (*callback_)(exec);
+  }
+
+  // --off-cpu: the sums the program may no longer add to, as records of `count` intervals.
+  void DrainSums(bool detached) {
+    sums_.Drain(
+        [this](const uint8_t* record, uint32_t len, uint64_t ns, uint64_t count) {
+          sum_record_.assign(record, record + len);
+          reinterpret_cast<stacksym_sample*>(sum_record_.data())->off_cpu_ns = ns;
+          Deliver(sum_record_.data(), sum_record_.size(), count);
+        },
+        detached);
+    last_sums_drain_ = Now();
+  }
+
+  // A record of stacks (a sample, an interval off CPU, the stacks of one that began), standing
+  // for `count` of them.
+  void Deliver(const uint8_t* data, size_t size, uint64_t count) {
+    const auto* h = reinterpret_cast<const stacksym_sample*>(data);
     const auto* bytes = static_cast<const uint8_t*>(data);
     size_t kbytes = h->kstack_bytes > 0 ? static_cast<size_t>(h->kstack_bytes) : 0;
     size_t ubytes = h->ustack_bytes > 0 ? static_cast<size_t>(h->ustack_bytes) : 0;
@@ -397,15 +518,23 @@ class BpfSource : public SampleSource {
     size_t pframes = python ? std::min<size_t>(h->py_frames, STACKSYM_MAX_PY_FRAMES) : 0;
     size_t pbytes = pframes * sizeof(stacksym_py_frame);
     // Cannot happen: the program sized it.
-    if (sizeof(*h) + kbytes + pbytes + ubytes > size) return 0;
-    if (self->python_) self->python_->Seen(h->pid);
+    if (sizeof(*h) + kbytes + pbytes + ubytes > size) return;
+    if (python_) python_->Seen(h->pid);
     RawSample s;
+    s.count = count;
     s.pid = h->pid;
     s.tid = h->tid;
     s.cpu = h->cpu;
     s.time_ns = h->time_ns;
     s.comm = std::string_view(h->comm, strnlen(h->comm, sizeof(h->comm)));
     s.kernel_thread = (h->flags & STACKSYM_SAMPLE_KTHREAD) != 0;
+    if (h->flags & (STACKSYM_SAMPLE_OFF_CPU | STACKSYM_SAMPLE_OFF_CPU_OPEN)) {
+      s.off_cpu = (h->flags & STACKSYM_SAMPLE_OFF_CPU) ? OffCpuPart::kInterval : OffCpuPart::kOpen;
+      s.off_cpu_ns = h->off_cpu_ns;
+      // STACKSYM_STATE_* are ThreadState's values (sample_event.h).
+      s.state = static_cast<ThreadState>((h->flags >> STACKSYM_SAMPLE_STATE_SHIFT) &
+                                         STACKSYM_SAMPLE_STATE_MASK);
+    }
     s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
     if (python) {
       s.python = true;
@@ -417,7 +546,7 @@ class BpfSource : public SampleSource {
     if (h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) {
       size_t ips = std::min<size_t>(h->unwind_frames, ubytes / 8);
       std::span<const uint64_t> frames{reinterpret_cast<const uint64_t*>(u), ips};
-      if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) self->loader_.Want(h->pid);
+      if (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) loader_.Want(h->pid, true);
       // STACKSYM_END_* are UnwindEnd's values (sample_event.h).
       if (h->unwind_end < static_cast<__u32>(kUnwindEndCount)) {
         s.bpf_unwind_end = static_cast<int>(h->unwind_end);
@@ -430,25 +559,26 @@ class BpfSource : public SampleSource {
       } else {
         s.user_ips = frames;
         s.bpf_unwound = true;
-        self->loader_.Touch(h->pid);
-        (*self->callback_)(s);
-        return 0;
+        loader_.Touch(h->pid);
+        (*callback_)(s);
+        return;
       }
-    } else if (self->bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
-               !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != self->awaiting_exec_) {
-      self->loader_.Want(h->pid);  // its next samples are unwound in the program
+    } else if (bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
+               !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != awaiting_exec_) {
+      // Its next samples are unwound in the program.
+      loader_.Want(h->pid, (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) != 0);
     }
     if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
       if (ubytes >= sizeof(stacksym_user_regs)) {
         stacksym_user_regs r;
         std::memcpy(&r, u, sizeof(r));
         if (r.stack_bytes <= ubytes - sizeof(r)) {
-          self->user_stack_.ip = r.ip;
-          self->user_stack_.sp = r.sp;
-          self->user_stack_.bp = r.bp;
-          self->user_stack_.bytes = {u + sizeof(r), r.stack_bytes};
-          self->user_stack_.cut_at_unreadable_page = (r.copy_flags & STACKSYM_COPY_CUT) != 0;
-          s.user_stack = &self->user_stack_;
+          user_stack_.ip = r.ip;
+          user_stack_.sp = r.sp;
+          user_stack_.bp = r.bp;
+          user_stack_.bytes = {u + sizeof(r), r.stack_bytes};
+          user_stack_.cut_at_unreadable_page = (r.copy_flags & STACKSYM_COPY_CUT) != 0;
+          s.user_stack = &user_stack_;
         }
       }
       s.user_context_missing = s.user_stack == nullptr && !s.kernel_thread;
@@ -458,8 +588,7 @@ class BpfSource : public SampleSource {
     } else {
       s.user_ips = {reinterpret_cast<const uint64_t*>(u), ubytes / 8};
     }
-    (*self->callback_)(s);
-    return 0;
+    (*callback_)(s);
   }
 
   Result<void> DrainStackMap(const SampleCallback& callback) {
@@ -499,6 +628,8 @@ class BpfSource : public SampleSource {
   void DetachEvents() {
     for (bpf_link* l : links_) bpf_link__destroy(l);
     links_.clear();
+    for (bpf_link* l : off_cpu_links_) bpf_link__destroy(l);
+    off_cpu_links_.clear();
     for (int fd : perf_fds_) close(fd);
     perf_fds_.clear();
   }
@@ -517,6 +648,7 @@ class BpfSource : public SampleSource {
 
   bool stackmap_ = false;
   bool bpf_unwind_ = false;
+  bool off_cpu_ = false;
   BpfUnwindLoader loader_;
   std::shared_ptr<PythonProcesses> python_;  // null: no Python frames walked
   // The command's pid until its exec is seen: before it, the process is a copy of stacksym
@@ -530,6 +662,10 @@ class BpfSource : public SampleSource {
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> links_;
   std::vector<bpf_link*> tracepoint_links_;
+  std::vector<bpf_link*> off_cpu_links_;
+  OffCpuSums sums_;
+  double last_sums_drain_ = 0;
+  std::vector<uint8_t> sum_record_;
   const SampleCallback* callback_ = nullptr;
   RawUserStack user_stack_;
 };
@@ -543,4 +679,4 @@ Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig& config, 
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -2,7 +2,7 @@
 // uses the perf_event_open backend.
 #include "capture/sample_source.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 bool BpfBackendCompiled() { return false; }
 
@@ -13,4 +13,4 @@ Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig&, bool,
                    "libbpf-dev were missing at build time)");
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

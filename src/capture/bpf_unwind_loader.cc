@@ -1,7 +1,6 @@
 #include "capture/bpf_unwind_loader.h"
 
 #include <bpf/bpf.h>
-#include <linux/membarrier.h>
 #include <linux/types.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -15,6 +14,7 @@
 #include <cstring>
 #include <optional>
 
+#include "capture/off_cpu_sums.h"
 #include "normalize/process_files.h"
 #include "normalize/vma_sources.h"
 
@@ -22,7 +22,7 @@
 #include "bpf/sample_event.h"
 // clang-format on
 
-namespace stacksym {
+namespace stacksym::capture {
 namespace {
 
 constexpr size_t kSegmentBytes = size_t{STACKSYM_ROWS_PER_SEGMENT} * sizeof(stacksym_unwind_row);
@@ -62,11 +62,11 @@ void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, in
   table_cache_ = tables ? std::move(tables) : std::make_shared<UnwindTableCache>();
 }
 
-void BpfUnwindLoader::Want(uint32_t pid) {
+void BpfUnwindLoader::Want(uint32_t pid, bool mapping_changed) {
   if (pid == 0 || !space_) return;
   auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
   double now = MonotonicNow();
-  if (!inserted && now - it->second < 0.2) return;
+  if (!inserted && now - it->second < (mapping_changed ? 0.005 : 0.2)) return;
   it->second = now;
   Load(pid);
 }
@@ -114,12 +114,9 @@ void BpfUnwindLoader::Fail(uint32_t pid, const std::string& why) {
   if (first_problem_.empty()) first_problem_ = "pid " + std::to_string(pid) + ": " + why;
 }
 
-// Waits until every run of the BPF program that began before now has ended: membarrier's
-// global command is synchronize_rcu(), and the program runs inside an RCU read section.
+// Waits until every walk of the BPF program that began before now has ended.
 void BpfUnwindLoader::WaitForWalks() {
-  if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) {
-    usleep(20000);  // nohz_full kernels refuse it; a walk takes microseconds
-  }
+  WaitForBpfRuns();
   deleted_since_grace_ = false;
 }
 
@@ -353,4 +350,4 @@ void BpfUnwindLoader::Load(uint32_t pid) {
   it->second.last_use = ++clock_;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -6,7 +6,7 @@
 
 #include "capture/sample_source.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 Result<std::vector<int>> OnlineCpus() {
   FILE* f = fopen("/sys/devices/system/cpu/online", "re");
@@ -38,4 +38,4 @@ Result<std::vector<int>> OnlineCpus() {
   return cpus;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -9,7 +9,7 @@
 
 #include "profile_min_btf.h"  // generated: kBuildKernelNotes, kBuildKernelMinBtf
 
-namespace stacksym {
+namespace stacksym::capture {
 namespace {
 
 // Whether the ELF notes hold a GNU build ID (NT_GNU_BUILD_ID, type 3): without one, equal
@@ -82,4 +82,4 @@ KernelTypesFile::~KernelTypesFile() {
   if (fd_ >= 0) close(fd_);
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

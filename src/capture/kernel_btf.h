@@ -12,7 +12,7 @@
 #include <span>
 #include <string>
 
-namespace stacksym {
+namespace stacksym::capture {
 
 // The cut of the build machine's kernel BTF when `notes` (a kernel's /sys/kernel/notes) are
 // byte for byte that kernel's and hold a GNU build ID; else empty.
@@ -35,4 +35,4 @@ class KernelTypesFile {
   size_t bytes_ = 0;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

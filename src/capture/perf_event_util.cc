@@ -7,7 +7,7 @@
 #include <cstring>
 #include <ctime>
 
-namespace stacksym {
+namespace stacksym::capture {
 
 perf_event_attr SamplingAttr(CaptureEvent event, uint32_t frequency_hz) {
   perf_event_attr attr;
@@ -52,4 +52,4 @@ bool CyclesAvailable(int cpu) {
   return true;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

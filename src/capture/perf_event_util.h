@@ -9,7 +9,7 @@
 #include "stacksym/capture.h"
 #include "stacksym/result.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 // attr for sampling `event` at `frequency_hz`.
 perf_event_attr SamplingAttr(CaptureEvent event, uint32_t frequency_hz);
@@ -19,4 +19,4 @@ Result<int> PerfEventOpen(perf_event_attr* attr, int pid, int cpu, int group_fd,
 // Whether the hardware cycles event can be opened on `cpu` (false: no PMU, e.g. in a VM).
 bool CyclesAvailable(int cpu);
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

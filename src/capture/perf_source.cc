@@ -21,7 +21,7 @@
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 namespace {
 
 class PerfSource : public SampleSource {
@@ -387,4 +387,4 @@ Result<std::unique_ptr<SampleSource>> OpenPerfSource(const SourceConfig& config,
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

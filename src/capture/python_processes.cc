@@ -16,7 +16,7 @@
 #include "normalize/maps_text.h"
 #include "normalize/process_files.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 namespace py = interp::python;
 using normalize::FindMappedFile;
@@ -443,4 +443,4 @@ void PythonStacks::Splice(const RawSample& s, size_t user_begin, Profile& profil
   frames->swap(spliced_);
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -41,7 +41,7 @@
 #include "stacksym/capture.h"
 #include "stacksym/profile.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 struct PythonBinary;
 
@@ -190,4 +190,4 @@ class PythonStacks {
   std::vector<uint32_t> spliced_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

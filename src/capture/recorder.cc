@@ -202,10 +202,11 @@ namespace {
 
 // The default call graph when the unwinding program cannot be loaded (a kernel without
 // bpf_loop, no room for its maps): the BPF backend with stack copies, said in a note.
-Result<std::unique_ptr<SampleSource>> OpenBpfWithStackCopies(SourceConfig& config, const Error& why,
-                                                             std::vector<std::string>* notes) {
+Result<std::unique_ptr<capture::SampleSource>> OpenBpfWithStackCopies(
+    capture::SourceConfig& config, const Error& why, std::vector<std::string>* notes) {
   config.options.call_graph = CallGraph::kDwarf;
-  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, false, notes);
+  Result<std::unique_ptr<capture::SampleSource>> source =
+      capture::OpenBpfSource(config, false, notes);
   if (source) {
     notes->push_back("unwinding in BPF unavailable (" + why.ToString() +
                      "); user stacks from stack copies (dwarf)");
@@ -224,7 +225,23 @@ void FillDefaults(RecordOptions& options) {
                          : options.backend == CaptureBackend::kPerf   ? CallGraph::kDwarf
                                                                       : CallGraph::kBpf;
   }
-  if (options.ringbuf_size == 0) options.ringbuf_size = DefaultRingbufSize(options);
+  if (options.ringbuf_size == 0) options.ringbuf_size = capture::DefaultRingbufSize(options);
+}
+
+// --off-cpu needs the BPF ring-buffer backend: the scheduler's tracepoint and probe are BPF
+// programs, and its records travel with the samples.
+Result<void> CheckOffCpu(const RecordOptions& options) {
+  if (!options.off_cpu) return {};
+  if (options.backend == CaptureBackend::kPerf || options.backend == CaptureBackend::kStackMap) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string("--off-cpu needs the BPF backend (--backend auto or bpf); the ") +
+                         CaptureBackendName(options.backend) + " backend records CPU samples only");
+  }
+  if (!(options.off_cpu_sample > 0 && options.off_cpu_sample <= 1)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "--off-cpu-sample must be a probability above 0 and at most 1");
+  }
+  return {};
 }
 
 // The sampling settings and whether the backend can walk the call graph asked for.
@@ -262,7 +279,7 @@ Result<void> CheckSampling(const RecordOptions& options) {
       (options.stackmap_size == 0 || options.stackmap_size > (1u << 24))) {
     return MakeError(ErrorCode::kInvalidArgument, "stack map size must be 1 .. 16M entries");
   }
-  return {};
+  return CheckOffCpu(options);
 }
 
 // A command or -p/--tid targets, each of which exists (the command on PATH), so that a typo
@@ -290,14 +307,14 @@ Result<void> CheckTargets(const RecordOptions& options) {
 
 // The backends' configuration before any kernel object exists: the options, the unwind
 // tables they share, the -p/--tid targets and the event asked for.
-SourceConfig BaseConfig(const RecordOptions& options) {
-  SourceConfig config;
+capture::SourceConfig BaseConfig(const RecordOptions& options) {
+  capture::SourceConfig config;
   config.options = options;
   UnwindTableCacheOptions table_options;
   table_options.dir = options.unwind_cache_dir;
   table_options.dir_max_bytes = options.unwind_cache_max_bytes;
   config.unwind_tables = std::make_shared<UnwindTableCache>(table_options);
-  if (options.python) config.python = std::make_shared<PythonProcesses>();
+  if (options.python) config.python = std::make_shared<capture::PythonProcesses>();
   config.tgids = options.pids;
   config.tids = options.tids;
   config.event = options.event;
@@ -306,7 +323,7 @@ SourceConfig BaseConfig(const RecordOptions& options) {
 
 // Opens the --cgroup directory: the BPF program filters on its id, perf events are opened
 // on the directory. The caller closes the descriptor.
-Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
+Result<int> OpenCgroup(const std::string& path, capture::SourceConfig& config) {
   int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "cgroup " + path);
   // The id the BPF filter compares and the fd perf_event_open takes both need a cgroup v2
@@ -327,11 +344,11 @@ Result<int> OpenCgroup(const std::string& path, SourceConfig& config) {
 }
 
 // The cycles event needs a PMU; without one, cpu-clock, said in a note.
-Result<void> ChooseEvent(SourceConfig& config, std::vector<std::string>* notes) {
+Result<void> ChooseEvent(capture::SourceConfig& config, std::vector<std::string>* notes) {
   if (config.event != CaptureEvent::kCycles) return {};
-  Result<std::vector<int>> cpus = OnlineCpus();
+  Result<std::vector<int>> cpus = capture::OnlineCpus();
   if (!cpus) return cpus.error();
-  if (!CyclesAvailable(cpus->front())) {
+  if (!capture::CyclesAvailable(cpus->front())) {
     notes->push_back(
         "hardware cycles event unavailable (no PMU here); sampling "
         "cpu-clock instead");
@@ -342,13 +359,20 @@ Result<void> ChooseEvent(SourceConfig& config, std::vector<std::string>* notes) 
 
 // The BPF backend, else stack copies in BPF when the default call graph cannot be walked
 // there, else perf_event_open with stack copies; each step down said in a note.
-Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool call_graph_chosen,
-                                                     std::vector<std::string>* notes) {
-  Result<std::unique_ptr<SampleSource>> source = OpenBpfSource(config, /*stackmap=*/false, notes);
+Result<std::unique_ptr<capture::SampleSource>> OpenAnyBackend(capture::SourceConfig& config,
+                                                              bool call_graph_chosen,
+                                                              std::vector<std::string>* notes) {
+  Result<std::unique_ptr<capture::SampleSource>> source =
+      capture::OpenBpfSource(config, /*stackmap=*/false, notes);
   if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
     source = OpenBpfWithStackCopies(config, source.error(), notes);
   }
   if (source) return source;
+  if (config.options.off_cpu) {
+    return MakeError(
+        source.error().code,
+        "--off-cpu needs the BPF backend, which is unavailable: " + source.error().ToString());
+  }
   notes->push_back("BPF backend unavailable (" + source.error().ToString() +
                    "); using perf_event_open");
   if (config.options.call_graph == CallGraph::kBpf) {
@@ -356,29 +380,30 @@ Result<std::unique_ptr<SampleSource>> OpenAnyBackend(SourceConfig& config, bool 
                                        : "user stacks: from stack copies (dwarf)");
     config.options.call_graph = CallGraph::kDwarf;
   }
-  return OpenPerfSource(config, notes);
+  return capture::OpenPerfSource(config, notes);
 }
 
 // The backend asked for; a fallback changes config.options.call_graph to the one it walks.
-Result<std::unique_ptr<SampleSource>> OpenBackend(SourceConfig& config, bool call_graph_chosen,
-                                                  std::vector<std::string>* notes) {
-  Result<std::unique_ptr<SampleSource>> source =
+Result<std::unique_ptr<capture::SampleSource>> OpenBackend(capture::SourceConfig& config,
+                                                           bool call_graph_chosen,
+                                                           std::vector<std::string>* notes) {
+  Result<std::unique_ptr<capture::SampleSource>> source =
       MakeError(ErrorCode::kInternal, "no backend tried");
   switch (config.options.backend) {
     case CaptureBackend::kAuto:
       source = OpenAnyBackend(config, call_graph_chosen, notes);
       break;
     case CaptureBackend::kBpf:
-      source = OpenBpfSource(config, false, notes);
+      source = capture::OpenBpfSource(config, false, notes);
       if (!source && !call_graph_chosen && config.options.call_graph == CallGraph::kBpf) {
         source = OpenBpfWithStackCopies(config, source.error(), notes);
       }
       break;
     case CaptureBackend::kStackMap:
-      source = OpenBpfSource(config, true, notes);
+      source = capture::OpenBpfSource(config, true, notes);
       break;
     case CaptureBackend::kPerf:
-      source = OpenPerfSource(config, notes);
+      source = capture::OpenPerfSource(config, notes);
       break;
   }
   return source;
@@ -414,7 +439,7 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
 
   std::unique_ptr<Recorder> rec(new Recorder());
   rec->options_ = options;
-  SourceConfig config = BaseConfig(options);
+  capture::SourceConfig config = BaseConfig(options);
   // Closed however Create returns (it leaked when the event or the command failed); the
   // perf events keep their own reference, the BPF program only the id.
   struct ClosedOnReturn {
@@ -439,12 +464,13 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
     config.follow_forks = true;
   }
 
-  Result<std::unique_ptr<SampleSource>> source =
+  Result<std::unique_ptr<capture::SampleSource>> source =
       OpenBackend(config, call_graph_chosen, &rec->notes_);
   if (!source) return source.error();  // ~Recorder kills the paused command
   NoteKernelBuildIds(options, (*source)->backend(), &rec->notes_);
   rec->source_ = std::move(*source);
-  rec->aggregator_ = std::make_unique<SampleAggregator>(config.unwind_tables, config.python);
+  rec->aggregator_ = std::make_unique<capture::SampleAggregator>(
+      config.unwind_tables, options.off_cpu ? options.off_cpu_sample : 1.0, config.python);
   rec->python_ = config.python;
   rec->unwind_tables_ = config.unwind_tables;
   rec->stats_.backend = rec->source_->backend();
@@ -453,15 +479,16 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   Profile& p = rec->aggregator_->profile();
   p.period_ns = 1000000000ull / options.frequency_hz;
   p.event = CaptureEventName(rec->stats_.event);
+  p.off_cpu_recorded = options.off_cpu;
   rec->stats_.startup = rec->source_->Startup();
   rec->stats_.startup.total_s = ProcessCpuSeconds() - cpu_at_start;
   return rec;
 }
 
 // The Python counters as RecordStats has them: failures by their stable names.
-static void CopyPythonStats(PythonProcesses& python, RecordStats* stats) {
+static void CopyPythonStats(capture::PythonProcesses& python, RecordStats* stats) {
   python.AddCodeStats();
-  const PythonCounters& p = python.counters();
+  const capture::PythonCounters& p = python.counters();
   stats->python_processes = p.processes;
   stats->python_processes_unsupported = p.processes_unsupported;
   stats->python_samples = p.samples;
@@ -488,8 +515,8 @@ static void CopyPythonStats(PythonProcesses& python, RecordStats* stats) {
 }
 
 void Recorder::RefreshStats() {
-  SourceCounters c = source_->Counters();
-  const AggregatorCounters& a = aggregator_->counters();
+  capture::SourceCounters c = source_->Counters();
+  const capture::AggregatorCounters& a = aggregator_->counters();
   stats_.samples = c.samples;
   stats_.lost = c.lost;
   stats_.lost_per_cpu = c.lost_per_cpu;
@@ -536,12 +563,15 @@ void Recorder::RefreshStats() {
   stats_.verify_no_reference = a.verify_no_reference;
   stats_.verify_differences = aggregator_->verify_differences();
   stats_.distinct_stacks = aggregator_->profile().stacks.size();
+  stats_.off_cpu = c.off_cpu;
+  stats_.off_cpu_aggregated = a.off_cpu;
+  stats_.off_cpu_aggregated_ns = a.off_cpu_ns;
   stats_.python_thread_searches = c.py_thread_searches;
   if (python_) CopyPythonStats(*python_, &stats_);
 }
 
 Result<void> Recorder::Run(const RecordStatusCallback& status) {
-  SampleCallback add = [this](const RawSample& s) { aggregator_->Add(s); };
+  capture::SampleCallback add = [this](const capture::RawSample& s) { aggregator_->Add(s); };
   timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
   aggregator_->profile().start_time_ns =

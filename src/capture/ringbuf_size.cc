@@ -6,7 +6,7 @@
 
 #include "capture/sample_source.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 // A BPF ring buffer's pages are allocated, zeroed and mapped into the reader when it is
 // created and unmapped at the end: 32 MiB cost a quarter of a short recording's CPU. The
@@ -33,4 +33,4 @@ uint64_t DefaultRingbufSize(const RecordOptions& options) {
   return size;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

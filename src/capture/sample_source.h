@@ -16,8 +16,10 @@
 #include "stacksym/result.h"
 
 namespace stacksym {
-
 class UnwindTableCache;
+}  // namespace stacksym
+
+namespace stacksym::capture {
 class PythonProcesses;
 
 // Same layout as struct stacksym_build_id_frame / the kernel's struct bpf_stack_build_id.
@@ -50,6 +52,14 @@ struct RawPythonFrame {
 static_assert(sizeof(RawPythonFrame) == 16);
 inline constexpr uint32_t kRawPythonEntry = 1;
 
+enum class OffCpuPart : uint8_t {
+  kNone,      // a CPU sample
+  kInterval,  // an interval off CPU with its stacks and length
+  kOpen,      // the stacks of an interval that began at time_ns (too large to wait in BPF)
+  kClose,     // the end of the interval of tid that began at time_ns, and its length
+  kDiscard,   // the same, not to be kept (too short): its stacks are dropped
+};
+
 struct RawSample {
   uint32_t pid = 0;  // thread group
   uint32_t tid = 0;
@@ -74,6 +84,11 @@ struct RawSample {
   // Verify mode: the BPF-unwound IPs, while user_stack holds the copy of the same sample.
   bool verify = false;
   std::span<const uint64_t> verify_bpf_ips;
+  // --off-cpu: not a CPU sample but an interval off CPU (its length, the state the task left
+  // the CPU in), or its stacks sent when it began (time_ns: the start, which its close names).
+  OffCpuPart off_cpu = OffCpuPart::kNone;
+  uint64_t off_cpu_ns = 0;
+  ThreadState state = ThreadState::kRunning;
   // A process the Python walk is registered for: its Python frames (innermost first) and why
   // their walk ended (STACKSYM_PY_END_*).
   bool python = false;
@@ -108,6 +123,7 @@ struct SourceCounters {
   uint64_t bpf_rows_in_use = 0;
   uint64_t bpf_rows_map_bytes = 0;  // the rows map's segments created, in bytes
   std::string bpf_first_load_problem;
+  OffCpuCounts off_cpu;
   uint64_t py_samples = 0;  // samples of registered Python processes (kernel side)
   uint64_t py_frames = 0;
   uint64_t py_thread_searches = 0;
@@ -159,4 +175,4 @@ uint64_t DefaultRingbufSize(const RecordOptions& options);
 // Online CPU ids (from /sys/devices/system/cpu/online).
 Result<std::vector<int>> OnlineCpus();
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace stacksym {
+namespace stacksym::capture {
 namespace {
 
 // Bounds on what is remembered between revalidations (about once a second).
@@ -154,4 +154,4 @@ UnwindEnd UserStackUnwinder::Unwind(pid_t pid, const RawUserStack& stack,
   return end;
 }
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

@@ -22,7 +22,7 @@
 #include "stacksym/stack_unwind.h"
 #include "stacksym/unwind.h"
 
-namespace stacksym {
+namespace stacksym::capture {
 
 class UserStackUnwinder {
  public:
@@ -79,4 +79,4 @@ class UserStackUnwinder {
   std::vector<StackWord> words_;
 };
 
-}  // namespace stacksym
+}  // namespace stacksym::capture

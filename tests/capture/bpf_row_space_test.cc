@@ -11,7 +11,7 @@ namespace stacksym {
 namespace {
 
 TEST(BpfRowSpaceTest, FirstFitAndFull) {
-  BpfRowSpace space(100);
+  capture::BpfRowSpace space(100);
   EXPECT_EQ(space.Allocate(40), 0u);
   EXPECT_EQ(space.Allocate(40), 40u);
   EXPECT_EQ(space.Allocate(21), std::nullopt);
@@ -22,7 +22,7 @@ TEST(BpfRowSpaceTest, FirstFitAndFull) {
 }
 
 TEST(BpfRowSpaceTest, ReleasedNeighboursMerge) {
-  BpfRowSpace space(100);
+  capture::BpfRowSpace space(100);
   uint32_t a = *space.Allocate(30), b = *space.Allocate(30), c = *space.Allocate(40);
   space.Release(a, 30);
   space.Release(c, 40);
@@ -34,7 +34,7 @@ TEST(BpfRowSpaceTest, ReleasedNeighboursMerge) {
 }
 
 TEST(BpfRowSpaceTest, BadReleasesAreIgnored) {
-  BpfRowSpace space(100);
+  capture::BpfRowSpace space(100);
   uint32_t a = *space.Allocate(50);
   space.Release(60, 10);  // already free
   space.Release(90, 20);  // past the end
@@ -50,7 +50,7 @@ TEST(BpfRowSpaceTest, BadReleasesAreIgnored) {
 // Random tables placed and evicted: the rows given out never overlap, and the counts add up.
 TEST(BpfRowSpaceTest, RandomPlacementNeverOverlaps) {
   constexpr uint32_t kRows = 10000;
-  BpfRowSpace space(kRows);
+  capture::BpfRowSpace space(kRows);
   std::vector<int> owner(kRows, -1);
   struct Placed {
     uint32_t start, count;

@@ -26,8 +26,8 @@ std::vector<uint8_t> ReadFile(const char* path) {
 TEST(KernelBtfTest, CutOnlyForTheBuildKernel) {
   std::vector<uint8_t> notes = ReadFile("/sys/kernel/notes");
   if (notes.size() < 36) GTEST_SKIP() << "no /sys/kernel/notes";
-  std::span<const uint8_t> types = BuildKernelTypesFor(notes);
-  KernelTypesFile file;
+  std::span<const uint8_t> types = capture::BuildKernelTypesFor(notes);
+  capture::KernelTypesFile file;
   // Built and tested on one machine, the cut is this kernel's; the file holds the same bytes.
   ASSERT_EQ(file.path() != nullptr, !types.empty());
   if (types.empty()) GTEST_SKIP() << "built on another kernel, or without kernel BTF";
@@ -41,14 +41,14 @@ TEST(KernelBtfTest, CutOnlyForTheBuildKernel) {
   for (size_t at : {size_t{16}, size_t{35}}) {
     std::vector<uint8_t> other = notes;
     other[at] ^= 1;
-    EXPECT_TRUE(BuildKernelTypesFor(other).empty()) << "byte " << at;
+    EXPECT_TRUE(capture::BuildKernelTypesFor(other).empty()) << "byte " << at;
   }
   std::vector<uint8_t> shorter(notes.begin(), notes.end() - 4);
-  EXPECT_TRUE(BuildKernelTypesFor(shorter).empty());
+  EXPECT_TRUE(capture::BuildKernelTypesFor(shorter).empty());
   std::vector<uint8_t> longer = notes;
   longer.resize(notes.size() + 4);
-  EXPECT_TRUE(BuildKernelTypesFor(longer).empty());
-  EXPECT_TRUE(BuildKernelTypesFor({}).empty());
+  EXPECT_TRUE(capture::BuildKernelTypesFor(longer).empty());
+  EXPECT_TRUE(capture::BuildKernelTypesFor({}).empty());
 }
 
 }  // namespace

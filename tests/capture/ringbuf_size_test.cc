@@ -25,7 +25,7 @@ TEST(RingbufSizeTest, HoldsASecondOfTheLargestSamplesWithinBounds) {
   const uint64_t cpus = static_cast<uint64_t>(sysconf(_SC_NPROCESSORS_ONLN));
   for (CallGraph cg : {CallGraph::kBpf, CallGraph::kDwarf, CallGraph::kFramePointers}) {
     for (uint32_t hz : {1u, 99u, 999u, 4000u, 100000u}) {
-      uint64_t size = DefaultRingbufSize(With(cg, hz));
+      uint64_t size = capture::DefaultRingbufSize(With(cg, hz));
       EXPECT_TRUE(PowerOfTwo(size)) << size;
       EXPECT_GE(size, kMiB);
       EXPECT_LE(size, 32 * kMiB);
@@ -38,18 +38,18 @@ TEST(RingbufSizeTest, HoldsASecondOfTheLargestSamplesWithinBounds) {
       }
     }
   }
-  EXPECT_EQ(DefaultRingbufSize(With(CallGraph::kDwarf, 100000)), 32 * kMiB);
-  EXPECT_EQ(DefaultRingbufSize(With(CallGraph::kFramePointers, 1)), kMiB);
+  EXPECT_EQ(capture::DefaultRingbufSize(With(CallGraph::kDwarf, 100000)), 32 * kMiB);
+  EXPECT_EQ(capture::DefaultRingbufSize(With(CallGraph::kFramePointers, 1)), kMiB);
 }
 
 TEST(RingbufSizeTest, GrowsWithTheStackCopyAndTheRate) {
   RecordOptions small = With(CallGraph::kDwarf, 99), large = small;
   large.stack_copy_bytes = kMaxStackCopyBytes;
-  EXPECT_LE(DefaultRingbufSize(small), DefaultRingbufSize(large));
-  EXPECT_LE(DefaultRingbufSize(With(CallGraph::kFramePointers, 99)),
-            DefaultRingbufSize(With(CallGraph::kBpf, 99)));
-  EXPECT_LE(DefaultRingbufSize(With(CallGraph::kBpf, 99)),
-            DefaultRingbufSize(With(CallGraph::kBpf, 999)));
+  EXPECT_LE(capture::DefaultRingbufSize(small), capture::DefaultRingbufSize(large));
+  EXPECT_LE(capture::DefaultRingbufSize(With(CallGraph::kFramePointers, 99)),
+            capture::DefaultRingbufSize(With(CallGraph::kBpf, 99)));
+  EXPECT_LE(capture::DefaultRingbufSize(With(CallGraph::kBpf, 99)),
+            capture::DefaultRingbufSize(With(CallGraph::kBpf, 999)));
 }
 
 }  // namespace

@@ -44,6 +44,21 @@ const volatile __u32 stack_copy_size = 0;
 const volatile __u8 bpf_unwind = 0;
 // ... and send a stack copy after the IPs too (the differential test's verify mode).
 const volatile __u8 bpf_unwind_verify = 0;
+// --off-cpu: at each switch-out of a target task (sched_switch, the task still current) its
+// stacks are taken, unless sampled out (kept with probability off_cpu_keep / 2^32; 0: all);
+// when it is switched in, intervals at least off_cpu_min_ns long are sent with them. self_tgid
+// (stacksym) is left out: its reader wakes for the records it reads.
+const volatile __u64 off_cpu_min_ns = 0;
+const volatile __u32 off_cpu_keep = 0;
+const volatile __u32 self_tgid = 0;
+// sched_switch passes prev's state as a fourth argument (Linux 5.18+), read before a concurrent
+// wakeup could change prev->__state.
+const volatile __u8 switch_has_prev_state = 0;
+// Frames of the tracepoint's own call on top of a kernel stack taken at sched_switch.
+const volatile __u32 off_cpu_kernel_skip = 0;
+// Scratch buffers of the switch-outs: slots off_cpu_slot_base + cpu, apart from the samples',
+// which an NMI (cycles) may take in the middle of a switch.
+const volatile __u32 off_cpu_slot_base = 0;
 // Wake the reader only once this many bytes wait (it also polls on a timer): one wakeup per
 // sample would cost a context switch per sample.
 const volatile __u64 wakeup_bytes = 0;
@@ -115,6 +130,38 @@ struct {
   __type(key, __u32);
   __type(value, struct stacksym_python_thread);
 } python_threads SEC(".maps");
+
+// --off-cpu: target tasks' entries by tid, allocated as they first leave the CPU and deleted
+// when they exit (their last switch-out); user space sets the size.
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_off_cpu_task);
+} off_cpu_tasks SEC(".maps");
+
+// --off-cpu: two maps of sums (user space sets their size) and the control map that says which
+// one the program adds to.
+struct off_cpu_sums_map {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, struct stacksym_off_cpu_key);
+  __type(value, struct stacksym_off_cpu_sum);
+} off_cpu_sums0 SEC(".maps"), off_cpu_sums1 SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __array(values, struct off_cpu_sums_map);
+} off_cpu_sums SEC(".maps") = {.values = {&off_cpu_sums0, &off_cpu_sums1}};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct stacksym_off_cpu_control);
+} off_cpu_control SEC(".maps");
 
 // Header, kernel stack, Python frames, then either the user IPs or the user registers + stack
 // copy (or, with bpf_unwind_verify, the unwound IPs and then the registers + copy). The
@@ -237,17 +284,17 @@ struct unwind_state {
   __u64 pc, sp, bp;
   __u64 base;  // offset of the IPs in the scratch buffer
   __u32 tgid;
-  __u32 cpu;
-  __u32 n;    // IPs written
-  __u32 end;  // STACKSYM_END_*
+  __u32 slot;  // the scratch buffer's
+  __u32 n;     // IPs written
+  __u32 end;   // STACKSYM_END_*
   __u8 bp_known;
   __u8 exact_pc;  // pc is the instruction itself (sampled, or interrupted by a signal)
   __u8 unknown_mapping;
 };
 
 static __always_inline void emit_ip(struct unwind_state* st, __u64 ip) {
-  __u32 cpu = st->cpu;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  __u32 slot = st->slot;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf) return;
   __u64 off = st->base + (__u64)(st->n & 127) * 8;
   if (off > SCRATCH_SIZE - 8) return;
@@ -257,8 +304,8 @@ static __always_inline void emit_ip(struct unwind_state* st, __u64 ip) {
 
 // The trampoline of a signal frame was "returned to", not called: its pc is exact too.
 static __always_inline void bump_last_ip(struct unwind_state* st) {
-  __u32 cpu = st->cpu;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  __u32 slot = st->slot;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf || st->n == 0) return;
   __u64 off = st->base + (__u64)((st->n - 1) & 127) * 8;
   if (off > SCRATCH_SIZE - 8) return;
@@ -496,9 +543,9 @@ __noinline int unwind_frame(struct unwind_state* st) {
 
 static long unwind_step(__u32 index, void* arg) { return unwind_frame(arg) ? 1 : 0; }
 
-// --call-graph bpf: walks the user stack of the current task into the scratch buffer at
+// --call-graph bpf: walks the user stack of the current task into scratch buffer `slot` at
 // `base`; returns the number of IPs.
-static __always_inline __u32 unwind_user(__u64 base, struct stacksym_sample* s,
+static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym_sample* s,
                                          struct stacksym_counters* cnt) {
   struct task_struct* task = bpf_get_current_task_btf();
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
@@ -510,7 +557,7 @@ static __always_inline __u32 unwind_user(__u64 base, struct stacksym_sample* s,
   st.bp = BPF_CORE_READ(regs, bp);
   st.base = base;
   st.tgid = s->pid;
-  st.cpu = s->cpu;
+  st.slot = slot;
   st.bp_known = 1;
   st.exact_pc = 1;
   st.end = STACKSYM_END_DEPTH;
@@ -620,9 +667,9 @@ static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc
 struct py_walk {
   __u64 frame;  // the next frame to read
   __u64 base;   // offset of the frames in the scratch buffer
-  __u32 cpu;
-  __u32 n;    // frames written
-  __u32 end;  // STACKSYM_PY_END_*
+  __u32 slot;   // the scratch buffer's
+  __u32 n;      // frames written
+  __u32 end;    // STACKSYM_PY_END_*
   __u32 code_adaptive;
   __u8 frame_code, frame_previous, frame_instr, frame_owner, frame_is_entry, shim_owner;
   __u8 code_tag_bits;
@@ -640,8 +687,8 @@ __noinline int python_frame_step(struct py_walk* w) {
     w->end = STACKSYM_PY_END_DEPTH;
     return 1;
   }
-  __u32 cpu = w->cpu;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
+  __u32 slot = w->slot;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf) return 1;
   __u8* f = buf->data + PY_TMP;
   if (bpf_probe_read_user(f, STACKSYM_PY_FRAME_READ, (const void*)w->frame) != 0) {
@@ -681,9 +728,9 @@ __noinline int python_frame_step(struct py_walk* w) {
 
 static long python_step(__u32 index, void* arg) { return python_frame_step(arg) ? 1 : 0; }
 
-// The Python frames of the current thread, written at `base` of the scratch buffer; returns
+// The Python frames of the current thread, written at `base` of scratch buffer `slot`; returns
 // how many (0 when the process is not a registered Python process).
-static __always_inline __u32 walk_python(__u64 base, struct stacksym_sample* s,
+static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym_sample* s,
                                          struct stacksym_counters* cnt) {
   __u32 tgid = s->pid;
   const struct stacksym_python_proc* proc = bpf_map_lookup_elem(&python_procs, &tgid);
@@ -707,7 +754,7 @@ static __always_inline __u32 walk_python(__u64 base, struct stacksym_sample* s,
   }
   if (w.end == STACKSYM_PY_END_OUTERMOST && w.frame != 0) {
     w.base = base;
-    w.cpu = s->cpu;
+    w.slot = slot;
     w.code_adaptive = proc->code_adaptive;
     w.frame_code = proc->frame_code;
     w.frame_previous = proc->frame_previous;
@@ -727,64 +774,69 @@ static __always_inline __u32 walk_python(__u64 base, struct stacksym_sample* s,
   return n;
 }
 
-SEC("perf_event")
-int on_sample(struct bpf_perf_event_data* ctx) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  __u32 tgid = pid_tgid >> 32;
-  __u32 tid = (__u32)pid_tgid;
-  if (!is_target(tgid, tid)) return 0;
-
-  struct stacksym_counters* cnt = get_counters();
-  if (!cnt) return 0;
-  cnt->samples++;
-
-  __u32 cpu = bpf_get_smp_processor_id();
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &cpu);
-  if (!buf) return 0;
-  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+// The header of a record: who, when, and what kind (flags).
+static __always_inline void fill_header(struct stacksym_sample* s, __u32 tgid, __u32 tid,
+                                        __u32 flags) {
   s->time_ns = bpf_ktime_get_ns();
   s->pid = tgid;
   s->tid = tid;
-  s->cpu = cpu;
-  s->flags = 0;
+  s->cpu = bpf_get_smp_processor_id();
+  s->flags = flags;
   s->unwind_frames = 0;
   s->unwind_end = 0;
+  s->off_cpu_ns = 0;
   s->py_frames = 0;
   s->py_end = 0;
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   if (BPF_CORE_READ(task, flags) & PF_KTHREAD) s->flags |= STACKSYM_SAMPLE_KTHREAD;
   bpf_get_current_comm(s->comm, sizeof(s->comm));
+}
 
-  long klen = 0;
-  if (kernel_stacks) {
-    klen = bpf_get_stack(ctx, buf->data + sizeof(*s), STACKSYM_MAX_FRAMES * sizeof(__u64), 0);
-    if (klen < 0) {
-      // An empty kernel stack (sample taken in user mode) is not an error.
-      if (klen != -EFAULT) cnt->kstack_errors++;
-      s->kstack_bytes = (__s32)klen;
-      klen = 0;
-    } else {
-      s->kstack_bytes = (__s32)klen;
-    }
-  } else {
+// The kernel stack after the header without its `skip` top frames; returns its bytes (masked
+// for the verifier).
+static __always_inline long take_kernel_stack(void* ctx, struct scratch_buf* buf, __u64 skip,
+                                              struct stacksym_counters* cnt) {
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  if (!kernel_stacks) {
     s->kstack_bytes = 0;
+    return 0;
   }
-  klen &= (STACKSYM_KSTACK_ROOM - 1);
-
-  // Python frames live on the heap: walked here whatever the call graph.
-  __u64 plen = 0;
-  if (python && user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
-    __u32 n = walk_python(sizeof(*s) + klen, s, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
-    if (n > STACKSYM_MAX_PY_FRAMES) n = STACKSYM_MAX_PY_FRAMES;
-    plen = (__u64)n * sizeof(struct stacksym_py_frame);
+  long klen = bpf_get_stack(ctx, buf->data + sizeof(*s), STACKSYM_MAX_FRAMES * sizeof(__u64),
+                            skip & BPF_F_SKIP_FIELD_MASK);
+  s->kstack_bytes = (__s32)klen;
+  if (klen < 0) {
+    // An empty kernel stack (sample taken in user mode) is not an error.
+    if (klen != -EFAULT) cnt->kstack_errors++;
+    klen = 0;
   }
+  return klen & (STACKSYM_KSTACK_ROOM - 1);
+}
 
+// Python frames after the kernel stack, at `base` (they live on the heap: walked here whatever
+// the call graph). Returns their bytes.
+static __always_inline __u64 take_python_frames(struct scratch_buf* buf, __u32 slot, __u64 base,
+                                                struct stacksym_counters* cnt) {
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  if (!python || !user_stacks || (s->flags & STACKSYM_SAMPLE_KTHREAD)) return 0;
+  __u32 n = walk_python(slot, base, s, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
+  if (n > STACKSYM_MAX_PY_FRAMES) n = STACKSYM_MAX_PY_FRAMES;
+  return (__u64)n * sizeof(struct stacksym_py_frame);
+}
+
+// The user stack at `ubase`: unwound here when the process's tables are loaded, else a stack
+// copy (dwarf, or bpf until the tables are loaded) or a frame-pointer chain. Returns its bytes.
+static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, __u32 slot,
+                                            __u64 ubase, struct stacksym_counters* cnt) {
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  __u32 tgid = s->pid;
+  if (!user_stacks || (s->flags & STACKSYM_SAMPLE_KTHREAD)) {
+    s->ustack_bytes = 0;
+    return 0;
+  }
   long ulen = 0;
-  __u64 ubase = sizeof(*s) + klen + plen;
   bool unwound = false;
-  if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD) && bpf_unwind &&
-      bpf_map_lookup_elem(&proc_mappings, &tgid)) {
-    __u32 n = unwind_user(ubase, s, cnt);
+  if (bpf_unwind && bpf_map_lookup_elem(&proc_mappings, &tgid)) {
+    __u32 n = unwind_user(slot, ubase, s, cnt);
     // The walk met a pc in no loaded mapping (dlopen or exec since the tables were loaded, or
     // a garbage return address): send a stack copy instead, so that the stack stays complete,
     // flagged so that user space reloads the mappings.
@@ -797,19 +849,16 @@ int on_sample(struct bpf_perf_event_data* ctx) {
     }
   }
   if (unwound) {
-    __u32 n = s->unwind_frames;
-    ulen = (n * 8) & (STACKSYM_UIPS_ROOM - 1);
+    ulen = (s->unwind_frames * 8) & (STACKSYM_UIPS_ROOM - 1);
     if (bpf_unwind_verify && stack_copy_size > 0) {
       s->flags |= STACKSYM_SAMPLE_STACK_COPY;
       ulen += copy_user_stack(buf, ubase + ulen, cnt);
     }
-    s->ustack_bytes = (__s32)ulen;
-  } else if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD) && stack_copy_size > 0) {
+  } else if (stack_copy_size > 0) {
     s->flags |= STACKSYM_SAMPLE_STACK_COPY;
     if (bpf_unwind) cnt->bpf_fallback_copies++;
     ulen = copy_user_stack(buf, ubase, cnt);
-    s->ustack_bytes = (__s32)ulen;
-  } else if (user_stacks && !(s->flags & STACKSYM_SAMPLE_KTHREAD)) {
+  } else {
     void* dst = buf->data + ubase;
     if (user_build_ids) {
       s->flags |= STACKSYM_SAMPLE_USER_BUILD_ID;
@@ -823,20 +872,54 @@ int on_sample(struct bpf_perf_event_data* ctx) {
       if (ulen != -EFAULT) cnt->ustack_errors++;
       ulen = 0;
     }
-  } else {
-    s->ustack_bytes = 0;
+    return ulen & (STACKSYM_USTACK_ROOM - 1);
   }
+  s->ustack_bytes = (__s32)ulen;
   if (!(s->flags & STACKSYM_SAMPLE_STACK_COPY)) ulen &= (STACKSYM_USTACK_ROOM - 1);
+  return ulen;
+}
 
-  __u64 len = ubase + ulen;
-  if (len > SCRATCH_SIZE) return 0;  // cannot happen; keeps the verifier's bound explicit
+// The current task's record in scratch buffer `slot`: header, then its kernel stack (without
+// `kernel_skip` frames), its Python frames (with_python: CPU samples; off-CPU records carry
+// none yet) and user stack. Returns the record's length, 0 when there is none.
+static __always_inline __u64 build_record(void* ctx, struct stacksym_counters* cnt, __u32 slot,
+                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip,
+                                          bool with_python) {
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!buf) return 0;
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  fill_header(s, tgid, tid, flags);
+  long klen = take_kernel_stack(ctx, buf, kernel_skip, cnt);
+  __u64 plen = with_python ? take_python_frames(buf, slot, sizeof(*s) + klen, cnt) : 0;
+  long ulen = take_user_stack(ctx, buf, slot, sizeof(*s) + klen + plen, cnt);
+  __u64 len = sizeof(*s) + klen + plen + ulen;
+  return len > SCRATCH_SIZE ? 0 : len;  // cannot be larger; keeps the verifier's bound explicit
+}
+
+// Sends `len` bytes at `data` through the ring buffer, waking the reader once a batch waits.
+static __always_inline long output_record(void* data, __u64 len, struct stacksym_counters* cnt) {
   __u64 wake = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) + len >= wakeup_bytes
                    ? BPF_RB_FORCE_WAKEUP
                    : BPF_RB_NO_WAKEUP;
-  if (bpf_ringbuf_output(&samples, buf->data, len, wake) != 0)
-    cnt->lost_ringbuf++;
-  else
-    cnt->ringbuf_bytes += len;
+  long err = bpf_ringbuf_output(&samples, data, len, wake);
+  if (err == 0) cnt->ringbuf_bytes += len;
+  return err;
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data* ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32;
+  __u32 tid = (__u32)pid_tgid;
+  if (!is_target(tgid, tid)) return 0;
+  struct stacksym_counters* cnt = get_counters();
+  if (!cnt) return 0;
+  cnt->samples++;
+  __u32 slot = bpf_get_smp_processor_id();
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0, true);
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!buf || len == 0 || len > SCRATCH_SIZE) return 0;
+  if (output_record(buf->data, len, cnt) != 0) cnt->lost_ringbuf++;
   return 0;
 }
 
@@ -928,5 +1011,253 @@ int BPF_PROG(on_exec, struct task_struct* task) {
   // With Python frames, the reader is woken: it registers a new interpreter before the
   // program's first Python samples rather than a poll interval later.
   bpf_ringbuf_output(&samples, &s, sizeof(s), python ? BPF_RB_FORCE_WAKEUP : 0);
+  return 0;
+}
+
+// --off-cpu. Task states (include/linux/sched.h).
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define TASK_DEAD 0x80
+#define TASK_WAKING 0x200
+
+// Before Linux 5.14 the state was task_struct::state.
+struct task_struct___old {
+  long state;
+} __attribute__((preserve_access_index));
+
+// The state prev leaves the CPU in: from sched_switch's argument where it has one (a racing
+// wakeup may already have changed prev->__state).
+static __always_inline __u64 prev_task_state(struct task_struct* prev, __u64 prev_state) {
+  if (switch_has_prev_state) return prev_state;
+  if (bpf_core_field_exists(prev->__state)) return BPF_CORE_READ(prev, __state);
+  return BPF_CORE_READ((struct task_struct___old*)prev, state);
+}
+
+// As a ThreadState. Preempted, or still runnable (yield): preempted. A task being woken
+// (TASK_WAKING, seen only through a racy read of __state) was sleeping.
+static __always_inline __u32 off_cpu_state(bool preempt, __u64 state) {
+  if (preempt || (state & 0xffff) == 0) return STACKSYM_STATE_PREEMPTED;
+  if (state & (TASK_INTERRUPTIBLE | TASK_WAKING)) return STACKSYM_STATE_SLEEPING;
+  if (state & TASK_UNINTERRUPTIBLE) return STACKSYM_STATE_UNINTERRUPTIBLE;
+  return STACKSYM_STATE_OTHER;
+}
+
+// The task's entry, created on its first switch-out (from the scratch buffer's bytes: every
+// field is written before it is read).
+static __always_inline struct stacksym_off_cpu_task* task_entry(__u32 tid,
+                                                                struct scratch_buf* buf) {
+  struct stacksym_off_cpu_task* t = bpf_map_lookup_elem(&off_cpu_tasks, &tid);
+  if (t) return t;
+  bpf_map_update_elem(&off_cpu_tasks, &tid, buf->data, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&off_cpu_tasks, &tid);
+}
+
+// The current task's stacks, taken as it leaves the CPU: kept in its entry (stacks of IPs) or
+// sent at once (stack copies); the kind of the entry says which.
+static __always_inline void keep_stacks(void* ctx, struct stacksym_off_cpu_task* t, __u32 slot,
+                                        struct scratch_buf* buf, struct stacksym_counters* cnt,
+                                        __u32 tgid, __u32 tid, __u32 state) {
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid,
+                           STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
+                           off_cpu_kernel_skip, false);
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
+  // Stacks of IPs wait in the entry. Those unwound here (or none) may be added up in the
+  // kernel; frame-pointer chains not: exec may replace the image before a sum of them is read,
+  // while a process whose stacks are unwound here has its tables deleted at exec, so that its
+  // next ones are stack copies, in order with the exec in the ring buffer.
+  if (len <= STACKSYM_OFF_CPU_RECORD_ROOM && !(s->flags & STACKSYM_SAMPLE_STACK_COPY)) {
+    s->time_ns = 0;  // fingerprinted and compared without them
+    s->cpu = 0;
+    bpf_probe_read_kernel(t->record, len, s);
+    t->len = len;
+    t->summable = (s->flags & STACKSYM_SAMPLE_BPF_UNWOUND) || s->ustack_bytes == 0;
+    t->kind = STACKSYM_OFF_CPU_STORED;
+    return;
+  }
+  s->flags = (s->flags & ~STACKSYM_SAMPLE_OFF_CPU) | STACKSYM_SAMPLE_OFF_CPU_OPEN;
+  t->opened_ns = s->time_ns;
+  if (len == 0 || len > SCRATCH_SIZE || output_record(s, len, cnt) != 0) {
+    t->kind = STACKSYM_OFF_CPU_OPEN_LOST;
+  } else {
+    t->kind = STACKSYM_OFF_CPU_OPENED;
+  }
+}
+
+// prev (still the current task) leaves the CPU: a target's stacks are taken now, while its
+// user memory is readable, and kept in its entry until it runs again, or sent at once when they
+// do not fit (stack copies).
+static __always_inline void note_switch_out(void* ctx, bool preempt, __u64 prev_state) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 tgid = pid_tgid >> 32;
+  __u32 tid = (__u32)pid_tgid;
+  if (tid == 0 || tgid == self_tgid || !is_target(tgid, tid)) return;
+  if (prev_state & TASK_DEAD) {
+    bpf_map_delete_elem(&off_cpu_tasks, &tid);  // its last switch
+    return;
+  }
+  struct stacksym_counters* cnt = get_counters();
+  __u32 slot = off_cpu_slot_base + bpf_get_smp_processor_id();
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!cnt || !buf) return;
+  struct stacksym_off_cpu_task* t = task_entry(tid, buf);
+  if (!t) {
+    cnt->off_cpu_untracked++;
+    return;
+  }
+  // Off CPU from the moment the switch begins, whether the stacks are taken or not: taking
+  // them delays the switch while the task's waker goes on, so that, measured from after them,
+  // a kept interval would be shorter than a sampled-out one by about that time (the estimate
+  // of --off-cpu-sample 0.25 fell 18 % short on the pipe ping-pong).
+  __u64 start = bpf_ktime_get_ns();
+  __u32 state = off_cpu_state(preempt, prev_state);
+  t->state = state;
+  if (off_cpu_keep != 0 && bpf_get_prandom_u32() >= off_cpu_keep) {
+    t->kind = STACKSYM_OFF_CPU_SAMPLED_OUT;
+  } else {
+    keep_stacks(ctx, t, slot, buf, cnt, tgid, tid, state);
+  }
+  t->start_ns = start;
+}
+
+#define RECORD_WORDS (STACKSYM_OFF_CPU_RECORD_ROOM / 8)
+
+// A fingerprint of the entry's record (its time_ns and cpu are 0). Global: verified once.
+__noinline __u64 record_fingerprint(const struct stacksym_off_cpu_task* t) {
+  if (!t) return 0;
+  const __u64* w = (const __u64*)t->record;
+  __u32 n = t->len / 8;
+  __u64 h = 0x9e3779b97f4a7c15ull ^ t->len;
+  for (__u32 i = 0; i < RECORD_WORDS; ++i) {
+    if (i >= n) break;
+    h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+// Whether the sum holds the same record as the entry, word for word. Global: verified once.
+__noinline int same_record(const struct stacksym_off_cpu_task* t,
+                           const struct stacksym_off_cpu_sum* v) {
+  if (!t || !v || t->len != v->len) return 0;
+  const __u64* a = (const __u64*)t->record;
+  const __u64* b = (const __u64*)v->record;
+  __u32 n = t->len / 8;
+  for (__u32 i = 0; i < RECORD_WORDS; ++i) {
+    if (i >= n) break;
+    if (a[i] != b[i]) return 0;
+  }
+  return 1;
+}
+
+// Adds the interval to its record's sum in the active map; false when it has to be sent one by
+// one (the map is full, or another record has the fingerprint).
+static __always_inline bool add_to_sum(struct stacksym_off_cpu_task* t, __u64 off_ns,
+                                       struct stacksym_counters* cnt) {
+  __u32 zero = 0;
+  struct stacksym_off_cpu_control* ctl = bpf_map_lookup_elem(&off_cpu_control, &zero);
+  if (!ctl) return false;
+  __u32 active = ctl->active & 1;
+  void* sums = bpf_map_lookup_elem(&off_cpu_sums, &active);
+  __u32 slot = off_cpu_slot_base + bpf_get_smp_processor_id();
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!sums || !buf) return false;
+  struct stacksym_sample* h = (struct stacksym_sample*)t->record;
+  struct stacksym_off_cpu_key key = {
+      .fingerprint = record_fingerprint(t), .tgid = h->pid, .tid = h->tid};
+  struct stacksym_off_cpu_sum* v = bpf_map_lookup_elem(sums, &key);
+  if (!v) {
+    // A new sum, built in the (now idle) scratch buffer of this CPU's switches.
+    struct stacksym_off_cpu_sum* fresh = (struct stacksym_off_cpu_sum*)buf->data;
+    fresh->ns = off_ns;
+    fresh->count = 1;
+    fresh->len = t->len;
+    bpf_probe_read_kernel(fresh->record, sizeof(fresh->record), t->record);
+    if (bpf_map_update_elem(sums, &key, fresh, BPF_NOEXIST) == 0) return true;
+    v = bpf_map_lookup_elem(sums, &key);  // another CPU added it meanwhile, or the map is full
+    if (!v) {
+      cnt->off_cpu_unsummed++;
+      return false;
+    }
+  }
+  if (!same_record(t, v)) {
+    cnt->off_cpu_unsummed++;
+    return false;
+  }
+  __sync_fetch_and_add(&v->ns, off_ns);
+  __sync_fetch_and_add(&v->count, 1);
+  return true;
+}
+
+// The end of an interval whose stacks were sent at its start.
+static __always_inline long send_close(struct task_struct* next, __u32 tid, __u64 start,
+                                       __u64 off_ns, bool discard, struct stacksym_counters* cnt) {
+  struct stacksym_sample c = {};
+  c.time_ns = start;
+  c.pid = BPF_CORE_READ(next, tgid);
+  c.tid = tid;
+  c.cpu = bpf_get_smp_processor_id();
+  c.flags = STACKSYM_SAMPLE_OFF_CPU_CLOSE | (discard ? STACKSYM_SAMPLE_OFF_CPU_DISCARD : 0);
+  c.off_cpu_ns = off_ns;
+  return output_record(&c, sizeof(c), cnt);
+}
+
+// next comes back on CPU: if it is a target with an open interval, the interval is counted and,
+// unless sampled out or too short, sent with its stacks.
+static __always_inline void close_switch_in(struct task_struct* next) {
+  __u32 tid = BPF_CORE_READ(next, pid);
+  if (tid == 0) return;
+  struct stacksym_off_cpu_task* t = bpf_map_lookup_elem(&off_cpu_tasks, &tid);
+  struct stacksym_counters* cnt = get_counters();
+  if (!t || !cnt || t->start_ns == 0) return;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 start = t->start_ns;
+  __u64 off_ns = now - start;
+  t->start_ns = 0;
+  cnt->off_cpu_intervals++;
+  cnt->off_cpu_ns += off_ns;
+  __u32 kind = t->kind;
+  if (kind == STACKSYM_OFF_CPU_SAMPLED_OUT) {
+    cnt->off_cpu_sampled_out++;
+    cnt->off_cpu_sampled_out_ns += off_ns;
+    return;
+  }
+  if (off_ns < off_cpu_min_ns) {
+    cnt->off_cpu_filtered++;
+    cnt->off_cpu_filtered_ns += off_ns;
+    if (kind == STACKSYM_OFF_CPU_OPENED) send_close(next, tid, t->opened_ns, off_ns, true, cnt);
+    return;
+  }
+  long err = -1;
+  if (kind == STACKSYM_OFF_CPU_STORED && t->summable && add_to_sum(t, off_ns, cnt)) {
+    cnt->off_cpu_summed++;
+    cnt->off_cpu_summed_ns += off_ns;
+    err = 0;
+  } else if (kind == STACKSYM_OFF_CPU_STORED) {
+    struct stacksym_sample* s = (struct stacksym_sample*)t->record;
+    s->time_ns = now;
+    s->off_cpu_ns = off_ns;
+    __u64 len = t->len;
+    if (len <= STACKSYM_OFF_CPU_RECORD_ROOM) err = output_record(t->record, len, cnt);
+    s->time_ns = 0;  // the stored record stays fit for a fingerprint
+    s->off_cpu_ns = 0;
+  } else if (kind == STACKSYM_OFF_CPU_OPENED) {
+    err = send_close(next, tid, t->opened_ns, off_ns, false, cnt);
+  }
+  if (err != 0) {
+    cnt->off_cpu_lost++;
+    cnt->off_cpu_lost_ns += off_ns;
+  } else {
+    cnt->off_cpu_sent++;
+    cnt->off_cpu_sent_ns += off_ns;
+  }
+}
+
+// A raw tracepoint, not tp_btf: the arguments are the same, read with CO-RE, while a tp_btf
+// program has libbpf parse the kernel's whole BTF to find its attach point (10 ms of start-up).
+SEC("raw_tp/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct* prev, struct task_struct* next) {
+  __u64 prev_state = switch_has_prev_state ? ctx[3] : 0;
+  note_switch_out(ctx, preempt, prev_task_state(prev, prev_state));
+  close_switch_in(next);
   return 0;
 }

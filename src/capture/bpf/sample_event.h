@@ -33,6 +33,23 @@
 // The process runs a CPython interpreter user space registered (python_procs): py_frames
 // Python frames follow the kernel stack, and py_end says why their walk ended.
 #define STACKSYM_SAMPLE_PYTHON 1024u  // clear of the bits --off-cpu uses (64-512, 16-18)
+// --off-cpu: not a CPU sample but an interval the task spent off CPU, ended now: off_cpu_ns
+// holds its length and the bits at STACKSYM_SAMPLE_STATE_SHIFT the state it left the CPU in.
+#define STACKSYM_SAMPLE_OFF_CPU 64u
+// --off-cpu, stacks too large for the task's entry (stack copies): sent when the interval
+// began (time_ns: its start), and its end follows as a record of only a header
+// (STACKSYM_SAMPLE_OFF_CPU_CLOSE: time_ns the same start, off_cpu_ns its length), with
+// STACKSYM_SAMPLE_OFF_CPU_DISCARD when it is not to be kept (too short).
+#define STACKSYM_SAMPLE_OFF_CPU_OPEN 128u
+#define STACKSYM_SAMPLE_OFF_CPU_CLOSE 256u
+#define STACKSYM_SAMPLE_OFF_CPU_DISCARD 512u
+#define STACKSYM_SAMPLE_STATE_SHIFT 16
+#define STACKSYM_SAMPLE_STATE_MASK 7u
+// States at switch-out; the values of stacksym::ThreadState.
+#define STACKSYM_STATE_SLEEPING 1
+#define STACKSYM_STATE_UNINTERRUPTIBLE 2
+#define STACKSYM_STATE_PREEMPTED 3
+#define STACKSYM_STATE_OTHER 4
 
 // A sample record in the ring buffer: this header, then kstack_bytes of u64 kernel IPs
 // (innermost first), then py_frames stacksym_py_frame entries (STACKSYM_SAMPLE_PYTHON), then
@@ -48,6 +65,7 @@ struct stacksym_sample {
   char comm[STACKSYM_COMM_LEN];
   __u32 unwind_frames;  // STACKSYM_SAMPLE_BPF_UNWOUND: IPs at the start of the ustack
   __u32 unwind_end;     // STACKSYM_SAMPLE_BPF_UNWOUND: why the walk ended (STACKSYM_END_*)
+  __u64 off_cpu_ns;     // STACKSYM_SAMPLE_OFF_CPU: the interval's length
   __u32 py_frames;      // STACKSYM_SAMPLE_PYTHON: Python frames after the kernel stack
   __u32 py_end;         // STACKSYM_SAMPLE_PYTHON: why their walk ended (STACKSYM_PY_END_*)
 };
@@ -99,6 +117,47 @@ struct stacksym_python_thread {
   __u64 checked_ns;
   __u32 tgid;
   __u32 misses;  // searches in a row that found none (the next waits longer)
+};
+
+// --off-cpu: a target task's entry, from its switch-out to its switch-in: when and how it left,
+// and what became of its stacks (STACKSYM_OFF_CPU_*): not taken (sampled out), in `record`
+// (header and stacks of IPs, sent with the interval's length when it ends), or sent at once
+// (stack copies: STACKSYM_SAMPLE_OFF_CPU_OPEN), or lost on the way.
+#define STACKSYM_OFF_CPU_SAMPLED_OUT 1
+#define STACKSYM_OFF_CPU_STORED 2
+#define STACKSYM_OFF_CPU_OPENED 3
+#define STACKSYM_OFF_CPU_OPEN_LOST 4
+#define STACKSYM_OFF_CPU_RECORD_ROOM \
+  (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_UIPS_ROOM)
+struct stacksym_off_cpu_task {
+  __u64 start_ns;   // 0: no open interval
+  __u64 opened_ns;  // STACKSYM_OFF_CPU_OPENED: the time_ns its records share
+  __u32 state;      // STACKSYM_STATE_*
+  __u32 kind;       // STACKSYM_OFF_CPU_*
+  __u32 len;        // bytes in record
+  __u32 summable;   // the record may be added up in a sums map (see below)
+  __u8 record[STACKSYM_OFF_CPU_RECORD_ROOM];
+};
+
+// --off-cpu: intervals whose user stack was unwound in BPF (or that have none) are added up in
+// the kernel, in the hash map that the control map's `active` names (user space drains the
+// other), keyed by a fingerprint of the record with the record itself in the value: a record
+// whose fingerprint another record holds is compared whole, and sent through the ring buffer
+// when it differs, as when the map is full. The record's time_ns and cpu are 0 there.
+struct stacksym_off_cpu_key {
+  __u64 fingerprint;
+  __u32 tgid;
+  __u32 tid;
+};
+struct stacksym_off_cpu_sum {
+  __u64 ns;
+  __u64 count;
+  __u32 len;
+  __u32 pad;
+  __u8 record[STACKSYM_OFF_CPU_RECORD_ROOM];
+};
+struct stacksym_off_cpu_control {
+  __u32 active;  // 0 or 1: the sums map the program adds to
 };
 
 // Why a BPF walk ended; same values as stacksym::UnwindEnd.
@@ -179,8 +238,25 @@ struct stacksym_counters {
   __u64 bpf_fallback_copies;  // --call-graph bpf: samples sent as stack copies (no tables yet)
   __u64 bpf_unknown_mapping;  // --call-graph bpf: walks that met a pc outside loaded mappings
   __u64 ringbuf_bytes;        // bytes of samples written to the ring buffer
-  __u64 py_samples;           // samples of registered Python processes
-  __u64 py_frames;            // Python frames those samples carried
+  // --off-cpu: intervals of target tasks closed at switch-in, and their nanoseconds, by fate:
+  // shorter than the minimum (not stacked), sampled out, sent, or lost (ring buffer full).
+  // Every closed interval is in exactly one of these.
+  __u64 off_cpu_intervals;
+  __u64 off_cpu_ns;
+  __u64 off_cpu_filtered;
+  __u64 off_cpu_filtered_ns;
+  __u64 off_cpu_sampled_out;
+  __u64 off_cpu_sampled_out_ns;
+  __u64 off_cpu_sent;
+  __u64 off_cpu_sent_ns;
+  __u64 off_cpu_lost;
+  __u64 off_cpu_lost_ns;
+  __u64 off_cpu_untracked;  // switch-outs with no room for the task's entry: no interval
+  __u64 off_cpu_summed;     // of the sent ones: added up in a sums map, not sent one by one
+  __u64 off_cpu_summed_ns;
+  __u64 off_cpu_unsummed;  // summable, but sent one by one: sums map full, or a collision
+  __u64 py_samples;        // samples of registered Python processes
+  __u64 py_frames;         // Python frames those samples carried
   __u64 py_ends[STACKSYM_PY_END_COUNT];  // why each Python walk ended
   __u64 py_thread_searches;  // thread-state lists walked (a thread's first sample, or stale)
 };

@@ -14,6 +14,7 @@ typedef __u64 u64;
 struct bpf_perf_event_data;
 
 struct task_struct {
+  unsigned int __state;
   unsigned int flags;
   int pid;
   int tgid;
