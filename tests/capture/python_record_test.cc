@@ -6,7 +6,8 @@
 // evaluator frame is left where its Python frames were named; the profile's share of each
 // function's samples agrees with the CPU time the program measured. A process that exits at
 // once still gets named frames or counted reasons; a process without Python is unaffected, and
-// --no-python leaves the evaluator frames as they are.
+// --no-python leaves the evaluator frames as they are. --off-cpu still records the intervals
+// off CPU (their stacks without Python frames yet).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -123,13 +124,14 @@ struct Recording {
 
 // Records `command`; nullptr recorder when the kernel refused the backend.
 Recording Record(const std::vector<std::string>& command, CallGraph call_graph, bool python = true,
-                 uint32_t hz = 499) {
+                 uint32_t hz = 499, bool off_cpu = false) {
   RecordOptions o;
   o.backend = CaptureBackend::kBpf;
   o.frequency_hz = hz;
   o.command = command;
   o.call_graph = call_graph;
   o.python = python;
+  o.off_cpu = off_cpu;
   Recording r;
   auto created = Recorder::Create(o);
   if (!created) {
@@ -377,6 +379,51 @@ TEST(PythonRecordOffTest, NoPythonOption) {
   }
   if (!kSanitized) {
     EXPECT_GE(evaluator * 2, total) << "most samples are in the evaluator's loop";
+  }
+}
+
+// --off-cpu with Python frames on: the CPU samples have their Python frames, the off-CPU
+// intervals are recorded as without Python, their stacks with no Python frames (not walked for
+// them yet) and the evaluator's frames where the Python code waits.
+TEST(PythonRecordOffCpuTest, OffCpuStacksBesideNamedCpuSamples) {
+  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  RECORD_OR_SKIP(r,
+                 {kPython311, "-c",
+                  "import threading, time\n"
+                  "def wait_here():\n"
+                  "    for _ in range(20): time.sleep(0.005)\n"
+                  "def busy_here():\n"
+                  "    t = time.thread_time()\n"
+                  "    while time.thread_time() - t < 0.2: pass\n"
+                  "w = threading.Thread(target=wait_here)\n"
+                  "w.start()\n"
+                  "busy_here()\n"
+                  "w.join()\n"},
+                 CallGraph::kBpf, /*python=*/true, /*hz=*/499, /*off_cpu=*/true);
+  const RecordStats& st = r.rec->stats();
+  PrintPythonStats(st);
+  EXPECT_EQ(st.python_processes, 1u);
+  EXPECT_GT(st.off_cpu.recorded, 0u);
+  EXPECT_GT(st.off_cpu_aggregated, 0u);
+  const Profile& p = r.rec->profile();
+  ASSERT_EQ(r.stacks.size(), p.stacks.size());
+  uint64_t busy = 0, off_ns = 0, off_ns_evaluator = 0;
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    const Stack& s = r.stacks[i];
+    if (p.stacks[i].state == ThreadState::kRunning) {
+      std::vector<Frame> py = s.Python();
+      if (!py.empty() && py[0].name == "busy_here") busy += s.count;
+      continue;
+    }
+    uint64_t ns = i < p.off_cpu_ns.size() ? p.off_cpu_ns[i] : 0;
+    EXPECT_TRUE(s.Python().empty()) << s.Describe();
+    off_ns += ns;
+    if (HasEvaluator(s)) off_ns_evaluator += ns;
+  }
+  EXPECT_GT(off_ns, 0u);
+  if (!kSanitized) {
+    EXPECT_GT(busy, 20u);
+    EXPECT_GT(off_ns_evaluator, 0u) << "time.sleep is called from the evaluator";
   }
 }
 
