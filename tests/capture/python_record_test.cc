@@ -429,7 +429,9 @@ TEST(PythonRecordOffCpuTest, OffCpuStacksBesideNamedCpuSamples) {
 
 // Through the command line: record without symbolizing, then symbolize-profile. The Python
 // frames were named when recorded and stay as they are; the native ones get their names only in
-// the second step; the folded output marks the Python ones; --no-python records none.
+// the second step; the folded output marks the Python ones; --no-python records none. The
+// program stays 0.5 s after its work, so that a slow recorder (a sanitized build) still reads
+// its code objects while it lives (else they are named "[python: process_gone]", as designed).
 TEST(PythonRecordCliTest, RecordThenSymbolizeProfile) {
   if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
   const std::string bin = std::string(STACKSYM_BINARY_DIR) + "/stacksym";
@@ -438,7 +440,7 @@ TEST(PythonRecordCliTest, RecordThenSymbolizeProfile) {
   ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
   const std::string program =
       " -c 'import time\ndef busy_here():\n    t = time.thread_time()\n    while "
-      "time.thread_time() - t < 0.2: pass\nbusy_here()\n'";
+      "time.thread_time() - t < 0.2: pass\nbusy_here()\ntime.sleep(0.5)\n'";
   auto run = [&](const std::string& args) {
     return system((bin + " " + args + " 2>" + dir + "/stderr").c_str());
   };
