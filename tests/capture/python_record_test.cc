@@ -382,6 +382,77 @@ TEST(PythonRecordOffTest, NoPythonOption) {
   }
 }
 
+// Sub-interpreters (3.11's _xxsubinterpreters): run_string runs its code on a thread state of
+// the sub-interpreter, swapped in on the calling thread, once from the main thread and once from
+// another thread (on the thread state made on the main thread: its native id is the main
+// thread's). Both show the function inside the sub-interpreter, with its line, innermost of
+// the Python frames that called run_string; afterwards the main thread is named again.
+TEST(PythonRecordSubinterpreterTest, SubinterpreterFramesNamed) {
+  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  const std::string script =
+      "import _xxsubinterpreters as interpreters\n"
+      "import threading, time\n"
+      "code = \'\'\'\n"
+      "import time\n"
+      "class Sub:\n"
+      "    def spin_in_subinterpreter(self, seconds):\n"
+      "        end = time.thread_time() + seconds\n"
+      "        n = 0\n"
+      "        while time.thread_time() < end:\n"
+      "            for i in range(2000): n += i\n"  // line 8 of the code (line 1 is empty)
+      "Sub().spin_in_subinterpreter(0.3)\n"
+      "\'\'\'\n"
+      "def run_in_main_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      "def run_in_other_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      "def spin_after():\n"
+      "    end = time.thread_time() + 0.2\n"
+      "    while time.thread_time() < end: pass\n"
+      "a = interpreters.create()\n"
+      "run_in_main_thread(a)\n"
+      "b = interpreters.create()\n"
+      "t = threading.Thread(target=run_in_other_thread, args=(b,))\n"
+      "t.start()\n"
+      "t.join()\n"
+      "spin_after()\n";
+  RECORD_OR_SKIP(r, {kPython311, "-c", script}, CallGraph::kBpf);
+  const RecordStats& st = r.rec->stats();
+  PrintPythonStats(st);
+  EXPECT_EQ(st.python_processes, 1u);
+  uint64_t in_main = 0, in_other = 0, after = 0, total = 0;
+  for (const Stack& s : r.stacks) {
+    std::vector<Frame> py = s.Python();
+    total += s.count;
+    if (py.empty()) continue;
+    if (py[0].name == "spin_after" && py.size() == 2) after += s.count;
+    if (py.size() < 3 || py[0].name != "Sub.spin_in_subinterpreter") continue;
+    EXPECT_EQ(py[0].file, "<string>");
+    EXPECT_TRUE(py[0].line == 7 || py[0].line == 8) << s.Describe();
+    EXPECT_EQ(py[1].name, "<module>") << s.Describe();
+    EXPECT_EQ(py[1].line, 9u) << s.Describe();
+    if (py[2].name == "run_in_main_thread") {
+      EXPECT_EQ(s.pid, s.tid);
+      if (py.size() == 4 && py[3].name == "<module>") in_main += s.count;
+    } else if (py[2].name == "run_in_other_thread") {
+      EXPECT_NE(s.pid, s.tid);
+      if (py.back().name == "Thread._bootstrap") in_other += s.count;
+    } else {
+      ADD_FAILURE() << "called from neither: " << s.Describe();
+    }
+  }
+  std::printf(
+      "sub-interpreter samples: %llu from the main thread, %llu from another, %llu after, "
+      "%llu in all\n",
+      static_cast<unsigned long long>(in_main), static_cast<unsigned long long>(in_other),
+      static_cast<unsigned long long>(after), static_cast<unsigned long long>(total));
+  if (!kSanitized) {
+    EXPECT_GT(in_main, 50u);
+    EXPECT_GT(in_other, 50u);
+    EXPECT_GT(after, 30u) << "the main thread is named again after the sub-interpreters";
+  }
+}
+
 // --off-cpu with Python frames on: the CPU samples have their Python frames, the off-CPU
 // intervals are recorded as without Python, their stacks with no Python frames (not walked for
 // them yet) and the evaluator's frames where the Python code waits.

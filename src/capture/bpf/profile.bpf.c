@@ -584,12 +584,16 @@ struct tstate_search {
   __u64 interp;
   __u64 tstate;
   __u64 found;
+  __u64 found_interp;
   __u64 tid;
   __u32 interp_next, interp_threads_head, tstate_next, tstate_native_thread_id;
   __u8 failed;
 };
 
-// One thread state (or a step to the next interpreter) of the search for this thread's.
+// One thread state (or a step to the next interpreter) of the search for this thread's. A
+// thread that made a sub-interpreter has a thread state in it too: the match in the oldest
+// interpreter (the list's last; the main one) is the thread's own, the one it runs outside
+// sub-interpreters (walk_python finds a sub-interpreter's running above it).
 static long tstate_search_step(__u32 index, void* arg) {
   struct tstate_search* ts = arg;
   __u64 next = 0;
@@ -609,9 +613,9 @@ static long tstate_search_step(__u32 index, void* arg) {
     ts->failed = 1;
     return 1;
   }
-  if (id == ts->tid) {
-    ts->found = ts->tstate;
-    return 1;
+  if (id == ts->tid && ts->found_interp != ts->interp) {
+    ts->found = ts->tstate;  // the newest in its interpreter: a reused tid's old one is gone
+    ts->found_interp = ts->interp;
   }
   ts->tstate = next;
   return 0;
@@ -654,7 +658,7 @@ static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc
     return 0;
   }
   bpf_loop(PY_MAX_THREAD_STEPS, tstate_search_step, &ts, 0);
-  *failed = ts.failed;
+  *failed = ts.failed && ts.found == 0;
   struct stacksym_python_thread entry = {.tstate = ts.found, .checked_ns = now, .tgid = tgid};
   if (ts.found == 0 && known && known->tgid == tgid && known->tstate == 0) {
     entry.misses = known->misses + 1;
@@ -728,8 +732,38 @@ __noinline int python_frame_step(struct py_walk* w) {
 
 static long python_step(__u32 index, void* arg) { return python_frame_step(arg) ? 1 : 0; }
 
+// The innermost frame of thread state `tstate`: through its _PyCFrame (3.11, 3.12; *holder, none
+// when no Python runs), or in the thread state itself (3.13+). False when unreadable.
+static __always_inline bool innermost_frame(const struct stacksym_python_proc* proc, __u64 tstate,
+                                            __u64* holder, __u64* frame) {
+  *holder = tstate;
+  *frame = 0;
+  if (proc->tstate_cframe != STACKSYM_PY_ABSENT &&
+      read_word(tstate + proc->tstate_cframe, holder) != 0) {
+    return false;
+  }
+  return *holder == 0 || read_word(*holder + proc->current_frame, frame) == 0;
+}
+
+// 3.11: a sub-interpreter's thread state running on this thread, inside its own (`own`, whose
+// running evaluator's _PyCFrame is `own_cframe`), or 0. It holds the GIL, and its _PyCFrame lies
+// on this thread's stack between the stack pointer and own_cframe: deeper in the same stack (the
+// GIL holder of another thread has its _PyCFrame on that thread's stack, outside this range).
+static __always_inline __u64 nested_tstate(const struct stacksym_python_proc* proc, __u64 own,
+                                           __u64 own_cframe) {
+  __u64 current = 0, cframe = 0;
+  if (proc->tstate_current == 0 || proc->tstate_cframe == STACKSYM_PY_ABSENT) return 0;
+  if (read_word(proc->tstate_current, &current) != 0 || current == 0 || current == own) return 0;
+  if (read_word(current + proc->tstate_cframe, &cframe) != 0) return 0;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+  if (!regs) return 0;
+  __u64 sp = BPF_CORE_READ(regs, sp);
+  return sp <= cframe && cframe < own_cframe ? current : 0;
+}
+
 // The Python frames of the current thread, written at `base` of scratch buffer `slot`; returns
-// how many (0 when the process is not a registered Python process).
+// how many (0 when the process is not a registered Python process). Those of a sub-interpreter
+// it runs come first, then its own.
 static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym_sample* s,
                                          struct stacksym_counters* cnt) {
   __u32 tgid = s->pid;
@@ -741,18 +775,17 @@ static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym
   __u64 tstate = find_tstate(proc, tgid, s->tid, cnt, &failed);
   struct py_walk w = {};
   w.end = failed ? STACKSYM_PY_END_READ_FAILED : STACKSYM_PY_END_NO_THREAD;
+  __u64 own_frame = 0, nested_frame = 0;
   if (tstate != 0) {
-    // The innermost frame: through the thread's _PyCFrame (3.11, 3.12; none: no Python
-    // running), or in the thread state itself (3.13+).
-    __u64 holder = tstate;
-    bool ok = true;
-    if (proc->tstate_cframe != STACKSYM_PY_ABSENT) {
-      ok = read_word(tstate + proc->tstate_cframe, &holder) == 0;
+    __u64 holder = 0, nested_holder = 0;
+    bool ok = innermost_frame(proc, tstate, &holder, &own_frame);
+    __u64 nested = ok && own_frame != 0 ? nested_tstate(proc, tstate, holder) : 0;
+    if (nested != 0 && !innermost_frame(proc, nested, &nested_holder, &nested_frame)) {
+      nested_frame = 0;
     }
-    if (ok && holder != 0) ok = read_word(holder + proc->current_frame, &w.frame) == 0;
     w.end = ok ? STACKSYM_PY_END_OUTERMOST : STACKSYM_PY_END_READ_FAILED;
   }
-  if (w.end == STACKSYM_PY_END_OUTERMOST && w.frame != 0) {
+  if (w.end == STACKSYM_PY_END_OUTERMOST && own_frame != 0) {
     w.base = base;
     w.slot = slot;
     w.code_adaptive = proc->code_adaptive;
@@ -763,8 +796,16 @@ static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym
     w.frame_is_entry = proc->frame_is_entry;
     w.shim_owner = proc->shim_owner;
     w.code_tag_bits = proc->code_tag_bits;
-    w.end = STACKSYM_PY_END_DEPTH;
-    bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    if (nested_frame != 0) {
+      w.frame = nested_frame;
+      w.end = STACKSYM_PY_END_DEPTH;
+      bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    }
+    if (w.end == STACKSYM_PY_END_OUTERMOST || nested_frame == 0) {
+      w.frame = own_frame;
+      w.end = STACKSYM_PY_END_DEPTH;
+      bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    }
   }
   __u32 n = w.n > STACKSYM_MAX_PY_FRAMES ? STACKSYM_MAX_PY_FRAMES : w.n;
   s->py_frames = n;

@@ -94,6 +94,10 @@ struct stacksym_py_frame {
 #define STACKSYM_PY_FRAME_READ 80  // bytes of a frame read at once (>= Layout::FrameBytes())
 struct stacksym_python_proc {
   __u64 interpreters_head;  // process address of _PyRuntime.interpreters.head
+  // Process address of the GIL holder's thread state (3.11: _PyRuntime.gilstate.tstate_current;
+  // 0: none). A sub-interpreter's code runs on a thread state of its own, swapped in by the
+  // thread that runs it.
+  __u64 tstate_current;
   __u32 interp_next;
   __u32 interp_threads_head;
   __u32 tstate_next;

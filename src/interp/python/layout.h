@@ -41,6 +41,7 @@ struct Layout {
 
   // _PyRuntimeState
   uint32_t runtime_interpreters_head = 0;
+  uint32_t runtime_tstate_current = kAbsent;  // gilstate.tstate_current (3.11; later in TLS)
   // PyInterpreterState
   uint32_t interp_next = 0;
   uint32_t interp_threads_head = 0;
