@@ -761,11 +761,14 @@ static __always_inline __u64 nested_tstate(const struct stacksym_python_proc* pr
   return sp <= cframe && cframe < own_cframe ? current : 0;
 }
 
-// The Python frames of the current thread, written at `base` of scratch buffer `slot`; returns
-// how many (0 when the process is not a registered Python process). Those of a sub-interpreter
-// it runs come first, then its own.
-static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym_sample* s,
-                                         struct stacksym_counters* cnt) {
+// The Python frames of the current thread, written at `base` of scratch buffer `slot` (`buf`,
+// whose header is filled in); returns how many (0 when the process is not a registered Python
+// process). Those of a sub-interpreter it runs come first, then its own. Global (not static):
+// verified once, for any state, rather than inlined into both the sample and the switch path.
+__noinline __u32 walk_python(struct scratch_buf* buf, __u32 slot, __u64 base,
+                             struct stacksym_counters* cnt) {
+  if (!buf || !cnt) return 0;
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   __u32 tgid = s->pid;
   const struct stacksym_python_proc* proc = bpf_map_lookup_elem(&python_procs, &tgid);
   if (!proc) return 0;
@@ -859,7 +862,7 @@ static __always_inline __u64 take_python_frames(struct scratch_buf* buf, __u32 s
                                                 struct stacksym_counters* cnt) {
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   if (!python || !user_stacks || (s->flags & STACKSYM_SAMPLE_KTHREAD)) return 0;
-  __u32 n = walk_python(slot, base, s, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
+  __u32 n = walk_python(buf, slot, base, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
   if (n > STACKSYM_MAX_PY_FRAMES) n = STACKSYM_MAX_PY_FRAMES;
   return (__u64)n * sizeof(struct stacksym_py_frame);
 }
@@ -921,17 +924,17 @@ static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, 
 }
 
 // The current task's record in scratch buffer `slot`: header, then its kernel stack (without
-// `kernel_skip` frames), its Python frames (with_python: CPU samples; off-CPU records carry
-// none yet) and user stack. Returns the record's length, 0 when there is none.
+// `kernel_skip` frames), its Python frames and user stack. At a switch-out too: the task is
+// still current there, so its thread state is found as in a sample, and an off-CPU record
+// names the Python function that waits. Returns the record's length, 0 when there is none.
 static __always_inline __u64 build_record(void* ctx, struct stacksym_counters* cnt, __u32 slot,
-                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip,
-                                          bool with_python) {
+                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip) {
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf) return 0;
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   fill_header(s, tgid, tid, flags);
   long klen = take_kernel_stack(ctx, buf, kernel_skip, cnt);
-  __u64 plen = with_python ? take_python_frames(buf, slot, sizeof(*s) + klen, cnt) : 0;
+  __u64 plen = take_python_frames(buf, slot, sizeof(*s) + klen, cnt);
   long ulen = take_user_stack(ctx, buf, slot, sizeof(*s) + klen + plen, cnt);
   __u64 len = sizeof(*s) + klen + plen + ulen;
   return len > SCRATCH_SIZE ? 0 : len;  // cannot be larger; keeps the verifier's bound explicit
@@ -957,7 +960,7 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   if (!cnt) return 0;
   cnt->samples++;
   __u32 slot = bpf_get_smp_processor_id();
-  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0, true);
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0);
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf || len == 0 || len > SCRATCH_SIZE) return 0;
   if (output_record(buf->data, len, cnt) != 0) cnt->lost_ringbuf++;
@@ -1100,7 +1103,7 @@ static __always_inline void keep_stacks(void* ctx, struct stacksym_off_cpu_task*
                                         __u32 tgid, __u32 tid, __u32 state) {
   __u64 len = build_record(ctx, cnt, slot, tgid, tid,
                            STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
-                           off_cpu_kernel_skip, false);
+                           off_cpu_kernel_skip);
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   // Stacks of IPs wait in the entry. Those unwound here (or none) may be added up in the
   // kernel; frame-pointer chains not: exec may replace the image before a sum of them is read,

@@ -132,7 +132,7 @@ struct stacksym_python_thread {
 #define STACKSYM_OFF_CPU_OPENED 3
 #define STACKSYM_OFF_CPU_OPEN_LOST 4
 #define STACKSYM_OFF_CPU_RECORD_ROOM \
-  (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_UIPS_ROOM)
+  (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM + STACKSYM_UIPS_ROOM)
 struct stacksym_off_cpu_task {
   __u64 start_ns;   // 0: no open interval
   __u64 opened_ns;  // STACKSYM_OFF_CPU_OPENED: the time_ns its records share
