@@ -614,7 +614,7 @@ static long tstate_search_step(__u32 index, void* arg) {
     return 1;
   }
   if (id == ts->tid && ts->found_interp != ts->interp) {
-    ts->found = ts->tstate;  // the newest in its interpreter: a reused tid's old one is gone
+    ts->found = ts->tstate;  // its interpreter's first (newest) match: the live one
     ts->found_interp = ts->interp;
   }
   ts->tstate = next;
