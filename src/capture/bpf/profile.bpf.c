@@ -745,20 +745,33 @@ static __always_inline bool innermost_frame(const struct stacksym_python_proc* p
   return *holder == 0 || read_word(*holder + proc->current_frame, frame) == 0;
 }
 
-// 3.11: a sub-interpreter's thread state running on this thread, inside its own (`own`, whose
-// running evaluator's _PyCFrame is `own_cframe`), or 0. It holds the GIL, and its _PyCFrame lies
-// on this thread's stack between the stack pointer and own_cframe: deeper in the same stack (the
-// GIL holder of another thread has its _PyCFrame on that thread's stack, outside this range).
+// Whether thread state `tstate` runs nested on this thread: not `own`, and its _PyCFrame on this
+// thread's stack between the stack pointer `sp` and `own_cframe` (deeper in the same stack;
+// another thread's _PyCFrame lies on that thread's stack, outside the range).
+static __always_inline bool runs_nested(const struct stacksym_python_proc* proc, __u64 tstate,
+                                        __u64 own, __u64 own_cframe, __u64 sp) {
+  __u64 cframe = 0;
+  if (tstate == 0 || tstate == own) return false;
+  if (read_word(tstate + proc->tstate_cframe, &cframe) != 0) return false;
+  return sp <= cframe && cframe < own_cframe;
+}
+
+// 3.11: a sub-interpreter's thread state running on this thread inside its own (`own`, whose
+// running evaluator's _PyCFrame is `own_cframe`), or 0. Running Python it holds the GIL; waiting
+// (a switch-out in time.sleep, a lock) it has just dropped it, and is the GIL's last holder.
 static __always_inline __u64 nested_tstate(const struct stacksym_python_proc* proc, __u64 own,
                                            __u64 own_cframe) {
-  __u64 current = 0, cframe = 0;
   if (proc->tstate_current == 0 || proc->tstate_cframe == STACKSYM_PY_ABSENT) return 0;
-  if (read_word(proc->tstate_current, &current) != 0 || current == 0 || current == own) return 0;
-  if (read_word(current + proc->tstate_cframe, &cframe) != 0) return 0;
+  __u64 holder = 0;
+  // Own holds the GIL: nothing else runs on this thread.
+  if (read_word(proc->tstate_current, &holder) != 0 || holder == own) return 0;
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
   if (!regs) return 0;
   __u64 sp = BPF_CORE_READ(regs, sp);
-  return sp <= cframe && cframe < own_cframe ? current : 0;
+  if (runs_nested(proc, holder, own, own_cframe, sp)) return holder;
+  __u64 last = 0;
+  if (proc->gil_last_holder == 0 || read_word(proc->gil_last_holder, &last) != 0) return 0;
+  return last != holder && runs_nested(proc, last, own, own_cframe, sp) ? last : 0;
 }
 
 // The Python frames of the current thread, written at `base` of scratch buffer `slot` (`buf`,

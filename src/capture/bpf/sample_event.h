@@ -94,10 +94,12 @@ struct stacksym_py_frame {
 #define STACKSYM_PY_FRAME_READ 80  // bytes of a frame read at once (>= Layout::FrameBytes())
 struct stacksym_python_proc {
   __u64 interpreters_head;  // process address of _PyRuntime.interpreters.head
-  // Process address of the GIL holder's thread state (3.11: _PyRuntime.gilstate.tstate_current;
-  // 0: none). A sub-interpreter's code runs on a thread state of its own, swapped in by the
-  // thread that runs it.
+  // Process addresses of the GIL holder's thread state and of the last one to hold it (3.11:
+  // _PyRuntime.gilstate.tstate_current, _PyRuntime.ceval.gil.last_holder; 0: none). A
+  // sub-interpreter's code runs on a thread state of its own, swapped in by the thread that runs
+  // it; one that waits has just dropped the GIL.
   __u64 tstate_current;
+  __u64 gil_last_holder;
   __u32 interp_next;
   __u32 interp_threads_head;
   __u32 tstate_next;
