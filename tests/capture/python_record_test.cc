@@ -7,7 +7,8 @@
 // function's samples agrees with the CPU time the program measured. A process that exits at
 // once still gets named frames or counted reasons; a process without Python is unaffected, and
 // --no-python leaves the evaluator frames as they are. With --off-cpu the intervals off CPU
-// carry their Python frames too.
+// carry their Python frames too. A 3.11 sub-interpreter's frames stand innermost of the Python
+// caller of run_string, on CPU and waiting.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
