@@ -60,8 +60,29 @@ std::vector<OffCpuStack> OffCpuStacks(const Profile& p) {
   return out;
 }
 
-// Every interval that ended is in exactly one counter, and the profile holds the recorded ones.
-void ExpectAccounted(Recorder& rec) {
+// What the recorder needs for its default attach (tp_btf): the kernel's BTF describing the
+// tracepoint. Empty when it does; else what is missing. Read here on its own, not through
+// the recorder, so that a wrong choice of the recorder's fails.
+std::string TpBtfMissing() {
+  std::ifstream in("/sys/kernel/btf/vmlinux", std::ios::binary);
+  if (!in) return "no kernel BTF (/sys/kernel/btf/vmlinux)";
+  std::string btf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (btf.find(std::string("\0btf_trace_sched_switch\0", 24)) == std::string::npos) {
+    return "the kernel's BTF has no btf_trace_sched_switch";
+  }
+  return "";
+}
+
+// At the start of a test of the default attach.
+#define SKIP_WITHOUT_TP_BTF()                                                 \
+  if (std::string missing = TpBtfMissing(); !missing.empty()) {               \
+    GTEST_SKIP() << "sched_switch cannot be attached as tp_btf: " << missing; \
+  }
+
+// Every interval that ended is in exactly one counter, and the profile holds the recorded ones;
+// sched_switch was attached as expected (tp_btf unless the raw tracepoint was forced).
+void ExpectAccounted(Recorder& rec, OffCpuAttach attach = OffCpuAttach::kTpBtf) {
+  EXPECT_STREQ(OffCpuAttachName(rec.stats().startup.off_cpu_attach), OffCpuAttachName(attach));
   const OffCpuCounts& c = rec.stats().off_cpu;
   std::printf(
       "off-CPU: %llu intervals (%.3f s): %llu recorded (%.3f s), %llu filtered, %llu sampled "
@@ -79,11 +100,14 @@ void ExpectAccounted(Recorder& rec) {
   EXPECT_TRUE(rec.profile().has_off_cpu());
 }
 
-TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
+// The blocked time per function, with sched_switch attached one way or the other.
+void CheckBlockedTimePerFunction(OffCpuAttach attach) {
   const std::string out = ::testing::TempDir() + "off_cpu_figures.txt";
-  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "2", "blocking", out}));
+  RecordOptions o = OffCpu({kApp, "2", "blocking", out});
+  o.off_cpu_force_raw_tp = attach == OffCpuAttach::kRawTp;
+  CREATE_RECORDER_OR_SKIP(rec, o);
   ASSERT_TRUE(rec->Run().ok());
-  ExpectAccounted(*rec);
+  ExpectAccounted(*rec, attach);
   Symbolize(*rec);
   std::map<std::string, uint64_t> own = ReadFigures(out);
   std::filesystem::remove(out);
@@ -149,6 +173,16 @@ TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
   EXPECT_LE(spinner_waiting, 20'000'000u) << "the spinning thread waited";
 }
 
+TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
+  SKIP_WITHOUT_TP_BTF();
+  CheckBlockedTimePerFunction(OffCpuAttach::kTpBtf);
+}
+
+// The raw tracepoint, where the kernel's BTF does not describe sched_switch: the same figures.
+TEST(OffCpuRecordTest, BlockedTimePerFunctionRawTracepoint) {
+  CheckBlockedTimePerFunction(OffCpuAttach::kRawTp);
+}
+
 uint64_t TotalOffCpu(const Profile& p) {
   uint64_t total = 0;
   for (uint64_t ns : p.off_cpu_ns) total += ns;
@@ -158,6 +192,7 @@ uint64_t TotalOffCpu(const Profile& p) {
 // Threads bouncing a byte through pipes switch about 100k times a second: every interval is
 // in the profile or in a counter, and the kernel adds them up by stack.
 TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
+  SKIP_WITHOUT_TP_BTF();
   CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "2", "pingpong"}));
   ASSERT_TRUE(rec->Run().ok());
   ExpectAccounted(*rec);
@@ -205,6 +240,7 @@ TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
 // at 0.25 (four runs each), whose noise, growing as (1 - P) / P, once took it to -5.2 % while
 // another test ran.
 TEST(OffCpuRecordTest, SampledTotalsScale) {
+  SKIP_WITHOUT_TP_BTF();
   RecordOptions o = OffCpu({kApp, "2", "pingpong", "rt"});
   o.off_cpu_sample = 0.5;
   CREATE_RECORDER_OR_SKIP(rec, o);
@@ -241,6 +277,7 @@ TEST(OffCpuRecordTest, SampledTotalsScale) {
 // 64 KiB ring. The profile holds exactly the intervals counted as recorded, none of whose
 // opening or closing record was lost.
 TEST(OffCpuRecordTest, RingFullLossesCounted) {
+  SKIP_WITHOUT_TP_BTF();
   RecordOptions o = OffCpu({kApp, "1", "pingpong"});
   o.call_graph = CallGraph::kDwarf;
   o.ringbuf_size = 64 * 1024;
@@ -257,6 +294,7 @@ TEST(OffCpuRecordTest, RingFullLossesCounted) {
 
 // --off-cpu-min-us: shorter intervals are counted, not stacked.
 TEST(OffCpuRecordTest, ShortIntervalsCountedNotStacked) {
+  SKIP_WITHOUT_TP_BTF();
   RecordOptions o = OffCpu({kApp, "1", "pingpong"});
   o.off_cpu_min_ns = 1'000'000;
   CREATE_RECORDER_OR_SKIP(rec, o);
@@ -308,6 +346,7 @@ FoldedSum SumFolded(const std::string& text, const std::string& state_frame = "[
 // types; convert gives each type (and wall by default), the state filter, pprof again, and
 // report reads it. A folded recording defaults to wall time, in nanoseconds.
 TEST(OffCpuRecordTest, CliPprofRoundTripsEveryType) {
+  SKIP_WITHOUT_TP_BTF();
   {
     CREATE_RECORDER_OR_SKIP(probe, OffCpu({"true"}));  // said here, not as a failed command
   }
@@ -407,6 +446,11 @@ TEST(OffCpuRecordTest, CliPprofRoundTripsEveryType) {
   EXPECT_EQ(chosen.status, 0) << chosen.out;
   EXPECT_NE(Stacksym("record -q --sample-type off_cpu -o " + dir + "/true.folded -- true").status,
             0);
+  // The summary says how sched_switch was attached: tp_btf, or the raw tracepoint when forced.
+  Cli said = Stacksym("record --off-cpu -o " + dir + "/true.folded -- true");
+  EXPECT_NE(said.out.find("off-CPU (sched_switch as tp_btf)"), std::string::npos) << said.out;
+  said = Stacksym("record --off-cpu --off-cpu-raw-tp -o " + dir + "/true.folded -- true");
+  EXPECT_NE(said.out.find("off-CPU (sched_switch as raw_tp)"), std::string::npos) << said.out;
   fs::remove_all(dir);
 }
 
