@@ -35,7 +35,7 @@ import threading
 import time
 
 SECONDS, DELAY, LINGER = 3.0, 1.0, 1.5
-SWITCH_PROGRAMS = {"on_switch_btf", "on_switch_raw", "sched_switch"}  # stacksym's (tp_btf, raw_tp), offcputime's
+SWITCH_PROGRAMS = {"on_switch_btf", "on_switch_raw", "sched_switch"}  # stacksym's two, offcputime's
 RECORD_S = DELAY + SECONDS + LINGER - 0.5  # ends in the linger, after the measured part
 ROOTS = {"_start", "clone3", "clone", "__clone", "__clone3"}
 

@@ -232,22 +232,36 @@ TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
   EXPECT_GT(peer_read, c.ns / 10);
 }
 
-// --off-cpu-sample P keeps each interval with probability P and counts it 1/P times. At
-// real-time priority no thread of the workload waits long (preempted by other work), so that
-// no single interval weighs much in the estimate. P = 0.5: the ping-pong's intervals (about
-// 20 us) are close to the time the stacks take, and a kept one still includes it when the
-// wake-up comes sooner, so the estimate runs high by +0.5 to +1.4 % at 0.5 and +1.4 to +3.1 %
-// at 0.25 (four runs each), whose noise, growing as (1 - P) / P, once took it to -5.2 % while
-// another test ran.
+// --off-cpu-sample P keeps each interval with probability P and counts it 1/P times. Of
+// intervals of lengths x, the estimate's relative spread is sqrt((1 - P) / P * sum(x^2)) /
+// sum(x): the test needs many intervals, none of which weighs much, and no bias. The ping-pong
+// (120 000 intervals in 2 s: a spread of 0.3 % if they were alike) ran +0.5 to +1.4 % idle,
+// as its partner waits out a kept interval's stacks, and once -6 % on a machine busy with other
+// tests, where its lengths follow the load. Here four threads sleep 100 us at a time at
+// real-time priority (about 67 000 waits in 2 s, alike even on a busy machine), woken by a
+// timer that a kept interval's stacks do not delay; the program measures its waits to give
+// the spread, which must leave 5 % at least four spreads. The reference is the recorder's count
+// of every interval, sampled out or not, timed the same way in the same run.
 TEST(OffCpuRecordTest, SampledTotalsScale) {
   SKIP_WITHOUT_TP_BTF();
-  RecordOptions o = OffCpu({kApp, "2", "pingpong", "rt"});
-  o.off_cpu_sample = 0.5;
+  const std::string out = ::testing::TempDir() + "off_cpu_sleeps.txt";
+  RecordOptions o = OffCpu({kApp, "2", "sleeps", out});
+  o.off_cpu_sample = 0.25;
   CREATE_RECORDER_OR_SKIP(rec, o);
   ASSERT_TRUE(rec->Run().ok());
   ExpectAccounted(*rec);
+  std::map<std::string, uint64_t> own = ReadFigures(out);
+  std::filesystem::remove(out);
+  ASSERT_EQ(own.size(), 3u) << "the fixture did not write its figures";
   const OffCpuCounts& c = rec->stats().off_cpu;
-  ASSERT_GT(c.intervals, 20000u) << "too few switches to judge";
+  const double p = o.off_cpu_sample;
+  double own_ns = static_cast<double>(own["wait_ns"]);
+  double spread =
+      std::sqrt((1 - p) / p * static_cast<double>(own["wait_squares_us2"]) * 1e6) / own_ns;
+  std::printf("the program waited %llu times, %.4f s; the recorder counted %llu intervals\n",
+              static_cast<unsigned long long>(own["waits"]), own_ns * 1e-9,
+              static_cast<unsigned long long>(c.intervals));
+  ASSERT_LE(4 * spread, 0.05) << "too few or too uneven waits to judge 5 %: spread " << spread;
   double kept = static_cast<double>(c.intervals - c.sampled_out) / static_cast<double>(c.intervals);
   // Intervals lost in a full ring (a loaded machine's reader falls behind) were kept by the
   // sampling: each stood for 1/P of its time, which the estimate cannot hold.
@@ -255,21 +269,17 @@ TEST(OffCpuRecordTest, SampledTotalsScale) {
     GTEST_SKIP() << "the ring buffer dropped " << c.dropped << " of " << c.intervals
                  << " intervals (the machine is too loaded to judge the scaling)";
   }
-  double exact = static_cast<double>(c.ns - c.filtered_ns) -
-                 static_cast<double>(c.dropped_ns) / o.off_cpu_sample;
+  double exact = static_cast<double>(c.ns - c.filtered_ns) - static_cast<double>(c.dropped_ns) / p;
   double estimate = static_cast<double>(TotalOffCpu(rec->profile()));
-  std::printf("kept %.4f of the intervals; off CPU %.4f s, estimated %.4f s (%+.2f %%)\n", kept,
-              exact * 1e-9, estimate * 1e-9, (estimate / exact - 1) * 100);
+  std::printf(
+      "kept %.4f of the intervals; off CPU %.4f s, estimated %.4f s (%+.2f %%, spread %.2f "
+      "%%)\n",
+      kept, exact * 1e-9, estimate * 1e-9, (estimate / exact - 1) * 100, spread * 100);
   // Each stack's time is its kept time times 1/P (rounded once per sum).
-  EXPECT_NEAR(estimate, static_cast<double>(c.recorded_ns) / o.off_cpu_sample,
+  EXPECT_NEAR(estimate, static_cast<double>(c.recorded_ns) / p,
               static_cast<double>(rec->profile().stacks.size() + c.recorded));
-  EXPECT_NEAR(kept, o.off_cpu_sample, 0.02);
-  // The count is sampled without bias (kept, above); the time may lean a little: a kept
-  // interval's stacks cost its thread a few microseconds at the switch, which the ping-pong's
-  // partner waits out too. Idle: +0.5 to +1.4 %; with both cores busy with other tests: -5.8 to
-  // -6.7 % (five runs). The bound catches a wrong scale (P = 0.5: +-100 %, or the -18 % of
-  // intervals timed from after their stacks were taken).
-  EXPECT_NEAR(estimate, exact, 0.08 * exact);
+  EXPECT_NEAR(kept, p, 0.02);
+  EXPECT_NEAR(estimate, exact, 0.05 * exact);
 }
 
 // When the ring buffer is full, intervals are lost, and every one is counted: stack copies
