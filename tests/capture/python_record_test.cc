@@ -421,27 +421,32 @@ TEST(PythonRecordSubinterpreterTest, SubinterpreterFramesNamed) {
   const RecordStats& st = r.rec->stats();
   PrintPythonStats(st);
   EXPECT_EQ(st.python_processes, 1u);
-  uint64_t in_main = 0, in_other = 0, after = 0, total = 0;
+  // A stack whose innermost frame only bears the name is counted apart: a code object freed
+  // before it was read (a class body run in the sub-interpreter's start-up) may have its
+  // address taken by Sub.spin_in_subinterpreter's by then.
+  uint64_t in_main = 0, in_other = 0, after = 0, total = 0, spin = 0, spin_elsewhere = 0;
   for (const Stack& s : r.stacks) {
     std::vector<Frame> py = s.Python();
     total += s.count;
     if (py.empty()) continue;
     if (py[0].name == "spin_after" && py.size() == 2) after += s.count;
-    if (py.size() < 3 || py[0].name != "Sub.spin_in_subinterpreter") continue;
-    EXPECT_EQ(py[0].file, "<string>");
-    EXPECT_TRUE(py[0].line == 7 || py[0].line == 8) << s.Describe();
-    EXPECT_EQ(py[1].name, "<module>") << s.Describe();
-    EXPECT_EQ(py[1].line, 9u) << s.Describe();
-    if (py[2].name == "run_in_main_thread") {
+    if (py[0].name != "Sub.spin_in_subinterpreter") continue;
+    spin += s.count;
+    bool in_code = py.size() >= 3 && py[0].file == "<string>" &&
+                   (py[0].line == 7 || py[0].line == 8) && py[1].name == "<module>" &&
+                   py[1].line == 9;
+    if (in_code && py[2].name == "run_in_main_thread") {
       EXPECT_EQ(s.pid, s.tid);
       if (py.size() == 4 && py[3].name == "<module>") in_main += s.count;
-    } else if (py[2].name == "run_in_other_thread") {
+    } else if (in_code && py[2].name == "run_in_other_thread") {
       EXPECT_NE(s.pid, s.tid);
       if (py.back().name == "Thread._bootstrap") in_other += s.count;
     } else {
-      ADD_FAILURE() << "called from neither: " << s.Describe();
+      spin_elsewhere += s.count;
+      std::printf("elsewhere: %s\n", s.Describe().c_str());
     }
   }
+  EXPECT_LE(spin_elsewhere * 20, spin) << "at most 5 % of the samples of the function";
   std::printf(
       "sub-interpreter samples: %llu from the main thread, %llu from another, %llu after, "
       "%llu in all\n",
