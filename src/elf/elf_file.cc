@@ -334,6 +334,7 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
     bool gabi = (s.flags & SHF_COMPRESSED) != 0;
     Result<elf::CompressedPayload> payload = elf::ParseCompressedSection(raw, gabi, is_64bit_);
     if (!payload) return fail(std::move(payload).error());
+    payload->stream_is_file_mapping = file_.is_mapping();
     Result<elf::DecompressedBytes> buffer =
         elf::DecompressedBytes::Allocate(static_cast<size_t>(payload->size));
     if (!buffer) return fail(std::move(buffer).error());
