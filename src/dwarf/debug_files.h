@@ -88,6 +88,12 @@ class DebugFiles {
   // debug file it opened itself); false otherwise. Then retired(): nothing may be asked more.
   bool ReleaseExportedSections();
   bool retired() const { return retired_; }
+  // Whether this object is the one reader of its DWARF file's decompressed sections (a
+  // separate debug file it opened itself), which may then be given back.
+  bool OwnsSections() const;
+  // Parts of the sections were given back (UnitCache, as a streamed batch answered its
+  // units): nothing may be asked more.
+  void Retire() { retired_ = true; }
 
   // Every file read besides the binary: separate debug file, supplementary file, .dwo files,
   // .dwp package.

@@ -110,6 +110,13 @@ bool ElfSymbolizer::ReplaceDamagedIndex() {
 }
 
 void ElfSymbolizer::LoadDebugInfo() {
+  // A batch gave its DWARF back as it read it (release_dwarf_as_read): opened again, and
+  // kept this time.
+  if (debug_info_ && debug_info_->retired()) {
+    debug_info_.reset();
+    debug_info_loaded_ = false;
+    options_.release_dwarf_as_read = false;
+  }
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
   auto source = dwarf::DebugInfoSource::Open(elf_, symbolize::ToDwarfOptions(options_));
@@ -178,7 +185,8 @@ std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
 
 const SymbolTable* ElfSymbolizer::fallback_symbols() {
   if (!options_.symbols_from_debug_file) return nullptr;
-  LoadDebugInfo();
+  // Its debug file's .symtab only: a batch's retired DWARF still has that file.
+  if (!debug_info_) LoadDebugInfo();
   return elf::FallbackSymbolTable(*elf_,
                                   debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }
