@@ -348,6 +348,16 @@ bool DebugFiles::ReleaseExportedSections() {
   return true;
 }
 
+bool DebugFiles::ReleaseStrings() {
+  if (!retired_ || !OwnsSections()) return false;
+  for (const char* name : {".debug_str", ".debug_line_str", ".debug_str_offsets"}) {
+    if (const ElfSection* section = debug_file_->FindSection(name)) {
+      debug_file_->DiscardDecompressed(*section);
+    }
+  }
+  return true;
+}
+
 std::vector<std::shared_ptr<ElfFile>> DebugFiles::files_read() const {
   std::vector<std::shared_ptr<ElfFile>> out;
   if (debug_file_ && debug_file_ != binary_) out.push_back(debug_file_);

@@ -94,6 +94,10 @@ class DebugFiles {
   // Parts of the sections were given back (UnitCache, as a streamed batch answered its
   // units): nothing may be asked more.
   void Retire() { retired_ = true; }
+  // Once retired, and once what was built from it is written (an index build's names point
+  // into .debug_str until then): gives back the string sections too (false when this object
+  // is not their one reader).
+  bool ReleaseStrings();
 
   // Every file read besides the binary: separate debug file, supplementary file, .dwo files,
   // .dwp package.

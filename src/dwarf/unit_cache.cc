@@ -22,6 +22,13 @@ Result<void> UnitCache::Init() {
     unit_errors_.push_back(std::move(scanned).error());
   }
   units_.resize(main_->units().size());
+  // Tables built while the units streamed in point at their units, which the rest of the
+  // scan may have moved.
+  for (size_t i = 0; i < units_.size(); ++i) {
+    if (units_[i] && units_[i]->function_file == main_) {
+      units_[i]->function_unit = &main_->units()[i];
+    }
+  }
   return BuildUnitMap();
 }
 

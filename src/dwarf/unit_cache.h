@@ -164,6 +164,10 @@ class UnitCache {
   // an index build calls it once the unit is encoded, so that the memory serves the units
   // exported after it instead of new pages (the table is rebuilt if a lookup needs it).
   void ReleaseUnitFunctions(size_t index);
+  // While ExportWhileStreaming runs (the source is retired after it): frees the rows of a
+  // line table of this cache once the build has encoded them (its file table stays, for the
+  // units sharing it). Elsewhere nothing happens: lookups may still need them.
+  void ReleaseLineRows(const LineTable* line);
   // Once every unit is exported: gives back the memory of the decompressed sections only the
   // export read (.debug_info, .debug_line, range and location lists, abbreviations, aranges:
   // most of a big binary's DWARF), while the build still points into .debug_str, the exported
@@ -176,6 +180,20 @@ class UnitCache {
   // returns once the section is complete; ExportUnit then finds them built. Without a
   // stream (already loaded), nothing to do.
   void PrebuildEveryUnit(unsigned threads = 0);
+  // The same with the memory of a releasable stream (a separate debug file these files alone
+  // read, no DIE referring into another unit; streamed_units.cc): BeginStreamedExport says
+  // how many unit indexes ExportWhileStreaming may hand over (0: it would do nothing), and
+  // ExportWhileStreaming then calls exported(index) for each unit, on `threads` threads, as
+  // soon as its bytes and the strings are final, with its tables built; it may ExportUnit
+  // and ReleaseUnitFunctions that unit. The unit's bytes past its unit DIE are given back
+  // after, and the source is retired (ReleaseExportedSections would do that at the end).
+  // Returns once the section is complete; exported_while_streaming(index) tells which units
+  // were handed over.
+  size_t BeginStreamedExport();
+  void ExportWhileStreaming(unsigned threads, const std::function<void(size_t)>& exported);
+  bool exported_while_streaming(size_t index) const {
+    return index < exported_in_stream_.size() && exported_in_stream_[index] != 0;
+  }
   std::span<const AddressSegment> unit_map() const { return unit_map_; }  // address → unit
 
   // Diagnostics for tests and benchmarks.
@@ -215,6 +233,24 @@ class UnitCache {
   // (nothing done) when the conditions are not met.
   bool AnswerWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
                             const UnitWork& work);
+  // A unit taken from the stream: its header (and unit DIE, read without strings), where it
+  // is in the file's units, and the batch's addresses it answers.
+  struct StreamedUnit {
+    UnitInfo header;
+    UnitInfo* scanned = nullptr;  // null: not a unit of a known version
+    size_t index = 0;             // of `scanned`
+    bool readable = false;        // a compile unit whose unit DIE reads
+    std::vector<uint64_t> vaddrs;
+    std::vector<uint32_t> positions;
+  };
+  // The two above: takes the units in offset order as their bytes arrive (claim(unit) under
+  // the lock that orders them), has `process` do each on `threads` threads, and gives back
+  // the bytes of those it says are done; the decoder is held a window ahead.
+  void ConsumeStream(unsigned threads, size_t room, const std::function<void(StreamedUnit&)>& claim,
+                     const std::function<bool(StreamedUnit&)>& process);
+  bool CanReleaseStreamedUnits();
+  size_t StreamedUnitRoom();  // how many units to publish while streaming
+  bool StringsFinal();        // waits for a streamed .debug_str; false if it failed
   const LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
   // The line table at `offset` of `file`'s .debug_line; null (the error recorded) if bad.
   std::unique_ptr<LineTable> ParseLineTable(const DwarfFile& file, uint64_t offset,
@@ -228,8 +264,10 @@ class UnitCache {
   size_t prebuilt_units_ = 0;
   // By position of the batch: answered by AnswerWhileStreaming (ForEachUnitOf skips them).
   std::vector<uint8_t> answered_;
-  bool released_ = false;                 // AnswerWhileStreaming gave bytes of .debug_info back
-  std::vector<uint64_t> released_units_;  // their offsets, sorted
+  bool released_ = false;                    // AnswerWhileStreaming gave bytes of .debug_info back
+  std::vector<uint64_t> released_units_;     // their offsets, sorted
+  std::vector<uint8_t> exported_in_stream_;  // by unit index (ExportWhileStreaming)
+  bool in_stream_ = false;                   // ExportWhileStreaming runs
   // Where the scan AnswerWhileStreaming began goes on (Init), once the section is whole.
   std::optional<uint64_t> scan_resume_;
   std::optional<std::vector<ArangeEntry>> aranges_;  // until the unit map is built

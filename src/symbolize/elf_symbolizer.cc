@@ -89,6 +89,9 @@ bool ElfSymbolizer::UseIndex() {
       if (built_from && (built_from->retired() || !same_source)) {
         // Its sections are given back, or its names are not demangled: held (its teardown
         // skipped with the rest), never asked.
+        // The index is written: the strings its names were taken from go too (64 MB of
+        // libceph-common's, the last of its DWARF, while the index answers).
+        if (built_from->retired()) built_from->files().ReleaseStrings();
         retired_debug_info_ = std::move(built_from);
       } else if (built_from) {
         debug_info_ = std::move(built_from);
