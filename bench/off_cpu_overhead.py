@@ -11,7 +11,8 @@ switches a second: the worst case of a recorder's per-switch cost) and blocking 
 work in nested calls, a contended mutex, a 50 us nanosleep). Each waits DELAY s, runs SECONDS s
 and prints its throughput, then stays LINGER s (offcputime names the user stacks from the live
 process when it ends). Recorders, each attached by pid for the whole life of the process:
-  stacksym record --off-cpu -p PID (this build)
+  stacksym record --off-cpu -p PID (this build; sched_switch as tp_btf, and again as the raw
+    tracepoint of its fallback, --off-cpu-raw-tp)
   offcputime -p PID (Debian's libbpf-tools: bpf_get_stackid, frame pointers, 1024 stacks)
   perf record -e sched:sched_switch --call-graph dwarf -p PID (8 KiB of stack per switch-out,
     unwound later by perf script; perf records only the switch-outs of the process, not when
@@ -35,7 +36,7 @@ import threading
 import time
 
 SECONDS, DELAY, LINGER = 3.0, 1.0, 1.5
-SWITCH_PROGRAMS = {"on_switch", "sched_switch"}  # stacksym's, offcputime's
+SWITCH_PROGRAMS = {"on_switch_btf", "on_switch_raw", "sched_switch"}  # stacksym's two, offcputime's
 RECORD_S = DELAY + SECONDS + LINGER - 0.5  # ends in the linger, after the measured part
 ROOTS = {"_start", "clone3", "clone", "__clone", "__clone3"}
 
@@ -209,6 +210,13 @@ def main():
         recorders.append(("stacksym record --off-cpu",
                           lambda pid, t: [stacksym, "record", "--off-cpu", "-p", str(pid),
                                           "-d", str(RECORD_S), "-o", os.path.join(t, "rec.pb.gz")],
+                          lambda t: stacksym_share(stacksym, t)))
+        # The same with sched_switch as a raw tracepoint (the fallback where the kernel's BTF
+        # does not describe it; the default attaches it as tp_btf).
+        recorders.append(("stacksym record --off-cpu (raw_tp)",
+                          lambda pid, t: [stacksym, "record", "--off-cpu", "--off-cpu-raw-tp",
+                                          "-p", str(pid), "-d", str(RECORD_S),
+                                          "-o", os.path.join(t, "rec.pb.gz")],
                           lambda t: stacksym_share(stacksym, t)))
         if shutil.which("offcputime"):
             recorders.append(("offcputime (libbpf-tools)",

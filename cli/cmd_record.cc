@@ -90,6 +90,10 @@ void PrintStartup(const RecordStartup& st, CaptureBackend backend) {
   std::string types = st.kernel_types_bytes > 0
                           ? std::to_string(st.kernel_types_bytes) + " bytes of kernel types"
                           : std::string("the kernel's BTF");
+  // libbpf finds a tp_btf program's attach point in the kernel's whole BTF (about 9 ms).
+  if (st.kernel_types_bytes > 0 && st.off_cpu_attach == OffCpuAttach::kTpBtf) {
+    types += " and the kernel's BTF for the tp_btf attach";
+  }
   std::string ring;
   if (st.ring_bytes > 0) {
     char buf[96];
@@ -149,16 +153,16 @@ void PrintPython(const RecordStats& s) {
 }
 
 // --off-cpu: every interval that ended while recording, by fate, with its time.
-void PrintOffCpu(const OffCpuCounts& c, double sample) {
+void PrintOffCpu(const OffCpuCounts& c, double sample, OffCpuAttach attach) {
   auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
   std::fprintf(stderr,
-               "  off-CPU: %llu intervals, %.3f s in all: %llu recorded (%.3f s), %llu shorter "
-               "than --off-cpu-min-us (%.3f s), %llu sampled out (%.3f s), %llu dropped "
-               "(ring buffer full, %.3f s)\n",
-               u(c.intervals), sec(c.ns), u(c.recorded), sec(c.recorded_ns), u(c.filtered),
-               sec(c.filtered_ns), u(c.sampled_out), sec(c.sampled_out_ns), u(c.dropped),
-               sec(c.dropped_ns));
+               "  off-CPU (sched_switch as %s): %llu intervals, %.3f s in all: %llu recorded "
+               "(%.3f s), %llu shorter than --off-cpu-min-us (%.3f s), %llu sampled out (%.3f "
+               "s), %llu dropped (ring buffer full, %.3f s)\n",
+               OffCpuAttachName(attach), u(c.intervals), sec(c.ns), u(c.recorded),
+               sec(c.recorded_ns), u(c.filtered), sec(c.filtered_ns), u(c.sampled_out),
+               sec(c.sampled_out_ns), u(c.dropped), sec(c.dropped_ns));
   if (c.summed + c.unsummed > 0) {
     std::fprintf(stderr,
                  "  off-CPU: %llu of the recorded added up by stack in the kernel (%.3f s), %llu "
@@ -290,7 +294,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                  o.record.stackmap_size, u(s.stackmap_collisions), u(s.stackmap_errors),
                  u(s.stackmap_counts_full));
   }
-  if (o.record.off_cpu) PrintOffCpu(s.off_cpu, o.record.off_cpu_sample);
+  if (o.record.off_cpu) PrintOffCpu(s.off_cpu, o.record.off_cpu_sample, s.startup.off_cpu_attach);
   PrintPython(s);
   PrintStartup(s.startup, s.backend);
   if (s.samples > 0) {
@@ -514,6 +518,10 @@ CommandRegistrar registrar(
       app.add_option("--off-cpu-sample", o->record.off_cpu_sample,
                      "With --off-cpu: keep each interval with this probability (0 < P <= 1, "
                      "default 1); kept ones count 1/P times their length");
+      app.add_flag("--off-cpu-raw-tp", o->record.off_cpu_force_raw_tp,
+                   "With --off-cpu: attach to sched_switch as a raw tracepoint even where the "
+                   "kernel's BTF allows tp_btf (testing)")
+          ->group("");
       app.add_option("--ringbuf-size", o->ringbuf_size,
                      "Ring buffer size (default: a second of the largest samples at -F on "
                      "every CPU, 1M to 32M)");

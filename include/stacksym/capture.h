@@ -132,7 +132,14 @@ struct RecordOptions {
   // Each interval (at least off_cpu_min_ns long) is kept with this probability, 0 < p <= 1;
   // kept intervals count 1/p times their length, so that totals stay right on average.
   double off_cpu_sample = 1.0;
+  // How sched_switch is attached: as tp_btf where the kernel's BTF describes it, else as a raw
+  // tracepoint (OffCpuAttach). True: the raw tracepoint anyway (tests of the fallback).
+  bool off_cpu_force_raw_tp = false;
 };
+
+// --off-cpu: the program on sched_switch, as a BTF-typed tracepoint or a raw one.
+enum class OffCpuAttach { kNone, kTpBtf, kRawTp };
+const char* OffCpuAttachName(OffCpuAttach attach);  // "none", "tp_btf", "raw_tp"
 
 // --off-cpu: the intervals target tasks spent off CPU that ended while recording (closed when
 // the task ran again), and their nanoseconds, by fate. Every one is in exactly one of
@@ -162,6 +169,7 @@ struct RecordStartup {
   uint64_t kernel_types_bytes = 0;  // BTF read for CO-RE: the build's cut, or the kernel's
   uint64_t ring_bytes = 0;
   uint32_t cpus = 0;  // CPUs with a perf event
+  OffCpuAttach off_cpu_attach = OffCpuAttach::kNone;
 };
 
 // Everything the recorder counted. Nothing is dropped silently: every sample taken is either

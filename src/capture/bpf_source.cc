@@ -97,6 +97,14 @@ bool HashMapsOnDemand() { return KernelAtLeast(6, 1); }
 // --off-cpu: the frames above __schedule in a kernel stack taken in sched_switch's program (the
 // program itself and bpf_trace_run4, the tracepoint's caller of BPF programs).
 constexpr uint32_t kSwitchKernelSkip = 2;
+// tp_btf where the kernel's BTF describes the tracepoint (libbpf finds its attach point
+// there), else the raw tracepoint, which needs no BTF of its own; only the chosen one is loaded.
+OffCpuAttach ChooseSwitchAttach(const RecordOptions& options) {
+  if (options.off_cpu_force_raw_tp) return OffCpuAttach::kRawTp;
+  return BtfHasName("/sys/kernel/btf/vmlinux", "btf_trace_sched_switch") ? OffCpuAttach::kTpBtf
+                                                                         : OffCpuAttach::kRawTp;
+}
+
 // Target threads with an entry (allocated as they first leave the CPU, freed as they exit).
 constexpr uint32_t kMaxOffCpuTasks = 65536;
 // Distinct records summed in the kernel between two drains (allocated as they come).
@@ -323,7 +331,11 @@ class BpfSource : public SampleSource {
 
   // --off-cpu: its program and map only when asked for (the verifier's time is start-up).
   void SetOffCpuOptions(const RecordOptions& options) {
-    bpf_program__set_autoload(skel_->progs.on_switch, off_cpu_);
+    startup_.off_cpu_attach = off_cpu_ ? ChooseSwitchAttach(options) : OffCpuAttach::kNone;
+    bpf_program__set_autoload(skel_->progs.on_switch_btf,
+                              startup_.off_cpu_attach == OffCpuAttach::kTpBtf);
+    bpf_program__set_autoload(skel_->progs.on_switch_raw,
+                              startup_.off_cpu_attach == OffCpuAttach::kRawTp);
     for (bpf_map* m :
          {skel_->maps.off_cpu_tasks, skel_->maps.off_cpu_sums0, skel_->maps.off_cpu_sums1,
           skel_->maps.off_cpu_sums, skel_->maps.off_cpu_control}) {
@@ -431,8 +443,13 @@ class BpfSource : public SampleSource {
   }
 
   Result<void> AttachOffCpu() {
-    bpf_link* link = bpf_program__attach(skel_->progs.on_switch);
-    if (link == nullptr) return ErrnoError(errno, "--off-cpu: attaching to sched_switch");
+    bool btf = startup_.off_cpu_attach == OffCpuAttach::kTpBtf;
+    bpf_link* link =
+        bpf_program__attach(btf ? skel_->progs.on_switch_btf : skel_->progs.on_switch_raw);
+    if (link == nullptr) {
+      return ErrnoError(errno, std::string("--off-cpu: attaching to sched_switch (") +
+                                   OffCpuAttachName(startup_.off_cpu_attach) + ")");
+    }
     off_cpu_links_.push_back(link);
     return {};
   }

@@ -11,12 +11,18 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace stacksym::capture {
 
 // The cut of the build machine's kernel BTF when `notes` (a kernel's /sys/kernel/notes) are
 // byte for byte that kernel's and hold a GNU build ID; else empty.
 std::span<const uint8_t> BuildKernelTypesFor(std::span<const uint8_t> notes);
+
+// Whether the BTF file at `path` (the kernel's: /sys/kernel/btf/vmlinux) has a type or member
+// named `name`: its string section holds the name whole. Reads the header and strings only
+// (about 2 of its 5 MB, well under a millisecond), not the types, which libbpf would parse.
+bool BtfHasName(const char* path, std::string_view name);
 
 // This kernel's cut in a memory file that libbpf can open by path, or none.
 class KernelTypesFile {

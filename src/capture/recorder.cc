@@ -107,6 +107,18 @@ const char* CaptureEventName(CaptureEvent event) {
   return event == CaptureEvent::kCycles ? "cycles" : "cpu-clock";
 }
 
+const char* OffCpuAttachName(OffCpuAttach attach) {
+  switch (attach) {
+    case OffCpuAttach::kTpBtf:
+      return "tp_btf";
+    case OffCpuAttach::kRawTp:
+      return "raw_tp";
+    case OffCpuAttach::kNone:
+      break;
+  }
+  return "none";
+}
+
 std::optional<CaptureEvent> ParseCaptureEvent(std::string_view name) {
   if (name == "cpu-clock") return CaptureEvent::kCpuClock;
   if (name == "cycles") return CaptureEvent::kCycles;

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace stacksym {
@@ -49,6 +52,45 @@ TEST(KernelBtfTest, CutOnlyForTheBuildKernel) {
   longer.resize(notes.size() + 4);
   EXPECT_TRUE(capture::BuildKernelTypesFor(longer).empty());
   EXPECT_TRUE(capture::BuildKernelTypesFor({}).empty());
+}
+
+// BtfHasName: a whole name of the string section, mapped or read; nothing from a file that is
+// not BTF. (A regular file maps; the kernel's maps since Linux 6.16, else it is read.)
+TEST(KernelBtfTest, HasNameFindsWholeNamesOfTheStrings) {
+  const std::string strings("\0int\0btf_trace_sched_switch\0task_struct\0", 42);
+  struct {
+    uint16_t magic = 0xEB9F;
+    uint8_t version = 1, flags = 0;
+    uint32_t hdr_len = 24, type_off = 0, type_len = 8, str_off = 8, str_len;
+  } header;
+  header.str_len = static_cast<uint32_t>(strings.size());
+  const std::string path = ::testing::TempDir() + "kernel_btf_test.btf";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&header), 24);
+    out.write("\x01\x00\x00\x00\x00\x00\x00\x01", 8);  // a type's bytes, not strings
+    out << strings;
+  }
+  EXPECT_TRUE(capture::BtfHasName(path.c_str(), "btf_trace_sched_switch"));
+  EXPECT_TRUE(capture::BtfHasName(path.c_str(), "int"));
+  EXPECT_TRUE(capture::BtfHasName(path.c_str(), "task_struct"));
+  EXPECT_FALSE(capture::BtfHasName(path.c_str(), "sched_switch"));  // a part of a name
+  EXPECT_FALSE(capture::BtfHasName(path.c_str(), "btf_trace_sched_switc"));
+  EXPECT_FALSE(capture::BtfHasName(path.c_str(), "btf_trace_sched_wakeup"));
+  header.magic = 0x9FEB;  // another byte order, or not BTF
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.write(reinterpret_cast<const char*>(&header), 2);
+  }
+  EXPECT_FALSE(capture::BtfHasName(path.c_str(), "int"));
+  std::remove(path.c_str());
+  EXPECT_FALSE(capture::BtfHasName("/nonexistent/vmlinux", "int"));
+
+  // The running kernel's, when it has BTF: every kernel with tp_btf names sched_switch's.
+  if (access("/sys/kernel/btf/vmlinux", R_OK) == 0) {
+    EXPECT_TRUE(capture::BtfHasName("/sys/kernel/btf/vmlinux", "task_struct"));
+    EXPECT_FALSE(capture::BtfHasName("/sys/kernel/btf/vmlinux", "no_such_type_in_any_kernel"));
+  }
 }
 
 }  // namespace

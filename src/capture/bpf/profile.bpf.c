@@ -1252,12 +1252,27 @@ static __always_inline void close_switch_in(struct task_struct* next) {
   }
 }
 
-// A raw tracepoint, not tp_btf: the arguments are the same, read with CO-RE, while a tp_btf
-// program has libbpf parse the kernel's whole BTF to find its attach point (10 ms of start-up).
-SEC("raw_tp/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct* prev, struct task_struct* next) {
-  __u64 prev_state = switch_has_prev_state ? ctx[3] : 0;
+// One switch, however the program is attached: prev leaves the CPU, next comes back on it.
+// prev_state is sched_switch's fourth argument, read by the caller only where the kernel passes
+// it (Linux 5.18+; a tp_btf program may not name an argument the kernel's prototype lacks).
+static __always_inline void on_switch(void* ctx, bool preempt, struct task_struct* prev,
+                                      struct task_struct* next, __u64 prev_state) {
   note_switch_out(ctx, preempt, prev_task_state(prev, prev_state));
   close_switch_in(next);
+}
+
+// Two ways to the same tracepoint; user space loads one. tp_btf, where the kernel's BTF
+// describes the tracepoint (btf_trace_sched_switch): the verifier knows the arguments' types.
+// The raw tracepoint needs no BTF for its attach point, and libbpf then does not parse the
+// kernel's whole BTF (5 MB) to find one: the fallback, and what a test can force.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_btf, bool preempt, struct task_struct* prev, struct task_struct* next) {
+  on_switch(ctx, preempt, prev, next, switch_has_prev_state ? ctx[3] : 0);
+  return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(on_switch_raw, bool preempt, struct task_struct* prev, struct task_struct* next) {
+  on_switch(ctx, preempt, prev, next, switch_has_prev_state ? ctx[3] : 0);
   return 0;
 }
