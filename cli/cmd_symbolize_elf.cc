@@ -77,7 +77,10 @@ int Run(const Options& o) {
   // Made first: its pages fault in on the other core while the index or the DWARF opens.
   // Address space for 4 KiB of text per answer (libceph-common's average is 1.4 KiB).
   TextPool pool(std::min(kBatch, addresses.size()) * 4096);
-  auto symbolizer = ElfSymbolizer::Open(o.file, o.symbolize.ToSymbolizeOptions());
+  SymbolizeOptions options = o.symbolize.ToSymbolizeOptions();
+  // One batch: the DWARF it reads is given back as it goes (SymbolizeOptions).
+  options.release_dwarf_as_read = addresses.size() <= kBatch;
+  auto symbolizer = ElfSymbolizer::Open(o.file, options);
   if (!symbolizer) {
     std::fprintf(stderr, "stacksym symbolize elf: %s\n", symbolizer.error().ToString().c_str());
     return kExitBadInput;

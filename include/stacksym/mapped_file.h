@@ -52,6 +52,9 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   const FileIdentity& identity() const { return identity_; }
+  // A read-only mapping of the file, whose pages may be dropped (MADV_DONTNEED) and are read
+  // again from the page cache on next use; false for the owned copy.
+  bool is_mapping() const { return mapped_; }
 
  private:
   const uint8_t* data_ = nullptr;

@@ -330,12 +330,14 @@ void DebugFiles::LoadLocationLists() {
   main_->set_location_lists(section(".debug_loc"), section(".debug_loclists"));
 }
 
-bool DebugFiles::ReleaseExportedSections() {
+bool DebugFiles::OwnsSections() const {
   // Only a debug file this object opened itself: the binary's sections may have other
-  // readers (the symbolizer's own DWARF), and spans of them outlive this call.
-  if (!main_ || !debug_file_ || debug_file_ == binary_ || debug_file_.use_count() != 1) {
-    return false;
-  }
+  // readers (the symbolizer's own DWARF), and spans of them outlive this object's use.
+  return main_ && debug_file_ && debug_file_ != binary_ && debug_file_.use_count() == 1;
+}
+
+bool DebugFiles::ReleaseExportedSections() {
+  if (!OwnsSections()) return false;
   for (const char* name : {".debug_info", ".debug_line", ".debug_rnglists", ".debug_ranges",
                            ".debug_abbrev", ".debug_aranges", ".debug_loclists", ".debug_loc"}) {
     if (const ElfSection* section = debug_file_->FindSection(name)) {
@@ -343,6 +345,16 @@ bool DebugFiles::ReleaseExportedSections() {
     }
   }
   retired_ = true;
+  return true;
+}
+
+bool DebugFiles::ReleaseStrings() {
+  if (!retired_ || !OwnsSections()) return false;
+  for (const char* name : {".debug_str", ".debug_line_str", ".debug_str_offsets"}) {
+    if (const ElfSection* section = debug_file_->FindSection(name)) {
+      debug_file_->DiscardDecompressed(*section);
+    }
+  }
   return true;
 }
 

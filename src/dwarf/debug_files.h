@@ -88,6 +88,16 @@ class DebugFiles {
   // debug file it opened itself); false otherwise. Then retired(): nothing may be asked more.
   bool ReleaseExportedSections();
   bool retired() const { return retired_; }
+  // Whether this object is the one reader of its DWARF file's decompressed sections (a
+  // separate debug file it opened itself), which may then be given back.
+  bool OwnsSections() const;
+  // Parts of the sections were given back (UnitCache, as a streamed batch answered its
+  // units): nothing may be asked more.
+  void Retire() { retired_ = true; }
+  // Once retired, and once what was built from it is written (an index build's names point
+  // into .debug_str until then): gives back the string sections too (false when this object
+  // is not their one reader).
+  bool ReleaseStrings();
 
   // Every file read besides the binary: separate debug file, supplementary file, .dwo files,
   // .dwp package.

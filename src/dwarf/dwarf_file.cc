@@ -90,36 +90,84 @@ uint64_t DwarfFile::UnitEnd(std::span<const uint8_t> info, uint64_t offset) {
 
 bool UnitInfo::known_version() const { return ctx.version >= 2 && ctx.version <= 5; }
 
-Result<void> DwarfFile::ScanUnits() {
-  uint64_t offset = 0;
+Result<void> DwarfFile::ScanUnits() { return FinishUnitScan(0); }
+
+void DwarfFile::StartUnitScan(size_t capacity) {
+  units_.clear();
+  units_.reserve(capacity);
+  // The tables' slots too: while the scan streams in, DIEs are read on several threads.
+  abbrev_slots_ = capacity;
+  unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(capacity);
+  scanned_.store(0, std::memory_order_relaxed);
+  scanning_ = true;
+}
+
+UnitInfo* DwarfFile::AddScannedUnit(const UnitInfo& unit) {
+  if (!scanning_ || units_.size() == units_.capacity()) return nullptr;
+  units_.push_back(unit);
+  scanned_.store(units_.size(), std::memory_order_release);
+  return &units_.back();
+}
+
+Result<void> DwarfFile::FinishUnitScan(uint64_t offset) {
+  scanning_ = false;
+  const UnitInfo* before = units_.data();
+  Result<void> result;
   while (offset < sections_.info.size()) {
     Result<UnitInfo> u = ParseUnitHeader(sections_.info, offset);
     if (!u) {
-      unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(units_.size());
-      return std::move(u).error();
+      result = std::move(u).error();
+      break;
     }
     offset = u->end;
     if (u->known_version()) units_.push_back(*u);
   }
-  unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(units_.size());
-  return {};
+  // Tables cached per unit stay valid where no unit moved.
+  if (unit_abbrevs_ == nullptr || units_.data() != before || abbrev_slots_ < units_.size()) {
+    abbrev_slots_ = units_.size();
+    unit_abbrevs_ = std::make_unique<std::atomic<const AbbrevTable*>[]>(abbrev_slots_);
+  }
+  return result;
 }
 
 int DwarfFile::FindUnit(uint64_t offset) const {
-  auto it = std::upper_bound(units_.begin(), units_.end(), offset,
-                             [](uint64_t o, const UnitInfo& u) { return o < u.offset; });
-  if (it == units_.begin()) return -1;
+  // While a scan streams in, only the units it published (the vector does not move then).
+  const UnitInfo* begin = units_.data();
+  const UnitInfo* end =
+      begin + (scanning_ ? scanned_.load(std::memory_order_acquire) : units_.size());
+  const UnitInfo* it = std::upper_bound(begin, end, offset,
+                                        [](uint64_t o, const UnitInfo& u) { return o < u.offset; });
+  if (it == begin) return -1;
   --it;
   if (offset >= it->end || offset < it->die_offset) return -1;
-  return static_cast<int>(it - units_.begin());
+  return static_cast<int>(it - begin);
+}
+
+bool DwarfFile::MayReferAcrossUnits() const {
+  ByteCursor c(sections_.abbrev);
+  // Abbreviation tables one after another, each ended by a 0 code.
+  while (c.remaining() > 0) {
+    if (c.Uleb128() == 0) continue;  // the end of a table (or padding between tables)
+    c.Uleb128();                     // tag
+    c.U8();                          // children
+    while (c.ok()) {
+      uint64_t name = c.Uleb128(), form = c.Uleb128();
+      if (name == 0 && form == 0) break;
+      if (form == DW_FORM_ref_addr || form == DW_FORM_indirect || form == DW_FORM_ref_sig8) {
+        return true;
+      }
+      if (form == DW_FORM_implicit_const) c.Sleb128();
+    }
+    if (!c.ok()) return true;
+  }
+  return !c.ok();
 }
 
 Result<const AbbrevTable*> DwarfFile::Abbrevs(const UnitInfo& unit) {
   // A unit of this file finds its table without the lock: every DIE read asks for it, on
   // several threads at once when an index is built.
   std::atomic<const AbbrevTable*>* cached = nullptr;
-  if (unit_abbrevs_ != nullptr && !units_.empty() && &unit >= units_.data() &&
-      &unit < units_.data() + units_.size()) {
+  if (unit_abbrevs_ != nullptr && &unit >= units_.data() && &unit < units_.data() + abbrev_slots_) {
     cached = &unit_abbrevs_[static_cast<size_t>(&unit - units_.data())];
     if (const AbbrevTable* table = cached->load(std::memory_order_acquire)) return table;
   }
@@ -234,6 +282,7 @@ Result<void> DwarfFile::ReadUnitDieOnce(UnitInfo& unit, bool strings) {
     }
   });
   if (!ok) return Malformed(kInfo, unit.die_offset, "truncated unit DIE");
+  unit.die_end = c.offset();
   // Strings and addresses after all bases are known (clang puts DW_AT_str_offsets_base
   // after attributes that use it).
   if (has_low && !Address(unit, low_pc, &unit.low_pc)) unit.low_pc = 0;

@@ -48,6 +48,7 @@ struct UnitInfo {
   uint64_t offset = 0;      // of the unit header in .debug_info
   uint64_t end = 0;         // one past the unit
   uint64_t die_offset = 0;  // of the unit DIE
+  uint64_t die_end = 0;     // one past the unit DIE (once read)
   uint64_t abbrev_offset = 0;
   uint64_t dwo_id = 0;  // DWARF 5 skeleton/split header, or DW_AT_GNU_dwo_id
   FormContext ctx;
@@ -108,6 +109,20 @@ class DwarfFile {
   // Units after a corrupt header are dropped and the error is returned together with the
   // units that were fine (callers usually continue with those).
   Result<void> ScanUnits();
+  // The same scan while .debug_info streams in, front to back (UnitCache::AnswerWhileStreaming):
+  // StartUnitScan reserves room for `capacity` units; AddScannedUnit appends a unit (of a
+  // known version) once its header is final, in offset order; from then on FindUnit finds it
+  // on any thread, and it does not move until FinishUnitScan. Null when the room is full.
+  // FinishUnitScan(from) scans the rest of the (now whole) section from offset `from`, as
+  // ScanUnits would have; units may move then. Appending is single-threaded.
+  void StartUnitScan(size_t capacity);
+  UnitInfo* AddScannedUnit(const UnitInfo& unit);
+  Result<void> FinishUnitScan(uint64_t from);
+  // Whether a DIE may refer to a DIE of another unit of this file (DW_FORM_ref_addr, and
+  // DW_FORM_indirect and DW_FORM_ref_sig8, which may stand for one): any abbreviation of
+  // .debug_abbrev using them, or abbreviations that do not parse. Without them, reading a
+  // unit's DIEs reads that unit's bytes only (and the supplementary file's).
+  bool MayReferAcrossUnits() const;
 
   const DwarfSections& sections() const { return sections_; }
   std::vector<UnitInfo>& units() { return units_; }
@@ -156,8 +171,11 @@ class DwarfFile {
   bool is_dwo_ = false;
   DwarfFile* alt_ = nullptr;
   std::vector<UnitInfo> units_;
-  mutable std::mutex abbrevs_mu_;  // units may be parsed on several threads (Prefetch)
-  std::mutex unit_die_mu_;         // first reads of unit DIEs
+  bool scanning_ = false;           // between StartUnitScan and FinishUnitScan
+  std::atomic<size_t> scanned_{0};  // units_ published while scanning_
+  size_t abbrev_slots_ = 0;         // of unit_abbrevs_
+  mutable std::mutex abbrevs_mu_;   // units may be parsed on several threads (Prefetch)
+  std::mutex unit_die_mu_;          // first reads of unit DIEs
   std::unordered_map<uint64_t, std::unique_ptr<AbbrevTable>> abbrevs_;
   // Per unit of units_ (sized by ScanUnits): its table once known, read without abbrevs_mu_.
   std::unique_ptr<std::atomic<const AbbrevTable*>[]> unit_abbrevs_;

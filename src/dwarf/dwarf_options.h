@@ -41,6 +41,12 @@ struct DwarfOptions {
   bool start_addresses = false;  // fill SourceFrame::start_address (DW_AT_low_pc)
   // Paths as the line table names them, without the compilation directory.
   bool relative_paths = false;
+  // A batch asked while a big compressed .debug_info streams in gives back each unit's bytes
+  // once its addresses are answered, when the source opened its debug file itself and no DIE
+  // refers into another unit (UnitCache::AnswerWhileStreaming): the section's resident size
+  // is then a window of it. The source is retired afterwards (DebugFiles::retired): it
+  // answers nothing more, and a caller that needs the DWARF again opens it anew.
+  bool release_streamed_info = false;
 };
 
 }  // namespace stacksym::dwarf

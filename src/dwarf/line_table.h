@@ -73,6 +73,13 @@ class LineTable {
 
   uint16_t version() const { return version_; }
   std::span<const LineRow> rows() const { return rows_; }
+  // Frees the rows (and their index and discriminators); the file table stays. For an index
+  // build that has encoded them, on a source that answers nothing more.
+  void ReleaseRows() {
+    std::vector<LineRow>().swap(rows_);
+    std::vector<RowDiscriminator>().swap(discriminators_);
+    index_ = AddressIndex();
+  }
   // The rows with a nonzero discriminator, by row index (sorted).
   std::span<const RowDiscriminator> discriminators() const { return discriminators_; }
   std::span<const FileEntry> files() const { return files_; }

@@ -2,6 +2,7 @@
 
 #include "dwarf/die_chain.h"
 #include "dwarf/dwarf_constants.h"
+#include "dwarf/dwarf_error.h"
 
 namespace stacksym::dwarf {
 
@@ -14,13 +15,20 @@ UnitCache::UnitCache(DebugFiles& files, const DwarfOptions& options)
 UnitCache::~UnitCache() = default;
 
 Result<void> UnitCache::Init() {
-  Result<void> scanned = main_->ScanUnits();
+  Result<void> scanned = scan_resume_ ? main_->FinishUnitScan(*scan_resume_) : main_->ScanUnits();
   // A corrupt header ends the scan; the units before it remain usable.
   if (!scanned) {
     if (main_->units().empty()) return scanned;
     unit_errors_.push_back(std::move(scanned).error());
   }
   units_.resize(main_->units().size());
+  // Tables built while the units streamed in point at their units, which the rest of the
+  // scan may have moved.
+  for (size_t i = 0; i < units_.size(); ++i) {
+    if (units_[i] && units_[i]->function_file == main_) {
+      units_[i]->function_unit = &main_->units()[i];
+    }
+  }
   return BuildUnitMap();
 }
 
@@ -164,6 +172,14 @@ UnitState* UnitCache::UnitFor(uint64_t vaddr) {
 
 UnitState* UnitCache::EnsureUnit(size_t index, std::span<const uint64_t> wanted) {
   std::unique_ptr<UnitState>& slot = units_[index];
+  if (!slot && std::binary_search(released_units_.begin(), released_units_.end(),
+                                  main_->units()[index].offset)) {
+    // AnswerWhileStreaming gives back only units it answered every address of: reaching one
+    // is a bug, said rather than read as zeros.
+    AddUnitError(MakeError(ErrorCode::kInternal, "unit at " + HexU64(main_->units()[index].offset) +
+                                                     " was asked after its bytes were given back"));
+    return nullptr;
+  }
   if (!slot) {
     slot = BuildUnit(main_->units()[index], wanted);
   } else if (slot->prebuilt) {

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,6 +118,11 @@ struct UnitTables {
 
 class UnitCache {
  public:
+  // What a batch does with a unit's addresses: work(state, addresses, positions), state null
+  // for an unusable unit (ForEachUnitOf).
+  using UnitWork =
+      std::function<void(UnitState*, std::span<const uint64_t>, std::span<const uint32_t>)>;
+
   // Reads the units of `files` (which must outlive the cache), named and demangled as
   // `options` say. With .debug_info still streaming in, nothing is read until it is needed.
   UnitCache(DebugFiles& files, const DwarfOptions& options);
@@ -158,6 +164,10 @@ class UnitCache {
   // an index build calls it once the unit is encoded, so that the memory serves the units
   // exported after it instead of new pages (the table is rebuilt if a lookup needs it).
   void ReleaseUnitFunctions(size_t index);
+  // While ExportWhileStreaming runs (the source is retired after it): frees the rows of a
+  // line table of this cache once the build has encoded them (its file table stays, for the
+  // units sharing it). Elsewhere nothing happens: lookups may still need them.
+  void ReleaseLineRows(const LineTable* line);
   // Once every unit is exported: gives back the memory of the decompressed sections only the
   // export read (.debug_info, .debug_line, range and location lists, abbreviations, aranges:
   // most of a big binary's DWARF), while the build still points into .debug_str, the exported
@@ -170,6 +180,20 @@ class UnitCache {
   // returns once the section is complete; ExportUnit then finds them built. Without a
   // stream (already loaded), nothing to do.
   void PrebuildEveryUnit(unsigned threads = 0);
+  // The same with the memory of a releasable stream (a separate debug file these files alone
+  // read, no DIE referring into another unit; streamed_units.cc): BeginStreamedExport says
+  // how many unit indexes ExportWhileStreaming may hand over (0: it would do nothing), and
+  // ExportWhileStreaming then calls exported(index) for each unit, on `threads` threads, as
+  // soon as its bytes and the strings are final, with its tables built; it may ExportUnit
+  // and ReleaseUnitFunctions that unit. The unit's bytes past its unit DIE are given back
+  // after, and the source is retired (ReleaseExportedSections would do that at the end).
+  // Returns once the section is complete; exported_while_streaming(index) tells which units
+  // were handed over.
+  size_t BeginStreamedExport();
+  void ExportWhileStreaming(unsigned threads, const std::function<void(size_t)>& exported);
+  bool exported_while_streaming(size_t index) const {
+    return index < exported_in_stream_.size() && exported_in_stream_[index] != 0;
+  }
   std::span<const AddressSegment> unit_map() const { return unit_map_; }  // address → unit
 
   // Diagnostics for tests and benchmarks.
@@ -177,6 +201,8 @@ class UnitCache {
   size_t parsed_unit_count() const { return parsed_units_.load(); }
   // Units whose tables were built while .debug_info was still being decompressed.
   size_t prebuilt_unit_count() const { return prebuilt_units_; }
+  // Units whose bytes a streamed batch gave back (AnswerWhileStreaming).
+  size_t released_unit_count() const { return released_units_.size(); }
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
   const std::vector<Error>& unit_errors();
@@ -198,6 +224,33 @@ class UnitCache {
   // every_unit: full tables of every unit, whatever the addresses (PrebuildEveryUnit).
   void PrebuildWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
                               bool every_unit = false);
+  // With DwarfOptions::release_streamed_info, while a releasable .debug_info streams in (a
+  // separate debug file this cache's files alone read, no DIE referring into another unit;
+  // streamed_batch.cc): each unit, as soon as its bytes are final, gets the batch's addresses
+  // the unit map will give it (the lowest unit covering them), its tables built and `work`
+  // done for them, and then its bytes past its unit DIE given back; the decoder is held a
+  // window ahead of the units under way. Marks the positions answered in answered_; false
+  // (nothing done) when the conditions are not met.
+  bool AnswerWhileStreaming(std::span<const uint64_t> vaddrs, unsigned threads,
+                            const UnitWork& work);
+  // A unit taken from the stream: its header (and unit DIE, read without strings), where it
+  // is in the file's units, and the batch's addresses it answers.
+  struct StreamedUnit {
+    UnitInfo header;
+    UnitInfo* scanned = nullptr;  // null: not a unit of a known version
+    size_t index = 0;             // of `scanned`
+    bool readable = false;        // a compile unit whose unit DIE reads
+    std::vector<uint64_t> vaddrs;
+    std::vector<uint32_t> positions;
+  };
+  // The two above: takes the units in offset order as their bytes arrive (claim(unit) under
+  // the lock that orders them), has `process` do each on `threads` threads, and gives back
+  // the bytes of those it says are done; the decoder is held a window ahead.
+  void ConsumeStream(unsigned threads, size_t room, const std::function<void(StreamedUnit&)>& claim,
+                     const std::function<bool(StreamedUnit&)>& process);
+  bool CanReleaseStreamedUnits();
+  size_t StreamedUnitRoom();  // how many units to publish while streaming
+  bool StringsFinal();        // waits for a streamed .debug_str; false if it failed
   const LineTable* LineTableAt(uint64_t offset, uint8_t address_size);
   // The line table at `offset` of `file`'s .debug_line; null (the error recorded) if bad.
   std::unique_ptr<LineTable> ParseLineTable(const DwarfFile& file, uint64_t offset,
@@ -209,6 +262,14 @@ class UnitCache {
   DwarfFile* main_;     // files_.main(), until the DWARF turns out unusable (then null)
   bool loaded_ = true;  // units scanned, unit map built
   size_t prebuilt_units_ = 0;
+  // By position of the batch: answered by AnswerWhileStreaming (ForEachUnitOf skips them).
+  std::vector<uint8_t> answered_;
+  bool released_ = false;                    // AnswerWhileStreaming gave bytes of .debug_info back
+  std::vector<uint64_t> released_units_;     // their offsets, sorted
+  std::vector<uint8_t> exported_in_stream_;  // by unit index (ExportWhileStreaming)
+  bool in_stream_ = false;                   // ExportWhileStreaming runs
+  // Where the scan AnswerWhileStreaming began goes on (Init), once the section is whole.
+  std::optional<uint64_t> scan_resume_;
   std::optional<std::vector<ArangeEntry>> aranges_;  // until the unit map is built
   std::vector<AddressSegment> unit_map_;             // address → index into main_->units()
   AddressIndex unit_index_;                          // over unit_map_
@@ -225,9 +286,30 @@ class UnitCache {
 template <typename Work>
 void UnitCache::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned threads,
                               const Work& work) {
-  if (!loaded_) PrebuildWhileStreaming(vaddrs, threads);
+  answered_.clear();
+  if (!loaded_) {
+    const UnitWork unit_work = [&](UnitState* state, std::span<const uint64_t> wanted,
+                                   std::span<const uint32_t> positions) {
+      work(state, wanted, positions);
+    };
+    bool answered =
+        options_.release_streamed_info && AnswerWhileStreaming(vaddrs, threads, unit_work);
+    if (!answered) PrebuildWhileStreaming(vaddrs, threads);
+  }
   EnsureLoaded();
-  if (!main_) return;
+  // Parts of .debug_info are zeros now: the source answers nothing after this batch.
+  if (released_) files_.Retire();
+  auto was_answered = [&](size_t position) {
+    return position < answered_.size() && answered_[position] != 0;
+  };
+  if (!main_) {
+    // The DWARF turned out unusable after all (as if it had none): what was answered while
+    // it streamed in is taken back, so that every address falls back to the symbol table.
+    for (uint32_t i = 0; i < vaddrs.size(); ++i) {
+      if (was_answered(i)) work(nullptr, vaddrs.subspan(i, 1), std::span<const uint32_t>(&i, 1));
+    }
+    return;
+  }
   // (unit, position) sorted by unit then address: each unit's addresses are contiguous and
   // sorted, which is what a filtered FunctionTable::Build wants.
   struct Item {
@@ -237,6 +319,7 @@ void UnitCache::ForEachUnitOf(std::span<const uint64_t> vaddrs, unsigned threads
   std::vector<Item> items;
   items.reserve(vaddrs.size());
   for (size_t i = 0; i < vaddrs.size(); ++i) {
+    if (was_answered(i)) continue;
     int32_t index = FindSegment(unit_map_, unit_index_, vaddrs[i]);
     if (index >= 0) items.push_back({index, static_cast<uint32_t>(i)});
   }

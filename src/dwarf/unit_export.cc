@@ -23,7 +23,7 @@ uint64_t UnitCache::UnitSize(size_t index) {
 
 UnitTables UnitCache::ExportUnit(size_t index) {
   UnitTables out;
-  EnsureLoaded();
+  if (!in_stream_) EnsureLoaded();  // (while streaming: a unit ExportWhileStreaming handed over)
   if (!main_ || index >= units_.size()) return out;
   UnitState* state = EnsureUnit(index);
   if (state == nullptr) return out;
@@ -93,6 +93,11 @@ void UnitCache::ReleaseUnitFunctions(size_t index) {
   state.functions = FunctionTable::Unbuilt();
   std::vector<ResolvedName>().swap(state.names);  // node numbers: of the table just freed
   state.names_by_origin = FlatTable<UnitState::OriginSlot>();
+}
+
+void UnitCache::ReleaseLineRows(const LineTable* line) {
+  // Owned by line_tables_ (not const there): handed out read-only to the exports.
+  if (in_stream_ && line != nullptr) const_cast<LineTable*>(line)->ReleaseRows();
 }
 
 }  // namespace stacksym::dwarf

@@ -5,9 +5,11 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -41,28 +43,82 @@ Error SizeMismatch(uint64_t produced, uint64_t declared, bool longer) {
 // Fresh anonymous memory is zeroed by the kernel on first touch, and for big sections that
 // costs a good part of the decompression itself (more under virtualization). A second thread
 // faults the output pages in (MADV_POPULATE_WRITE, content untouched) ahead of the decoder, so
-// the zeroing runs on another core while this one decodes. Joined before returning.
+// the zeroing runs on another core while this one decodes. It keeps at most kAhead bytes
+// ahead of the decoder: a reader that gives back what it has read (SectionStream::Release)
+// bounds the section's resident size, and pages populated far ahead would undo that. Joined
+// before returning.
 class PopulateAhead {
  public:
   PopulateAhead(uint8_t* data, size_t size) {
     if (size < kPopulateThreshold) return;
     worker_ = std::make_unique<SpreadThread>([this, data, size] {
-      constexpr size_t kChunk = size_t{8} << 20;
-      for (size_t at = 0; at < size && !stop_.load(std::memory_order_relaxed); at += kChunk) {
+      for (size_t at = 0; at < size; at += kChunk) {
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [&] { return stop_ || at < produced_ + kAhead; });
+          if (stop_) return;
+        }
         // Older kernels (before 5.14) reject the advice: the decoder then faults as usual.
         if (madvise(data + at, std::min(kChunk, size - at), MADV_POPULATE_WRITE) != 0) return;
       }
     });
   }
+  // The decoder's progress: the first `bytes` are written.
+  void Produced(size_t bytes) {
+    if (!worker_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      produced_ = bytes;
+    }
+    cv_.notify_one();
+  }
   ~PopulateAhead() {
-    stop_.store(true, std::memory_order_relaxed);
+    if (!worker_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
     worker_.reset();  // joins
   }
 
  private:
   static constexpr size_t kPopulateThreshold = size_t{16} << 20;
-  std::atomic<bool> stop_{false};
+  static constexpr size_t kChunk = size_t{2} << 20;
+  static constexpr size_t kAhead = size_t{8} << 20;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t produced_ = 0;
+  bool stop_ = false;
   std::unique_ptr<SpreadThread> worker_;
+};
+
+// The compressed input's pages the decoder has read, dropped every kStep bytes when the input
+// is a file mapping (CompressedPayload::stream_is_file_mapping): the kernel maps page-cache
+// pages into the process as they are read, and a 95 MB debug file's would otherwise all stay
+// resident until the file is closed. Pages shared with the bytes around the input are kept.
+class InputPages {
+ public:
+  InputPages(std::span<const uint8_t> input, bool drop) : input_(input), drop_(drop) {
+    released_to_ = (reinterpret_cast<uintptr_t>(input.data()) + kPage - 1) & ~(kPage - 1);
+  }
+  // The first `consumed` bytes of the input are read.
+  void Consumed(size_t consumed) {
+    if (!drop_) return;
+    const uintptr_t to = (reinterpret_cast<uintptr_t>(input_.data()) + consumed) & ~(kPage - 1);
+    if (to < released_to_ + kStep && consumed < input_.size()) return;
+    if (to > released_to_) {
+      madvise(reinterpret_cast<void*>(released_to_), to - released_to_, MADV_DONTNEED);
+      released_to_ = to;
+    }
+  }
+
+ private:
+  static constexpr uintptr_t kPage = 4096;
+  static constexpr uintptr_t kStep = uintptr_t{4} << 20;
+  std::span<const uint8_t> input_;
+  bool drop_;
+  uintptr_t released_to_;
 };
 
 // Output is produced in steps of this size, each reported as final before the next.
@@ -85,7 +141,7 @@ Error ZlibError(int rc) {
 // Streaming inflate with ISA-L (as fast as whole-buffer libdeflate here, and it can stop and
 // report after each step); the zlib wrapper and Adler-32 trailer are checked by ISA-L.
 Result<void> InflateInto(std::span<const uint8_t> input, std::span<uint8_t> out,
-                         const std::function<void(size_t)>& progress) {
+                         const std::function<void(size_t)>& progress, InputPages& pages) {
   auto state = std::make_unique<inflate_state>();
   isal_inflate_init(state.get());
   state->crc_flag = ISAL_ZLIB;
@@ -126,6 +182,7 @@ Result<void> InflateInto(std::span<const uint8_t> input, std::span<uint8_t> out,
     if (rc < 0 || rc == ISAL_NEED_DICT) return ZlibError(rc);
     size_t made = step - state->avail_out;
     produced += made;
+    pages.Consumed(static_cast<size_t>(state->next_in - input.data()));
     if (made != 0 && progress) progress(produced);
     if (made == 0 && state->avail_in == in_before && state->block_state != ISAL_BLOCK_FINISH &&
         in_pos == input.size()) {
@@ -137,7 +194,7 @@ Result<void> InflateInto(std::span<const uint8_t> input, std::span<uint8_t> out,
 }
 
 Result<void> UnzstdInto(std::span<const uint8_t> input, std::span<uint8_t> out,
-                        const std::function<void(size_t)>& progress) {
+                        const std::function<void(size_t)>& progress, InputPages& pages) {
   ZSTD_DStream* zs = ZSTD_createDStream();
   if (zs == nullptr) return Error(ErrorCode::kInternal, "ZSTD_createDStream failed");
   struct Free {
@@ -162,6 +219,7 @@ Result<void> UnzstdInto(std::span<const uint8_t> input, std::span<uint8_t> out,
                    std::string("zstd stream is corrupt: ") + ZSTD_getErrorName(rc));
     }
     if (full && ob.pos != 0) return SizeMismatch(out_pos + 1, out.size(), true);
+    pages.Consumed(in.pos);
     if (!full) {
       out_pos = ob.pos;
       if (out_pos != out_before && progress) progress(out_pos);
@@ -235,8 +293,13 @@ Result<void> DecompressInto(const CompressedPayload& payload, std::span<uint8_t>
     return Error(ErrorCode::kInvalidArgument, "output buffer size differs from the declared size");
   }
   PopulateAhead populate(out.data(), out.size());
-  return payload.kind == Compression::kZlib ? InflateInto(payload.stream, out, progress)
-                                            : UnzstdInto(payload.stream, out, progress);
+  InputPages pages(payload.stream, payload.stream_is_file_mapping);
+  auto made = [&](size_t bytes) {
+    populate.Produced(bytes);
+    if (progress) progress(bytes);
+  };
+  return payload.kind == Compression::kZlib ? InflateInto(payload.stream, out, made, pages)
+                                            : UnzstdInto(payload.stream, out, made, pages);
 }
 
 Result<DecompressedBytes> Decompress(Compression kind, std::span<const uint8_t> input,

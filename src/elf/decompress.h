@@ -61,6 +61,10 @@ struct CompressedPayload {
   Compression kind = Compression::kZlib;
   std::span<const uint8_t> stream;
   uint64_t size = 0;  // declared decompressed size
+  // `stream` lies in a read-only file mapping (MappedFile::is_mapping): the decoder drops the
+  // pages it has read (they stay in the page cache), so that a big section's compressed bytes
+  // do not add to the resident size beside its decompressed ones.
+  bool stream_is_file_mapping = false;
 };
 // `gabi`: the Elf32/64_Chdr form; otherwise the legacy "ZLIB" + 8-byte big-endian size form.
 Result<CompressedPayload> ParseCompressedSection(std::span<const uint8_t> raw, bool gabi,

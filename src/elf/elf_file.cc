@@ -223,7 +223,9 @@ void ReadDebugLink(const ElfFile& elf, std::string_view name,
 
 ElfFile::~ElfFile() {
   for (auto& slot : decompressed_) {
-    if (slot) slot->worker.reset();
+    if (!slot) continue;
+    slot->stream->Unlimit();  // a decoder paused for a reader that is gone
+    slot->worker.reset();
   }
 }
 
@@ -318,6 +320,7 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   Decompressed* slot = decompressed_[s.index].get();
   if (slot == nullptr) return raw;
   StartDecompression(s, raw, *slot, false);
+  slot->stream->Unlimit();  // whoever paused the decoder, this caller needs all of it
   Result<std::span<const uint8_t>> data = slot->stream->Wait();
   // A background decoding is over: its thread is joined now rather than at destruction.
   std::lock_guard<std::mutex> lock(slot->join_mu);
@@ -334,12 +337,13 @@ void ElfFile::StartDecompression(const ElfSection& s, std::span<const uint8_t> r
     bool gabi = (s.flags & SHF_COMPRESSED) != 0;
     Result<elf::CompressedPayload> payload = elf::ParseCompressedSection(raw, gabi, is_64bit_);
     if (!payload) return fail(std::move(payload).error());
+    payload->stream_is_file_mapping = file_.is_mapping();
     Result<elf::DecompressedBytes> buffer =
         elf::DecompressedBytes::Allocate(static_cast<size_t>(payload->size));
     if (!buffer) return fail(std::move(buffer).error());
     slot.data = std::move(*buffer);
     heap_bytes_.fetch_add(slot.data.size(), std::memory_order_relaxed);
-    slot.stream->Reset(slot.data.bytes());
+    slot.stream->Reset(slot.data.bytes(), slot.data.mapped());
     auto decode = [this, &s, &slot, p = *payload] {
       elf::SectionStream& stream = *slot.stream;
       Result<void> r = elf::DecompressInto(p, {slot.data.data(), slot.data.size()},
@@ -384,6 +388,7 @@ std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(const ElfFile& 
 void ElfFile::DiscardDecompressed(const ElfSection& section) {
   if (section.index >= decompressed_.size() || !decompressed_[section.index]) return;
   std::unique_ptr<Decompressed>& slot = decompressed_[section.index];
+  slot->stream->Unlimit();
   slot->worker.reset();  // a decoding still under way ends first
   heap_bytes_.fetch_sub(slot->data.size(), std::memory_order_relaxed);
   slot = std::make_unique<Decompressed>();  // the old buffer goes with the old slot

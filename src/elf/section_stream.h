@@ -30,16 +30,32 @@ class SectionStream {
   std::span<const uint8_t> buffer() const { return buffer_; }
   bool done() const;
 
-  // The decoder's side (ElfFile).
-  void Reset(std::span<const uint8_t> buffer);
+  // For a reader that reads front to back and is done with the bytes before some offset:
+  // Limit() makes the decoder pause once `bytes` leading bytes are final (it may finish its
+  // current step past them) until the reader allows more (Limit again: a limit never moves
+  // back) or lifts it (Unlimit, which the reader must do before it stops reading: a decoder
+  // left paused would never end). Release() gives back the memory of the whole pages within
+  // [from, to) (they read as zeros afterwards) when the buffer is a mapping of its own
+  // (releasable()); those bytes must be final and read by no one again.
+  void Limit(size_t bytes) const;
+  void Unlimit() const;
+  bool releasable() const { return releasable_; }
+  void Release(size_t from, size_t to) const;
+
+  // The decoder's side (ElfFile). `releasable`: the buffer is a page-aligned mapping of its
+  // own, whose pages may be given back.
+  void Reset(std::span<const uint8_t> buffer, bool releasable = false);
   void Publish(size_t final_bytes);
   void Finish(std::optional<Error> error);
 
  private:
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  mutable std::condition_variable decoder_cv_;  // a paused decoder waits here
   std::span<const uint8_t> buffer_;
+  bool releasable_ = false;
   size_t final_ = 0;
+  mutable size_t limit_ = SIZE_MAX;
   bool done_ = false;
   std::optional<Error> error_;
 };

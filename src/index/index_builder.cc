@@ -222,6 +222,7 @@ struct UnitPart {
   // names: the unit's paths past both are never read.
   size_t row_files = 0;
   size_t call_files = 0;
+  uint32_t row_count = 0;  // of the line table this part encoded
   // The unit's distinct names, told apart by where their strings are stored (the instances of
   // one inline function share its resolved name), each once, so that the serial merge
   // numbers each name of a unit once; a node's NodeRecord::name holds the number of its own
@@ -718,7 +719,9 @@ void IndexBuild::OpenDwarf() {
   // and a lookup demangles the few it prints (SymbolIndex::AttachNameMemo).
   dwarf_options.demangle = false;
   dwarf_options.inlines = true;
-  if (auto opened = dwarf::DebugInfoSource::Open(elf_, dwarf_options); opened) {
+  dwarf::DebugInfoSource::OpenTuning tuning;
+  tuning.stream_info_from = options_.stream_info_from;
+  if (auto opened = dwarf::DebugInfoSource::Open(elf_, dwarf_options, tuning); opened) {
     source_ = std::move(*opened);
   }
   // Where a stripped binary's missing symbols come from, as the direct path finds them.
@@ -795,15 +798,27 @@ void IndexBuild::NameSymbols(const std::vector<const ElfSymbol*>& by_record) {
 // the parts in unit order and adds the names, the one shared table), beside the symbol
 // table's thread. False when there is no unit.
 bool IndexBuild::ExportUnits() {
-  // Function tables of the units whose bytes have arrived, while the rest of a streamed
-  // .debug_info is still being inflated (the cores are otherwise idle until then).
-  if (source_) source_->units().PrebuildEveryUnit(options_.threads);
+  if (source_) {
+    // The units whose bytes have arrived, while the rest of a streamed .debug_info is still
+    // being inflated (the cores are otherwise idle until then): exported, and their bytes
+    // given back, where the stream allows it; else their function tables built.
+    dwarf::UnitCache& units = source_->units();
+    if (size_t room = units.BeginStreamedExport(); room > 0) {
+      parts_.resize(room);
+      units.ExportWhileStreaming(options_.threads, [this](size_t i) { ExportUnit(i); });
+    } else {
+      units.PrebuildEveryUnit(options_.threads);
+    }
+  }
   const size_t unit_total = source_ ? source_->units().unit_count() : 0;  // waits for the stream
+  parts_.resize(unit_total);
   if (unit_total == 0) return false;
   dwarf::UnitCache& src = source_->units();
-  parts_.resize(unit_total);
   std::vector<size_t> parallel, serial;
-  for (size_t i = 0; i < unit_total; ++i) (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
+  for (size_t i = 0; i < unit_total; ++i) {
+    if (src.exported_while_streaming(i)) continue;
+    (src.IsSplitUnit(i) ? serial : parallel).push_back(i);
+  }
   // Biggest units first (their size is the best guess of their cost): the threads then
   // finish together instead of one exporting a big unit while the other idles.
   std::stable_sort(parallel.begin(), parallel.end(),
@@ -839,6 +854,9 @@ void IndexBuild::ExportUnit(size_t i) {
     if (!encoded_by_.try_emplace(part.tables.line, i).second) return;  // another unit's
   }
   EncodeRows(part.tables.line->rows(), part.tables.line->discriminators(), &part);
+  part.row_count = static_cast<uint32_t>(part.tables.line->rows().size());
+  // Encoded now: while the units stream in, their rows go (21 MB on libceph-common).
+  source_->units().ReleaseLineRows(part.tables.line);
 }
 
 // Per part, how many of its paths the merge adds: before the training starts, which reads
@@ -1007,7 +1025,7 @@ void IndexBuild::AddLineTable(size_t i, UnitRecord* unit) {
   if (inserted) {
     LineTableRecord record;
     record.block_begin = static_cast<uint32_t>(rows_.block_count);
-    record.row_count = static_cast<uint32_t>(t.line->rows().size());
+    record.row_count = encoded.row_count;
     too_big_ |= !rows_.Append(encoded.blocks, encoded.rows);
     line_tables_.push_back(record);
   }

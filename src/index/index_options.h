@@ -24,6 +24,9 @@ struct IndexOptions {
   // what was found where (and where was looked in vain) part of its identity.
   dwarf::DebugFileSearch search;
   unsigned threads = 0;  // an index build's threads (0: one per CPU)
+  // A compressed .debug_info of at least this many bytes streams in while the units are
+  // exported (DebugInfoSource::OpenTuning); tests lower it to take that path on small files.
+  uint64_t stream_info_from = uint64_t{4} << 20;
 };
 
 struct AnswerOptions {

@@ -89,6 +89,9 @@ bool ElfSymbolizer::UseIndex() {
       if (built_from && (built_from->retired() || !same_source)) {
         // Its sections are given back, or its names are not demangled: held (its teardown
         // skipped with the rest), never asked.
+        // The index is written: the strings its names were taken from go too (64 MB of
+        // libceph-common's, the last of its DWARF, while the index answers).
+        if (built_from->retired()) built_from->files().ReleaseStrings();
         retired_debug_info_ = std::move(built_from);
       } else if (built_from) {
         debug_info_ = std::move(built_from);
@@ -110,6 +113,13 @@ bool ElfSymbolizer::ReplaceDamagedIndex() {
 }
 
 void ElfSymbolizer::LoadDebugInfo() {
+  // A batch gave its DWARF back as it read it (release_dwarf_as_read): opened again, and
+  // kept this time.
+  if (debug_info_ && debug_info_->retired()) {
+    debug_info_.reset();
+    debug_info_loaded_ = false;
+    options_.release_dwarf_as_read = false;
+  }
   if (!options_.use_debug_info || debug_info_loaded_) return;
   debug_info_loaded_ = true;
   auto source = dwarf::DebugInfoSource::Open(elf_, symbolize::ToDwarfOptions(options_));
@@ -178,7 +188,8 @@ std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
 
 const SymbolTable* ElfSymbolizer::fallback_symbols() {
   if (!options_.symbols_from_debug_file) return nullptr;
-  LoadDebugInfo();
+  // Its debug file's .symtab only: a batch's retired DWARF still has that file.
+  if (!debug_info_) LoadDebugInfo();
   return elf::FallbackSymbolTable(*elf_,
                                   debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }

@@ -23,6 +23,7 @@ dwarf::DwarfOptions ToDwarfOptions(const SymbolizeOptions& options) {
   out.short_function_names = options.short_function_names;
   out.start_addresses = options.start_addresses;
   out.relative_paths = options.relative_paths;
+  out.release_streamed_info = options.release_dwarf_as_read;
   return out;
 }
 

@@ -329,6 +329,10 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
     }
   }
   EXPECT_GT(names, 100u);
+  // Once what was built is written, the strings go too (ReleaseStrings).
+  const size_t before_strings = source.file_heap_bytes();
+  EXPECT_TRUE(source.files().ReleaseStrings());
+  EXPECT_LT(source.file_heap_bytes(), before_strings) << ".debug_str is given back";
 
   // DWARF in the binary: shared with whoever else reads the binary's sections.
   auto in_binary = ElfFile::Open(kFixture);
@@ -338,6 +342,7 @@ TEST(ReleaseExportedSections, GivesBackOnlyTheSectionsOfItsOwnDebugFile) {
   for (size_t i = 0; i < (*whole)->units().unit_count(); ++i) (*whole)->units().ExportUnit(i);
   EXPECT_FALSE((*whole)->units().ReleaseExportedSections());
   EXPECT_FALSE((*whole)->retired());
+  EXPECT_FALSE((*whole)->files().ReleaseStrings()) << "not retired, not its own file";
   std::vector<uint64_t> addresses = testing::FunctionAddresses(kFixture, 300);
   std::vector<std::vector<SourceFrame>> frames(addresses.size());
   (*whole)->LookupBatch(
