@@ -62,6 +62,10 @@ bool ToRegistration(const py::Layout& l, uint64_t runtime, stacksym_python_proc*
   if (l.FrameBytes() > STACKSYM_PY_FRAME_READ) return false;
   *r = {};
   r->interpreters_head = runtime + l.runtime_interpreters_head;
+  r->tstate_current =
+      l.runtime_tstate_current == py::kAbsent ? 0 : runtime + l.runtime_tstate_current;
+  r->gil_last_holder =
+      l.runtime_gil_last_holder == py::kAbsent ? 0 : runtime + l.runtime_gil_last_holder;
   r->interp_next = l.interp_next;
   r->interp_threads_head = l.interp_threads_head;
   r->tstate_next = l.tstate_next;

@@ -497,8 +497,10 @@ Result<std::unique_ptr<Recorder>> Recorder::Create(const RecordOptions& given) {
   return rec;
 }
 
+namespace {
+
 // The Python counters as RecordStats has them: failures by their stable names.
-static void CopyPythonStats(capture::PythonProcesses& python, RecordStats* stats) {
+void CopyPythonStats(capture::PythonProcesses& python, RecordStats* stats) {
   python.AddCodeStats();
   const capture::PythonCounters& p = python.counters();
   stats->python_processes = p.processes;
@@ -525,6 +527,8 @@ static void CopyPythonStats(capture::PythonProcesses& python, RecordStats* stats
     if (p.walk_ends[e] != 0) stats->python_failures.emplace_back(ends[e], p.walk_ends[e]);
   }
 }
+
+}  // namespace
 
 void Recorder::RefreshStats() {
   capture::SourceCounters c = source_->Counters();

@@ -6,8 +6,9 @@
 // evaluator frame is left where its Python frames were named; the profile's share of each
 // function's samples agrees with the CPU time the program measured. A process that exits at
 // once still gets named frames or counted reasons; a process without Python is unaffected, and
-// --no-python leaves the evaluator frames as they are. --off-cpu still records the intervals
-// off CPU (their stacks without Python frames yet).
+// --no-python leaves the evaluator frames as they are. With --off-cpu the intervals off CPU
+// carry their Python frames too. A 3.11 sub-interpreter's frames stand innermost of the Python
+// caller of run_string, on CPU and waiting.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -382,23 +383,192 @@ TEST(PythonRecordOffTest, NoPythonOption) {
   }
 }
 
-// --off-cpu with Python frames on: the CPU samples have their Python frames, the off-CPU
-// intervals are recorded as without Python, their stacks with no Python frames (not walked for
-// them yet) and the evaluator's frames where the Python code waits.
-TEST(PythonRecordOffCpuTest, OffCpuStacksBesideNamedCpuSamples) {
+// Sub-interpreters (3.11's _xxsubinterpreters): run_string runs its code on a thread state of
+// the sub-interpreter, swapped in on the calling thread, once from the main thread and once from
+// another thread (on the thread state made on the main thread: its native id is the main
+// thread's). Both show the function inside the sub-interpreter, with its line, innermost of
+// the Python frames that called run_string; afterwards the main thread is named again.
+TEST(PythonRecordSubinterpreterTest, SubinterpreterFramesNamed) {
+  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  const std::string script =
+      "import _xxsubinterpreters as interpreters\n"
+      "import threading, time\n"
+      "code = \'\'\'\n"
+      "import time\n"
+      "class Sub:\n"
+      "    def spin_in_subinterpreter(self, seconds):\n"
+      "        end = time.thread_time() + seconds\n"
+      "        n = 0\n"
+      "        while time.thread_time() < end:\n"
+      "            for i in range(2000): n += i\n"  // line 8 of the code (line 1 is empty)
+      "Sub().spin_in_subinterpreter(0.3)\n"
+      "\'\'\'\n"
+      "def run_in_main_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      "def run_in_other_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      "def spin_after():\n"
+      "    end = time.thread_time() + 0.2\n"
+      "    while time.thread_time() < end: pass\n"
+      "a = interpreters.create()\n"
+      "run_in_main_thread(a)\n"
+      "b = interpreters.create()\n"
+      "t = threading.Thread(target=run_in_other_thread, args=(b,))\n"
+      "t.start()\n"
+      "t.join()\n"
+      "spin_after()\n";
+  RECORD_OR_SKIP(r, {kPython311, "-c", script}, CallGraph::kBpf);
+  const RecordStats& st = r.rec->stats();
+  PrintPythonStats(st);
+  EXPECT_EQ(st.python_processes, 1u);
+  // A stack whose innermost frame only bears the name is counted apart: a code object freed
+  // before it was read (a class body run in the sub-interpreter's start-up) may have its
+  // address taken by Sub.spin_in_subinterpreter's by then.
+  uint64_t in_main = 0, in_other = 0, after = 0, total = 0, spin = 0, spin_elsewhere = 0;
+  for (const Stack& s : r.stacks) {
+    std::vector<Frame> py = s.Python();
+    total += s.count;
+    if (py.empty()) continue;
+    if (py[0].name == "spin_after" && py.size() == 2) after += s.count;
+    if (py[0].name != "Sub.spin_in_subinterpreter") continue;
+    spin += s.count;
+    bool in_code = py.size() >= 3 && py[0].file == "<string>" &&
+                   (py[0].line == 7 || py[0].line == 8) && py[1].name == "<module>" &&
+                   py[1].line == 9;
+    if (in_code && py[2].name == "run_in_main_thread") {
+      EXPECT_EQ(s.pid, s.tid);
+      if (py.size() == 4 && py[3].name == "<module>") in_main += s.count;
+    } else if (in_code && py[2].name == "run_in_other_thread") {
+      EXPECT_NE(s.pid, s.tid);
+      if (py.back().name == "Thread._bootstrap") in_other += s.count;
+    } else {
+      spin_elsewhere += s.count;
+      std::printf("elsewhere: %s\n", s.Describe().c_str());
+    }
+  }
+  EXPECT_LE(spin_elsewhere * 20, spin) << "at most 5 % of the samples of the function";
+  std::printf(
+      "sub-interpreter samples: %llu from the main thread, %llu from another, %llu after, "
+      "%llu in all\n",
+      static_cast<unsigned long long>(in_main), static_cast<unsigned long long>(in_other),
+      static_cast<unsigned long long>(after), static_cast<unsigned long long>(total));
+  if (!kSanitized) {
+    EXPECT_GT(in_main, 50u);
+    EXPECT_GT(in_other, 50u);
+    EXPECT_GT(after, 30u) << "the main thread is named again after the sub-interpreters";
+  }
+}
+
+// Off-CPU time by Python caller: the share of a thread's off-CPU nanoseconds whose stacks have
+// `chain` (innermost first; "*": any name) as their innermost Python frames, and that thread's
+// total.
+struct ThreadWait {
+  uint64_t chain_ns = 0;
+  uint64_t total_ns = 0;
+};
+ThreadWait WaitUnder(const Profile& p, const std::vector<Stack>& stacks,
+                     const std::vector<std::string>& chain) {
+  std::map<uint32_t, ThreadWait> by_tid;
+  uint32_t tid = 0;
+  for (size_t i = 0; i < p.stacks.size(); ++i) {
+    if (p.stacks[i].state == ThreadState::kRunning || i >= p.off_cpu_ns.size()) continue;
+    std::vector<Frame> py = stacks[i].Python();
+    bool match = py.size() >= chain.size();
+    for (size_t k = 0; match && k < chain.size(); ++k) {
+      match = chain[k] == "*" || py[k].name == chain[k];
+    }
+    by_tid[stacks[i].tid].total_ns += p.off_cpu_ns[i];
+    if (match) {
+      by_tid[stacks[i].tid].chain_ns += p.off_cpu_ns[i];
+      tid = stacks[i].tid;
+    }
+  }
+  return tid == 0 ? ThreadWait{} : by_tid[tid];
+}
+
+// --off-cpu and a sub-interpreter that waits (3.11): at the switch-out in time.sleep its
+// thread state has just dropped the GIL, and is found as the GIL's last holder; the waits stand
+// under the function in the sub-interpreter and the Python caller of run_string, from the main
+// thread and from another one.
+TEST(PythonRecordSubinterpreterTest, OffCpuWaitsInSubinterpreterNamed) {
+  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+  const std::string script =
+      "import _xxsubinterpreters as interpreters\n"
+      "import threading, time\n"
+      "code = \'\'\'\n"
+      "import time\n"
+      "def sleeps_in_subinterpreter():\n"
+      "    for _ in range(40): time.sleep(0.005)\n"
+      "sleeps_in_subinterpreter()\n"
+      "\'\'\'\n"
+      "def run_in_main_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      "def run_in_other_thread(interp):\n"
+      "    interpreters.run_string(interp, code)\n"
+      // The recorder registers the interpreter when it sees the process's first samples.
+      "t = time.thread_time()\n"
+      "while time.thread_time() - t < 0.3: pass\n"
+      "a = interpreters.create()\n"
+      "run_in_main_thread(a)\n"
+      "b = interpreters.create()\n"
+      "t = threading.Thread(target=run_in_other_thread, args=(b,))\n"
+      "t.start()\n"
+      "t.join()\n"
+      // Alive past a drain of the kernel's sums (0.5 s), as in the test below.
+      "time.sleep(0.6)\n";
+  RECORD_OR_SKIP(r, {kPython311, "-c", script}, CallGraph::kBpf, /*python=*/true, /*hz=*/499,
+                 /*off_cpu=*/true);
+  PrintPythonStats(r.rec->stats());
+  const Profile& p = r.rec->profile();
+  ASSERT_EQ(r.stacks.size(), p.stacks.size());
+  // The sub-interpreter's module code is freed when run_string returns, possibly before the
+  // kernel's sums that hold its frames are read: its name is not checked.
+  ThreadWait in_main =
+      WaitUnder(p, r.stacks, {"sleeps_in_subinterpreter", "*", "run_in_main_thread"});
+  ThreadWait in_other =
+      WaitUnder(p, r.stacks, {"sleeps_in_subinterpreter", "*", "run_in_other_thread"});
+  std::printf(
+      "sub-interpreter waits: %.3f s under run_in_main_thread, %.3f s of its thread's "
+      "%.3f s under run_in_other_thread\n",
+      in_main.chain_ns / 1e9, in_other.chain_ns / 1e9, in_other.total_ns / 1e9);
+  if (!kSanitized) {
+    EXPECT_GT(in_main.chain_ns, 150000000u) << "40 sleeps of 5 ms";
+    EXPECT_GT(in_other.chain_ns * 10, in_other.total_ns * 7) << "most of the thread's wait";
+  }
+}
+
+// --off-cpu with Python frames on: the CPU samples have their Python frames, and the off-CPU
+// intervals theirs too, walked at the switch-out: a thread waiting in time.sleep, and one
+// waiting for a lock, spend most of their time off CPU under the Python function that waits,
+// called from Thread.run.
+TEST(PythonRecordOffCpuTest, OffCpuStacksNameTheWaitingFunction) {
   if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
   RECORD_OR_SKIP(r,
                  {kPython311, "-c",
                   "import threading, time\n"
-                  "def wait_here():\n"
-                  "    for _ in range(20): time.sleep(0.005)\n"
-                  "def busy_here():\n"
+                  "def waits_in_sleep():\n"
+                  "    for _ in range(40): time.sleep(0.005)\n"
+                  "def waits_on_lock(lock):\n"
+                  "    with lock: pass\n"
+                  "def busy_here(seconds):\n"
                   "    t = time.thread_time()\n"
-                  "    while time.thread_time() - t < 0.2: pass\n"
-                  "w = threading.Thread(target=wait_here)\n"
+                  "    while time.thread_time() - t < seconds: pass\n"
+                  "lock = threading.Lock()\n"
+                  "lock.acquire()\n"
+                  "w = threading.Thread(target=waits_in_sleep)\n"
+                  "l = threading.Thread(target=waits_on_lock, args=(lock,))\n"
+                  // The recorder registers the interpreter when it sees the process's first
+                  // samples: the waits begin once it has.
+                  "busy_here(0.3)\n"
                   "w.start()\n"
-                  "busy_here()\n"
-                  "w.join()\n"},
+                  "l.start()\n"
+                  "busy_here(0.3)\n"
+                  "lock.release()\n"
+                  "w.join()\n"
+                  "l.join()\n"
+                  // Alive past a drain of the kernel's sums (0.5 s): the code objects only
+                  // waits have are read while the process lives.
+                  "time.sleep(0.6)\n"},
                  CallGraph::kBpf, /*python=*/true, /*hz=*/499, /*off_cpu=*/true);
   const RecordStats& st = r.rec->stats();
   PrintPythonStats(st);
@@ -407,7 +577,7 @@ TEST(PythonRecordOffCpuTest, OffCpuStacksBesideNamedCpuSamples) {
   EXPECT_GT(st.off_cpu_aggregated, 0u);
   const Profile& p = r.rec->profile();
   ASSERT_EQ(r.stacks.size(), p.stacks.size());
-  uint64_t busy = 0, off_ns = 0, off_ns_evaluator = 0;
+  uint64_t busy = 0, off_ns = 0, off_ns_python = 0, off_ns_unnamed_evaluator = 0;
   for (size_t i = 0; i < p.stacks.size(); ++i) {
     const Stack& s = r.stacks[i];
     if (p.stacks[i].state == ThreadState::kRunning) {
@@ -416,14 +586,30 @@ TEST(PythonRecordOffCpuTest, OffCpuStacksBesideNamedCpuSamples) {
       continue;
     }
     uint64_t ns = i < p.off_cpu_ns.size() ? p.off_cpu_ns[i] : 0;
-    EXPECT_TRUE(s.Python().empty()) << s.Describe();
     off_ns += ns;
-    if (HasEvaluator(s)) off_ns_evaluator += ns;
+    if (!s.Python().empty()) off_ns_python += ns;
+    // Start-up's waits may come before the interpreter is registered.
+    if (HasEvaluator(s) && s.Python().empty()) off_ns_unnamed_evaluator += ns;
   }
   EXPECT_GT(off_ns, 0u);
+  const std::vector<std::string> bootstrap = {"Thread.run", "Thread._bootstrap_inner",
+                                              "Thread._bootstrap"};
+  std::vector<std::string> sleep_chain = {"waits_in_sleep"}, lock_chain = {"waits_on_lock"};
+  sleep_chain.insert(sleep_chain.end(), bootstrap.begin(), bootstrap.end());
+  lock_chain.insert(lock_chain.end(), bootstrap.begin(), bootstrap.end());
+  ThreadWait sleeps = WaitUnder(p, r.stacks, sleep_chain);
+  ThreadWait locks = WaitUnder(p, r.stacks, lock_chain);
+  std::printf(
+      "off CPU: %.3f s, %.3f s with Python frames; waits_in_sleep %.3f of its thread's "
+      "%.3f s, waits_on_lock %.3f of %.3f s\n",
+      off_ns / 1e9, off_ns_python / 1e9, sleeps.chain_ns / 1e9, sleeps.total_ns / 1e9,
+      locks.chain_ns / 1e9, locks.total_ns / 1e9);
   if (!kSanitized) {
     EXPECT_GT(busy, 20u);
-    EXPECT_GT(off_ns_evaluator, 0u) << "time.sleep is called from the evaluator";
+    EXPECT_GT(off_ns_python, 0u);
+    EXPECT_GT(sleeps.chain_ns * 10, sleeps.total_ns * 7) << "most of the thread's wait";
+    EXPECT_GT(locks.chain_ns * 10, locks.total_ns * 7) << "most of the thread's wait";
+    EXPECT_LT(off_ns_unnamed_evaluator * 10, off_ns) << "waits in the evaluator are named";
   }
 }
 

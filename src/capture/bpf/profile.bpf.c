@@ -584,12 +584,16 @@ struct tstate_search {
   __u64 interp;
   __u64 tstate;
   __u64 found;
+  __u64 found_interp;
   __u64 tid;
   __u32 interp_next, interp_threads_head, tstate_next, tstate_native_thread_id;
   __u8 failed;
 };
 
-// One thread state (or a step to the next interpreter) of the search for this thread's.
+// One thread state (or a step to the next interpreter) of the search for this thread's. A
+// thread that made a sub-interpreter has a thread state in it too: the match in the oldest
+// interpreter (the list's last; the main one) is the thread's own, the one it runs outside
+// sub-interpreters (walk_python finds a sub-interpreter's running above it).
 static long tstate_search_step(__u32 index, void* arg) {
   struct tstate_search* ts = arg;
   __u64 next = 0;
@@ -609,9 +613,9 @@ static long tstate_search_step(__u32 index, void* arg) {
     ts->failed = 1;
     return 1;
   }
-  if (id == ts->tid) {
-    ts->found = ts->tstate;
-    return 1;
+  if (id == ts->tid && ts->found_interp != ts->interp) {
+    ts->found = ts->tstate;  // its interpreter's first (newest) match: the live one
+    ts->found_interp = ts->interp;
   }
   ts->tstate = next;
   return 0;
@@ -654,7 +658,7 @@ static __always_inline __u64 find_tstate(const struct stacksym_python_proc* proc
     return 0;
   }
   bpf_loop(PY_MAX_THREAD_STEPS, tstate_search_step, &ts, 0);
-  *failed = ts.failed;
+  *failed = ts.failed && ts.found == 0;
   struct stacksym_python_thread entry = {.tstate = ts.found, .checked_ns = now, .tgid = tgid};
   if (ts.found == 0 && known && known->tgid == tgid && known->tstate == 0) {
     entry.misses = known->misses + 1;
@@ -728,10 +732,56 @@ __noinline int python_frame_step(struct py_walk* w) {
 
 static long python_step(__u32 index, void* arg) { return python_frame_step(arg) ? 1 : 0; }
 
-// The Python frames of the current thread, written at `base` of scratch buffer `slot`; returns
-// how many (0 when the process is not a registered Python process).
-static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym_sample* s,
-                                         struct stacksym_counters* cnt) {
+// The innermost frame of thread state `tstate`: through its _PyCFrame (3.11, 3.12; *holder, none
+// when no Python runs), or in the thread state itself (3.13+). False when unreadable.
+static __always_inline bool innermost_frame(const struct stacksym_python_proc* proc, __u64 tstate,
+                                            __u64* holder, __u64* frame) {
+  *holder = tstate;
+  *frame = 0;
+  if (proc->tstate_cframe != STACKSYM_PY_ABSENT &&
+      read_word(tstate + proc->tstate_cframe, holder) != 0) {
+    return false;
+  }
+  return *holder == 0 || read_word(*holder + proc->current_frame, frame) == 0;
+}
+
+// Whether thread state `tstate` runs nested on this thread: not `own`, and its _PyCFrame on this
+// thread's stack between the stack pointer `sp` and `own_cframe` (deeper in the same stack;
+// another thread's _PyCFrame lies on that thread's stack, outside the range).
+static __always_inline bool runs_nested(const struct stacksym_python_proc* proc, __u64 tstate,
+                                        __u64 own, __u64 own_cframe, __u64 sp) {
+  __u64 cframe = 0;
+  if (tstate == 0 || tstate == own) return false;
+  if (read_word(tstate + proc->tstate_cframe, &cframe) != 0) return false;
+  return sp <= cframe && cframe < own_cframe;
+}
+
+// 3.11: a sub-interpreter's thread state running on this thread inside its own (`own`, whose
+// running evaluator's _PyCFrame is `own_cframe`), or 0. Running Python it holds the GIL; waiting
+// (a switch-out in time.sleep, a lock) it has just dropped it, and is the GIL's last holder.
+static __always_inline __u64 nested_tstate(const struct stacksym_python_proc* proc, __u64 own,
+                                           __u64 own_cframe) {
+  if (proc->tstate_current == 0 || proc->tstate_cframe == STACKSYM_PY_ABSENT) return 0;
+  __u64 holder = 0;
+  // Own holds the GIL: nothing else runs on this thread.
+  if (read_word(proc->tstate_current, &holder) != 0 || holder == own) return 0;
+  struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+  if (!regs) return 0;
+  __u64 sp = BPF_CORE_READ(regs, sp);
+  if (runs_nested(proc, holder, own, own_cframe, sp)) return holder;
+  __u64 last = 0;
+  if (proc->gil_last_holder == 0 || read_word(proc->gil_last_holder, &last) != 0) return 0;
+  return last != holder && runs_nested(proc, last, own, own_cframe, sp) ? last : 0;
+}
+
+// The Python frames of the current thread, written at `base` of scratch buffer `slot` (`buf`,
+// whose header is filled in); returns how many (0 when the process is not a registered Python
+// process). Those of a sub-interpreter it runs come first, then its own. Global (not static):
+// verified once, for any state, rather than inlined into both the sample and the switch path.
+__noinline __u32 walk_python(struct scratch_buf* buf, __u32 slot, __u64 base,
+                             struct stacksym_counters* cnt) {
+  if (!buf || !cnt) return 0;
+  struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   __u32 tgid = s->pid;
   const struct stacksym_python_proc* proc = bpf_map_lookup_elem(&python_procs, &tgid);
   if (!proc) return 0;
@@ -741,18 +791,17 @@ static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym
   __u64 tstate = find_tstate(proc, tgid, s->tid, cnt, &failed);
   struct py_walk w = {};
   w.end = failed ? STACKSYM_PY_END_READ_FAILED : STACKSYM_PY_END_NO_THREAD;
+  __u64 own_frame = 0, nested_frame = 0;
   if (tstate != 0) {
-    // The innermost frame: through the thread's _PyCFrame (3.11, 3.12; none: no Python
-    // running), or in the thread state itself (3.13+).
-    __u64 holder = tstate;
-    bool ok = true;
-    if (proc->tstate_cframe != STACKSYM_PY_ABSENT) {
-      ok = read_word(tstate + proc->tstate_cframe, &holder) == 0;
+    __u64 holder = 0, nested_holder = 0;
+    bool ok = innermost_frame(proc, tstate, &holder, &own_frame);
+    __u64 nested = ok && own_frame != 0 ? nested_tstate(proc, tstate, holder) : 0;
+    if (nested != 0 && !innermost_frame(proc, nested, &nested_holder, &nested_frame)) {
+      nested_frame = 0;
     }
-    if (ok && holder != 0) ok = read_word(holder + proc->current_frame, &w.frame) == 0;
     w.end = ok ? STACKSYM_PY_END_OUTERMOST : STACKSYM_PY_END_READ_FAILED;
   }
-  if (w.end == STACKSYM_PY_END_OUTERMOST && w.frame != 0) {
+  if (w.end == STACKSYM_PY_END_OUTERMOST && own_frame != 0) {
     w.base = base;
     w.slot = slot;
     w.code_adaptive = proc->code_adaptive;
@@ -763,8 +812,16 @@ static __always_inline __u32 walk_python(__u32 slot, __u64 base, struct stacksym
     w.frame_is_entry = proc->frame_is_entry;
     w.shim_owner = proc->shim_owner;
     w.code_tag_bits = proc->code_tag_bits;
-    w.end = STACKSYM_PY_END_DEPTH;
-    bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    if (nested_frame != 0) {
+      w.frame = nested_frame;
+      w.end = STACKSYM_PY_END_DEPTH;
+      bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    }
+    if (w.end == STACKSYM_PY_END_OUTERMOST || nested_frame == 0) {
+      w.frame = own_frame;
+      w.end = STACKSYM_PY_END_DEPTH;
+      bpf_loop(STACKSYM_MAX_PY_FRAMES + 16, python_step, &w, 0);
+    }
   }
   __u32 n = w.n > STACKSYM_MAX_PY_FRAMES ? STACKSYM_MAX_PY_FRAMES : w.n;
   s->py_frames = n;
@@ -818,7 +875,7 @@ static __always_inline __u64 take_python_frames(struct scratch_buf* buf, __u32 s
                                                 struct stacksym_counters* cnt) {
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   if (!python || !user_stacks || (s->flags & STACKSYM_SAMPLE_KTHREAD)) return 0;
-  __u32 n = walk_python(slot, base, s, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
+  __u32 n = walk_python(buf, slot, base, cnt) & (2 * STACKSYM_MAX_PY_FRAMES - 1);
   if (n > STACKSYM_MAX_PY_FRAMES) n = STACKSYM_MAX_PY_FRAMES;
   return (__u64)n * sizeof(struct stacksym_py_frame);
 }
@@ -880,17 +937,17 @@ static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, 
 }
 
 // The current task's record in scratch buffer `slot`: header, then its kernel stack (without
-// `kernel_skip` frames), its Python frames (with_python: CPU samples; off-CPU records carry
-// none yet) and user stack. Returns the record's length, 0 when there is none.
+// `kernel_skip` frames), its Python frames and user stack. At a switch-out too: the task is
+// still current there, so its thread state is found as in a sample, and an off-CPU record
+// names the Python function that waits. Returns the record's length, 0 when there is none.
 static __always_inline __u64 build_record(void* ctx, struct stacksym_counters* cnt, __u32 slot,
-                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip,
-                                          bool with_python) {
+                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip) {
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf) return 0;
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   fill_header(s, tgid, tid, flags);
   long klen = take_kernel_stack(ctx, buf, kernel_skip, cnt);
-  __u64 plen = with_python ? take_python_frames(buf, slot, sizeof(*s) + klen, cnt) : 0;
+  __u64 plen = take_python_frames(buf, slot, sizeof(*s) + klen, cnt);
   long ulen = take_user_stack(ctx, buf, slot, sizeof(*s) + klen + plen, cnt);
   __u64 len = sizeof(*s) + klen + plen + ulen;
   return len > SCRATCH_SIZE ? 0 : len;  // cannot be larger; keeps the verifier's bound explicit
@@ -916,7 +973,7 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   if (!cnt) return 0;
   cnt->samples++;
   __u32 slot = bpf_get_smp_processor_id();
-  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0, true);
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0);
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf || len == 0 || len > SCRATCH_SIZE) return 0;
   if (output_record(buf->data, len, cnt) != 0) cnt->lost_ringbuf++;
@@ -1059,7 +1116,7 @@ static __always_inline void keep_stacks(void* ctx, struct stacksym_off_cpu_task*
                                         __u32 tgid, __u32 tid, __u32 state) {
   __u64 len = build_record(ctx, cnt, slot, tgid, tid,
                            STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
-                           off_cpu_kernel_skip, false);
+                           off_cpu_kernel_skip);
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   // Stacks of IPs wait in the entry. Those unwound here (or none) may be added up in the
   // kernel; frame-pointer chains not: exec may replace the image before a sum of them is read,

@@ -94,6 +94,12 @@ struct stacksym_py_frame {
 #define STACKSYM_PY_FRAME_READ 80  // bytes of a frame read at once (>= Layout::FrameBytes())
 struct stacksym_python_proc {
   __u64 interpreters_head;  // process address of _PyRuntime.interpreters.head
+  // Process addresses of the GIL holder's thread state and of the last one to hold it (3.11:
+  // _PyRuntime.gilstate.tstate_current, _PyRuntime.ceval.gil.last_holder; 0: none). A
+  // sub-interpreter's code runs on a thread state of its own, swapped in by the thread that runs
+  // it; one that waits has just dropped the GIL.
+  __u64 tstate_current;
+  __u64 gil_last_holder;
   __u32 interp_next;
   __u32 interp_threads_head;
   __u32 tstate_next;
@@ -128,7 +134,7 @@ struct stacksym_python_thread {
 #define STACKSYM_OFF_CPU_OPENED 3
 #define STACKSYM_OFF_CPU_OPEN_LOST 4
 #define STACKSYM_OFF_CPU_RECORD_ROOM \
-  (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_UIPS_ROOM)
+  (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM + STACKSYM_UIPS_ROOM)
 struct stacksym_off_cpu_task {
   __u64 start_ns;   // 0: no open interval
   __u64 opened_ns;  // STACKSYM_OFF_CPU_OPENED: the time_ns its records share

@@ -71,6 +71,9 @@ Result<void> CheckLayout(const Layout& l) {
     if (o >= kMaxObjectOffset) return bad("object field offset");
   }
   if (l.tstate_cframe != kAbsent && l.tstate_cframe >= kMaxObjectOffset) return bad("cframe");
+  for (uint32_t o : {l.runtime_tstate_current, l.runtime_gil_last_holder}) {
+    if (o != kAbsent && o >= kMaxStateOffset) return bad("GIL holder offset");
+  }
   if (l.frame_is_entry != kAbsent && l.frame_is_entry >= kMaxObjectOffset) return bad("is_entry");
   if (l.code_adaptive < l.CodeBytes() - 8) return bad("co_code_adaptive before the fields");
   if (l.unicode_ascii_data < l.unicode_state + 4 || l.unicode_compact_data < l.unicode_ascii_data) {
@@ -103,6 +106,8 @@ std::optional<Layout> BuiltinLayout(const Version& version) {
   switch (version.minor) {
     case 11:  // Include/internal/pycore_frame.h, cpython/pystate.h, cpython/code.h of 3.11
       l.runtime_interpreters_head = 40;
+      l.runtime_tstate_current = 576;
+      l.runtime_gil_last_holder = 368;
       l.interp_next = 0;
       l.interp_threads_head = 16;
       l.tstate_native_thread_id = 160;
@@ -197,6 +202,10 @@ Result<Layout> LayoutFromDwarf(dwarf::DwarfFile& file, const Version& version) {
   l.version = version;
   l.source = LayoutSource::kDwarf;
   l.runtime_interpreters_head = at("pyruntimestate", "interpreters.head");
+  if (version.minor == 11) {
+    l.runtime_tstate_current = at("pyruntimestate", "gilstate.tstate_current");
+    l.runtime_gil_last_holder = at("pyruntimestate", "ceval.gil.last_holder");
+  }
   l.interp_next = at("_is", "next");
   l.interp_threads_head = at("_is", "threads.head");
   l.tstate_next = at("_ts", "next");

@@ -41,6 +41,8 @@ struct Layout {
 
   // _PyRuntimeState
   uint32_t runtime_interpreters_head = 0;
+  uint32_t runtime_tstate_current = kAbsent;   // gilstate.tstate_current (3.11; later in TLS)
+  uint32_t runtime_gil_last_holder = kAbsent;  // ceval.gil.last_holder (3.11)
   // PyInterpreterState
   uint32_t interp_next = 0;
   uint32_t interp_threads_head = 0;
