@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -67,6 +68,13 @@ bool BtfHasName(const char* path, std::string_view name) {
   std::string whole = '\0' + std::string(name) + '\0';
   size_t strings_at = size_t{h.hdr_len} + h.str_off;
   size_t end = strings_at + h.str_len;
+  // A regular file shorter than its header says would fault where mapped past its end (sysfs
+  // files report their size too).
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (st.st_size > 0 && end > static_cast<size_t>(st.st_size))) {
+    close(fd);
+    return false;
+  }
   bool found = false;
   // Mapped (Linux 6.16+): its pages are the kernel's, no copy (0.1 ms); else read a page at a
   // time, as sysfs hands them out (2 ms).

@@ -57,7 +57,8 @@ TEST(KernelBtfTest, CutOnlyForTheBuildKernel) {
 // BtfHasName: a whole name of the string section, mapped or read; nothing from a file that is
 // not BTF. (A regular file maps; the kernel's maps since Linux 6.16, else it is read.)
 TEST(KernelBtfTest, HasNameFindsWholeNamesOfTheStrings) {
-  const std::string strings("\0int\0btf_trace_sched_switch\0task_struct\0", 42);
+  static const char kStrings[] = "\0int\0btf_trace_sched_switch\0task_struct\0";
+  const std::string strings(kStrings, sizeof(kStrings) - 1);  // (not the literal's own NUL)
   struct {
     uint16_t magic = 0xEB9F;
     uint8_t version = 1, flags = 0;
@@ -77,6 +78,14 @@ TEST(KernelBtfTest, HasNameFindsWholeNamesOfTheStrings) {
   EXPECT_FALSE(capture::BtfHasName(path.c_str(), "sched_switch"));  // a part of a name
   EXPECT_FALSE(capture::BtfHasName(path.c_str(), "btf_trace_sched_switc"));
   EXPECT_FALSE(capture::BtfHasName(path.c_str(), "btf_trace_sched_wakeup"));
+  // A header that claims more strings than the file holds: no answer, no fault.
+  header.str_len += 4096;
+  {
+    std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+    out.write(reinterpret_cast<const char*>(&header), 24);
+  }
+  EXPECT_FALSE(capture::BtfHasName(path.c_str(), "int"));
+  header.str_len -= 4096;
   header.magic = 0x9FEB;  // another byte order, or not BTF
   {
     std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
