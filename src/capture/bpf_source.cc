@@ -134,6 +134,7 @@ Result<void> CheckRowsBound(uint32_t rows) {
 class BpfSource : public SampleSource {
  public:
   ~BpfSource() override { Close(); }
+  OffCpuAttach off_cpu_attach() const { return startup_.off_cpu_attach; }
 
   // In steps, each timed for the start-up summary (RecordStartup).
   Result<void> Open(const SourceConfig& config, bool stackmap, std::vector<std::string>* notes) {
@@ -444,6 +445,11 @@ class BpfSource : public SampleSource {
 
   Result<void> AttachOffCpu() {
     bool btf = startup_.off_cpu_attach == OffCpuAttach::kTpBtf;
+    // Tests of the fallback (OpenBpfSource) refuse the tp_btf attach as a kernel could.
+    if (btf && getenv("STACKSYM_TEST_REFUSE_TP_BTF") != nullptr) {
+      return ErrnoError(EINVAL,
+                        "--off-cpu: attaching to sched_switch (tp_btf; refused for a test)");
+    }
     bpf_link* link =
         bpf_program__attach(btf ? skel_->progs.on_switch_btf : skel_->progs.on_switch_raw);
     if (link == nullptr) {
@@ -692,7 +698,20 @@ class BpfSource : public SampleSource {
 Result<std::unique_ptr<SampleSource>> OpenBpfSource(const SourceConfig& config, bool stackmap,
                                                     std::vector<std::string>* notes) {
   auto source = std::make_unique<BpfSource>();
-  if (auto r = source->Open(config, stackmap, notes); !r) return r.error();
+  Result<void> opened = source->Open(config, stackmap, notes);
+  // The kernel refused sched_switch's program as tp_btf (at load or attach): once more with
+  // the raw tracepoint, which needs no BTF attach point.
+  if (!opened && source->off_cpu_attach() == OffCpuAttach::kTpBtf) {
+    if (notes != nullptr) {
+      notes->push_back("--off-cpu: sched_switch as tp_btf failed (" + opened.error().message +
+                       "); the raw tracepoint instead");
+    }
+    SourceConfig raw = config;
+    raw.options.off_cpu_force_raw_tp = true;
+    source = std::make_unique<BpfSource>();
+    opened = source->Open(raw, stackmap, notes);
+  }
+  if (!opened) return opened.error();
   return std::unique_ptr<SampleSource>(std::move(source));
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -181,6 +182,25 @@ TEST(OffCpuRecordTest, BlockedTimePerFunctionUnderItsCallers) {
 // The raw tracepoint, where the kernel's BTF does not describe sched_switch: the same figures.
 TEST(OffCpuRecordTest, BlockedTimePerFunctionRawTracepoint) {
   CheckBlockedTimePerFunction(OffCpuAttach::kRawTp);
+}
+
+// The kernel refuses the tp_btf program (here its attach, through the test hook
+// STACKSYM_TEST_REFUSE_TP_BTF): the recorder says so and records with the raw tracepoint.
+TEST(OffCpuRecordTest, RefusedTpBtfFallsBackToTheRawTracepoint) {
+  SKIP_WITHOUT_TP_BTF();
+  setenv("STACKSYM_TEST_REFUSE_TP_BTF", "1", 1);
+  auto created = Recorder::Create(OffCpu({kApp, "1", "pingpong"}));
+  unsetenv("STACKSYM_TEST_REFUSE_TP_BTF");
+  if (!created && Refused(created.error())) GTEST_SKIP() << created.error().ToString();
+  ASSERT_TRUE(created) << created.error().ToString();
+  Recorder& rec = **created;
+  ASSERT_TRUE(rec.Run().ok());
+  ExpectAccounted(rec, OffCpuAttach::kRawTp);
+  EXPECT_GT(rec.stats().off_cpu.recorded, 100u);
+  bool said = false;
+  for (const std::string& note : rec.notes())
+    said |= note.find("tp_btf failed") != std::string::npos;
+  EXPECT_TRUE(said) << "a note says tp_btf was refused";
 }
 
 uint64_t TotalOffCpu(const Profile& p) {
