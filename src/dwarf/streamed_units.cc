@@ -181,18 +181,10 @@ bool UnitCache::AnswerWhileStreaming(std::span<const uint64_t> vaddrs, unsigned 
       wanted[k] = taken.vaddrs[order[k]];
       positions[k] = taken.positions[order[k]];
     }
-    Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
-    if (!functions) return false;  // the lookups after the stream try again, and say why
-    parsed_units_.fetch_add(1, std::memory_order_relaxed);
-    UnitState state;
-    state.functions = std::move(*functions);
-    state.function_file = main_;
-    state.function_unit = &unit;
-    state.comp_dir = unit.comp_dir;
-    if (unit.has_stmt_list) state.line = LineTableAt(unit.stmt_list, unit.ctx.address_size);
-    state.line_read = true;
-    state.ok = true;
-    work(&state, wanted, positions);
+    // The tables as the lookups after the stream would build them (a function table that
+    // fails leaves the line table to answer, the failure recorded).
+    std::unique_ptr<UnitState> state = BuildUnit(unit, wanted);
+    work(state->ok ? state.get() : nullptr, wanted, positions);
     for (uint32_t p : positions) answered_[p] = 1;
     return true;
   };
