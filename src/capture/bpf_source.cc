@@ -63,6 +63,8 @@ uint64_t RoundRingbufSize(uint64_t bytes) {
 static_assert(sizeof(stacksym_unwind_row) == sizeof(UnwindRow));
 static_assert(sizeof(stacksym_sample) % 8 == 0);
 static_assert(sizeof(stacksym_py_frame) == sizeof(RawPythonFrame));
+static_assert(kRawPythonEntry == STACKSYM_PY_ENTRY && kRawPythonChecked == STACKSYM_PY_CHECKED &&
+              STACKSYM_PY_CHECK_SHIFT == 16);
 // The program's walk ends are UnwindEnd's values, so that both walks are counted alike.
 static_assert(STACKSYM_END_OUTERMOST == static_cast<int>(UnwindEnd::kOutermost));
 static_assert(STACKSYM_END_DEPTH == static_cast<int>(UnwindEnd::kDepthLimit));

@@ -80,6 +80,14 @@ bool ToRegistration(const py::Layout& l, uint64_t runtime, stacksym_python_proc*
   r->frame_is_entry = l.frame_is_entry == py::kAbsent ? 0xff : static_cast<__u8>(l.frame_is_entry);
   r->shim_owner = l.shim_owner;
   r->code_tag_bits = l.code_tag_bits;
+  // The fingerprint's two fields, read at once: when they lie too far apart for one read, frames
+  // go unchecked.
+  uint32_t start = std::min(l.code_firstlineno, l.code_qualname);
+  uint32_t first_line = l.code_firstlineno - start, qualname = l.code_qualname - start;
+  bool fits = std::max(first_line, qualname) <= 63;
+  r->code_check_start = start;
+  r->check_first_line = fits ? static_cast<__u8>(first_line) : 0xff;
+  r->check_qualname = fits ? static_cast<__u8>(qualname) : 0xff;
   return true;
 }
 
@@ -334,14 +342,14 @@ const std::vector<std::pair<uint64_t, uint64_t>>* PythonProcesses::EvaluatorOffs
   return &it->second->eval_offsets;
 }
 
-const py::CodeCache::Entry& PythonProcesses::Code(uint32_t pid, uint64_t code,
-                                                  int64_t instruction) {
+const py::CodeCache::Entry& PythonProcesses::Code(uint32_t pid, const RawPythonFrame& frame) {
   const Process* p = Find(pid);
   if (p == nullptr) {
     static const py::CodeCache::Entry gone{nullptr, py::CodeError::kProcessGone};
     return gone;
   }
-  return codes_.Get(pid, code, *p->memory, *p->binary->layout, p->types, instruction);
+  return codes_.Get(pid, frame.code, *p->memory, *p->binary->layout, p->types, frame.instruction,
+                    CheckOf(frame));
 }
 
 void PythonProcesses::AddCodeStats() {
@@ -371,7 +379,7 @@ bool PythonStacks::IsEvaluator(const Profile& profile, uint32_t frame) {
 
 uint32_t PythonStacks::PythonFrame(uint32_t pid, const RawPythonFrame& raw, Profile& profile,
                                    bool* named) {
-  const py::CodeCache::Entry& e = processes_->Code(pid, raw.code, raw.instruction);
+  const py::CodeCache::Entry& e = processes_->Code(pid, raw);
   SourceFrame sf;
   *named = e.code != nullptr;
   if (e.code) {

@@ -91,8 +91,8 @@ class PythonProcesses {
   // The interpreter binary a profile module is, by build ID (or path without one): its
   // evaluator's file-offset ranges; null when the module is no interpreter seen.
   const std::vector<std::pair<uint64_t, uint64_t>>* EvaluatorOffsets(const Module& module) const;
-  // The code object at `code` in `pid`: from the cache, or read now.
-  const interp::python::CodeCache::Entry& Code(uint32_t pid, uint64_t code, int64_t instruction);
+  // The code object a sample's frame names in `pid`: from the cache, or read now.
+  const interp::python::CodeCache::Entry& Code(uint32_t pid, const RawPythonFrame& frame);
 
   // Changes when an interpreter binary is found (so that "not an interpreter" answers given
   // before are asked again).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -43,7 +44,8 @@ struct RawUserStack {
 
 // A Python frame as the BPF program sends it (struct stacksym_py_frame): the code object, the
 // code unit it stands at (-1: not started) and flags (kRawPythonEntry: the outermost frame of
-// its evaluator call; the frame's owner in bits 8-15).
+// its evaluator call; the frame's owner in bits 8-15; with kRawPythonChecked, the code
+// object's fingerprint at sample time in bits 16-31: CheckOf).
 struct RawPythonFrame {
   uint64_t code;
   int32_t instruction;
@@ -51,6 +53,11 @@ struct RawPythonFrame {
 };
 static_assert(sizeof(RawPythonFrame) == 16);
 inline constexpr uint32_t kRawPythonEntry = 1;
+inline constexpr uint32_t kRawPythonChecked = 2;
+inline std::optional<uint16_t> CheckOf(const RawPythonFrame& f) {
+  if (!(f.flags & kRawPythonChecked)) return std::nullopt;
+  return static_cast<uint16_t>(f.flags >> 16);
+}
 
 enum class OffCpuPart : uint8_t {
   kNone,      // a CPU sample

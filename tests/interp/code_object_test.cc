@@ -153,6 +153,7 @@ struct FakeCode {
     return b;
   }
   FakeCode() {
+    Put<uint64_t>(code, 0, 3);  // references
     Put<uint64_t>(code, 8, kCodeType);
     Put<int32_t>(code, 72, 7);
     Put<uint64_t>(code, 112, kFile);
@@ -334,31 +335,64 @@ TEST(CodeObjectTest, DamagedRealCodeObjects) {
   EXPECT_GT(failures, 0u);
 }
 
-TEST(CodeCacheTest, ReadsOnceAndAgainWhenTheAddressHoldsAnotherObject) {
+// A freed code object's first word is the allocator's (pymalloc's link to the next free block
+// of its pool, or null): it is not read, since its strings may have been freed and reused with
+// it. Nor is one freed (or changed) while its strings were read.
+TEST(CodeObjectTest, FreedObjectsAreNotRead) {
+  for (uint64_t first_word : {uint64_t{0}, FakeCode::kCode + 0x1c0, FakeCode::kCode + 0x3fc0}) {
+    FakeCode fake;
+    FakeCode::Put<uint64_t>(fake.code, 0, first_word);
+    EXPECT_EQ(fake.Read().error, CodeError::kFreed) << std::hex << first_word;
+  }
+  // A free-list link to another pool is no reference count either way: only the same pool's.
+  FakeCode far;
+  FakeCode::Put<uint64_t>(far.code, 0, FakeCode::kCode + 0x10000);
+  EXPECT_TRUE(far.Read().code);
+
+  // Memory in which the code object changes after its first read.
+  class ChangingMemory : public MemoryReader {
+   public:
+    ChangingMemory(BufferMemory before, BufferMemory after)
+        : before_(std::move(before)), after_(std::move(after)) {}
+    bool Read(uint64_t address, std::span<uint8_t> out) override {
+      bool later = address == FakeCode::kCode && code_reads_++ > 0;
+      return (later ? after_ : before_).Read(address, out);
+    }
+
+   private:
+    BufferMemory before_, after_;
+    int code_reads_ = 0;
+  };
+  FakeCode live, freed, other;
+  FakeCode::Put<uint64_t>(freed.code, 0, 0);
+  FakeCode::Put<uint64_t>(other.code, 128, FakeCode::kName);  // another qualified name
+  for (const FakeCode* after : {&freed, &other}) {
+    ChangingMemory memory(live.Memory(), after->Memory());
+    EXPECT_EQ(ReadCodeObject(memory, Layout311(), live.types, FakeCode::kCode).error,
+              CodeError::kFreed);
+  }
+  // Its reference count changes while it lives: that is no change.
+  FakeCode more_references;
+  FakeCode::Put<uint64_t>(more_references.code, 0, 4);
+  ChangingMemory memory(live.Memory(), more_references.Memory());
+  EXPECT_TRUE(ReadCodeObject(memory, Layout311(), live.types, FakeCode::kCode).code);
+}
+
+TEST(CodeCacheTest, ReadsOnceAndAgainWhenAFrameStandsPastTheCode) {
   FakeCode fake;
   BufferMemory memory = fake.Memory();
   CodeCache cache;
   Layout layout = Layout311();
-  const CodeCache::Entry& a = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 7);
+  uint16_t check = fake.Read().code->Check();
+  const CodeCache::Entry& a = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check);
   ASSERT_TRUE(a.code);
   EXPECT_EQ(a.code->qualname, "Worker.run");
-  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 7);
-  cache.Get(1, FakeCode::kCode, memory, layout, fake.types);
-  EXPECT_EQ(cache.stats().lookups, 3u);
+  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 1, check);
+  EXPECT_EQ(cache.stats().lookups, 2u);
   EXPECT_EQ(cache.stats().reads, 1u);
-  // The sample saw another first line at this address: another code object lives there now.
-  FakeCode::Put<int32_t>(fake.code, 72, 99);
-  memory.Add(FakeCode::kCode, fake.code);
-  const CodeCache::Entry& b = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, 99);
-  ASSERT_TRUE(b.code);
-  EXPECT_EQ(b.code->first_line, 99);
-  EXPECT_EQ(cache.stats().rereads, 1u);
-  EXPECT_EQ(b.code->code_units, 2u);
   // A frame at an instruction past the cached code's end: another object lives there now.
-  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 1);
+  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 2, check);
   EXPECT_EQ(cache.stats().rereads, 1u);
-  cache.Get(1, FakeCode::kCode, memory, layout, fake.types, 2);
-  EXPECT_EQ(cache.stats().rereads, 2u);
   // Failures are kept too, and counted by reason.
   EXPECT_FALSE(cache.Get(1, 0xdead0000, memory, layout, fake.types).code);
   EXPECT_FALSE(cache.Get(1, 0xdead0000, memory, layout, fake.types).code);
@@ -368,6 +402,44 @@ TEST(CodeCacheTest, ReadsOnceAndAgainWhenTheAddressHoldsAnotherObject) {
   EXPECT_EQ(cache.size(), 3u);
   cache.ForgetProcess(1);
   EXPECT_EQ(cache.size(), 1u);
+}
+
+// The sample saw one code object; by the time it is read, its address holds another (the first
+// freed, the address reused): the frame gets a reason, not the newcomer's name. Samples that saw
+// the newcomer get its name, from the same address.
+TEST(CodeCacheTest, AnObjectWithAnotherFingerprintIsNotTheSamples) {
+  FakeCode fake;
+  Layout layout = Layout311();
+  uint16_t first = fake.Read().code->Check();
+  for (bool same_name : {true, false}) {
+    SCOPED_TRACE(same_name ? "another first line" : "another qualified name");
+    FakeCode newcomer;
+    if (same_name) {
+      FakeCode::Put<int32_t>(newcomer.code, 72, 99);
+    } else {
+      FakeCode::Put<uint64_t>(newcomer.code, 128, FakeCode::kQual + 0x100);
+    }
+    BufferMemory memory = newcomer.Memory();
+    memory.Add(FakeCode::kQual + 0x100, FakeCode::Ascii("<module>"));
+    uint16_t second = ReadCodeObject(memory, layout, newcomer.types, FakeCode::kCode).code->Check();
+    ASSERT_NE(first, second);
+    CodeCache cache;
+    for (int twice = 0; twice < 2; ++twice) {
+      const CodeCache::Entry& old =
+          cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, first);
+      EXPECT_FALSE(old.code);
+      EXPECT_EQ(old.error, CodeError::kReplaced);
+    }
+    EXPECT_EQ(cache.stats().failures[static_cast<size_t>(CodeError::kReplaced)], 1u);
+    const CodeCache::Entry& now =
+        cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, second);
+    ASSERT_TRUE(now.code);
+    EXPECT_EQ(now.code->qualname, same_name ? "Worker.run" : "<module>");
+    EXPECT_EQ(cache.stats().reads, 2u);
+    // A frame the BPF program could not fingerprint is named by what is there.
+    EXPECT_TRUE(cache.Get(1, FakeCode::kCode, memory, layout, fake.types).code);
+  }
+  EXPECT_STREQ(CodeErrorName(CodeError::kReplaced), "replaced");
 }
 
 TEST(CodeCacheTest, BoundedPerProcess) {

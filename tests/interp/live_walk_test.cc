@@ -49,9 +49,8 @@ void ExpectWalkMatches(ProcessMemory& memory, const LiveInterpreter& live, uint6
     const SeenFrame& s = seen[i];
     SCOPED_TRACE("frame " + std::to_string(i) + " " + s.qualname);
     EXPECT_EQ(f.code, s.code);
-    const CodeCache::Entry& e =
-        cache.Get(static_cast<uint32_t>(memory.pid()), f.code, memory, live.layout, live.types(),
-                  f.instruction, int32_t(s.first_line));
+    const CodeCache::Entry& e = cache.Get(static_cast<uint32_t>(memory.pid()), f.code, memory,
+                                          live.layout, live.types(), f.instruction);
     ASSERT_TRUE(e.code) << CodeErrorName(e.error);
     EXPECT_EQ(e.code->qualname, s.qualname);
     EXPECT_EQ(e.code->name, s.name);

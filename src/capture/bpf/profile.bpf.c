@@ -167,13 +167,16 @@ struct {
 // copy (or, with bpf_unwind_verify, the unwound IPs and then the registers + copy). The
 // copy is written in page-sized pieces at offsets below STACKSYM_STACK_COPY_ROOM, so a
 // piece may run one page past it. At the end, where a Python frame is read before its fields
-// are taken (PY_TMP_ROOM: any offset below 128 plus 8 bytes fits).
+// are taken (any offset below 128 plus 8 bytes fits), then its code object's fingerprint
+// fields (STACKSYM_PY_CODE_READ bytes at PY_CODE_TMP).
 #define SAMPLE_ROOM (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM)
 #define PY_TMP_ROOM 256
 #define SCRATCH_SIZE                                                      \
   (SAMPLE_ROOM + STACKSYM_UIPS_ROOM + sizeof(struct stacksym_user_regs) + \
    STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE + PY_TMP_ROOM)
 #define PY_TMP (SCRATCH_SIZE - PY_TMP_ROOM)
+#define PY_CODE_TMP (PY_TMP + 128)
+_Static_assert(128 + STACKSYM_PY_CODE_READ <= PY_TMP_ROOM, "code read fits");
 struct scratch_buf {
   __u8 data[SCRATCH_SIZE];
 };
@@ -675,9 +678,23 @@ struct py_walk {
   __u32 n;      // frames written
   __u32 end;    // STACKSYM_PY_END_*
   __u32 code_adaptive;
+  __u32 code_check_start;
   __u8 frame_code, frame_previous, frame_instr, frame_owner, frame_is_entry, shim_owner;
-  __u8 code_tag_bits;
+  __u8 code_tag_bits, check_first_line, check_qualname;
 };
+
+// The fingerprint of the code object at `code` (stacksym_py_code_check) as flag bits; 0 (not
+// checked) when the process registered none or the object cannot be read.
+static __always_inline __u32 code_check_flags(const struct py_walk* w, __u8* tmp, __u64 code) {
+  if (w->check_first_line == 0xff) return 0;
+  if (bpf_probe_read_user(tmp, STACKSYM_PY_CODE_READ, (const void*)(code + w->code_check_start))) {
+    return 0;
+  }
+  __s32 first_line = *(__s32*)(tmp + (w->check_first_line & 63));
+  __u64 qualname = *(__u64*)(tmp + (w->check_qualname & 63));
+  return STACKSYM_PY_CHECKED | stacksym_py_code_check(first_line, qualname)
+                                   << STACKSYM_PY_CHECK_SHIFT;
+}
 
 // One frame: read it whole, write (code, instruction, flags), move to the previous one.
 // Global (not static): verified once, for any state, like unwind_frame.
@@ -717,7 +734,7 @@ __noinline int python_frame_step(struct py_walk* w) {
   __u64 first = code + w->code_adaptive;
   __s32 index = -1;
   if (ip >= first && ip - first < (1ull << 31)) index = (__s32)((ip - first) >> 1);
-  __u32 flags = (__u32)owner << 8;
+  __u32 flags = (__u32)owner << 8 | code_check_flags(w, buf->data + PY_CODE_TMP, code);
   if (w->frame_is_entry != 0xff && f[w->frame_is_entry & 127]) flags |= STACKSYM_PY_ENTRY;
   __u64 off = w->base + (__u64)(w->n & (STACKSYM_MAX_PY_FRAMES - 1)) * 16;
   if (off > SCRATCH_SIZE - 16) return 1;
@@ -812,6 +829,9 @@ __noinline __u32 walk_python(struct scratch_buf* buf, __u32 slot, __u64 base,
     w.frame_is_entry = proc->frame_is_entry;
     w.shim_owner = proc->shim_owner;
     w.code_tag_bits = proc->code_tag_bits;
+    w.code_check_start = proc->code_check_start;
+    w.check_first_line = proc->check_first_line;
+    w.check_qualname = proc->check_qualname;
     if (nested_frame != 0) {
       w.frame = nested_frame;
       w.end = STACKSYM_PY_END_DEPTH;

@@ -76,11 +76,17 @@ struct stacksym_sample {
 #define STACKSYM_MAX_PY_FRAMES 64
 #define STACKSYM_PY_ROOM 1024  // STACKSYM_MAX_PY_FRAMES * sizeof(struct stacksym_py_frame)
 #define STACKSYM_PY_ENTRY 1u
+// The code object's fingerprint (stacksym_py_code_check) is in bits 16-31: user space reads the
+// object later, when its address may hold another one (the first freed): it names the frame
+// only when the object it reads has the fingerprint the sample saw.
+#define STACKSYM_PY_CHECKED 2u
+#define STACKSYM_PY_CHECK_SHIFT 16
 struct stacksym_py_frame {
   __u64 code;         // PyCodeObject address
   __s32 instruction;  // code unit index (-1: not started)
-  __u32 flags;        // STACKSYM_PY_ENTRY; the frame's owner in bits 8-15
+  __u32 flags;        // STACKSYM_PY_ENTRY, STACKSYM_PY_CHECKED; owner in bits 8-15, check 16-31
 };
+#include "../../interp/python/code_check.h"
 // Why a Python walk ended.
 #define STACKSYM_PY_END_OUTERMOST 0    // the thread's first frame (or it runs no Python)
 #define STACKSYM_PY_END_DEPTH 1        // STACKSYM_MAX_PY_FRAMES frames
@@ -114,8 +120,15 @@ struct stacksym_python_proc {
   __u8 frame_is_entry;  // 0xff: none (3.12+)
   __u8 shim_owner;      // owners from this value up are the evaluator's own frames (0xff: none)
   __u8 code_tag_bits;   // low bits of the code pointer that tag it (3.14)
-  __u8 pad;
+  // The fingerprint's fields: STACKSYM_PY_CODE_READ bytes of the code object are read from
+  // code_check_start; co_firstlineno and co_qualname at these offsets into them (0xff: no
+  // fingerprint, frames go unchecked).
+  __u8 check_first_line;
+  __u32 code_check_start;
+  __u8 check_qualname;
+  __u8 pad[3];
 };
+#define STACKSYM_PY_CODE_READ 96
 // A thread's state, found once (python_threads, by tid); tstate 0: none, looked for at
 // checked_ns.
 struct stacksym_python_thread {

@@ -4,14 +4,14 @@ namespace stacksym::interp::python {
 
 const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryReader& memory,
                                        const Layout& layout, const TypeAddresses& types,
-                                       int64_t instruction, std::optional<int32_t> first_line) {
+                                       int64_t instruction, std::optional<uint16_t> check) {
   ++stats_.lookups;
-  std::unordered_map<uint64_t, Entry>& entries = processes_[pid];
-  auto it = entries.find(address);
+  auto& entries = processes_[pid];
+  Key key{address, check ? *check : kUnchecked};
+  auto it = entries.find(key);
   if (it != entries.end()) {
     const Entry& e = it->second;
-    bool stale = e.code && ((first_line && e.code->first_line != *first_line) ||
-                            (e.code->code_units > 0 && instruction >= e.code->code_units));
+    bool stale = e.code && e.code->code_units > 0 && instruction >= e.code->code_units;
     if (!stale) return e;
     ++stats_.rereads;
   } else if (entries.size() >= max_per_process_) {
@@ -21,12 +21,13 @@ const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryRea
   CodeRead read = ReadCodeObject(memory, layout, types, address);
   Entry entry;
   entry.error = read.error;
-  if (read.code) {
+  if (read.code && check && read.code->Check() != *check) {
+    entry.error = CodeError::kReplaced;
+  } else if (read.code) {
     entry.code = std::make_shared<const CodeObject>(std::move(*read.code));
-  } else {
-    ++stats_.failures[static_cast<size_t>(read.error)];
   }
-  Entry& slot = entries[address];
+  if (!entry.code) ++stats_.failures[static_cast<size_t>(entry.error)];
+  Entry& slot = entries[key];
   slot = std::move(entry);
   return slot;
 }

@@ -1,6 +1,10 @@
 #include "interp/python/code_object.h"
 
+#include <linux/types.h>
+
 #include <cstring>
+
+#include "interp/python/code_check.h"
 
 namespace stacksym::interp::python {
 
@@ -59,6 +63,10 @@ const char* CodeErrorName(CodeError error) {
       return "bad_line_table";
     case CodeError::kLineTableTooLong:
       return "line_table_too_long";
+    case CodeError::kReplaced:
+      return "replaced";
+    case CodeError::kFreed:
+      return "freed";
   }
   return "unknown";
 }
@@ -66,6 +74,10 @@ const char* CodeErrorName(CodeError error) {
 int32_t CodeObject::Line(int64_t instruction) const {
   LineLookup l = LineOfInstruction(line_table, first_line, instruction);
   return l.status == LineStatus::kFound ? l.line : 0;
+}
+
+uint16_t CodeObject::Check() const {
+  return static_cast<uint16_t>(stacksym_py_code_check(first_line, qualname_address));
 }
 
 CodeError ReadString(MemoryReader& memory, const Layout& layout, uint64_t unicode_type,
@@ -127,6 +139,25 @@ CodeError ReadLineTable(MemoryReader& memory, const Layout& layout, uint64_t byt
   return CodeError::kNone;
 }
 
+// A freed object's first word is the allocator's: pymalloc links a pool's free blocks through
+// it (the next free block, in the same pool, or null); glibc's free lists write the type word
+// after it too, which the type check catches. A live object's reference count is neither.
+bool LooksFreed(const std::vector<uint8_t>& code, const Layout& layout, uint64_t address) {
+  constexpr int kPoolBits = 14;  // pymalloc's pools: 4 KiB (3.11) or 16 KiB, aligned
+  uint64_t first = Field<uint64_t>(code, layout.ob_type - 8);
+  return first == 0 || (first >> kPoolBits) == (address >> kPoolBits);
+}
+
+// Whether two reads of a code object agree on every field the reader took.
+bool SameFields(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+                const Layout& layout) {
+  for (uint32_t offset : {layout.ob_type, layout.code_filename, layout.code_name,
+                          layout.code_qualname, layout.code_linetable}) {
+    if (Field<uint64_t>(a, offset) != Field<uint64_t>(b, offset)) return false;
+  }
+  return Field<int32_t>(a, layout.code_firstlineno) == Field<int32_t>(b, layout.code_firstlineno);
+}
+
 }  // namespace
 
 CodeRead ReadCodeObject(MemoryReader& memory, const Layout& layout, const TypeAddresses& types,
@@ -141,8 +172,13 @@ CodeRead ReadCodeObject(MemoryReader& memory, const Layout& layout, const TypeAd
     read.error = CodeError::kNotCode;
     return read;
   }
+  if (LooksFreed(code, layout, address)) {
+    read.error = CodeError::kFreed;
+    return read;
+  }
   CodeObject object;
   object.first_line = Field<int32_t>(code, layout.code_firstlineno);
+  object.qualname_address = Field<uint64_t>(code, layout.code_qualname);
   struct {
     uint32_t offset;
     std::string* out;
@@ -156,6 +192,17 @@ CodeRead ReadCodeObject(MemoryReader& memory, const Layout& layout, const TypeAd
   read.error = ReadLineTable(memory, layout, types.bytes,
                              Field<uint64_t>(code, layout.code_linetable), &object.line_table);
   if (read.error != CodeError::kNone) return read;
+  // Its strings and table are its own only while it lives: it must live still, unchanged (else
+  // they may have been freed with it and reused).
+  std::vector<uint8_t> again(code.size());
+  if (!memory.Read(address, again)) {
+    read.error = Unreadable(memory, CodeError::kFreed);
+    return read;
+  }
+  if (LooksFreed(again, layout, address) || !SameFields(code, again, layout)) {
+    read.error = CodeError::kFreed;
+    return read;
+  }
   uint32_t units = 0;
   if (ForEachLocation(object.line_table, object.first_line, [&](const LocationRange& r) {
         units = r.end;

@@ -34,9 +34,15 @@ enum class CodeError : uint8_t {
   kStringTooLong,  // a name or file name longer than kMaxStringLength
   kBadLineTable,   // co_linetable unreadable or not bytes
   kLineTableTooLong,
+  // The address held another code object when it was read (its fingerprint, code_check.h, is
+  // not the one the sample saw): the sample's was freed and its address reused.
+  kReplaced,
+  // The code object was freed before it was read (its memory is the allocator's now), or while
+  // it was read.
+  kFreed,
 };
 const char* CodeErrorName(CodeError error);  // "process_gone", "not_code", ... (stable tokens)
-inline constexpr int kCodeErrorCount = 8;
+inline constexpr int kCodeErrorCount = 10;
 
 // Runtime addresses of the type objects (the interpreter's symbols plus its load bias); 0: not
 // known, not checked.
@@ -51,6 +57,7 @@ struct CodeObject {
   std::string qualname;  // co_qualname ("Worker.run", "main.<locals>.inner")
   std::string filename;  // co_filename
   int32_t first_line = 0;
+  uint64_t qualname_address = 0;    // the co_qualname string object's
   std::vector<uint8_t> line_table;  // co_linetable
   // Code units the line table covers (the code's length); 0 when the table is damaged.
   uint32_t code_units = 0;
@@ -58,6 +65,8 @@ struct CodeObject {
   // The line of code unit `instruction` (-1: not started: the first line); 0 when the table has
   // no line for it.
   int32_t Line(int64_t instruction) const;
+  // Its fingerprint (code_check.h), as a sample's frame records it.
+  uint16_t Check() const;
 };
 
 struct CodeRead {

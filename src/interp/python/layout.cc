@@ -84,6 +84,7 @@ Result<void> CheckLayout(const Layout& l) {
   }
   if (l.bytes_data < l.bytes_size + 8) return bad("bytes data before its size");
   if (l.code_tag_bits > 7) return bad("tag bits");
+  if (l.ob_type < 8) return bad("ob_type before the reference count");
   return {};
 }
 
