@@ -354,15 +354,18 @@ TEST(PythonRecordExitTest, ShortLivedProcessNamedOrCounted) {
 // it could not be ("[python: replaced]", "[python: freed]"), never by the newcomer. leaf_N runs
 // under N % 3 + 1 frames of hop(), and <module> is only the outermost frame: a newcomer's name
 // breaks one of the two (for a leaf that took a leaf's address, two times in three).
-TEST(PythonRecordChurnTest, FreedCodeObjectsNotNamedByTheirSuccessors) {
-  if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
+class PythonRecordChurnTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PythonRecordChurnTest, FreedCodeObjectsNotNamedByTheirSuccessors) {
+  const char* python = GetParam();
+  if (access(python, X_OK) != 0) GTEST_SKIP() << "needs " << python;
   const std::string script =
       std::string(STACKSYM_SOURCE_DIR) + "/tests/capture/scripts/code_churn.py";
   char out_path[] = "/tmp/stacksym_python_churn_XXXXXX";
   int fd = mkstemp(out_path);
   ASSERT_GE(fd, 0);
   close(fd);
-  RECORD_OR_SKIP(r, {kPython311, script, out_path, "1.0"}, CallGraph::kBpf, true, 999);
+  RECORD_OR_SKIP(r, {python, script, out_path, "1.0"}, CallGraph::kBpf, true, 999);
   std::ifstream in(out_path);
   std::stringstream text;
   text << in.rdbuf();
@@ -411,6 +414,15 @@ TEST(PythonRecordChurnTest, FreedCodeObjectsNotNamedByTheirSuccessors) {
     EXPECT_GT(named, 0u);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonRecordChurnTest,
+                         ::testing::Values(kPython311,
+                                           "/root/.pyenv/versions/3.12.1/bin/python3.12",
+                                           "/root/.pyenv/versions/3.13.0/bin/python3.13"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = std::string(info.param);
+                           return "python3" + name.substr(name.size() - 2);
+                         });
 
 // A program without Python: nothing registered, no Python frame; python3.11 with --no-python:
 // its evaluator frames as they were.

@@ -679,21 +679,29 @@ struct py_walk {
   __u32 end;    // STACKSYM_PY_END_*
   __u32 code_adaptive;
   __u32 code_check_start;
+  __u32 last_check;  // the fingerprint flags of last_code, the previous frame's code object
+  __u64 last_code;
   __u8 frame_code, frame_previous, frame_instr, frame_owner, frame_is_entry, shim_owner;
   __u8 code_tag_bits, check_first_line, check_qualname;
 };
 
 // The fingerprint of the code object at `code` (stacksym_py_code_check) as flag bits; 0 (not
-// checked) when the process registered none or the object cannot be read.
-static __always_inline __u32 code_check_flags(const struct py_walk* w, __u8* tmp, __u64 code) {
+// checked) when the process registered none or the object cannot be read. Read once for a run
+// of frames of one code object (a recursion).
+static __always_inline __u32 code_check_flags(struct py_walk* w, __u8* tmp, __u64 code) {
   if (w->check_first_line == 0xff) return 0;
-  if (bpf_probe_read_user(tmp, STACKSYM_PY_CODE_READ, (const void*)(code + w->code_check_start))) {
-    return 0;
+  if (code == w->last_code) return w->last_check;
+  __u32 flags = 0;
+  if (!bpf_probe_read_user(tmp, STACKSYM_PY_CODE_READ,
+                           (const void*)(code + w->code_check_start))) {
+    __s32 first_line = *(__s32*)(tmp + (w->check_first_line & 63));
+    __u64 qualname = *(__u64*)(tmp + (w->check_qualname & 63));
+    flags = STACKSYM_PY_CHECKED | stacksym_py_code_check(first_line, qualname)
+                                      << STACKSYM_PY_CHECK_SHIFT;
   }
-  __s32 first_line = *(__s32*)(tmp + (w->check_first_line & 63));
-  __u64 qualname = *(__u64*)(tmp + (w->check_qualname & 63));
-  return STACKSYM_PY_CHECKED | stacksym_py_code_check(first_line, qualname)
-                                   << STACKSYM_PY_CHECK_SHIFT;
+  w->last_code = code;
+  w->last_check = flags;
+  return flags;
 }
 
 // One frame: read it whole, write (code, instruction, flags), move to the previous one.
