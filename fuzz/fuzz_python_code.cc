@@ -1,14 +1,15 @@
 // libFuzzer target for the CPython readers of process memory: the code-object reader (strings,
-// the line table), the location-table decoder, and the thread-state list and frame walk, over a
-// memory image made of the input. Input: minor version byte (11-13 after wrapping), the code
-// object's address, the type objects' addresses, a count of regions and the regions (address,
-// length, bytes), and the rest as a raw location table. Seeds: code objects dumped from a
-// python3.11 process (fuzz/seeds/fuzz_python_code.sh).
+// the line table) alone and through its cache, the location-table decoder, and the thread-state
+// list and frame walk, over a memory image made of the input. Input: minor version byte (11-13
+// after wrapping), the code object's address, the type objects' addresses, a count of regions and
+// the regions (address, length, bytes), and the rest as a raw location table. Seeds: code objects
+// dumped from a python3.11 process (fuzz/seeds/fuzz_python_code.sh).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "base/byte_cursor.h"
+#include "interp/python/code_cache.h"
 #include "interp/python/code_object.h"
 #include "interp/python/frame_walk.h"
 #include "interp/python/line_table.h"
@@ -59,6 +60,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (read.code->line_table.size() > kMaxLineTableBytes) __builtin_trap();
       CheckTable(read.code->line_table, read.code->first_line);
     }
+  }
+  // Through the cache, with a fingerprint the sample saw: named only by an object that has it.
+  CodeCache cache;
+  uint16_t check = static_cast<uint16_t>(size * 0x9e37);
+  for (int64_t instruction : {int64_t{-1}, int64_t{1} << 20}) {
+    const CodeCache::Entry& e =
+        cache.Get(1, code_address, memory, layout, types, instruction, check);
+    if (e.code && (e.error != CodeError::kNone || e.code->Check() != check)) __builtin_trap();
   }
   for (uint64_t start : starts) {
     std::string s;
