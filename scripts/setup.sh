@@ -21,7 +21,7 @@ DEMO_PACKAGES=(
 # with, on top of the demo's.
 PACKAGES=(
   "${DEMO_PACKAGES[@]}"
-  llvm llvm-16 libclang-rt-14-dev clang-format
+  llvm llvm-16 libclang-rt-14-dev clang-format lld
   elfutils dwz
   dpkg-dev
   linux-perf
