@@ -206,9 +206,9 @@ class ElfFile {
   // Symbols made up for the PLT stubs, which no symbol table covers, named as perf names them:
   // "puts@plt" for the stub that jumps through puts' GOT slot (in .plt, .plt.sec or .plt.got),
   // ".plt" for the lazy-binding resolver PLT0 (the whole .plt when .plt.sec holds the stubs).
-  // x86-64 only (empty for other machines, for files without a PLT and for separate debug
-  // files, whose PLT has no bytes); a malformed section or relocation names nothing. Built on
-  // first call (elf/plt_symbols.cc).
+  // x86-64 and AArch64 (empty for other machines, for files without a PLT and for separate
+  // debug files, whose PLT has no bytes); a malformed section or relocation names nothing.
+  // Built on first call (elf/plt_symbols.cc).
   const SymbolTable& plt_symbols() const;
 
   // Heap memory this file holds beyond its mapping: the decompressed sections and the symbol

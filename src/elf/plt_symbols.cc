@@ -15,6 +15,10 @@
 // as perf names it, and when .plt.sec (or MPX's .plt.bnd) holds the stubs, the whole of .plt
 // (PLT0 and the lazy stubs that push an index and jump to it) is ".plt", as perf extends it.
 //
+// AArch64 (ReadAarch64Stubs): the stubs of .plt are found by their `adrp x16; ldr x17` pair,
+// which gives the GOT slot (JUMP_SLOT, GLOB_DAT, IRELATIVE relocations as on x86-64); PLT0
+// is its 32-byte header.
+//
 // Everything is read through ByteCursor and bounds-checked: a short section, an entry size
 // that makes no sense, a relocation whose symbol or name is out of range gives no name.
 #include <elf.h>
@@ -54,7 +58,15 @@ std::string IfuncName(const ElfFile& elf, uint64_t resolver) {
 // The GOT slots of the function relocations (JUMP_SLOT, GLOB_DAT, IRELATIVE) of every
 // allocated SHT_RELA section (.rela.plt, .rela.dyn, .rela.iplt), sorted by address, first
 // relocation first.
-std::vector<Slot> ReadSlots(const ElfFile& elf) {
+struct RelocationTypes {
+  uint32_t jump_slot, glob_dat, irelative;
+};
+constexpr RelocationTypes kX86_64Relocations = {R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT,
+                                                R_X86_64_IRELATIVE};
+constexpr RelocationTypes kAarch64Relocations = {R_AARCH64_JUMP_SLOT, R_AARCH64_GLOB_DAT,
+                                                 R_AARCH64_IRELATIVE};
+
+std::vector<Slot> ReadSlots(const ElfFile& elf, const RelocationTypes& types) {
   std::vector<Slot> slots;
   const auto& sections = elf.sections();
   for (const ElfSection& rela : sections) {
@@ -78,11 +90,11 @@ std::vector<Slot> ReadSlots(const ElfFile& elf) {
       uint64_t addend = c.U64();
       if (!c.ok()) break;
       uint32_t type = ELF64_R_TYPE(info);
-      if (type == R_X86_64_IRELATIVE) {
+      if (type == types.irelative) {
         slots.push_back({offset, IfuncName(elf, addend)});
         continue;
       }
-      if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
+      if (type != types.jump_slot && type != types.glob_dat) continue;
       uint64_t index = ELF64_R_SYM(info);
       uint64_t sym_at;
       if (index == 0 || !CheckedMul(index, sym_stride, &sym_at) ||
@@ -99,6 +111,13 @@ std::vector<Slot> ReadSlots(const ElfFile& elf) {
   std::stable_sort(slots.begin(), slots.end(),
                    [](const Slot& a, const Slot& b) { return a.address < b.address; });
   return slots;
+}
+
+// The relocation naming GOT slot `slot`, or null.
+const Slot* SlotAt(const std::vector<Slot>& slots, uint64_t slot) {
+  auto it = std::lower_bound(slots.begin(), slots.end(), slot,
+                             [](const Slot& s, uint64_t a) { return s.address < a; });
+  return it != slots.end() && it->address == slot ? &*it : nullptr;
 }
 
 // The GOT slot a stub at `address` jumps through, or false when `entry` holds no
@@ -163,10 +182,8 @@ void ReadStubs(const ElfFile& elf, const ElfSection& plt, const std::vector<Slot
     if (!CheckedAdd(plt.addr, at, &address)) break;
     uint64_t slot;
     if (StubSlot(entry, address, &slot)) {
-      auto it = std::lower_bound(slots.begin(), slots.end(), slot,
-                                 [](const Slot& s, uint64_t a) { return s.address < a; });
-      if (it != slots.end() && it->address == slot) {
-        out->push_back({address, entry_size, plt.index, it->name + "@plt"});
+      if (const Slot* named = SlotAt(slots, slot)) {
+        out->push_back({address, entry_size, plt.index, named->name + "@plt"});
       }
     } else if (at == 0 && plt.name == ".plt" && LooksLikePlt0(entry)) {
       out->push_back({address, entry_size, plt.index, ".plt"});
@@ -174,10 +191,62 @@ void ReadStubs(const ElfFile& elf, const ElfSection& plt, const std::vector<Slot
   }
 }
 
+// AArch64: PLT0 (32 bytes: `stp x16, x30, [sp, #-16]!`, behind `bti c` with BTI) is ".plt";
+// each stub loads its GOT slot with `adrp x16, page; ldr x17, [x16, #off]` (16 bytes, 24 with
+// BTI or PAC, sometimes behind `bti c`), so the stubs are found by that pair rather than by a
+// stride: each runs from its pair (or the `bti c` before it) to the next one or the section's
+// end.
+constexpr uint32_t kA64Stp = 0xa9bf7bf0;  // stp x16, x30, [sp, #-16]!
+constexpr uint32_t kA64BtiC = 0xd503245f;
+constexpr uint64_t kA64HeaderSize = 32;
+
+void ReadAarch64Stubs(const ElfFile& elf, const ElfSection& plt, const std::vector<Slot>& slots,
+                      std::vector<Stub>* out) {
+  Result<std::span<const uint8_t>> data = elf.SectionData(plt);
+  if (!data) return;
+  const size_t words = data->size() / 4;
+  auto word = [&](size_t i) {
+    ByteCursor c(data->subspan(i * 4, 4));
+    return c.U32();
+  };
+  size_t first = 0;  // the first word after PLT0
+  if (words >= kA64HeaderSize / 4 &&
+      (word(0) == kA64Stp || (word(0) == kA64BtiC && word(1) == kA64Stp))) {
+    out->push_back({plt.addr, kA64HeaderSize, plt.index, ".plt"});
+    first = kA64HeaderSize / 4;
+  }
+  struct Pair {
+    size_t start;  // word index of the stub's first instruction
+    uint64_t slot;
+  };
+  std::vector<Pair> pairs;
+  for (size_t i = first; i + 1 < words; ++i) {
+    uint32_t adrp = word(i), ldr = word(i + 1);
+    if ((adrp & 0x9f00001f) != 0x90000010 || (ldr & 0xffc003ff) != 0xf9400211) continue;
+    // adrp: a 21-bit signed page count (immhi:immlo) from the instruction's page.
+    int64_t pages = static_cast<int64_t>(((adrp >> 5) & 0x7ffff) << 2 | ((adrp >> 29) & 3));
+    if (pages & (int64_t{1} << 20)) pages -= int64_t{1} << 21;
+    uint64_t pc = plt.addr + i * 4;
+    uint64_t slot =
+        (pc & ~uint64_t{0xfff}) + static_cast<uint64_t>(pages) * 4096 + ((ldr >> 10) & 0xfff) * 8;
+    size_t start = i > first && word(i - 1) == kA64BtiC ? i - 1 : i;
+    pairs.push_back({start, slot});
+    ++i;
+  }
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const Slot* named = SlotAt(slots, pairs[k].slot);
+    if (named == nullptr) continue;
+    size_t end = k + 1 < pairs.size() ? pairs[k + 1].start : words;
+    out->push_back({plt.addr + pairs[k].start * 4, (end - pairs[k].start) * 4, plt.index,
+                    named->name + "@plt"});
+  }
+}
+
 }  // namespace
 
 void SymbolTableBuilder::BuildPlt(const ElfFile& elf, SymbolTable* table) {
-  if (!elf.is_64bit() || elf.machine() != EM_X86_64) return;
+  if (!elf.is_64bit() || (elf.machine() != EM_X86_64 && elf.machine() != EM_AARCH64)) return;
+  const bool aarch64 = elf.machine() == EM_AARCH64;
   bool any = false, second_plt = false;
   for (const ElfSection& s : elf.sections()) {
     if (!IsPltSection(s)) continue;
@@ -185,10 +254,16 @@ void SymbolTableBuilder::BuildPlt(const ElfFile& elf, SymbolTable* table) {
     second_plt |= s.name == ".plt.sec" || s.name == ".plt.bnd";
   }
   if (!any) return;
-  const std::vector<Slot> slots = ReadSlots(elf);
+  const std::vector<Slot> slots =
+      ReadSlots(elf, aarch64 ? kAarch64Relocations : kX86_64Relocations);
   std::vector<Stub> stubs;
   for (const ElfSection& s : elf.sections()) {
-    if (IsPltSection(s)) ReadStubs(elf, s, slots, second_plt, &stubs);
+    if (!IsPltSection(s)) continue;
+    if (!aarch64) {
+      ReadStubs(elf, s, slots, second_plt, &stubs);
+    } else if (s.name == ".plt") {
+      ReadAarch64Stubs(elf, s, slots, &stubs);
+    }
   }
   std::stable_sort(stubs.begin(), stubs.end(),
                    [](const Stub& a, const Stub& b) { return a.address < b.address; });

@@ -47,12 +47,14 @@ bool IsPltSectionName(const std::string& name) {
   return name == ".plt" || name == ".plt.sec" || name == ".plt.got";
 }
 
+// objdump -d, or llvm-objdump -d for AArch64 (binutils here disassembles x86 only).
 std::vector<Label> ObjdumpPltLabels(const ElfFile& elf) {
+  const std::string tool = elf.machine() == EM_AARCH64 ? "llvm-objdump" : "objdump";
   static const std::regex kSection("^Disassembly of section (\\S+):$");
   static const std::regex kLabel("^([0-9a-f]+) <(.+)>:$");
   std::vector<Label> labels;
   std::string section;
-  for (const std::string& line : SplitLines(RunTool("objdump -d " + ShellQuote(elf.path())))) {
+  for (const std::string& line : SplitLines(RunTool(tool + " -d " + ShellQuote(elf.path())))) {
     std::smatch m;
     if (std::regex_match(line, m, kSection)) {
       section = m[1];
@@ -73,6 +75,13 @@ class PltFixture : public ::testing::TestWithParam<const char*> {};
 // "<.plt>", or "<puts@plt-0x10>" relative to the first stub where no section symbol is kept)
 // is ".plt", as perf names it.
 TEST_P(PltFixture, NamesEveryStubAsObjdumpLabelsIt) {
+  std::string name = GetParam();
+  if (name.find("aarch64") != std::string::npos) {
+#ifndef STACKSYM_ELF_HAVE_AARCH64_FIXTURE
+    GTEST_SKIP() << "no AArch64 fixture: needs clang and ld.lld";
+#endif
+    if (!testing::ToolAvailable("llvm-objdump")) GTEST_SKIP() << "needs llvm-objdump";
+  }
   if (!testing::ToolAvailable("objdump")) GTEST_SKIP() << "needs objdump";
   std::shared_ptr<ElfFile> elf = OpenOrDie(Fixture(GetParam()));
   ASSERT_NE(elf, nullptr);
@@ -100,7 +109,7 @@ TEST_P(PltFixture, NamesEveryStubAsObjdumpLabelsIt) {
     }
     named.insert(expected);
   }
-  if (std::string(GetParam()).starts_with("elf_plt_")) {
+  if (name.starts_with("elf_plt_")) {
     for (const char* function : {"puts@plt", "strlen@plt", "memcpy@plt", "abs@plt", ".plt"}) {
       EXPECT_TRUE(named.count(function)) << function << " not labelled by objdump";
     }
@@ -119,9 +128,13 @@ TEST_P(PltFixture, NamesEveryStubAsObjdumpLabelsIt) {
 
 // The fixtures are the layouts they are meant to be.
 TEST_P(PltFixture, LayoutIsAsBuilt) {
+  std::string name = GetParam();
+#ifndef STACKSYM_ELF_HAVE_AARCH64_FIXTURE
+  if (name.find("aarch64") != std::string::npos) GTEST_SKIP() << "needs clang and ld.lld";
+#endif
   std::shared_ptr<ElfFile> elf = OpenOrDie(Fixture(GetParam()));
   ASSERT_NE(elf, nullptr);
-  std::string name = GetParam();
+  EXPECT_EQ(elf->machine(), name.find("aarch64") != std::string::npos ? EM_AARCH64 : EM_X86_64);
   bool ibt = name.find("_ibt") != std::string::npos;
   EXPECT_NE(elf->FindSection(".plt"), nullptr);
   if (ibt) {
@@ -130,7 +143,7 @@ TEST_P(PltFixture, LayoutIsAsBuilt) {
   if (name.find("_plt_lazy") != std::string::npos || name.find("_plt_now") != std::string::npos) {
     EXPECT_EQ(elf->FindSection(".plt.sec"), nullptr);
   }
-  if (name.find("nopie") == std::string::npos) {
+  if (name.find("nopie") == std::string::npos && name.find("aarch64") == std::string::npos) {
     EXPECT_NE(elf->FindSection(".plt.got"), nullptr);
   }
 }
@@ -138,7 +151,8 @@ TEST_P(PltFixture, LayoutIsAsBuilt) {
 INSTANTIATE_TEST_SUITE_P(Layouts, PltFixture,
                          ::testing::Values("elf_plt_cf", "elf_plt_ibt_lazy", "elf_plt_ibt_now",
                                            "elf_plt_ibt_nopie", "elf_plt_lazy", "elf_plt_now",
-                                           "elf_plt_nopie", "elf_basic_pie", "elf_cxx"));
+                                           "elf_plt_nopie", "elf_basic_pie", "elf_cxx",
+                                           "elf_plt_aarch64", "elf_plt_aarch64_bti"));
 
 TEST(Plt, BinaryWithoutPltHasNone) {
   std::shared_ptr<ElfFile> elf = OpenOrDie(Fixture("elf_no_plt"));
@@ -175,6 +189,9 @@ struct CraftedPlt {
   SymtabWriter dynsym;
   uint32_t sym_index = 1;
   uint64_t plt_entsize = 16;
+  uint64_t plt_addr = 0x1000;
+  uint64_t slot = 0x3000;
+  uint32_t reloc_type = R_X86_64_JUMP_SLOT;
   uint64_t rela_entsize = sizeof(Elf64_Rela);
   std::optional<uint64_t> plt_size_override, rela_size_override;
 
@@ -190,8 +207,8 @@ struct CraftedPlt {
   }
   std::shared_ptr<ElfFile> Build() {
     rela.clear();
-    Append64(rela, 0x3000);
-    Append64(rela, (uint64_t{sym_index} << 32) | R_X86_64_JUMP_SLOT);
+    Append64(rela, slot);
+    Append64(rela, (uint64_t{sym_index} << 32) | reloc_type);
     Append64(rela, 0);
     uint32_t dynstr = builder.AddSection(
         {.name = ".dynstr", .type = SHT_STRTAB, .flags = SHF_ALLOC, .data = dynsym.strings()});
@@ -213,7 +230,7 @@ struct CraftedPlt {
     builder.AddSection({.name = ".plt",
                         .type = SHT_PROGBITS,
                         .flags = SHF_ALLOC | SHF_EXECINSTR,
-                        .addr = 0x1000,
+                        .addr = plt_addr,
                         .data = plt,
                         .addralign = 16,
                         .entsize = plt_entsize,
@@ -299,9 +316,66 @@ TEST(CraftedPlt, TruncatedSectionsGiveNoName) {
   }
 }
 
+// AArch64: PLT0 (32 bytes from `stp x16, x30, [sp, #-16]!`) at 0x10000, then one stub
+// loading GOT slot 0x30010: adrp x16, 0x30000; ldr x17, [x16, #0x10]; add; br x17.
+void MakeAarch64(CraftedPlt* image) {
+  image->builder.machine = EM_AARCH64;
+  image->plt_addr = 0x10000;
+  image->slot = 0x30010;
+  image->reloc_type = R_AARCH64_JUMP_SLOT;
+  image->plt_entsize = 0;
+  image->plt.clear();
+  for (uint32_t insn : {0xa9bf7bf0u, 0x90000110u, 0xf9400211u, 0x91000210u, 0xd61f0220u,
+                        0xd503201fu, 0xd503201fu, 0xd503201fu,  // PLT0
+                        0x90000110u, 0xf9400a11u, 0x91004210u, 0xd61f0220u}) {
+    Append32(image->plt, insn);
+  }
+}
+
+TEST(CraftedPlt, Aarch64) {
+  CraftedPlt image;
+  MakeAarch64(&image);
+  auto elf = image.Build();
+  ASSERT_NE(elf, nullptr);
+  EXPECT_EQ(Names(*elf),
+            (std::map<uint64_t, std::string>{{0x10000, ".plt"}, {0x10020, "puts@plt"}}));
+  const ElfSymbol* s = elf->plt_symbols().Find(0x1002f);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->name, "puts@plt");
+  EXPECT_EQ(s->size, 16u);
+  EXPECT_EQ(elf->plt_symbols().Find(0x10030), nullptr);
+}
+
+TEST(CraftedPlt, Aarch64BrokenStubsGiveNoName) {
+  {
+    CraftedPlt image;
+    MakeAarch64(&image);
+    image.plt.resize(32 + 4);  // the stub cut after its adrp
+    auto elf = image.Build();
+    ASSERT_NE(elf, nullptr);
+    EXPECT_EQ(Names(*elf), (std::map<uint64_t, std::string>{{0x10000, ".plt"}}));
+  }
+  {
+    CraftedPlt image;
+    MakeAarch64(&image);
+    image.reloc_type = R_X86_64_JUMP_SLOT;  // another machine's type: no function relocation
+    auto elf = image.Build();
+    ASSERT_NE(elf, nullptr);
+    EXPECT_EQ(Names(*elf), (std::map<uint64_t, std::string>{{0x10000, ".plt"}}));
+  }
+  {
+    CraftedPlt image;
+    MakeAarch64(&image);
+    image.plt.resize(16);  // shorter than PLT0
+    auto elf = image.Build();
+    ASSERT_NE(elf, nullptr);
+    EXPECT_TRUE(elf->plt_symbols().empty());
+  }
+}
+
 TEST(CraftedPlt, OtherMachinesHaveNone) {
   CraftedPlt image;
-  image.builder.machine = EM_AARCH64;
+  image.builder.machine = EM_RISCV;
   auto elf = image.Build();
   ASSERT_NE(elf, nullptr);
   EXPECT_TRUE(elf->plt_symbols().empty());
