@@ -2,7 +2,8 @@
 // thread and streamed on a background one, which must agree, and again after a discard),
 // build the symbol table and look addresses up, translate addresses, read notes — and check
 // the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover,
-// the ascending finder answers as Find).
+// the ascending finder answers as Find), and the PLT stubs' symbols made up from the dynamic
+// relocations.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -119,6 +120,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::sort(bounds.begin(), bounds.end());
   stacksym::SymbolTable::AscendingFinder ascending(table);
   for (uint64_t addr : bounds) Check(ascending.Find(addr) == table.Find(addr));
+
+  // The PLT stubs' made-up symbols: sorted, unique, disjoint, each named "...@plt" or ".plt",
+  // and found where they are.
+  const stacksym::SymbolTable& plt = elf.plt_symbols();
+  auto stubs = plt.symbols();
+  for (size_t i = 0; i < stubs.size(); ++i) {
+    const ElfSymbol& s = stubs[i];
+    Check(s.size > 0);
+    Check(s.name == ".plt" || (s.name.size() > 4 && s.name.ends_with("@plt")));
+    if (i > 0) Check(stubs[i - 1].address + stubs[i - 1].size <= s.address);
+    Check(plt.Find(s.address) == &s);
+    CheckFind(plt, s.address + s.size - 1);
+    CheckFind(plt, s.address + s.size);
+    checksum += s.name.size();
+  }
 
   for (const stacksym::ElfSegment& seg : elf.segments()) {
     for (uint64_t delta : {uint64_t{0}, seg.filesz / 2, seg.filesz}) {

@@ -5,7 +5,8 @@ dir="$1/fixtures"
 for f in "$dir"/elf_basic_pie "$dir"/elf_basic_nopie "$dir"/elf_basic_strip_all \
          "$dir"/elf_basic_zlib "$dir"/elf_basic_zlib_gnu "$dir"/elf_basic_zstd \
          "$dir"/elf_basic_debuglink "$dir"/elf_basic_debuglink.debug "$dir"/elf_basic_dwz \
-         "$dir"/elf_basic_dwz.alt "$dir"/elf_cxx; do
+         "$dir"/elf_basic_dwz.alt "$dir"/elf_cxx "$dir"/elf_plt_ibt_lazy "$dir"/elf_plt_lazy \
+         "$dir"/elf_plt_nopie "$dir"/elf_plt_aarch64_bti; do
   [ -f "$f" ] && echo "$f"
 done
 exit 0

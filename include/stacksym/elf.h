@@ -127,7 +127,8 @@ class SymbolTable {
   size_t skipped() const { return skipped_; }
   const std::vector<Error>& problems() const { return problems_; }
   size_t memory_bytes() const {
-    return symbols_.capacity() * sizeof(ElfSymbol) + resumes_.capacity() * sizeof(Resume);
+    return symbols_.capacity() * sizeof(ElfSymbol) + resumes_.capacity() * sizeof(Resume) +
+           owned_names_.capacity();
   }
 
  private:
@@ -145,6 +146,9 @@ class SymbolTable {
   template <class ResumeEnd>
   const ElfSymbol* CoverOf(uint64_t addr, size_t symbol_end, const ResumeEnd& resume_end) const;
   std::vector<Resume> resumes_;
+  // The names of a table whose symbols are made up rather than read (ElfFile::plt_symbols):
+  // its symbols' names point here.
+  std::string owned_names_;
   size_t skipped_ = 0;
   std::vector<Error> problems_;
   bool has_symtab_ = false;
@@ -199,6 +203,13 @@ class ElfFile {
 
   // Function/object symbols; built on first call.
   const SymbolTable& symbols() const;
+  // Symbols made up for the PLT stubs, which no symbol table covers, named as perf names them:
+  // "puts@plt" for the stub that jumps through puts' GOT slot (in .plt, .plt.sec or .plt.got),
+  // ".plt" for the lazy-binding resolver PLT0 (the whole .plt when .plt.sec holds the stubs).
+  // x86-64 and AArch64 (empty for other machines, for files without a PLT and for separate
+  // debug files, whose PLT has no bytes); a malformed section or relocation names nothing.
+  // Built on first call (elf/plt_symbols.cc).
+  const SymbolTable& plt_symbols() const;
 
   // Heap memory this file holds beyond its mapping: the decompressed sections and the symbol
   // table built so far. For callers that bound the memory of the files they keep.
@@ -225,6 +236,8 @@ class ElfFile {
 
   mutable std::once_flag symbols_once_;
   mutable SymbolTable symbols_;
+  mutable std::once_flag plt_once_;
+  mutable SymbolTable plt_symbols_;
   mutable std::atomic<size_t> heap_bytes_{0};
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;

@@ -71,6 +71,11 @@ struct SymbolizeOptions {
   // llvm-symbolizer does (its drop-in turns it off). Persisted indexes are built with it on and
   // are not used without it.
   bool symbols_from_debug_file = true;
+  // Name the PLT stubs perf's way ("puts@plt"; ElfFile::plt_symbols) where nothing else names
+  // them, so that a profile's samples in a stub are not left unnamed. Off: no name there, as
+  // llvm-symbolizer and addr2line answer (their drop-in turns it off). Persisted indexes are
+  // built with it on and are not used without it.
+  bool plt_names = true;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).
   std::vector<std::string> debug_dirs = {kDefaultDebugDir};
   // Threads a batch may use to parse debug info and resolve names (0: one per CPU).
@@ -155,7 +160,11 @@ class ElfSymbolizer {
   // A stripped binary's debug file's .symtab, for what neither its own table nor DWARF names
   // (FallbackSymbolTable); null when there is none or it is not wanted. Loads the debug info.
   const SymbolTable* fallback_symbols();
-  void FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out);
+  // The PLT stubs' names (elf::PltSymbolTable) when plt_names asks for them; else null.
+  const SymbolTable* plt_symbols() const;
+  // `fallback` and `plt` name, in that order, what the binary's table and DWARF do not.
+  void FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* plt,
+                           SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);
   // true when index_ is a new, usable index.

@@ -47,6 +47,13 @@ bool MaybeMangled(std::string_view name) {
 
 std::string Demangle(std::string_view mangled) {
   if (!MaybeMangled(mangled)) return std::string(mangled);
+  // A PLT stub's made-up name (ElfFile::plt_symbols): the function's, demangled, then "@plt",
+  // as perf and objdump -C print it.
+  constexpr std::string_view kPlt = "@plt";
+  if (mangled.ends_with(kPlt)) {
+    std::string_view function = mangled.substr(0, mangled.size() - kPlt.size());
+    if (MaybeMangled(function)) return Demangle(function) + std::string(kPlt);
+  }
   // Rust v0 names start with _R; legacy ones end in a hash segment "17h" + 16 hex digits, so
   // an _Z name without "17h" is no Rust name, and libiberty's Rust attempt (a scan of the whole
   // name, a tenth of the cost of demangling a long C++ name) can be skipped.

@@ -410,6 +410,14 @@ const SymbolTable& ElfFile::symbols() const {
   return symbols_;
 }
 
+const SymbolTable& ElfFile::plt_symbols() const {
+  std::call_once(plt_once_, [this] {
+    elf::SymbolTableBuilder::BuildPlt(*this, &plt_symbols_);
+    heap_bytes_.fetch_add(plt_symbols_.memory_bytes(), std::memory_order_relaxed);
+  });
+  return plt_symbols_;
+}
+
 std::optional<uint64_t> ElfFile::VaddrToFileOffset(uint64_t vaddr) const {
   for (const ElfSegment& seg : segments_) {
     if (seg.type != PT_LOAD || vaddr < seg.vaddr) continue;

@@ -10,4 +10,9 @@ const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* deb
   return separate.has_symtab() && !separate.empty() ? &separate : nullptr;
 }
 
+const SymbolTable* PltSymbolTable(const ElfFile& binary) {
+  const SymbolTable& plt = binary.plt_symbols();
+  return plt.empty() ? nullptr : &plt;
+}
+
 }  // namespace stacksym::elf

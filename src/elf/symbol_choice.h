@@ -15,4 +15,11 @@ namespace stacksym::elf {
 // not the binary itself) has one; else null.
 const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file);
 
+// The names of the binary's PLT stubs ("puts@plt", ElfFile::plt_symbols), which name an address
+// that neither its symbol tables (nor the debug file's, above) nor DWARF name; null when it has
+// none. Asked after FallbackSymbolTable, by the direct path and the persisted index alike.
+// llvm-symbolizer and addr2line name no PLT stub: their drop-in leaves these out
+// (SymbolizeOptions::plt_names).
+const SymbolTable* PltSymbolTable(const ElfFile& binary);
+
 }  // namespace stacksym::elf

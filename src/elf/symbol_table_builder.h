@@ -15,6 +15,8 @@ namespace stacksym::elf {
 class SymbolTableBuilder {
  public:
   static void Build(const ElfFile& elf, SymbolTable* table);
+  // The PLT stubs' made-up symbols (ElfFile::plt_symbols; elf/plt_symbols.cc).
+  static void BuildPlt(const ElfFile& elf, SymbolTable* table);
 };
 
 }  // namespace stacksym::elf

@@ -528,6 +528,7 @@ std::vector<SymbolPiece> OverlayGaps(const std::vector<SymbolPiece>& own,
     SymbolPiece piece{bound, nullptr, false};
     if (in_own > 0 && own[in_own - 1].symbol != nullptr) {
       piece.symbol = own[in_own - 1].symbol;
+      piece.fallback = own[in_own - 1].fallback;  // `own` may be an overlay already
     } else if (in_fallback > 0 && fallback[in_fallback - 1].symbol != nullptr) {
       piece.symbol = fallback[in_fallback - 1].symbol;
       piece.fallback = true;
@@ -743,7 +744,7 @@ void IndexBuild::StartSymbolTable() {
 
 // The symbol records, their address segments and names (on the symbol table's thread).
 void IndexBuild::IndexSymbols() {
-  size_t count = elf_->symbols().symbols().size();
+  size_t count = elf_->symbols().symbols().size() + elf_->plt_symbols().symbols().size();
   if (fallback_symbols_ != nullptr) count += fallback_symbols_->symbols().size();
   strings_.Reserve(count);
   linkage_.Reserve(count / 4);
@@ -751,11 +752,15 @@ void IndexBuild::IndexSymbols() {
 }
 
 // The symbol segments and records: the binary's table flattened (FlattenSymbols), a stripped
-// binary's debug-file symbols in its gaps (OverlayGaps). Returns each record's symbol.
+// binary's debug-file symbols in its gaps (OverlayGaps), then the PLT stubs' names in the gaps
+// left, as the direct path asks them (ElfSymbolizer::FillFromSymbolTable). Returns each
+// record's symbol.
 std::vector<const ElfSymbol*> IndexBuild::FlattenSymbolTable() {
   std::vector<SymbolPiece> pieces = FlattenSymbols(elf_->symbols());
   if (fallback_symbols_ != nullptr)
     pieces = OverlayGaps(pieces, FlattenSymbols(*fallback_symbols_));
+  if (const SymbolTable* plt = elf::PltSymbolTable(*elf_); plt != nullptr)
+    pieces = OverlayGaps(pieces, FlattenSymbols(*plt));
   std::unordered_map<const ElfSymbol*, int32_t> record_of;
   std::vector<const ElfSymbol*> by_record;
   for (const SymbolPiece& piece : pieces) {
@@ -1301,7 +1306,8 @@ void IndexBuild::WriteHead(IndexSink* sink) {
   header.version = kVersion;
   header.section_count = kCount;
   header.file_size = offset_ + chunk_crcs_->size() * sizeof(uint32_t);
-  bool no_symbols = elf_->symbols().empty() && fallback_symbols_ == nullptr;
+  bool no_symbols = elf_->symbols().empty() && fallback_symbols_ == nullptr &&
+                    elf::PltSymbolTable(*elf_) == nullptr;
   header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
   std::span<const uint8_t> build_id = elf_->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));

@@ -26,8 +26,9 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // 9: function segments delta-encoded in blocks of 16 (kFunctionSegmentBytes); 10: nodes
 // bit-packed per unit (NodeWidths), parents as distances; 11: names stored as linkage names
 // (NameMemo); 12: a stripped binary's symbols from its separate debug file's .symtab
-// (ChooseSymbolTable), as the direct path now answers.
-inline constexpr uint32_t kVersion = 12;
+// (ChooseSymbolTable), as the direct path now answers; 13: the PLT stubs' names ("puts@plt",
+// elf::PltSymbolTable) in the symbol segments' remaining gaps, flagged as the debug file's are.
+inline constexpr uint32_t kVersion = 13;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)

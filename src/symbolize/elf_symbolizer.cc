@@ -76,7 +76,7 @@ bool ElfSymbolizer::UseIndex() {
     index_tried_ = true;
     // (An index keeps linkage names: short names are read from the DWARF itself.)
     if (!options_.cache_dir.empty() && options_.use_debug_info &&
-        options_.symbols_from_debug_file && !options_.short_function_names &&
+        options_.symbols_from_debug_file && options_.plt_names && !options_.short_function_names &&
         !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
       // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
       // LoadDebugInfo would open when demangling is off and inlines are on, and then answers
@@ -168,7 +168,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
-  FillFromSymbolTable(fallback_symbols(), out);
+  FillFromSymbolTable(fallback_symbols(), plt_symbols(), out);
   return out;
 }
 
@@ -194,13 +194,20 @@ const SymbolTable* ElfSymbolizer::fallback_symbols() {
                                   debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }
 
-void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, SymbolizedAddress& out) {
+const SymbolTable* ElfSymbolizer::plt_symbols() const {
+  return options_.plt_names ? elf::PltSymbolTable(*elf_) : nullptr;
+}
+
+void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* plt,
+                                        SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);
-  // What neither the binary's table nor DWARF names, a stripped binary's debug file may.
+  // What neither the binary's table nor DWARF names, a stripped binary's debug file may, and
+  // then the PLT stubs' made-up names.
   if (symbol == nullptr && out.frames.empty() && fallback != nullptr) {
     symbol = fallback->Find(out.vaddr);
   }
+  if (symbol == nullptr && out.frames.empty() && plt != nullptr) symbol = plt->Find(out.vaddr);
   if (symbol != nullptr) {
     out.raw_symbol = std::string(symbol->name);
     out.symbol = options_.demangle ? symbol_names_->Get(symbol->name) : out.raw_symbol;
@@ -219,7 +226,8 @@ void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, SymbolizedA
     outermost.raw_function = out.raw_symbol;
   }
   if (symbol == nullptr && out.frames.empty()) {
-    out.reason = table.empty() && fallback == nullptr ? Reason::kNoSymbols : Reason::kNoSymbol;
+    out.reason = table.empty() && fallback == nullptr && plt == nullptr ? Reason::kNoSymbols
+                                                                        : Reason::kNoSymbol;
   }
   if (!options_.linkage_names) {  // as the index answers without them
     out.raw_symbol.clear();
@@ -287,9 +295,10 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   constexpr size_t kPerThread = 512;  // below this a thread costs more than it saves
   unsigned threads = ThreadCount(options_.threads, positions.size() / kPerThread);
   const SymbolTable* fallback = fallback_symbols();
+  const SymbolTable* plt = plt_symbols();
   RunOnThreads(threads, [&](unsigned t) {
     for (size_t k = t; k < positions.size(); k += threads) {
-      FillFromSymbolTable(fallback, out[positions[k]]);
+      FillFromSymbolTable(fallback, plt, out[positions[k]]);
     }
   });
   return out;
