@@ -334,7 +334,7 @@ class Session {
     options_.relative_paths = config.relativenames;
     options_.dwp_path = config.dwp;
     options_.symbols_from_debug_file = false;  // llvm-symbolizer names from the binary's own tables
-    options_.plt_names = false;  // nor names a PLT stub ("??"), as perf does ("puts@plt")
+    options_.plt_names = false;  // nor a PLT stub perf's way ("puts@plt"): "_init" or "??"
     // llvm-symbolizer searches it instead of /usr/lib/debug for a debuglink name under the
     // module's directory; first here, where every debug dir is searched both ways (a build ID
     // match is checked, a debuglink one by CRC, so an extra root cannot give a wrong file).

@@ -72,8 +72,9 @@ struct SymbolizeOptions {
   // are not used without it.
   bool symbols_from_debug_file = true;
   // Name the PLT stubs perf's way ("puts@plt"; ElfFile::plt_symbols) where nothing else names
-  // them, so that a profile's samples in a stub are not left unnamed. Off: no name there, as
-  // llvm-symbolizer and addr2line answer (their drop-in turns it off). Persisted indexes are
+  // them, so that a profile's samples in a stub are not left unnamed. Off: only what the
+  // binary's own tables give there, as llvm-symbolizer answers (the sizeless symbol before the
+  // PLT, usually `_init`, or ??; its drop-in turns it off). Persisted indexes are
   // built with it on and are not used without it.
   bool plt_names = true;
   // Roots searched for separate debug files (".build-id/xx/rest.debug", debuglink paths).

@@ -226,7 +226,7 @@ class UnitCache {
                               bool every_unit = false);
   // With DwarfOptions::release_streamed_info, while a releasable .debug_info streams in (a
   // separate debug file this cache's files alone read, no DIE referring into another unit;
-  // streamed_batch.cc): each unit, as soon as its bytes are final, gets the batch's addresses
+  // streamed_units.cc): each unit, as soon as its bytes are final, gets the batch's addresses
   // the unit map will give it (the lowest unit covering them), its tables built and `work`
   // done for them, and then its bytes past its unit DIE given back; the decoder is held a
   // window ahead of the units under way. Marks the positions answered in answered_; false
