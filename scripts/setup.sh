@@ -10,7 +10,7 @@ set -euo pipefail
 # for the demo's DWARF), plus the test frameworks that configuring the tree asks for (small).
 DEMO_PACKAGES=(
   cmake ninja-build g++ make pkg-config
-  zlib1g-dev libzstd-dev libisal-dev libiberty-dev libcli11-dev
+  zlib1g-dev libzstd-dev libisal-dev liblzma-dev libiberty-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang binutils libc6-dbg
   libbpf-dev bpftool
@@ -18,7 +18,8 @@ DEMO_PACKAGES=(
   libdebuginfod-dev libcpp-httplib-dev
 )
 # `setup.sh` (make test and the rest): the tools the tests compare against and build fixtures
-# with, on top of the demo's.
+# with, on top of the demo's (python3-protobuf: a second protobuf implementation that decodes
+# what the agent sends; golang-go, openjdk-17 and node: test programs for Go and JIT frames).
 PACKAGES=(
   "${DEMO_PACKAGES[@]}"
   llvm llvm-16 libclang-rt-14-dev clang-format lld
@@ -26,7 +27,8 @@ PACKAGES=(
   dpkg-dev
   linux-perf
   debuginfod
-  python3
+  python3 python3-protobuf
+  golang-go openjdk-17-jdk-headless nodejs
 )
 # Large packages used by differential tests (librados2: libceph-common, a large C++ library
 # for the unwind-table test; librados2-dbg: its DWARF, for the index's differential test),
