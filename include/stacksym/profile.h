@@ -89,6 +89,26 @@ inline constexpr uint64_t kMaxTotalSamples = uint64_t{INT64_MAX};
 
 class ElfFile;  // stacksym/elf.h
 
+// A process seen in a recording: what a profile store labels its samples with. Read by the
+// recorder from /proc while the process lives (the first time it is seen, and again after an
+// exec); a field it could not read is empty.
+struct ProfileProcess {
+  uint32_t pid = 0;
+  std::string executable;    // /proc/PID/exe's target (without " (deleted)")
+  std::string name;          // the thread group leader's comm
+  std::string container_id;  // from /proc/PID/cgroup (docker, containerd, cri-o, podman)
+  bool operator==(const ProfileProcess&) const = default;
+};
+
+// One CPU sample (value: its count) or one off-CPU interval (value: its nanoseconds, scaled as
+// the stack's value is), at time_ns (wall clock, ns since the epoch): the sample's time, or the
+// end of the interval. Kept only with Profile::keep_times.
+struct TimedValue {
+  uint64_t time_ns = 0;
+  uint64_t value = 0;
+  bool operator==(const TimedValue&) const = default;
+};
+
 // ELF files kept open for a profile's modules, by build ID (by path for a module without one):
 // the recorder opens each mapped file while its process lives, so that files deleted or
 // replaced since still symbolize. Not persisted: a profile read from a file has none.
@@ -121,11 +141,24 @@ struct Profile {
   std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
   ModuleFiles files;          // files the recorder kept open (SymbolizeProfile looks here first)
 
+  // The processes the stacks belong to, by pid (what the recorder could read of them; a
+  // profile read from a file has none). AddProcess replaces an entry of the same pid.
+  std::vector<ProfileProcess> processes;
+  void AddProcess(ProfileProcess process);
+  const ProfileProcess* FindProcess(uint32_t pid) const;  // null: not known
+
+  // With keep_times, every sample and off-CPU interval is also kept with its own time, per
+  // stack (times, parallel to stacks): what OTLP profiles carry (one timestamp per sample).
+  bool keep_times = false;
+  std::vector<std::vector<TimedValue>> times;
+
   uint32_t AddModule(const Module& module);         // deduplicated by identity; keeps the identity
   uint32_t InternFrame(const ProfileFrame& frame);  // deduplicated
-  void AddSample(const ProfileStack& stack, uint64_t count);  // aggregates equal stacks
+  // Aggregates equal stacks; time_ns (wall clock) is kept with keep_times.
+  void AddSample(const ProfileStack& stack, uint64_t count, uint64_t time_ns = 0);
   // Off-CPU time of a stack (its state says which kind of wait); aggregates equal stacks.
-  void AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds);
+  // time_ns: when the interval ended (kept with keep_times).
+  void AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds, uint64_t time_ns = 0);
   uint64_t total_samples() const;
   // The recording measured off-CPU time (AddOffCpu, or off_cpu_ns filled by a reader), so the
   // off-CPU and wall values mean something, even where they are 0.

@@ -3,6 +3,7 @@
 // that happen to hash alike are never merged — the hash only makes the lookup fast.
 #include "stacksym/profile.h"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
@@ -107,14 +108,39 @@ uint32_t Profile::InternStack(const ProfileStack& stack) {
   return it->second;
 }
 
-void Profile::AddSample(const ProfileStack& stack, uint64_t count) {
-  counts[InternStack(stack)] += count;
+void Profile::AddSample(const ProfileStack& stack, uint64_t count, uint64_t time_ns) {
+  uint32_t index = InternStack(stack);
+  counts[index] += count;
+  if (keep_times) {
+    times.resize(stacks.size());
+    times[index].push_back({time_ns, count});
+  }
 }
 
-void Profile::AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds) {
+void Profile::AddOffCpu(const ProfileStack& stack, uint64_t nanoseconds, uint64_t time_ns) {
   uint32_t index = InternStack(stack);
   off_cpu_ns.resize(stacks.size(), 0);
   off_cpu_ns[index] += nanoseconds;
+  if (keep_times) {
+    times.resize(stacks.size());
+    times[index].push_back({time_ns, nanoseconds});
+  }
+}
+
+void Profile::AddProcess(ProfileProcess process) {
+  auto it = std::lower_bound(processes.begin(), processes.end(), process.pid,
+                             [](const ProfileProcess& p, uint32_t pid) { return p.pid < pid; });
+  if (it != processes.end() && it->pid == process.pid) {
+    *it = std::move(process);
+  } else {
+    processes.insert(it, std::move(process));
+  }
+}
+
+const ProfileProcess* Profile::FindProcess(uint32_t pid) const {
+  auto it = std::lower_bound(processes.begin(), processes.end(), pid,
+                             [](const ProfileProcess& p, uint32_t id) { return p.pid < id; });
+  return it != processes.end() && it->pid == pid ? &*it : nullptr;
 }
 
 uint64_t Profile::total_samples() const { return Total(SampleType::kSamples); }
