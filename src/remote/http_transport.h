@@ -20,8 +20,11 @@
 
 namespace stacksym::remote {
 
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpRequest {
   std::string_view body;  // valid during the handler
+  HttpHeaders headers;    // as received (names as the client spelled them)
 };
 
 struct HttpResponse {
@@ -76,19 +79,23 @@ struct HttpPostResult {
   std::string error;
   int status = 0;
   std::string body;
+  HttpHeaders headers;  // the answer's (Retry-After, Content-Type, ...)
+  // The value of header `name` (ASCII case-insensitive), empty when absent.
+  std::string Header(std::string_view name) const;
 };
 
 class HttpClient {
  public:
   virtual ~HttpClient() = default;
   virtual bool valid() const = 0;  // the URL could be used
+  // `headers` go with the request besides Content-Type (Content-Encoding, ...).
   virtual HttpPostResult Post(const std::string& path, const std::string& body,
-                              const std::string& content_type) = 0;
+                              const std::string& content_type, const HttpHeaders& headers = {}) = 0;
 };
 
 // What the module exports, as `stacksym_http_transport` (extern "C"). kHttpTransportAbi
 // changes with anything above, so that a stale module is refused instead of misread.
-inline constexpr uint32_t kHttpTransportAbi = 1;
+inline constexpr uint32_t kHttpTransportAbi = 2;
 struct HttpTransport {
   uint32_t abi;
   std::unique_ptr<HttpServer> (*new_server)(const HttpServerConfig& config);

@@ -93,7 +93,7 @@ class HttplibServer final : public HttpServer {
     for (const HttpServerConfig::Route& route : config_.routes) {
       const HttpHandler* handler = &route.handler;
       auto call = [handler](const httplib::Request& req, httplib::Response& res) {
-        HttpRequest ours{req.body};
+        HttpRequest ours{req.body, {req.headers.begin(), req.headers.end()}};
         HttpResponse answer;
         (*handler)(ours, answer);
         Copy(answer, res);
@@ -125,9 +125,10 @@ class HttplibClient final : public HttpClient {
   bool valid() const override { return client_.is_valid(); }
 
   HttpPostResult Post(const std::string& path, const std::string& body,
-                      const std::string& content_type) override {
+                      const std::string& content_type, const HttpHeaders& headers) override {
     HttpPostResult out;
-    httplib::Result res = client_.Post(path, body, content_type);
+    httplib::Headers sent(headers.begin(), headers.end());
+    httplib::Result res = client_.Post(path, sent, body, content_type);
     if (!res) {
       out.error = httplib::to_string(res.error());
       return out;
@@ -135,6 +136,7 @@ class HttplibClient final : public HttpClient {
     out.sent = true;
     out.status = res->status;
     out.body = std::move(res->body);
+    out.headers.assign(res->headers.begin(), res->headers.end());
     return out;
   }
 

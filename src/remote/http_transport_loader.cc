@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -55,6 +56,18 @@ Result<const HttpTransport*> Open() {
 }
 
 }  // namespace
+
+std::string HttpPostResult::Header(std::string_view name) const {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  for (const auto& [key, value] : headers) {
+    if (key.size() == name.size() &&
+        std::equal(key.begin(), key.end(), name.begin(),
+                   [&](char a, char b) { return lower(a) == lower(b); })) {
+      return value;
+    }
+  }
+  return {};
+}
 
 Result<const HttpTransport*> LoadHttpTransport() {
   static std::once_flag once;

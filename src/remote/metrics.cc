@@ -2,17 +2,17 @@
 
 #include <cstdio>
 
+#include "remote/prometheus_text.h"
+
 namespace stacksym::remote {
 namespace {
 
 void Line(std::string* out, const char* name, const char* labels, double value) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s%s %.9g\n", name, labels, value);
-  *out += buf;
+  PrometheusLine(out, name, labels, value);
 }
 
 void Help(std::string* out, const char* name, const char* type, const char* help) {
-  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  PrometheusHelp(out, name, type, help);
 }
 
 }  // namespace
