@@ -91,6 +91,11 @@ struct RecordOptions {
   bool include_idle = false;  // also sample the idle task (pid 0)
 
   double duration_s = 0;  // 0: until RequestStop() or the command exits
+  // Continuous recording (`stacksym agent`): > 0 cuts the recording into windows of this many
+  // seconds, each handed to Run's WindowCallback as its own Profile while sampling goes on.
+  // Windows tile time (each starts where the last ended) and every sample is in exactly one,
+  // by the time it was taken; each sample keeps its own time (Profile::keep_times).
+  double window_s = 0;
 
   bool kernel_stacks = true;
   bool user_stacks = true;
@@ -235,6 +240,10 @@ struct RecordStats {
   OffCpuCounts off_cpu;                         // --off-cpu, as the kernel side counted them
   uint64_t off_cpu_aggregated = 0;              // --off-cpu: intervals added to the profile
   uint64_t off_cpu_aggregated_ns = 0;           // ... and their nanoseconds (before scaling by 1/p)
+  // Windows (RecordOptions::window_s): closed so far, and samples read after their window had
+  // closed (kept in the next one, at its start).
+  uint64_t windows = 0;
+  uint64_t late_samples = 0;
   // Python (RecordOptions::python): processes found running CPython (and found but unusable:
   // python_first_problem says why), their samples and the Python frames those carried; samples
   // whose native stack holds the interpreter's evaluator and, of those, the ones whose every
@@ -265,6 +274,11 @@ struct RecordStats {
 
 using RecordStatusCallback = std::function<void(const RecordStats&)>;
 
+// A closed window (RecordOptions::window_s): its profile (start_time_ns and duration_ns are the
+// window's; lost_samples those lost in it) and the recording's stats so far. Called on the
+// recording thread: hand the profile over and return, since sampling waits meanwhile.
+using WindowCallback = std::function<void(Profile&& window, const RecordStats& stats)>;
+
 namespace capture {
 class SampleSource;  // backend (src/capture); opaque here
 class SampleAggregator;
@@ -285,7 +299,9 @@ class Recorder {
   // Releases the command (if any) and collects until duration_s passes, RequestStop() is
   // called or the command exits; then drains what is still buffered. `status` is called about
   // four times a second.
-  Result<void> Run(const RecordStatusCallback& status = {});
+  // With RecordOptions::window_s, each window is handed to `window` as it closes, the last one
+  // when the recording stops, and profile() is left empty.
+  Result<void> Run(const RecordStatusCallback& status = {}, const WindowCallback& window = {});
   void RequestStop() { stop_requested_.store(true, std::memory_order_relaxed); }
 
   const RecordStats& stats() const { return stats_; }
@@ -299,6 +315,8 @@ class Recorder {
  private:
   Recorder() = default;
   void RefreshStats();
+  struct Windows;
+  void CloseWindow(Windows& windows, const WindowCallback& callback);
 
   RecordOptions options_;
   std::unique_ptr<capture::SampleSource> source_;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "capture/process_info.h"
 #include "normalize/process_files.h"
 
 namespace stacksym::capture {
@@ -83,6 +84,9 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const Module& m) {
   if (auto opened = unwind_files_.find(key); opened != unwind_files_.end() && opened->second) {
     profile_.files.Keep(profile_.modules[index], std::move(opened->second));
     unwind_files_.erase(opened);
+  } else if (auto carried = carried_files_.find(key);
+             carried != carried_files_.end() && carried->second) {
+    profile_.files.Keep(profile_.modules[index], carried->second);
   } else {
     profile_.files.Keep(profile_.modules[index], OpenModuleFile(pid, m));
   }
@@ -235,9 +239,11 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
 }
 
 // Sampled intervals stand for 1/p as many: their time is scaled so that totals stay right.
-void SampleAggregator::AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals) {
+void SampleAggregator::AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals,
+                                 uint64_t end_ns) {
   profile_.AddOffCpu(stack,
-                     static_cast<uint64_t>(std::llround(static_cast<double>(ns) * off_cpu_scale_)));
+                     static_cast<uint64_t>(std::llround(static_cast<double>(ns) * off_cpu_scale_)),
+                     WallTime(end_ns));
   counters_.off_cpu += intervals;
   counters_.off_cpu_ns += ns;
 }
@@ -249,7 +255,9 @@ void SampleAggregator::CloseOffCpu(const RawSample& s) {
     if (s.off_cpu == OffCpuPart::kClose) ++counters_.off_cpu_unmatched;
     return;
   }
-  if (s.off_cpu == OffCpuPart::kClose) AddOffCpu(it->second.stack, s.off_cpu_ns, 1);
+  if (s.off_cpu == OffCpuPart::kClose) {
+    AddOffCpu(it->second.stack, s.off_cpu_ns, 1, s.time_ns + s.off_cpu_ns);
+  }
   open_off_cpu_.erase(it);
 }
 
@@ -261,8 +269,13 @@ void SampleAggregator::Add(const RawSample& s) {
   if (s.exec) {
     normalizer_.Invalidate(static_cast<pid_t>(s.pid));
     unwinder_.Forget(static_cast<pid_t>(s.pid));
+    processes_.erase(s.pid);  // another executable now
+    carried_processes_.erase(s.pid);
+    if (profile_.FindProcess(s.pid))
+      profile_.AddProcess(ReadProcessInfo(static_cast<pid_t>(s.pid)));
     return;
   }
+  NoteProcess(s.pid);
   stack_.pid = s.pid;
   stack_.tid = s.tid;
   stack_.comm.assign(s.comm.data(), s.comm.size());
@@ -303,7 +316,8 @@ void SampleAggregator::Add(const RawSample& s) {
   }
   if (python_ && s.python) python_->Splice(s, user_begin, profile_, &stack_.frames);
   if (s.off_cpu == OffCpuPart::kInterval) {
-    AddOffCpu(stack_, s.off_cpu_ns, s.count);  // a sum of count intervals
+    // A sum of count intervals (time 0: drained from the kernel's sums just now).
+    AddOffCpu(stack_, s.off_cpu_ns, s.count, s.time_ns);
     return;
   }
   if (s.off_cpu == OffCpuPart::kOpen) {
@@ -311,8 +325,82 @@ void SampleAggregator::Add(const RawSample& s) {
     open_off_cpu_[s.tid] = {s.time_ns, stack_};
     return;
   }
-  profile_.AddSample(stack_, s.count);
+  profile_.AddSample(stack_, s.count, WallTime(s.time_ns));
   counters_.aggregated += s.count;
+}
+
+// Monotonic sample time → wall clock; 0 (no time: a sum drained from the kernel) is now.
+uint64_t SampleAggregator::WallTime(uint64_t monotonic_ns) {
+  if (!profile_.keep_times) return 0;
+  if (monotonic_ns == 0) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    monotonic_ns =
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+  }
+  if (monotonic_ns < not_before_ns_) {
+    ++late_samples_;
+    monotonic_ns = not_before_ns_;
+  }
+  return static_cast<uint64_t>(static_cast<int64_t>(monotonic_ns) + wall_minus_monotonic_ns_);
+}
+
+// The first sample of a process in this profile: what /proc says of it (read once while it
+// lives; a window after the first takes it from the last window).
+void SampleAggregator::NoteProcess(uint32_t pid) {
+  if (pid == 0 || profile_.FindProcess(pid)) return;
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    auto carried = carried_processes_.find(pid);
+    ProfileProcess info = carried != carried_processes_.end()
+                              ? carried->second
+                              : ReadProcessInfo(static_cast<pid_t>(pid));
+    it = processes_.emplace(pid, std::move(info)).first;
+  }
+  profile_.AddProcess(it->second);
+}
+
+// A stack of `from` as the same frames in profile_ (modules, files and Python names with it).
+ProfileStack SampleAggregator::CarryStack(const Profile& from, const ProfileStack& stack) {
+  ProfileStack out = stack;
+  for (uint32_t& frame : out.frames) {
+    ProfileFrame f = from.frames[frame];
+    if (f.kind != FrameKind::kUserRaw && f.module < from.modules.size()) {
+      const Module& module = from.modules[f.module];
+      f.module = profile_.AddModule(module);
+      if (!profile_.files.Find(module)) profile_.files.Keep(module, from.files.Find(module));
+    }
+    uint32_t index = profile_.InternFrame(f);
+    if (frame < from.symbols.size() && from.symbols[frame]) {
+      profile_.symbols.resize(profile_.frames.size());
+      if (!profile_.symbols[index]) profile_.symbols[index] = from.symbols[frame];
+    }
+    frame = index;
+  }
+  return out;
+}
+
+Profile SampleAggregator::TakeProfile() {
+  Profile next;
+  next.period_ns = profile_.period_ns;
+  next.event = profile_.event;
+  next.off_cpu_recorded = profile_.off_cpu_recorded;
+  next.keep_times = profile_.keep_times;
+  std::swap(next, profile_);  // `next` is now the window handed over
+  // What the modules interned refer to is the old profile's: start again, keeping the files.
+  module_index_.clear();
+  kernel_module_ = UINT32_MAX;
+  if (python_) python_->StartProfile();
+  carried_files_.clear();
+  for (const Module& module : next.modules) {
+    if (std::shared_ptr<ElfFile> file = next.files.Find(module)) {
+      carried_files_.emplace(ModuleKey(module.kind, module.path, module.build_id), file);
+    }
+  }
+  carried_processes_ = std::move(processes_);
+  processes_.clear();
+  for (auto& [tid, open] : open_off_cpu_) open.stack = CarryStack(next, open.stack);
+  return next;
 }
 
 }  // namespace stacksym::capture

@@ -57,6 +57,19 @@ class SampleAggregator {
   uint64_t unwind_fp_frames() const { return unwinder_.fp_frames(); }
 
   Profile& profile() { return profile_; }
+
+  // Windows (RecordOptions::window_s): the profile so far, handed over whole, and a new empty
+  // one with the same settings in its place. Intervals still open carry over (their stacks
+  // interned again in the new profile); files and process facts are kept for the next window
+  // when it uses them again, so that a window costs no reopening.
+  Profile TakeProfile();
+  // Sample times: wall clock = monotonic + offset; a time before `not_before` (monotonic ns: a
+  // sample read after its window closed) is kept at not_before.
+  void SetClock(int64_t wall_minus_monotonic_ns, uint64_t not_before) {
+    wall_minus_monotonic_ns_ = wall_minus_monotonic_ns;
+    not_before_ns_ = not_before;
+  }
+  uint64_t late_samples() const { return late_samples_; }
   const AggregatorCounters& counters() const { return counters_; }
   const std::vector<std::string>& verify_differences() const { return verify_differences_; }
 
@@ -70,7 +83,10 @@ class SampleAggregator {
                         std::vector<uint32_t>* frames);
   std::shared_ptr<ElfFile> ModuleFile(pid_t pid, const Module& module);
   void AppendBuildIdFrames(const RawSample& s, std::vector<uint32_t>* frames);
-  void AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals);
+  void AddOffCpu(const ProfileStack& stack, uint64_t ns, uint64_t intervals, uint64_t end_ns);
+  uint64_t WallTime(uint64_t monotonic_ns);
+  void NoteProcess(uint32_t pid);
+  ProfileStack CarryStack(const Profile& from, const ProfileStack& stack);
   void CloseOffCpu(const RawSample& s);
 
   Profile profile_;
@@ -80,6 +96,13 @@ class SampleAggregator {
   // Files opened to unwind through modules that no frame has named yet (InternModule takes
   // them over).
   std::unordered_map<std::string, std::shared_ptr<ElfFile>> unwind_files_;
+  // The files the last window kept, for this window's modules (windows only).
+  std::unordered_map<std::string, std::shared_ptr<ElfFile>> carried_files_;
+  // What /proc said of each process (by pid) this window and the last; an exec forgets it.
+  std::unordered_map<uint32_t, ProfileProcess> processes_, carried_processes_;
+  int64_t wall_minus_monotonic_ns_ = 0;
+  uint64_t not_before_ns_ = 0;
+  uint64_t late_samples_ = 0;
   UserStackUnwinder unwinder_;
   std::unique_ptr<PythonStacks> python_;  // null: no Python frames
   std::vector<uint64_t> unwound_;

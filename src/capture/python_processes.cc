@@ -397,7 +397,7 @@ uint32_t PythonStacks::PythonFrame(uint32_t pid, const RawPythonFrame& raw, Prof
   key.append(1, '\0').append(std::to_string(sf.start_line)).append(1, ':');
   key.append(std::to_string(sf.line));
   auto [it, inserted] = python_frames_.try_emplace(std::move(key), 0);
-  if (inserted) it->second = static_cast<uint32_t>(python_frames_.size() - 1);
+  if (inserted) it->second = next_python_frame_++;
   if (module_ == UINT32_MAX) {
     module_ = profile.AddModule({ModuleKind::kAnonymous, std::string(kPythonModulePath), {}});
   }

@@ -172,6 +172,14 @@ class PythonStacks {
   // innermost first: each evaluator frame is replaced by the Python frames it ran.
   void Splice(const RawSample& s, size_t user_begin, Profile& profile,
               std::vector<uint32_t>* frames);
+  // The aggregator starts a new profile (a window): what refers to the old one is forgotten.
+  // Frame numbers go on from where they were, so that frames carried over into the new profile
+  // (open off-CPU intervals) never share one with a new frame.
+  void StartProfile() {
+    module_ = UINT32_MAX;
+    evaluators_.clear();
+    python_frames_.clear();
+  }
 
  private:
   bool IsEvaluator(const Profile& profile, uint32_t frame);
@@ -187,6 +195,7 @@ class PythonStacks {
   std::unordered_map<uint32_t, Evaluator> evaluators_;
   // (qualname, name, file, first line, line) → the frame's address (its number).
   std::unordered_map<std::string, uint32_t> python_frames_;
+  uint32_t next_python_frame_ = 0;
   std::vector<uint32_t> spliced_;
 };
 

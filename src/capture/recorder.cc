@@ -583,15 +583,96 @@ void Recorder::RefreshStats() {
   stats_.off_cpu_aggregated = a.off_cpu;
   stats_.off_cpu_aggregated_ns = a.off_cpu_ns;
   stats_.python_thread_searches = c.py_thread_searches;
+  stats_.late_samples = aggregator_->late_samples();
   if (python_) CopyPythonStats(*python_, &stats_);
 }
 
-Result<void> Recorder::Run(const RecordStatusCallback& status) {
-  capture::SampleCallback add = [this](const capture::RawSample& s) { aggregator_->Add(s); };
-  timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  aggregator_->profile().start_time_ns =
-      static_cast<uint64_t>(wall.tv_sec) * 1000000000ull + static_cast<uint64_t>(wall.tv_nsec);
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t WallNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The monotonic time a record belongs to: when a CPU sample was taken, when an off-CPU interval
+// ended (a sum drained from the kernel, time 0: now); 0 for records that add nothing.
+uint64_t RecordTime(const capture::RawSample& s, uint64_t now) {
+  switch (s.off_cpu) {
+    case capture::OffCpuPart::kNone:
+      return s.exec ? 0 : s.time_ns;
+    case capture::OffCpuPart::kInterval:
+      return s.time_ns != 0 ? s.time_ns : now;
+    case capture::OffCpuPart::kClose:
+      return s.time_ns + s.off_cpu_ns;
+    case capture::OffCpuPart::kOpen:
+    case capture::OffCpuPart::kDiscard:
+      break;
+  }
+  return 0;
+}
+
+// How long a window stays open past its end for the samples taken before it but not yet read
+// (the ring buffer is read every 100 ms at most).
+constexpr uint64_t kWindowGraceNs = 150'000'000;
+
+}  // namespace
+
+// Windows on the monotonic clock; their wall-clock times from one offset taken at the start, so
+// that consecutive windows tile exactly.
+struct Recorder::Windows {
+  bool on = false;
+  uint64_t length_ns = 0;
+  uint64_t start_ns = 0;  // monotonic
+  uint64_t end_ns = 0;
+  int64_t wall_minus_monotonic_ns = 0;
+  uint64_t lost_at_start = 0;
+};
+
+void Recorder::CloseWindow(Windows& w, const WindowCallback& callback) {
+  RefreshStats();
+  Profile window = aggregator_->TakeProfile();
+  window.start_time_ns =
+      static_cast<uint64_t>(static_cast<int64_t>(w.start_ns) + w.wall_minus_monotonic_ns);
+  window.duration_ns = w.end_ns - w.start_ns;
+  window.lost_samples = stats_.lost - w.lost_at_start;
+  w.lost_at_start = stats_.lost;
+  w.start_ns = w.end_ns;
+  w.end_ns += w.length_ns;
+  aggregator_->SetClock(w.wall_minus_monotonic_ns, w.start_ns);
+  ++stats_.windows;
+  if (callback) callback(std::move(window), stats_);
+}
+
+Result<void> Recorder::Run(const RecordStatusCallback& status, const WindowCallback& on_window) {
+  Windows windows;
+  windows.on = options_.window_s > 0;
+  capture::SampleCallback add = [this, &windows, &on_window](const capture::RawSample& s) {
+    if (windows.on) {
+      uint64_t now = MonotonicNs();
+      uint64_t t = std::min(RecordTime(s, now), now);
+      while (t >= windows.end_ns) CloseWindow(windows, on_window);
+    }
+    aggregator_->Add(s);
+  };
+  uint64_t wall_start = WallNs();
+  uint64_t monotonic_start = MonotonicNs();
+  aggregator_->profile().start_time_ns = wall_start;
+  if (windows.on) {
+    windows.length_ns = static_cast<uint64_t>(options_.window_s * 1e9);
+    windows.start_ns = monotonic_start;
+    windows.end_ns = monotonic_start + windows.length_ns;
+    windows.wall_minus_monotonic_ns =
+        static_cast<int64_t>(wall_start) - static_cast<int64_t>(monotonic_start);
+    aggregator_->profile().keep_times = true;
+    aggregator_->SetClock(windows.wall_minus_monotonic_ns, monotonic_start);
+  }
   double start = MonotonicSeconds();
   double cpu_start = ProcessCpuSeconds();
   if (command_release_fd_ >= 0) {
@@ -620,6 +701,10 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
       result = r;
       break;
     }
+    // A window with nothing more to read closes once every sample of it has had time to come.
+    while (windows.on && MonotonicNs() >= windows.end_ns + kWindowGraceNs) {
+      CloseWindow(windows, on_window);
+    }
     now = MonotonicSeconds();
     if (now - last_invalidate >= 1.0) {
       // Mappings change (dlopen, munmap): bound how long a cached VMA is trusted unchecked.
@@ -638,6 +723,14 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
   RefreshStats();
   stats_.elapsed_s = end - start;
   stats_.recorder_cpu_s = ProcessCpuSeconds() - cpu_start;
+  if (windows.on) {
+    // The last window ends where sampling stopped, not at its planned end.
+    windows.end_ns = std::max(windows.start_ns, MonotonicNs());
+    CloseWindow(windows, on_window);
+    RefreshStats();
+    stats_.elapsed_s = end - start;
+    stats_.recorder_cpu_s = ProcessCpuSeconds() - cpu_start;
+  }
   Profile& p = aggregator_->profile();
   p.duration_ns = static_cast<uint64_t>(stats_.elapsed_s * 1e9);
   p.lost_samples = stats_.lost;
