@@ -86,4 +86,29 @@ struct ProfileSymbolizeStats {
 ProfileSymbolizeStats SymbolizeProfile(Profile& profile,
                                        const ProfileSymbolizeOptions& options = {});
 
+// The same pass for a run of profiles (the agent's windows): the kernel's symbols and each
+// module's symbolizer are opened once and kept across calls (least recently used first out past
+// `max_cached_bytes`, by ElfSymbolizer::memory_bytes), and every (build ID, offset) answered is
+// remembered (the last two generations of `max_remembered_frames` each), so that a frame seen in
+// window after window is looked up once. The answers are SymbolizeProfile's.
+class ProfileSymbolizer {
+ public:
+  explicit ProfileSymbolizer(ProfileSymbolizeOptions options, uint64_t max_cached_bytes = 256 << 20,
+                             size_t max_remembered_frames = 1 << 18);
+  ~ProfileSymbolizer();
+  ProfileSymbolizer(const ProfileSymbolizer&) = delete;
+  ProfileSymbolizer& operator=(const ProfileSymbolizer&) = delete;
+
+  ProfileSymbolizeStats Symbolize(Profile& profile);
+  // What is kept now: symbolizers and their bytes, remembered frames.
+  size_t cached_symbolizers() const;
+  uint64_t cached_bytes() const;
+  size_t remembered_frames() const;
+
+  struct Session;  // the caches (profile_symbolizer.cc)
+
+ private:
+  std::unique_ptr<Session> session_;
+};
+
 }  // namespace stacksym

@@ -2,8 +2,11 @@
 // frames with a build ID go to the server first (when there is one), what it leaves unnamed goes
 // to each module's local files, opened once per module; kernel frames go in one batch.
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "stacksym/build_id.h"
@@ -108,17 +111,22 @@ void AskServer(Profile& profile, FrameGroups& groups, const ProfileSymbolizeOpti
   }
 }
 
-// The frames of one user module, from its local files.
-void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& frames,
-                     const ProfileSymbolizeOptions& options, ProfileSymbolizeStats& stats) {
-  const Module& module = profile.modules[m];
+// A module's symbolizer from its local files, or why there is none.
+struct ModuleSymbolizer {
+  std::unique_ptr<ElfSymbolizer> symbolizer;  // null: none
+  Reason missing = Reason::kNotFound;
+  std::string message;  // why none, for an ELF module ("" for the vDSO, anonymous memory)
+};
+
+ModuleSymbolizer OpenModuleSymbolizer(const Profile& profile, const Module& module,
+                                      const ProfileSymbolizeOptions& options) {
+  ModuleSymbolizer out;
   std::shared_ptr<ElfFile> kept = profile.files.Find(module);
   Result<std::shared_ptr<ElfFile>> binary = Error(ErrorCode::kNotFound, "");
-  Reason missing = Reason::kNotFound;
   if (module.kind == ModuleKind::kElf || kept) {
     binary = OpenModuleBinary(module.build_id, module.path, kept, options.symbolize);
   } else {
-    missing = module.kind == ModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
+    out.missing = module.kind == ModuleKind::kVdso ? Reason::kVdso : Reason::kAnonymous;
   }
   Result<std::unique_ptr<ElfSymbolizer>> symbolizer = Error(ErrorCode::kNotFound, "");
   if (binary) {
@@ -131,16 +139,26 @@ void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& 
     }
     symbolizer = ElfSymbolizer::FromElf(*binary, symbolize);
   }
-  if (!symbolizer) {
+  if (symbolizer) {
+    out.symbolizer = std::move(*symbolizer);
+  } else if (module.kind == ModuleKind::kElf) {
+    out.message = (binary ? symbolizer.error() : binary.error()).message;
+    if (binary) out.missing = Reason::kFileUnavailable;
+  }
+  return out;
+}
+
+// The frames of one user module, from its symbolizer (or the reason it has none).
+void AnswerModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& frames,
+                  const ModuleSymbolizer& module, ProfileSymbolizeStats& stats) {
+  if (!module.symbolizer) {
     ++stats.modules_missing;
-    if (module.kind == ModuleKind::kElf) {
-      const Error& why = binary ? symbolizer.error() : binary.error();
-      stats.messages.push_back(module.path + ": " + why.message);
-      if (binary) missing = Reason::kFileUnavailable;
+    if (!module.message.empty()) {
+      stats.messages.push_back(profile.modules[m].path + ": " + module.message);
     }
     for (uint32_t frame : frames) {
       // A reason the server gave stays (it had a look too).
-      if (!profile.symbols[frame]) profile.symbols[frame] = FrameSymbols{missing, {}};
+      if (!profile.symbols[frame]) profile.symbols[frame] = FrameSymbols{module.missing, {}};
     }
     return;
   }
@@ -149,22 +167,25 @@ void SymbolizeModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& 
   offsets.reserve(frames.size());
   for (uint32_t frame : frames) offsets.push_back(profile.frames[frame].address);
   std::vector<SymbolizedAddress> answers =
-      (*symbolizer)->SymbolizeBatch(offsets, AddressKind::kFileOffset);
+      module.symbolizer->SymbolizeBatch(offsets, AddressKind::kFileOffset);
   for (size_t k = 0; k < frames.size() && k < answers.size(); ++k) {
     profile.symbols[frames[k]] = ToFrameSymbols(std::move(answers[k]));
   }
 }
 
-// Kernel frames in one batch (kallsyms, and vmlinux's DWARF when given).
-void SymbolizeKernel(Profile& profile, const std::vector<uint32_t>& frames,
-                     const ProfileSymbolizeOptions& options, ProfileSymbolizeStats& stats) {
-  stats.kernel_frames = frames.size();
-  if (frames.empty()) return;
+Result<std::unique_ptr<KernelSymbolizer>> OpenKernel(const ProfileSymbolizeOptions& options) {
   KernelSymbolizerOptions kernel_options;
   kernel_options.kallsyms_path = options.kallsyms_path;
   kernel_options.vmlinux_path = options.vmlinux_path;
   kernel_options.symbolize = options.symbolize;
-  Result<std::unique_ptr<KernelSymbolizer>> kernel = KernelSymbolizer::Open(kernel_options);
+  return KernelSymbolizer::Open(kernel_options);
+}
+
+// Kernel frames in one batch (kallsyms, and vmlinux's DWARF when given).
+void AnswerKernel(Profile& profile, const std::vector<uint32_t>& frames,
+                  const Result<KernelSymbolizer*>& kernel, ProfileSymbolizeStats& stats) {
+  stats.kernel_frames = frames.size();
+  if (frames.empty()) return;
   if (!kernel) {
     stats.messages.push_back("kernel: " + kernel.error().ToString());
     for (uint32_t frame : frames) {
@@ -182,6 +203,16 @@ void SymbolizeKernel(Profile& profile, const std::vector<uint32_t>& frames,
   }
 }
 
+void CountAnswers(const Profile& profile, const FrameGroups& groups, ProfileSymbolizeStats& stats) {
+  for (uint32_t frame : groups.all) {
+    if (Named(profile.symbols[frame])) {
+      ++stats.symbolized;
+    } else if (profile.symbols[frame]) {
+      ++stats.failed;
+    }
+  }
+}
+
 }  // namespace
 
 ProfileSymbolizeStats SymbolizeProfile(Profile& profile, const ProfileSymbolizeOptions& options) {
@@ -192,17 +223,179 @@ ProfileSymbolizeStats SymbolizeProfile(Profile& profile, const ProfileSymbolizeO
   stats.frames = groups.all.size();
   if (options.server) AskServer(profile, groups, options, stats);
   for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
-    if (!groups.by_module[m].empty())
-      SymbolizeModule(profile, m, groups.by_module[m], options, stats);
+    if (groups.by_module[m].empty()) continue;
+    AnswerModule(profile, m, groups.by_module[m],
+                 OpenModuleSymbolizer(profile, profile.modules[m], options), stats);
   }
-  SymbolizeKernel(profile, groups.kernel, options, stats);
-  for (uint32_t frame : groups.all) {
-    if (Named(profile.symbols[frame])) {
-      ++stats.symbolized;
-    } else if (profile.symbols[frame]) {
-      ++stats.failed;
+  if (!groups.kernel.empty()) {
+    Result<std::unique_ptr<KernelSymbolizer>> kernel = OpenKernel(options);
+    AnswerKernel(profile, groups.kernel,
+                 kernel ? Result<KernelSymbolizer*>(kernel->get()) : kernel.error(), stats);
+  }
+  CountAnswers(profile, groups, stats);
+  return stats;
+}
+
+// The caches of a ProfileSymbolizer: symbolizers by build ID (a module without one is opened
+// each time: its path alone does not say the file is the same), the kernel's, and the answers.
+struct ProfileSymbolizer::Session {
+  struct Cached {
+    ModuleSymbolizer module;
+    uint64_t bytes = 0;
+    uint64_t last_use = 0;
+    std::chrono::steady_clock::time_point opened;
+  };
+  // A module without a file is looked for again after this long (debuginfod may have it later).
+  static constexpr std::chrono::seconds kRetryMissing{60};
+  // kallsyms changes as modules and BPF programs come and go.
+  static constexpr std::chrono::seconds kKernelRefresh{300};
+
+  ProfileSymbolizeOptions options;
+  uint64_t max_bytes = 0;
+  size_t max_frames = 0;
+  std::unordered_map<std::string, Cached> modules;
+  uint64_t bytes = 0;
+  uint64_t clock = 0;
+  std::unique_ptr<KernelSymbolizer> kernel;
+  std::optional<Error> kernel_error;
+  std::chrono::steady_clock::time_point kernel_opened;
+  std::unordered_map<std::string, FrameSymbols> remembered, older;
+
+  static std::string FrameKey(const Profile& profile, const ProfileFrame& frame) {
+    std::string key(1, frame.kind == FrameKind::kKernel ? 'k' : 'u');
+    if (frame.kind == FrameKind::kUser) {
+      const std::vector<uint8_t>& id = profile.modules[frame.module].build_id;
+      key.append(reinterpret_cast<const char*>(id.data()), id.size());
+    }
+    key.append(reinterpret_cast<const char*>(&frame.address), sizeof(frame.address));
+    return key;
+  }
+  // Frames whose answer is remembered: only user frames of modules with a build ID, and kernel's.
+  static bool Rememberable(const Profile& profile, const ProfileFrame& frame) {
+    if (frame.kind == FrameKind::kKernel) return true;
+    return frame.kind == FrameKind::kUser && frame.module < profile.modules.size() &&
+           profile.modules[frame.module].build_id.size() >= 2;
+  }
+  const FrameSymbols* Recall(const std::string& key) {
+    if (auto it = remembered.find(key); it != remembered.end()) return &it->second;
+    auto it = older.find(key);
+    if (it == older.end()) return nullptr;
+    const FrameSymbols* kept = &(remembered[key] = std::move(it->second));
+    older.erase(it);
+    return kept;
+  }
+  void Remember(std::string key, const FrameSymbols& symbols) {
+    if (remembered.size() >= max_frames) {
+      older = std::move(remembered);
+      remembered.clear();
+    }
+    remembered.emplace(std::move(key), symbols);
+  }
+
+  Cached& Module(const Profile& profile, const stacksym::Module& module) {
+    auto now = std::chrono::steady_clock::now();
+    std::string key(module.build_id.begin(), module.build_id.end());
+    auto [it, inserted] = modules.try_emplace(key);
+    Cached& c = it->second;
+    if (inserted || (!c.module.symbolizer && now - c.opened >= kRetryMissing)) {
+      bytes -= c.bytes;
+      c = Cached{OpenModuleSymbolizer(profile, module, options), 0, 0, now};
+    }
+    c.last_use = ++clock;
+    return c;
+  }
+  void Measure(Cached& c) {
+    uint64_t now = c.module.symbolizer ? c.module.symbolizer->memory_bytes() : 0;
+    bytes = bytes - c.bytes + now;
+    c.bytes = now;
+  }
+  void Trim() {
+    while (bytes > max_bytes && modules.size() > 1) {
+      auto oldest = modules.begin();
+      for (auto it = modules.begin(); it != modules.end(); ++it) {
+        if (it->second.last_use < oldest->second.last_use) oldest = it;
+      }
+      bytes -= oldest->second.bytes;
+      modules.erase(oldest);
     }
   }
+  Result<KernelSymbolizer*> Kernel() {
+    auto now = std::chrono::steady_clock::now();
+    if ((!kernel && !kernel_error) || now - kernel_opened >= kKernelRefresh) {
+      // Answers from the old symbols are forgotten with it.
+      std::erase_if(remembered, [](const auto& e) { return e.first[0] == 'k'; });
+      std::erase_if(older, [](const auto& e) { return e.first[0] == 'k'; });
+      kernel.reset();
+      kernel_error.reset();
+      Result<std::unique_ptr<KernelSymbolizer>> opened = OpenKernel(options);
+      if (opened) {
+        kernel = std::move(*opened);
+      } else {
+        kernel_error = opened.error();
+      }
+      kernel_opened = now;
+    }
+    if (kernel) return kernel.get();
+    return *kernel_error;
+  }
+};
+
+ProfileSymbolizer::ProfileSymbolizer(ProfileSymbolizeOptions options, uint64_t max_cached_bytes,
+                                     size_t max_remembered_frames)
+    : session_(std::make_unique<Session>()) {
+  session_->options = std::move(options);
+  session_->max_bytes = max_cached_bytes;
+  session_->max_frames = std::max<size_t>(1, max_remembered_frames);
+}
+
+ProfileSymbolizer::~ProfileSymbolizer() = default;
+
+size_t ProfileSymbolizer::cached_symbolizers() const { return session_->modules.size(); }
+uint64_t ProfileSymbolizer::cached_bytes() const { return session_->bytes; }
+size_t ProfileSymbolizer::remembered_frames() const {
+  return session_->remembered.size() + session_->older.size();
+}
+
+ProfileSymbolizeStats ProfileSymbolizer::Symbolize(Profile& profile) {
+  Session& s = *session_;
+  const ProfileSymbolizeOptions& options = s.options;
+  ProfileSymbolizeStats stats;
+  profile.symbols.resize(profile.frames.size());
+  FrameGroups groups = GroupFrames(profile, options.resymbolize,
+                                   !options.kallsyms_path.empty() || !options.vmlinux_path.empty());
+  stats.frames = groups.all.size();
+  // Answers remembered from earlier profiles first.
+  auto recalled = [&](uint32_t frame) {
+    const ProfileFrame& f = profile.frames[frame];
+    if (!Session::Rememberable(profile, f)) return false;
+    const FrameSymbols* known = s.Recall(Session::FrameKey(profile, f));
+    if (known) profile.symbols[frame] = *known;
+    return known != nullptr;
+  };
+  for (std::vector<uint32_t>& frames : groups.by_module) std::erase_if(frames, recalled);
+  std::erase_if(groups.kernel, recalled);
+  if (options.server) AskServer(profile, groups, options, stats);
+  for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
+    if (groups.by_module[m].empty()) continue;
+    const stacksym::Module& module = profile.modules[m];
+    if (module.build_id.size() < 2) {
+      AnswerModule(profile, m, groups.by_module[m], OpenModuleSymbolizer(profile, module, options),
+                   stats);
+      continue;
+    }
+    Session::Cached& cached = s.Module(profile, module);
+    AnswerModule(profile, m, groups.by_module[m], cached.module, stats);
+    s.Measure(cached);
+  }
+  if (!groups.kernel.empty()) AnswerKernel(profile, groups.kernel, s.Kernel(), stats);
+  for (uint32_t frame : groups.all) {
+    const ProfileFrame& f = profile.frames[frame];
+    if (Named(profile.symbols[frame]) && Session::Rememberable(profile, f)) {
+      s.Remember(Session::FrameKey(profile, f), *profile.symbols[frame]);
+    }
+  }
+  s.Trim();
+  CountAnswers(profile, groups, stats);
   return stats;
 }
 
