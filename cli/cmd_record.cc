@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "capture_options.h"
 #include "command.h"
 #include "profile_symbolize_options.h"
 #include "sample_type_options.h"
@@ -24,18 +25,10 @@ namespace stacksym::cli::cmd_record {
 namespace {
 
 struct Options {
-  RecordOptions record;
-  uint32_t frequency = 99;
-  std::string event = "cpu-clock";
-  std::string backend = "auto";
-  std::string ringbuf_size;    // default: RecordOptions' (from the rate, CPUs and call graph)
-  std::string bpf_table_size;  // default: RecordOptions::bpf_unwind_rows
-  std::string call_graph;      // empty: the library's default (bpf where BPF runs)
-  double off_cpu_min_us = 0;
-  bool all = false;
+  CaptureCliOptions capture;
+  RecordOptions& record = capture.record;
   bool quiet = false;
   bool no_symbolize = false;
-  bool no_python = false;
   std::string output = "stacksym.pb.gz";
   std::string format;
   SampleTypeCliOptions sample_type;  // what the written profile shows (not what is recorded)
@@ -50,27 +43,6 @@ std::atomic<bool> g_stop{false};
 void OnSignal(int) {
   g_stop.store(true);
   if (Recorder* r = g_recorder.load()) r->RequestStop();
-}
-
-// "8M", "64K", "1G", "4096".
-bool ParseSize(const std::string& text, uint64_t* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  unsigned long long v = strtoull(text.c_str(), &end, 10);
-  if (end == text.c_str()) return false;
-  std::string suffix(end);
-  uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") {
-    mult = 1ull << 10;
-  } else if (suffix == "M" || suffix == "MiB") {
-    mult = 1ull << 20;
-  } else if (suffix == "G" || suffix == "GiB") {
-    mult = 1ull << 30;
-  } else if (!suffix.empty()) {
-    return false;
-  }
-  *out = v * mult;
-  return true;
 }
 
 void PrintStatus(const RecordStats& s) {
@@ -187,7 +159,7 @@ void PrintSummary(const RecordStats& s, const Options& o) {
                "stacksym record: %llu samples in %.2f s (%s backend, %s @ %u Hz), %llu lost, "
                "%llu distinct stacks\n",
                u(s.samples), s.elapsed_s, CaptureBackendName(s.backend), CaptureEventName(s.event),
-               o.frequency, u(s.lost), u(s.distinct_stacks));
+               o.capture.frequency, u(s.lost), u(s.distinct_stacks));
   std::fprintf(stderr,
                "  user stacks: %llu empty, %llu truncated at 127 frames; %llu frames not "
                "normalized (process gone, or unmapped: often bogus callers from code without frame "
@@ -370,60 +342,15 @@ Result<void> WriteOutput(const Options& o, const OutputChoice& choice, const Pro
 }
 
 int RunRecord(Options& o) {
-  o.record.frequency_hz = o.frequency;
-  auto event = ParseCaptureEvent(o.event);
-  if (!event) {
-    std::fprintf(stderr, "stacksym record: unknown event '%s' (cpu-clock, cycles)\n",
-                 o.event.c_str());
+  if (Result<void> ok = o.capture.Resolve(); !ok) {
+    std::fprintf(stderr, "stacksym record: %s\n", ok.error().message.c_str());
     return kExitUsage;
   }
-  o.record.event = *event;
-  auto backend = ParseCaptureBackend(o.backend);
-  if (!backend) {
-    std::fprintf(stderr, "stacksym record: unknown backend '%s' (auto, bpf, perf, stackmap)\n",
-                 o.backend.c_str());
-    return kExitUsage;
-  }
-  o.record.backend = *backend;
-  o.record.python = !o.no_python;
-  if (!o.call_graph.empty()) {
-    Result<CallGraphSpec> call_graph = ParseCallGraph(o.call_graph);
-    if (!call_graph) {
-      std::fprintf(stderr, "stacksym record: %s\n", call_graph.error().message.c_str());
-      return kExitUsage;
-    }
-    o.record.call_graph = call_graph->mode;
-    o.record.stack_copy_bytes = call_graph->stack_copy_bytes;
-  }
-  // Empty: the library's default (a second of the largest samples, 1M to 32M).
-  if (!o.ringbuf_size.empty() && !ParseSize(o.ringbuf_size, &o.record.ringbuf_size)) {
-    std::fprintf(stderr, "stacksym record: bad --ringbuf-size '%s' (e.g. 8M, 512K)\n",
-                 o.ringbuf_size.c_str());
-    return kExitUsage;
-  }
-  if (!o.bpf_table_size.empty()) {
-    uint64_t bytes = 0;
-    if (!ParseSize(o.bpf_table_size, &bytes) || bytes < 16 || bytes / 16 > UINT32_MAX) {
-      std::fprintf(stderr, "stacksym record: bad --bpf-table-size '%s' (e.g. 16M, 64M)\n",
-                   o.bpf_table_size.c_str());
-      return kExitUsage;
-    }
-    o.record.bpf_unwind_rows = static_cast<uint32_t>(bytes / 16);
-  }
-  if (o.off_cpu_min_us < 0 || o.off_cpu_min_us > 1e12) {
-    std::fprintf(stderr, "stacksym record: bad --off-cpu-min-us %g\n", o.off_cpu_min_us);
-    return kExitUsage;
-  }
-  o.record.off_cpu_min_ns = static_cast<uint64_t>(o.off_cpu_min_us * 1000);
   o.record.unwind_cache_dir = o.symbolize.cache.Resolve();
   // Before recording: a bad --server is said at once, not after the recording.
   Result<ProfileSymbolizeOptions> symbolize_options = o.symbolize.Resolve();
   if (!symbolize_options) {
     std::fprintf(stderr, "stacksym record: %s\n", symbolize_options.error().ToString().c_str());
-    return kExitUsage;
-  }
-  if (o.all && (!o.record.pids.empty() || !o.record.tids.empty() || !o.record.command.empty())) {
-    std::fprintf(stderr, "stacksym record: -a cannot be combined with -p, --tid or a command\n");
     return kExitUsage;
   }
   Result<OutputChoice> output = ParseOutputChoice(o);
@@ -487,50 +414,9 @@ CommandRegistrar registrar(
     "record", "Sample stacks of processes (BPF ring buffer or perf) into a profile",
     [](CLI::App& app) -> CommandRun {
       auto o = std::make_shared<Options>();
-      app.add_option("-F,--frequency", o->frequency, "Samples per second per CPU (default 99)");
-      app.add_option("-e,--event", o->event, "cpu-clock (default) or cycles");
-      app.add_option("-p,--pid", o->record.pids, "Process (thread group) to sample; repeatable");
-      app.add_option("--tid", o->record.tids, "Thread to sample; repeatable");
-      app.add_option("--cgroup", o->record.cgroup_path, "Only tasks in this cgroup v2 directory");
-      app.add_flag("-a,--all", o->all, "All processes (the default without targets)");
-      app.add_flag("--include-idle", o->record.include_idle, "Also sample the idle task");
+      AddCaptureOptions(app, &o->capture, /*default_frequency=*/99);
       app.add_option("-d,--duration", o->record.duration_s,
                      "Seconds to record (default: until Ctrl-C or the command exits)");
-      app.add_option("--backend", o->backend, "auto (default), bpf, perf, stackmap");
-      app.add_option("--call-graph", o->call_graph,
-                     "User stacks: bpf (the default with the BPF backend: unwind in the BPF "
-                     "program from .eh_frame tables in BPF maps), dwarf[,SIZE] (the default with "
-                     "--backend perf: copy SIZE bytes of stack, 16384 by default, and unwind "
-                     "with .eh_frame) or fp (frame pointers; the stackmap backend's only mode)");
-      app.add_flag("--bpf-unwind-verify", o->record.bpf_unwind_verify,
-                   "With --call-graph bpf: also copy each stack and count the samples where "
-                   "unwinding the copy gives another chain (testing)")
-          ->group("");
-      app.add_option("--bpf-table-size", o->bpf_table_size,
-                     "With --call-graph bpf: kernel memory for unwind tables (default 16M, 16 "
-                     "bytes a row); past it, tables are evicted and counted");
-      app.add_flag("--off-cpu", o->record.off_cpu,
-                   "Also record where the targets wait: each interval a target thread spends "
-                   "off CPU (blocked or preempted), with its stacks and length (BPF backend)");
-      app.add_option("--off-cpu-min-us", o->off_cpu_min_us,
-                     "With --off-cpu: intervals shorter than this are counted, not stacked "
-                     "(default 0)");
-      app.add_option("--off-cpu-sample", o->record.off_cpu_sample,
-                     "With --off-cpu: keep each interval with this probability (0 < P <= 1, "
-                     "default 1); kept ones count 1/P times their length");
-      app.add_flag("--off-cpu-raw-tp", o->record.off_cpu_force_raw_tp,
-                   "With --off-cpu: attach to sched_switch as a raw tracepoint even where the "
-                   "kernel's BTF allows tp_btf (testing)")
-          ->group("");
-      app.add_option("--ringbuf-size", o->ringbuf_size,
-                     "Ring buffer size (default: a second of the largest samples at -F on "
-                     "every CPU, 1M to 32M)");
-      app.add_option("--stackmap-size", o->record.stackmap_size,
-                     "Entries of the stackmap backend's map (default 16384)");
-      app.add_flag("--no-python", o->no_python,
-                   "No Python frames: leave CPython's evaluator frames as they are");
-      app.add_flag("--kernel-build-ids", o->record.kernel_build_ids,
-                   "BPF: user frames as build ID + offset from the kernel");
       app.add_option("-o,--output", o->output,
                      "Output file; format from the extension (default stacksym.pb.gz); "
                      "- for folded stacks on stdout");
