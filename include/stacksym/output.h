@@ -52,10 +52,14 @@ struct ProfileFilter {
   bool Keeps(const ProfileStack& stack) const;  // the one test every filtered output applies
   bool KeepsAll() const { return !comm && !pid && states.empty(); }
 };
-// A copy of `profile` holding only the stacks that pass the filter, with their counts and
-// off-CPU time (frames, modules and symbols are kept as they are, so indices stay valid). Every
-// output of a filtered profile (pprof too) is written from such a copy, so no writer filters.
+// A copy of `profile` holding only the stacks that pass the filter, with their counts, off-CPU
+// time and (with keep_times) times, and only the modules (with their kept files), frames,
+// symbols and processes those stacks use (renumbered in the order first used); period, times,
+// event and lost samples are copied. Every output of a filtered profile (pprof too) and every
+// per-process part the exporters send is written from such a copy, so no writer filters.
 Profile FilterProfile(const Profile& profile, const ProfileFilter& filter);
+// The same copy, of the stacks whose indices are given (in that order; out of range: skipped).
+Profile FilterProfileStacks(const Profile& profile, std::span<const uint32_t> stacks);
 
 // "sleeping,uninterruptible" → those states; an unknown name is an Error listing the known ones.
 Result<std::vector<ThreadState>> ParseThreadStates(std::string_view list);

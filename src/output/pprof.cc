@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -108,6 +109,7 @@ class PprofWriter {
   uint64_t MappingOf(const ProfileFrame& frame) const;
   const FrameSymbols* SymbolsOf(size_t frame) const;
   Result<void> GatherMappingFacts();
+  std::optional<size_t> MainBinary() const;
   void WriteMappings();
   void WriteMapping(uint64_t id, const std::string& path, const std::vector<uint8_t>& build_id,
                     bool kernel);
@@ -194,10 +196,47 @@ Result<void> PprofWriter::GatherMappingFacts() {
   return {};
 }
 
-void PprofWriter::WriteMappings() {
+// The module pprof should name as the profile's binary ("File:" in `go tool pprof`, and what
+// Pyroscope and pprof take the main binary to be): the first mapping. It is the executable of
+// the process with the most samples (off-CPU time when there are none) when the profile knows
+// it and frames lie in it, else the first ELF module frames lie in; nullopt when none does.
+std::optional<size_t> PprofWriter::MainBinary() const {
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> weight;  // pid → samples, off CPU
+  for (size_t s = 0; s < profile_.stacks.size(); ++s) {
+    auto& [samples, off_cpu] = weight[profile_.stacks[s].pid];
+    samples += profile_.Value(s, SampleType::kSamples);
+    off_cpu += profile_.Value(s, SampleType::kOffCpu);
+  }
+  const ProfileProcess* heaviest = nullptr;
+  std::pair<uint64_t, uint64_t> most{0, 0};
+  for (const ProfileProcess& process : profile_.processes) {
+    auto it = weight.find(process.pid);
+    if (it == weight.end() || process.executable.empty()) continue;
+    if (heaviest == nullptr || it->second > most) heaviest = &process, most = it->second;
+  }
+  std::optional<size_t> first_elf;
   for (size_t i = 0; i < profile_.modules.size(); ++i) {
     const Module& module = profile_.modules[i];
+    if (module.kind != ModuleKind::kElf || module.path == kPythonModulePath ||
+        !facts_[i + 1].any_frame) {
+      continue;
+    }
+    if (heaviest != nullptr && module.path == heaviest->executable) return i;
+    if (!first_elf) first_elf = i;
+  }
+  return first_elf;
+}
+
+void PprofWriter::WriteMappings() {
+  // Mapping ids stay module index + 1; only the order of the messages changes.
+  std::optional<size_t> main = MainBinary();
+  auto write = [&](size_t i) {
+    const Module& module = profile_.modules[i];
     WriteMapping(i + 1, module.path, module.build_id, module.kind == ModuleKind::kKernel);
+  };
+  if (main) write(*main);
+  for (size_t i = 0; i < profile_.modules.size(); ++i) {
+    if (i != main) write(i);
   }
   if (facts_[synthetic_kernel_id_].any_frame) {
     WriteMapping(synthetic_kernel_id_, "[kernel.kallsyms]", {}, true);
