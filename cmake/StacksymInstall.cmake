@@ -9,6 +9,8 @@
 #   LIBDIR/pkgconfig/stacksym.pc          pkg-config file naming P
 #   LIBDIR/cmake/stacksym/                find_package(stacksym) → stacksym::stacksym
 #   share/man/man1/stacksym.1             man page
+#   lib/systemd/system/stacksym-agent.service   the agent as a service (installed disabled)
+#   /etc/default/stacksym-agent           its options (P/etc/default/... under another prefix)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -60,6 +62,24 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/stacksymConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/stacksymConfig.cmake
   ${CMAKE_BINARY_DIR}/stacksymConfigVersion.cmake DESTINATION ${config_dir})
+
+# The agent's service: no maintainer script enables or starts it, so it stays disabled until the
+# administrator says where profiles go (/etc/default/stacksym-agent) and enables it. The options
+# file is a conffile: an upgrade keeps the administrator's.
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/stacksym-agent.service
+  DESTINATION lib/systemd/system)
+install(CODE "
+  if(\"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\")
+    set(dir \"\$ENV{DESTDIR}/etc/default\")
+  else()
+    set(dir \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/etc/default\")
+  endif()
+  file(MAKE_DIRECTORY \"\${dir}\")
+  file(COPY_FILE \"${CMAKE_SOURCE_DIR}/packaging/stacksym-agent.default\" \"\${dir}/stacksym-agent\")
+  message(STATUS \"Installing: \${dir}/stacksym-agent\")
+")
+file(WRITE ${CMAKE_BINARY_DIR}/debian-control/conffiles "/etc/default/stacksym-agent\n")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian-control/conffiles)
 
 # `make deb` (cpack -G DEB in the build directory): stacksym_VERSION_ARCH.deb.
 set(CPACK_GENERATOR DEB)

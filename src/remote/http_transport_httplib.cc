@@ -41,6 +41,11 @@ class HttplibServer final : public HttpServer {
     // concurrent clients). listen() again on the bound socket raises the backlog.
     if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // Until the accept loop runs: a Stop() before it began was lost, and Wait() then waited
+    // for ever (a server started and stopped at once, as a probe for a free port is).
+    for (int i = 0; i < 2000 && !server_.is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return bound;
   }
 

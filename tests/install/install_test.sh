@@ -709,6 +709,16 @@ deb)
     grep -qxF "usr/lib/$triplet/$f" "$work/contents" || { cat "$work/contents" >&2; fail "usr/lib/$triplet/$f is not in the package"; }
   done
   ! grep -E '^usr/lib/[^/]+$' "$work/contents" || fail "files directly in /usr/lib"
+  # The agent's service: shipped, its options a conffile, and nothing that enables or starts it.
+  grep -qxF "usr/lib/systemd/system/stacksym-agent.service" "$work/contents" || fail "no stacksym-agent.service"
+  grep -qxF "etc/default/stacksym-agent" "$work/contents" || fail "no /etc/default/stacksym-agent"
+  dpkg-deb -e "$deb" "$work/control"
+  grep -qxF /etc/default/stacksym-agent "$work/control/conffiles" || fail "/etc/default/stacksym-agent is not a conffile"
+  for script in preinst postinst prerm postrm; do
+    [[ ! -e "$work/control/$script" ]] || fail "the package has a $script: the agent must stay disabled until enabled"
+  done
+  grep -q '^ExecStart=/usr/bin/stacksym agent \$STACKSYM_AGENT_OPTS$' "$work/root/usr/lib/systemd/system/stacksym-agent.service" ||
+    fail "the unit does not start the packaged command with the options file's flags"
   pc="$work/root/usr/lib/$triplet/pkgconfig/stacksym.pc"
   grep -qx 'prefix=/usr' "$pc" && grep -qxF 'libdir=${prefix}/lib/'"$triplet" "$pc" ||
     { cat "$pc" >&2; fail "the package's stacksym.pc does not name /usr/lib/$triplet"; }

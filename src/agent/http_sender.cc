@@ -1,0 +1,121 @@
+#include "agent/http_sender.h"
+
+#include <time.h>
+
+#include <chrono>
+#include <utility>
+
+#include "agent/retry_policy.h"
+#include "remote/http_transport.h"
+
+namespace stacksym::agent {
+namespace {
+
+double NowSeconds(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+Result<SplitUrl> SplitReceiverUrl(const std::string& url) {
+  size_t scheme = url.find("://");
+  if (scheme == std::string::npos || (url.compare(0, scheme, "http") != 0)) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "receiver URL " + url + ": expected http://HOST[:PORT][/PATH]" +
+            (url.compare(0, 8, "https://") == 0 ? " (https is not supported yet)" : ""));
+  }
+  size_t path = url.find('/', scheme + 3);
+  SplitUrl out;
+  out.origin = url.substr(0, path);
+  if (out.origin.size() <= scheme + 3) {
+    return MakeError(ErrorCode::kInvalidArgument, "receiver URL " + url + ": no host");
+  }
+  if (path != std::string::npos) out.prefix = url.substr(path);
+  while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  return out;
+}
+
+Result<std::unique_ptr<HttpSender>> HttpSender::Start(const std::string& url, size_t destination,
+                                                      DeliveryQueue* queue,
+                                                      const HttpSenderOptions& options) {
+  Result<SplitUrl> split = SplitReceiverUrl(url);
+  if (!split) return split.error();
+  Result<const remote::HttpTransport*> http = remote::LoadHttpTransport();
+  if (!http) return http.error();
+  remote::HttpClientConfig config;
+  config.connection_timeout_seconds = options.connect_timeout_s;
+  config.timeout_seconds = options.timeout_s;
+  std::unique_ptr<HttpSender> sender(new HttpSender());
+  sender->client_ = (*http)->new_client(split->origin, config);
+  if (!sender->client_ || !sender->client_->valid()) {
+    return MakeError(ErrorCode::kInvalidArgument, "receiver URL " + url + " cannot be used");
+  }
+  sender->url_ = url;
+  sender->split_ = std::move(*split);
+  sender->destination_ = destination;
+  sender->queue_ = queue;
+  sender->options_ = options;
+  HttpSender* raw = sender.get();
+  sender->thread_ = std::thread([raw] { raw->Loop(); });
+  return sender;
+}
+
+HttpSender::~HttpSender() {
+  Stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpSender::Stop() {
+  std::lock_guard lock(mu_);
+  stop_ = true;
+  wake_.notify_all();
+}
+
+bool HttpSender::Wait(double seconds) {
+  std::unique_lock lock(mu_);
+  return !wake_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stop_; });
+}
+
+void HttpSender::Loop() {
+  Backoff backoff(options_.backoff_initial_s, options_.backoff_max_s,
+                  static_cast<uint64_t>(NowSeconds(CLOCK_MONOTONIC) * 1e9) ^ destination_);
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+    }
+    std::shared_ptr<const QueuedRequest> item =
+        queue_->Front(destination_, std::chrono::milliseconds(200));
+    if (!item) {
+      if (queue_->aborted()) return;
+      continue;
+    }
+    const ExportRequest& r = item->request;
+    double started = NowSeconds(CLOCK_MONOTONIC);
+    remote::HttpPostResult answer =
+        client_->Post(split_.prefix + r.path, r.body, r.content_type, r.headers);
+    stats_.Attempt(NowSeconds(CLOCK_MONOTONIC) - started);
+    Verdict verdict = Judge(answer.sent, answer.status);
+    if (verdict.outcome == Outcome::kSent) {
+      backoff.Reset();
+      if (queue_->Settle(destination_, item)) {
+        stats_.Sent(r.body.size(), r.samples, /*partial=*/false);
+      }
+      continue;
+    }
+    if (verdict.outcome == Outcome::kDropped) {
+      backoff.Reset();
+      if (queue_->Settle(destination_, item)) stats_.Dropped(verdict.reason);
+      continue;
+    }
+    stats_.Retried(verdict.reason);
+    std::optional<double> retry_after =
+        ParseRetryAfter(answer.Header("Retry-After"), NowSeconds(CLOCK_REALTIME));
+    if (!Wait(backoff.Next(retry_after))) return;
+  }
+}
+
+}  // namespace stacksym::agent
