@@ -319,6 +319,27 @@ TEST_F(ExportTest, OtlpWithoutTimesCarriesTotals) {
   EXPECT_EQ(ProfileOf(*app, "off_cpu/nanoseconds")->Find("total")->uint64(), f.app_off_cpu);
 }
 
+// A profile read from disk keeps no ELF files: native addresses cannot be placed and stay
+// unset, and unsymbolized frames of one module become one location, their samples combined.
+TEST_F(ExportTest, OtlpWithoutKeptFilesLeavesAddressesUnset) {
+  FixtureProfile f = MakeFixtureProfile(/*keep_times=*/true);
+  f.profile.files = ModuleFiles();
+  f.profile.symbols.clear();
+  ExportWindow window{
+      .profile = f.profile, .start_ns = kWindowStart, .end_ns = kWindowStart + kWindowLength};
+  Result<std::vector<ExportRequest>> requests = MakeOtlpExporter({})->Encode(window);
+  ASSERT_TRUE(requests);
+  std::vector<JsonValue> lines = Check("check_otlp.py", *requests);
+  ASSERT_EQ(lines.size(), 1u);
+  const JsonValue* app = Resource(lines[0], kAppPid);
+  ASSERT_NE(app, nullptr);
+  const JsonValue* cpu = ProfileOf(*app, "samples/count");
+  EXPECT_EQ(cpu->Find("total")->uint64(), f.app_samples);
+  EXPECT_EQ(cpu->Find("timestamps")->uint64(), f.app_samples);
+  // caller_work's stacks of each thread, the kernel one and the Python one.
+  EXPECT_EQ(cpu->Find("samples")->array().size(), 4u);
+}
+
 TEST_F(ExportTest, OtlpSplitsAboveTheRequestLimit) {
   FixtureProfile f = MakeFixtureProfile(/*keep_times=*/true);
   ExportWindow window{
