@@ -252,16 +252,24 @@ def htlhash(path):
     return h.hexdigest()[:32]
 
 
-def symbolizer_chain(path, vaddr, symbolizer="llvm-symbolizer"):
-    """llvm-symbolizer's inline chain at vaddr: [(function, line)], innermost first."""
-    out = subprocess.run([symbolizer, "--obj=" + path, "--inlining", hex(vaddr)], check=True,
-                         capture_output=True, text=True).stdout
-    lines = [l for l in out.splitlines() if l.strip()]
-    chain = []
-    for fn, loc in zip(lines[0::2], lines[1::2]):
-        parts = loc.rsplit(":", 2)
-        chain.append((fn, int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0))
-    return chain
+def symbolizer_chains(path, vaddrs, symbolizer="llvm-symbolizer"):
+    """llvm-symbolizer's inline chain at each vaddr: {vaddr: [(function, line)]}, innermost
+    first (one run for all addresses; its answers are blocks ended by an empty line)."""
+    vaddrs = sorted(set(vaddrs))
+    if not vaddrs:
+        return {}
+    out = subprocess.run([symbolizer, "--obj=" + path, "--inlining"] + [hex(v) for v in vaddrs],
+                         check=True, capture_output=True, text=True).stdout
+    blocks = out.split("\n\n")
+    chains = {}
+    for vaddr, block in zip(vaddrs, blocks):
+        lines = [l for l in block.splitlines() if l.strip()]
+        chain = []
+        for fn, loc in zip(lines[0::2], lines[1::2]):
+            parts = loc.rsplit(":", 2)
+            chain.append((fn, int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0))
+        chains[vaddr] = chain
+    return chains
 
 
 def check_elf_frames(request, path, offsets, symbolizer="llvm-symbolizer"):
@@ -287,6 +295,8 @@ def check_elf_frames(request, path, offsets, symbolizer="llvm-symbolizer"):
     loads = pt_loads(path)
     located = {loc.address: loc for loc in d.location_table
                if loc.mapping_index == mappings[0]}
+    chains = symbolizer_chains(path, [offset_to_vaddr(loads, o) or 0 for o in offsets],
+                               symbolizer)
     for offset in offsets:
         vaddr = offset_to_vaddr(loads, offset)
         if vaddr not in located:
@@ -296,7 +306,7 @@ def check_elf_frames(request, path, offsets, symbolizer="llvm-symbolizer"):
         loc = located[vaddr]
         if not (mapping.memory_start <= vaddr < mapping.memory_limit):
             errors.append(f"{path}: {vaddr:#x} outside its mapping")
-        want = symbolizer_chain(path, vaddr, symbolizer)
+        want = chains[vaddr]
         got = []
         for line in loc.lines:
             fn = d.function_table[line.function_index]

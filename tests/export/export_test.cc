@@ -4,6 +4,8 @@
 #include "stacksym/export.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +16,7 @@
 
 #include "export/htlhash.h"
 #include "remote/json.h"
+#include "stacksym/capture.h"
 #include "stacksym/elf.h"
 #include "stacksym/hex.h"
 #include "stacksym/output.h"
@@ -462,6 +465,74 @@ TEST_F(ExportTest, PyroscopeSplitsASeriesWithinTheLimits) {
     EXPECT_EQ(other_samples, f.other_samples);
     EXPECT_EQ(off_cpu, f.app_off_cpu);
   }
+}
+
+// A real recording of the fixture spinning (what the agent's windows hold), through both
+// exporters: the ELF addresses, Lines and build IDs of every frame in the fixture are checked
+// against readelf and llvm-symbolizer, the pprof against go tool pprof.
+TEST_F(ExportTest, RecordedProfileThroughBothExporters) {
+  pid_t child = fork();
+  if (child == 0) {
+    execl(Fixture().c_str(), Fixture().c_str(), "3", nullptr);
+    _exit(127);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{child};
+  RecordOptions options;
+  options.pids = {child};
+  options.frequency_hz = 199;
+  options.duration_s = 1.0;
+  Result<std::unique_ptr<Recorder>> recorder = Recorder::Create(options);
+  if (!recorder && (recorder.error().code == ErrorCode::kPermission ||
+                    recorder.error().code == ErrorCode::kUnsupported)) {
+    GTEST_SKIP() << "needs BPF or perf events (root with CAP_BPF/CAP_PERFMON): "
+                 << recorder.error().ToString();
+  }
+  ASSERT_TRUE(recorder) << recorder.error().ToString();
+  ASSERT_TRUE((*recorder)->Run());
+  Profile& p = (*recorder)->profile();
+  ASSERT_GT(p.total_samples(), 20u);
+  SymbolizeProfile(p, {});
+  if (p.FindProcess(child) == nullptr) {  // what the agent's recorder reads from /proc
+    p.AddProcess({.pid = static_cast<uint32_t>(child),
+                  .executable = Fixture(),
+                  .name = "export_target",
+                  .container_id = ""});
+  }
+  std::string offsets;
+  for (const ProfileFrame& frame : p.frames) {
+    if (frame.kind == FrameKind::kUser && p.modules[frame.module].path == Fixture()) {
+      offsets += (offsets.empty() ? "" : ",") + std::to_string(frame.address);
+    }
+  }
+  ASSERT_FALSE(offsets.empty());
+  ExportWindow window{
+      .profile = p, .start_ns = p.start_time_ns, .end_ns = p.start_time_ns + p.duration_ns + 1};
+  Result<std::vector<ExportRequest>> otlp = MakeOtlpExporter({})->Encode(window);
+  ASSERT_TRUE(otlp) << otlp.error().message;
+  std::vector<JsonValue> lines =
+      Check("check_otlp.py", *otlp, "--elf " + Fixture() + ":" + offsets);
+  ASSERT_EQ(lines.size(), 1u);
+  const JsonValue* app = Resource(lines[0], child);
+  ASSERT_NE(app, nullptr);
+  EXPECT_EQ(ProfileOf(*app, "samples/count")->Find("total")->uint64(), p.total_samples());
+
+  Result<std::vector<ExportRequest>> push = MakePyroscopeExporter({})->Encode(window);
+  ASSERT_TRUE(push);
+  lines = Check("check_push.py", *push, "--dump-dir " + dir_);
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_EQ(lines[0].Find("series")->array().size(), 1u);
+  int status = 0;
+  Shell("go version 2>/dev/null", &status);
+  if (status != 0) GTEST_SKIP() << "needs go (golang-go) for go tool pprof";
+  std::string top = Shell("go tool pprof -top " + dir_ + "/body0-0-0.pb 2>&1", &status);
+  EXPECT_EQ(status, 0) << top;
+  EXPECT_NE(top.find("File: export_target\n"), std::string::npos) << top;
 }
 
 TEST(PprofMainBinaryTest, TheExecutableIsTheFirstMapping) {
