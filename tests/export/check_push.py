@@ -61,8 +61,8 @@ def check_pprof(raw, where, labels, errors):
     files = {strings[m.filename] for m in p.mapping}
     if exe and exe in files and first != exe:
         errors.append(f"{where}: first mapping {first!r}, not the executable {exe!r}")
-    if first is not None and first.startswith("[kernel") and len(files) > 1:
-        errors.append(f"{where}: first mapping is {first!r}")
+    if first is not None and not first.startswith("/") and any(f.startswith("/") for f in files):
+        errors.append(f"{where}: first mapping is {first!r}, not one of the files {sorted(files)}")
     totals = [sum(s.value[i] for s in p.sample) for i in range(len(p.sample_type))]
     pids = {l.num for s in p.sample for l in s.label if strings[l.key] == "pid"}
     return {"sample_types": sample_types, "totals": totals, "samples": len(p.sample),
