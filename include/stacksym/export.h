@@ -32,8 +32,9 @@ struct ExportWindow {
   const Profile& profile;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
-  std::string host_name;     // host.name; empty: not labelled
-  std::string service_name;  // service.name / service_name; empty: each process's executable name
+  // Initialized, so that designated initializations may leave them out warning-free.
+  std::string host_name{};     // host.name; empty: not labelled
+  std::string service_name{};  // service.name / service_name; empty: each process's executable name
 };
 
 // One request for a receiver: the path under the receiver's base URL, the body as it goes on

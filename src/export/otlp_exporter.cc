@@ -13,9 +13,11 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "export/htlhash.h"
@@ -138,13 +140,13 @@ class RequestBuilder {
   uint64_t samples() const { return samples_; }
 
  private:
-  struct MappingSpan {
-    bool any = false;
-  };
   void AddProcess(StackRange range);
   void SetResource(uint32_t pid, std::string_view thread_name, pb::Resource* resource);
   void AddProfile(StackRange range, bool off_cpu, pb::ScopeProfiles* scope);
-  void AddSample(uint32_t s, bool off_cpu, bool timed, bool unit_values, pb::Profile* out);
+  // A Profile's samples by identity (stack, attributes).
+  using SampleIndex = std::map<std::pair<int32_t, std::vector<int32_t>>, pb::Sample*>;
+  void AddSample(uint32_t s, bool off_cpu, bool timed, bool unit_values, SampleIndex* samples,
+                 pb::Profile* out);
   bool Timed(StackRange range, bool off_cpu, bool* unit_values) const;
   int32_t Location(uint32_t frame);
   int32_t Mapping(uint32_t module_slot, const Module* module);
@@ -156,7 +158,8 @@ class RequestBuilder {
   const std::vector<uint32_t>& order_;
   pb::ExportProfilesServiceRequest request_;
   Dictionary dictionary_;
-  std::vector<int32_t> location_of_frame_;  // 0: not in the dictionary yet
+  std::vector<int32_t> location_of_frame_;                        // 0: not in the dictionary yet
+  std::unordered_map<std::string, int32_t> location_by_content_;  // serialized Location → index
   // Module i's mapping at slot i; kernel frames without a kernel module share the last slot.
   std::vector<int32_t> mapping_of_module_;
   std::vector<bool> mapping_placed_;  // by mapping index: its span has a first address
@@ -244,8 +247,9 @@ void RequestBuilder::AddProfile(StackRange range, bool off_cpu, pb::ScopeProfile
   out->set_duration_nano(window_.end_ns > window_.start_ns ? window_.end_ns - window_.start_ns : 0);
   bool unit_values = true;
   bool timed = Timed(range, off_cpu, &unit_values);
+  SampleIndex samples;
   for (size_t i = range.begin; i < range.end; ++i) {
-    AddSample(order_[i], off_cpu, timed, unit_values, out);
+    AddSample(order_[i], off_cpu, timed, unit_values, &samples, out);
   }
 }
 
@@ -253,23 +257,34 @@ void RequestBuilder::AddProfile(StackRange range, bool off_cpu, pb::ScopeProfile
 // samples whose values are all 1 carry timestamps alone; other timed samples pair values and
 // timestamps; untimed ones carry their total.
 void RequestBuilder::AddSample(uint32_t s, bool off_cpu, bool timed, bool unit_values,
-                               pb::Profile* out) {
+                               SampleIndex* samples, pb::Profile* out) {
   const ProfileStack& stack = profile_.stacks[s];
   uint64_t value = profile_.Value(s, off_cpu ? SampleType::kOffCpu : SampleType::kSamples);
   if (value == 0) return;
   std::vector<int32_t> locations;
   locations.reserve(stack.frames.size());
   for (uint32_t frame : stack.frames) locations.push_back(Location(frame));
-  pb::Sample* sample = out->add_samples();
-  sample->set_stack_index(dictionary_.Stack(locations));
-  sample->add_attribute_indices(dictionary_.StringAttribute("thread.name", stack.comm));
-  sample->add_attribute_indices(dictionary_.IntAttribute("thread.id", stack.tid));
+  std::vector<int32_t> attributes = {dictionary_.StringAttribute("thread.name", stack.comm),
+                                     dictionary_.IntAttribute("thread.id", stack.tid)};
   if (off_cpu) {
-    sample->add_attribute_indices(
+    attributes.push_back(
         dictionary_.StringAttribute("stacksym.thread.state", ThreadStateName(stack.state)));
   }
+  // Distinct stacks are distinct samples, but for frames that became equal locations (no file
+  // to place them, no symbols): those samples share an identity and are combined, as the spec
+  // asks, by appending their values and timestamps.
+  auto [it, inserted] =
+      samples->try_emplace({dictionary_.Stack(locations), std::move(attributes)}, nullptr);
+  pb::Sample* sample = it->second;
+  if (inserted) {
+    sample = it->second = out->add_samples();
+    sample->set_stack_index(it->first.first);
+    for (int32_t a : it->first.second) sample->add_attribute_indices(a);
+  }
   if (!timed) {
-    sample->add_values(static_cast<int64_t>(value));
+    if (sample->values_size() == 0) sample->add_values(0);
+    uint64_t total = static_cast<uint64_t>(sample->values(0)) + value;
+    sample->set_values(0, static_cast<int64_t>(std::min<uint64_t>(total, kMaxTotalSamples)));
     samples_ += off_cpu ? 1 : value;
     return;
   }
@@ -337,6 +352,13 @@ int32_t RequestBuilder::Location(uint32_t frame_index) {
     }
   }
   location->add_attribute_indices(dictionary_.StringAttribute("profile.frame.type", type));
+  // Frames that end up as equal locations (no file to place them by, no symbols) share one:
+  // the dictionary holds no duplicates, and their samples combine.
+  auto [it, inserted] = location_by_content_.try_emplace(location->SerializeAsString(), index);
+  if (!inserted) {
+    dictionary_.out()->mutable_location_table()->RemoveLast();
+    index = it->second;
+  }
   return index;
 }
 
@@ -419,10 +441,10 @@ class OtlpExporter : public Exporter {
 Result<void> OtlpExporter::EncodeRange(const ExportWindow& window,
                                        const std::vector<uint32_t>& order, StackRange range,
                                        std::vector<ExportRequest>* out) {
-  RequestBuilder builder(window, order);
-  pb::ExportProfilesServiceRequest& request = builder.Build(range);
-  size_t bytes = request.ByteSizeLong();
-  if (bytes > options_.max_request_bytes && range.end - range.begin > 1) {
+  auto builder = std::make_unique<RequestBuilder>(window, order);
+  pb::ExportProfilesServiceRequest& request = builder->Build(range);
+  if (request.ByteSizeLong() > options_.max_request_bytes && range.end - range.begin > 1) {
+    builder.reset();  // the parts are built one at a time
     const Profile& p = window.profile;
     size_t middle = range.begin + (range.end - range.begin) / 2;
     // The process boundary nearest the middle, if the range holds more than one process.
@@ -448,7 +470,7 @@ Result<void> OtlpExporter::EncodeRange(const ExportWindow& window,
   r.content_type = "application/x-protobuf";
   r.headers = {{"Content-Encoding", "gzip"}};
   r.body = std::move(*gzipped);
-  r.samples = builder.samples();
+  r.samples = builder->samples();
   return {};
 }
 
