@@ -26,7 +26,27 @@ int BindingRank(uint8_t binding) {
   }
 }
 
-int TypeRank(uint8_t type) { return type == STT_OBJECT ? 1 : 0; }
+// Among aliases of one binding: a function's type first, then an object's, then a label's.
+int TypeRank(uint8_t type) {
+  switch (type) {
+    case STT_FUNC:
+    case STT_GNU_IFUNC:
+      return 0;
+    case STT_OBJECT:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+// An untyped symbol names code or data only in a loaded section (labels in debug sections name
+// no address of the program), and not as an ARM/AArch64 mapping symbol ($x, $d, $a, $t, which
+// mark instruction sets, not functions) or an assembler-local .L label, as llvm-symbolizer
+// leaves those out.
+bool WantedNotype(std::string_view name, const ElfSection& section) {
+  if ((section.flags & SHF_ALLOC) == 0) return false;
+  return !name.starts_with('$') && !name.starts_with(".L");
+}
 
 // Strict order: address, then the preferred alias first.
 bool Before(const ElfSymbol& a, const ElfSymbol& b) {
@@ -100,7 +120,11 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbo
     ByteCursor c(data->subspan(i * stride, entry_size));
     elf::RawSymbol raw = elf::ReadSymbol(c, elf.is_64bit());
     uint8_t type = ELF64_ST_TYPE(raw.info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) continue;
+    // STT_NOTYPE too: functions written in assembly without .type are that, and
+    // llvm-symbolizer and eu-addr2line name addresses from them as from STT_FUNC.
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && type != STT_NOTYPE) {
+      continue;
+    }
     uint32_t shndx = raw.shndx;
     if (shndx == SHN_UNDEF) continue;
     if (shndx == SHN_XINDEX) {
@@ -124,6 +148,7 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbo
       continue;
     }
     if (sym.name.empty()) continue;
+    if (type == STT_NOTYPE && !WantedNotype(sym.name, sections[shndx])) continue;
     sym.address = raw.value;
     sym.size = raw.size;
     sym.type = type;
