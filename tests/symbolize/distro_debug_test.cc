@@ -7,6 +7,7 @@
 // - MiniDebugInfo (.gnu_debugdata), made as Fedora makes it (make_minidebuginfo.sh): a symbol
 //   source after .symtab and DWARF, directly and from the persisted index alike, and left out
 //   where llvm-symbolizer leaves it out (its drop-in: symbols_from_debug_file off).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -191,6 +192,13 @@ TEST_F(DistroDebugTest, EuStripDebugFileInEveryPlace) {
   std::shared_ptr<ElfFile> debug = OpenOrDie(work_ + "/prog.debug");
   ASSERT_NE(debug, nullptr);
   EXPECT_EQ(debug->build_id_hex(), build_id_);
+  // The few-reads path (the normalizer's) finds the same ID despite the stale PT_NOTE.
+  int fd = ::open((work_ + "/prog.debug").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Result<std::vector<uint8_t>> from_fd = ReadBuildIdFromFd(fd);
+  ::close(fd);
+  ASSERT_TRUE(from_fd.ok()) << from_fd.error().ToString();
+  EXPECT_EQ(ToHex(*from_fd), build_id_);
   std::shared_ptr<ElfFile> stripped = OpenOrDie(binary);
   ASSERT_NE(stripped, nullptr);
   ASSERT_TRUE(stripped->debuglink());
