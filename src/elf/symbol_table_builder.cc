@@ -48,9 +48,14 @@ bool WantedNotype(std::string_view name, const ElfSection& section) {
   return !name.starts_with('$') && !name.starts_with(".L");
 }
 
-// Strict order: address, then the preferred alias first.
+// Strict order: address, then the preferred alias first. A typed symbol beats an untyped
+// label at its address whatever their bindings (a global marker such as _stext or one added
+// with objcopy --add-symbol does not rename a local function there), as in eu-addr2line and
+// llvm-symbolizer.
 bool Before(const ElfSymbol& a, const ElfSymbol& b) {
   if (a.address != b.address) return a.address < b.address;
+  const bool a_untyped = a.type == STT_NOTYPE, b_untyped = b.type == STT_NOTYPE;
+  if (a_untyped != b_untyped) return b_untyped;
   int ra = BindingRank(a.binding), rb = BindingRank(b.binding);
   if (ra != rb) return ra < rb;
   ra = TypeRank(a.type), rb = TypeRank(b.type);

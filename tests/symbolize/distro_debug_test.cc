@@ -318,14 +318,23 @@ TEST_F(DistroDebugTest, NotypeSymbolsAsTheReferenceTools) {
   ASSERT_NE(sizeless, nullptr);
   ASSERT_NE(sized, nullptr);
   EXPECT_EQ(sized->size, 5u);
+  const ElfSymbol* leaf = elf->symbols().FindByName("static_leaf");
+  const ElfSection* text = elf->FindSection(".text");
+  ASSERT_NE(leaf, nullptr);
+  ASSERT_NE(text, nullptr);
   std::vector<Probe> probes;
   for (uint64_t a : {sizeless->address, sizeless->address + 4, sizeless->address + 8,
-                     sized->address, sized->address + 4, sized->address + 5, sized->address + 20}) {
+                     sized->address, sized->address + 4, sized->address + 5, sized->address + 20,
+                     leaf->address, leaf->address + 4}) {
     probes.push_back({a, "asm"});
   }
   const std::string nodebug = work_ + "/nodebug";
   Shell("strip --strip-debug -o " + nodebug + " " + fixture_);
-  for (const std::string& file : {fixture_, nodebug}) {
+  // A global untyped marker at a local function's address does not rename it.
+  const std::string marked = work_ + "/marked";
+  Shell("objcopy --add-symbol marker=.text:" + Hex(leaf->address - text->addr) + ",global " +
+        fixture_ + " " + marked);
+  for (const std::string& file : {fixture_, nodebug, marked}) {
     SCOPED_TRACE(file);
     std::vector<Answer> expected = EuAddr2line(file, probes);
     EXPECT_EQ(expected[0].function, "asm_notype");
