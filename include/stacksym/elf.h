@@ -210,6 +210,11 @@ class ElfFile {
   // debug files, whose PLT has no bytes); a malformed section or relocation names nothing.
   // Built on first call (elf/plt_symbols.cc).
   const SymbolTable& plt_symbols() const;
+  // The absolute symbols (SHN_ABS) of .symtab and .dynsym, which lie in no section: each names
+  // its own range, a sizeless one only its exact address (as eu-addr2line names them; they
+  // never extend to the next symbol). Asked only where nothing else names an address
+  // (elf::AbsoluteSymbolTable); llvm-symbolizer names nothing from them. Built on first call.
+  const SymbolTable& absolute_symbols() const;
 
   // MiniDebugInfo (Fedora's, RHEL's): the ELF image kept xz-compressed in .gnu_debugdata,
   // whose .symtab names the functions .dynsym lacks (elf/mini_debug_info.h). Null when the
@@ -250,6 +255,8 @@ class ElfFile {
   mutable SymbolTable symbols_;
   mutable std::once_flag plt_once_;
   mutable SymbolTable plt_symbols_;
+  mutable std::once_flag absolute_once_;
+  mutable SymbolTable absolute_symbols_;
   mutable std::atomic<size_t> heap_bytes_{0};
   mutable std::once_flag mini_once_;
   mutable std::shared_ptr<ElfFile> mini_;

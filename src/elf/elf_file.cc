@@ -427,6 +427,14 @@ const SymbolTable& ElfFile::plt_symbols() const {
   return plt_symbols_;
 }
 
+const SymbolTable& ElfFile::absolute_symbols() const {
+  std::call_once(absolute_once_, [this] {
+    elf::SymbolTableBuilder::BuildAbsolute(*this, &absolute_symbols_);
+    heap_bytes_.fetch_add(absolute_symbols_.memory_bytes(), std::memory_order_relaxed);
+  });
+  return absolute_symbols_;
+}
+
 std::optional<uint64_t> ElfFile::VaddrToFileOffset(uint64_t vaddr) const {
   for (const ElfSegment& seg : segments_) {
     if (seg.type != PT_LOAD || vaddr < seg.vaddr) continue;

@@ -15,6 +15,11 @@ const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* deb
   return nullptr;
 }
 
+const SymbolTable* AbsoluteSymbolTable(const ElfFile& binary) {
+  const SymbolTable& absolute = binary.absolute_symbols();
+  return absolute.empty() ? nullptr : &absolute;
+}
+
 const SymbolTable* PltSymbolTable(const ElfFile& binary) {
   const SymbolTable& plt = binary.plt_symbols();
   return plt.empty() ? nullptr : &plt;

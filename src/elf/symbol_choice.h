@@ -25,4 +25,11 @@ const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* deb
 // (SymbolizeOptions::plt_names).
 const SymbolTable* PltSymbolTable(const ElfFile& binary);
 
+// The binary's absolute symbols (SHN_ABS; ElfFile::absolute_symbols), which name an address
+// that neither its symbol tables, DWARF nor FallbackSymbolTable name, before the PLT stubs'
+// names: eu-addr2line names such an address from them (a sizeless one: its exact address
+// only); llvm-symbolizer does not, and its drop-in leaves them out with the debug file's
+// symbols (SymbolizeOptions::symbols_from_debug_file). Null when there are none.
+const SymbolTable* AbsoluteSymbolTable(const ElfFile& binary);
+
 }  // namespace stacksym::elf

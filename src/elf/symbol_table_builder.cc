@@ -76,8 +76,10 @@ struct TableCounts {
 };
 
 // Appends the wanted symbols of one SHT_SYMTAB/SHT_DYNSYM section.
-void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbol>* out,
-               std::vector<Error>* problems, size_t* skipped) {
+// `absolute`: the SHN_ABS symbols only (ElfFile::absolute_symbols), instead of those defined in a
+// section.
+void ReadTable(const ElfFile& elf, const ElfSection& table, bool absolute,
+               std::vector<ElfSymbol>* out, std::vector<Error>* problems, size_t* skipped) {
   const std::string label = table.name.empty() ? "symbol table" : std::string(table.name);
   const auto& sections = elf.sections();
   const size_t entry_size = elf.is_64bit() ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
@@ -131,6 +133,20 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbo
       continue;
     }
     uint32_t shndx = raw.shndx;
+    if (absolute) {
+      ElfSymbol sym;
+      if (shndx != SHN_ABS || !StringAt(*strings, raw.name, &sym.name) || sym.name.empty()) {
+        continue;
+      }
+      sym.address = raw.value;
+      sym.size = raw.size;
+      sym.type = type;
+      sym.binding = ELF64_ST_BIND(raw.info);
+      sym.section = SHN_ABS;
+      sym.sizeless = raw.size == 0;
+      out->push_back(sym);
+      continue;
+    }
     if (shndx == SHN_UNDEF) continue;
     if (shndx == SHN_XINDEX) {
       ByteCursor x(xindex);
@@ -196,10 +212,46 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
     if (s.type == SHT_SYMTAB) table->has_symtab_ = true;
     if (s.type == SHT_DYNSYM) table->has_dynsym_ = true;
     if (s.type == SHT_SYMTAB || s.type == SHT_DYNSYM) {
-      ReadTable(elf, s, &syms, &table->problems_, &table->skipped_);
+      ReadTable(elf, s, false, &syms, &table->problems_, &table->skipped_);
     }
   }
+  SortAndMergeAliases(syms);
 
+  // Sizeless symbols extend to the next symbol, but never past the end of their section.
+  const auto& sections = elf.sections();
+  for (size_t i = 0; i < syms.size(); ++i) {
+    ElfSymbol& s = syms[i];
+    if (!s.sizeless) continue;
+    const ElfSection& sec = sections[s.section];
+    uint64_t sec_end;
+    if (__builtin_add_overflow(sec.addr, sec.size, &sec_end)) sec_end = UINT64_MAX;
+    if (s.address < sec.addr || s.address >= sec_end) {
+      s.size = 0;  // outside its own section: claim nothing
+      continue;
+    }
+    uint64_t end = sec_end;
+    if (i + 1 < syms.size()) end = std::min(end, syms[i + 1].address);
+    s.size = end - s.address;
+  }
+  FindResumePoints(*table);
+}
+
+void SymbolTableBuilder::BuildAbsolute(const ElfFile& elf, SymbolTable* table) {
+  std::vector<ElfSymbol>& syms = table->symbols_;
+  for (const ElfSection& s : elf.sections()) {
+    if (s.type == SHT_SYMTAB || s.type == SHT_DYNSYM) {
+      ReadTable(elf, s, true, &syms, &table->problems_, &table->skipped_);
+    }
+  }
+  SortAndMergeAliases(syms);
+  // No section bounds them: a sizeless one names its own address only.
+  for (ElfSymbol& s : syms) {
+    if (s.sizeless && s.address != UINT64_MAX) s.size = 1;
+  }
+  FindResumePoints(*table);
+}
+
+void SymbolTableBuilder::SortAndMergeAliases(std::vector<ElfSymbol>& syms) {
   // A lambda (not a function pointer) so the comparison inlines into the sort.
   std::sort(syms.begin(), syms.end(),
             [](const ElfSymbol& a, const ElfSymbol& b) { return Before(a, b); });
@@ -220,29 +272,15 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
   }
   syms.resize(kept);
   syms.shrink_to_fit();
+}
 
-  // Sizeless symbols extend to the next symbol, but never past the end of their section.
-  const auto& sections = elf.sections();
-  for (size_t i = 0; i < syms.size(); ++i) {
-    ElfSymbol& s = syms[i];
-    if (!s.sizeless) continue;
-    const ElfSection& sec = sections[s.section];
-    uint64_t sec_end;
-    if (__builtin_add_overflow(sec.addr, sec.size, &sec_end)) sec_end = UINT64_MAX;
-    if (s.address < sec.addr || s.address >= sec_end) {
-      s.size = 0;  // outside its own section: claim nothing
-      continue;
-    }
-    uint64_t end = sec_end;
-    if (i + 1 < syms.size()) end = std::min(end, syms[i + 1].address);
-    s.size = end - s.address;
-  }
-
-  // Resume points: sweep the ranges in start order with a stack of open ones (as in matching
-  // parentheses). When the innermost open range ends and an enclosing one is still open, the
-  // enclosing one covers again from that end on. Ranges that ended below the top of the stack
-  // (partial overlaps) are dropped when they surface.
-  std::vector<SymbolTable::Resume>& resumes = table->resumes_;
+// Resume points: sweep the ranges in start order with a stack of open ones (as in matching
+// parentheses). When the innermost open range ends and an enclosing one is still open, the
+// enclosing one covers again from that end on. Ranges that ended below the top of the stack
+// (partial overlaps) are dropped when they surface.
+void SymbolTableBuilder::FindResumePoints(SymbolTable& table) {
+  const std::vector<ElfSymbol>& syms = table.symbols_;
+  std::vector<SymbolTable::Resume>& resumes = table.resumes_;
   std::vector<uint32_t> open;
   auto close_until = [&](uint64_t position) {
     while (!open.empty() && EndOf(syms[open.back()]) <= position) {

@@ -18,6 +18,12 @@ class SymbolTableBuilder {
   static void Build(const ElfFile& elf, SymbolTable* table);
   // The PLT stubs' made-up symbols (ElfFile::plt_symbols; elf/plt_symbols.cc).
   static void BuildPlt(const ElfFile& elf, SymbolTable* table);
+  // The SHN_ABS symbols (ElfFile::absolute_symbols): sizeless ones cover their address only.
+  static void BuildAbsolute(const ElfFile& elf, SymbolTable* table);
+
+ private:
+  static void SortAndMergeAliases(std::vector<ElfSymbol>& syms);
+  static void FindResumePoints(SymbolTable& table);
 };
 
 }  // namespace stacksym::elf

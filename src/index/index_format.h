@@ -28,9 +28,10 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // (NameMemo); 12: a stripped binary's symbols from its separate debug file's .symtab
 // (ChooseSymbolTable), as the direct path now answers; 13: the PLT stubs' names ("puts@plt",
 // elf::PltSymbolTable) in the symbol segments' remaining gaps, flagged as the debug file's are;
-// 14: untyped symbols (STT_NOTYPE: assembly without .type) in the symbol table, and without a
+// 14: untyped symbols (STT_NOTYPE: assembly without .type) in the symbol table; without a
 // debug file's .symtab, the MiniDebugInfo's (.gnu_debugdata) in those gaps
-// (elf::FallbackSymbolTable), as the direct path now answers.
+// (elf::FallbackSymbolTable), then absolute ones (elf::AbsoluteSymbolTable), as the direct
+// path now answers.
 inline constexpr uint32_t kVersion = 14;
 
 enum HeaderFlags : uint32_t {

@@ -307,9 +307,11 @@ TEST_F(DistroDebugTest, MiniDebugInfoNamesStaticFunctions) {
   }
 }
 
-// Assembly without .type (STT_NOTYPE): the profile path names it as eu-addr2line does (sized:
-// its range; sizeless: up to the next symbol), and the llvm-symbolizer drop-in answers byte for
-// byte as llvm-symbolizer 14 and 16, with the binary's DWARF and without.
+// Assembly without .type (STT_NOTYPE) and absolute (SHN_ABS) symbols: the profile path names
+// addresses from them as eu-addr2line does (untyped, sized: its range; sizeless: up to the next
+// symbol; absolute and sizeless: its exact address, only where nothing else names it), and the
+// llvm-symbolizer drop-in answers byte for byte as llvm-symbolizer 14 and 16 (which names
+// nothing from absolute symbols), with the binary's DWARF and without.
 TEST_F(DistroDebugTest, NotypeSymbolsAsTheReferenceTools) {
   std::shared_ptr<ElfFile> elf = OpenOrDie(fixture_);
   ASSERT_NE(elf, nullptr);
@@ -323,9 +325,10 @@ TEST_F(DistroDebugTest, NotypeSymbolsAsTheReferenceTools) {
   ASSERT_NE(leaf, nullptr);
   ASSERT_NE(text, nullptr);
   std::vector<Probe> probes;
-  for (uint64_t a : {sizeless->address, sizeless->address + 4, sizeless->address + 8,
-                     sized->address, sized->address + 4, sized->address + 5, sized->address + 20,
-                     leaf->address, leaf->address + 4}) {
+  for (uint64_t a :
+       {sizeless->address, sizeless->address + 4, sizeless->address + 8, sized->address,
+        sized->address + 4, sized->address + 5, sized->address + 20, sized->address + 22,
+        sized->address + 40, sized->address + 41, leaf->address, leaf->address + 4}) {
     probes.push_back({a, "asm"});
   }
   const std::string nodebug = work_ + "/nodebug";
@@ -334,7 +337,23 @@ TEST_F(DistroDebugTest, NotypeSymbolsAsTheReferenceTools) {
   const std::string marked = work_ + "/marked";
   Shell("objcopy --add-symbol marker=.text:" + Hex(leaf->address - text->addr) + ",global " +
         fixture_ + " " + marked);
-  for (const std::string& file : {fixture_, nodebug, marked}) {
+  // Absolute symbols (SHN_ABS) in the padding after asm_sized_notype, which no other symbol
+  // covers: eu-addr2line names each one's exact address from it, llvm-symbolizer nothing.
+  const std::string absolute = work_ + "/absolute";
+  Shell("objcopy --add-symbol abs_global=" + Hex(sized->address + 20) +
+        ",global --add-symbol abs_local=" + Hex(sized->address + 40) + ",local " + fixture_ + " " +
+        absolute);
+  std::vector<Answer> eu_absolute = EuAddr2line(absolute, probes);
+  ASSERT_EQ(eu_absolute.size(), probes.size());
+  EXPECT_EQ(eu_absolute[6].function, "abs_global");
+  EXPECT_EQ(eu_absolute[7].function, "??");
+  EXPECT_EQ(eu_absolute[8].function, "abs_local");
+  SymbolizeOptions cached = OnlyDebugDir(work_ + "/none");
+  cached.cache_dir = work_ + "/cache";
+  for (int round = 0; round < 2; ++round) {  // the index answers alike, built and read back
+    ExpectSameAnswers(probes, eu_absolute, Ours(absolute, probes, cached), false);
+  }
+  for (const std::string& file : {fixture_, nodebug, marked, absolute}) {
     SCOPED_TRACE(file);
     std::vector<Answer> expected = EuAddr2line(file, probes);
     EXPECT_EQ(expected[0].function, "asm_notype");
