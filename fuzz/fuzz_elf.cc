@@ -2,8 +2,8 @@
 // thread and streamed on a background one, which must agree, and again after a discard),
 // build the symbol table and look addresses up, translate addresses, read notes — and check
 // the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover,
-// the ascending finder answers as Find), and the PLT stubs' symbols made up from the dynamic
-// relocations.
+// the ascending finder answers as Find), the PLT stubs' symbols made up from the dynamic
+// relocations, and the absolute symbols.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -134,6 +134,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckFind(plt, s.address + s.size - 1);
     CheckFind(plt, s.address + s.size);
     checksum += s.name.size();
+  }
+
+  // The absolute symbols: sorted and unique, each found at its own address or inside a cover.
+  const stacksym::SymbolTable& absolute = elf.absolute_symbols();
+  auto absolutes = absolute.symbols();
+  for (size_t i = 0; i < absolutes.size(); ++i) {
+    if (i > 0) Check(absolutes[i - 1].address < absolutes[i].address);
+    CheckFind(absolute, absolutes[i].address);
+    CheckFind(absolute, absolutes[i].address + 1);
   }
 
   for (const stacksym::ElfSegment& seg : elf.segments()) {

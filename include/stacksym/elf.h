@@ -93,9 +93,9 @@ struct ElfSymbol {
   bool sizeless = false;  // st_size was 0 in the file (for every alias at this address)
 };
 
-// Function and object symbols from .symtab and .dynsym, sorted by address, one entry per
-// address (aliases resolved: global, then weak, then local; ties by name, so the choice is
-// deterministic).
+// Function, object and untyped (STT_NOTYPE: assembly) symbols from .symtab and .dynsym,
+// sorted by address, one entry per address (aliases resolved: global, then weak, then local;
+// ties by name, so the choice is deterministic).
 class SymbolTable {
  public:
   // The symbol with address <= addr < address + size, or nullptr. When sized symbols nest
@@ -210,10 +210,27 @@ class ElfFile {
   // debug files, whose PLT has no bytes); a malformed section or relocation names nothing.
   // Built on first call (elf/plt_symbols.cc).
   const SymbolTable& plt_symbols() const;
+  // The absolute symbols (SHN_ABS) of .symtab and .dynsym, which lie in no section: each names
+  // its own range, a sizeless one only its exact address (as eu-addr2line names them; they
+  // never extend to the next symbol). Asked only where nothing else names an address
+  // (elf::AbsoluteSymbolTable); llvm-symbolizer names nothing from them. Built on first call.
+  const SymbolTable& absolute_symbols() const;
 
-  // Heap memory this file holds beyond its mapping: the decompressed sections and the symbol
-  // table built so far. For callers that bound the memory of the files they keep.
-  size_t heap_bytes() const { return heap_bytes_.load(std::memory_order_relaxed); }
+  // MiniDebugInfo (Fedora's, RHEL's): the ELF image kept xz-compressed in .gnu_debugdata,
+  // whose .symtab names the functions .dynsym lacks (elf/mini_debug_info.h). Null when the
+  // file has none, or when it cannot be decoded: then mini_debug_info_problem() says why.
+  // Decoded on first call, once, within fixed size limits.
+  const ElfFile* mini_debug_info() const;
+  const std::optional<Error>& mini_debug_info_problem() const;
+
+  // Heap memory this file holds beyond its mapping: the decompressed sections, the symbol
+  // table built so far and the MiniDebugInfo image. For callers that bound the memory of the
+  // files they keep.
+  size_t heap_bytes() const {
+    const ElfFile* mini = mini_ready_.load(std::memory_order_acquire);
+    return heap_bytes_.load(std::memory_order_relaxed) +
+           (mini != nullptr ? mini->bytes().size() + mini->heap_bytes() : 0);
+  }
 
   // Through PT_LOAD segments. nullopt when no segment holds the address/offset.
   std::optional<uint64_t> VaddrToFileOffset(uint64_t vaddr) const;
@@ -238,7 +255,13 @@ class ElfFile {
   mutable SymbolTable symbols_;
   mutable std::once_flag plt_once_;
   mutable SymbolTable plt_symbols_;
+  mutable std::once_flag absolute_once_;
+  mutable SymbolTable absolute_symbols_;
   mutable std::atomic<size_t> heap_bytes_{0};
+  mutable std::once_flag mini_once_;
+  mutable std::shared_ptr<ElfFile> mini_;
+  mutable std::optional<Error> mini_problem_;
+  mutable std::atomic<const ElfFile*> mini_ready_{nullptr};  // mini_, once it is set
   // One slot per section, allocated only for compressed ones; each is filled once.
   struct Decompressed;
   mutable std::vector<std::unique_ptr<Decompressed>> decompressed_;

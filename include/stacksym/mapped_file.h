@@ -39,6 +39,8 @@ class MappedFile {
   static Result<MappedFile> FromFd(int fd, const std::string& path_for_errors);
   // Owns a copy of `bytes` (for in-memory images such as a process's vDSO, and fuzzing).
   static MappedFile FromBytes(std::span<const uint8_t> bytes, std::string name);
+  // Takes `bytes` over without a copy (an image decoded in memory, such as MiniDebugInfo's).
+  static MappedFile FromOwned(std::vector<uint8_t> bytes, std::string name);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;

@@ -67,9 +67,10 @@ struct SymbolizeOptions {
   // for callers that ask one batch (a command with all its addresses at hand).
   bool release_dwarf_as_read = false;
   // Name what neither a stripped binary's own symbols nor DWARF name (its startup code, _start)
-  // from its separate debug file's .symtab. Off: only the binary's own tables, as
-  // llvm-symbolizer does (its drop-in turns it off). Persisted indexes are built with it on and
-  // are not used without it.
+  // from its separate debug file's .symtab, or its MiniDebugInfo's (.gnu_debugdata), and then
+  // from absolute (SHN_ABS) symbols, as eu-addr2line does. Off: only the binary's own tables
+  // of symbols in sections, as llvm-symbolizer does (its drop-in turns it off). Persisted indexes
+  // are built with it on and are not used without it.
   bool symbols_from_debug_file = true;
   // Name the PLT stubs perf's way ("puts@plt"; ElfFile::plt_symbols) where nothing else names
   // them, so that a profile's samples in a stub are not left unnamed. Off: only what the
@@ -163,9 +164,10 @@ class ElfSymbolizer {
   const SymbolTable* fallback_symbols();
   // The PLT stubs' names (elf::PltSymbolTable) when plt_names asks for them; else null.
   const SymbolTable* plt_symbols() const;
+  const SymbolTable* absolute_symbols() const;
   // `fallback` and `plt` name, in that order, what the binary's table and DWARF do not.
-  void FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* plt,
-                           SymbolizedAddress& out);
+  void FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* absolute,
+                           const SymbolTable* plt, SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);
   // true when index_ is a new, usable index.

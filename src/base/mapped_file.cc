@@ -62,6 +62,16 @@ Result<MappedFile> MappedFile::FromFd(int fd, const std::string& path) {
   return file;
 }
 
+MappedFile MappedFile::FromOwned(std::vector<uint8_t> bytes, std::string name) {
+  MappedFile file;
+  file.owned_ = std::move(bytes);
+  file.data_ = file.owned_.data();
+  file.size_ = file.owned_.size();
+  file.path_ = std::move(name);
+  file.identity_.size = file.size_;
+  return file;
+}
+
 MappedFile MappedFile::FromBytes(std::span<const uint8_t> bytes, std::string name) {
   MappedFile file;
   file.owned_.assign(bytes.begin(), bytes.end());

@@ -100,6 +100,7 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
   }
 
   bool had_note_segment = false;
+  bool had_bad_note_segment = false;
   if (phnum > 0) {
     if (h.phentsize < h.phdr_size()) {
       return Error(ErrorCode::kMalformed,
@@ -111,15 +112,21 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
       ByteCursor c(std::span<const uint8_t>(*table).subspan(i * h.phentsize, h.phdr_size()));
       ElfSegment seg = elf::ReadProgramHeader(c, h.is_64bit);
       if (seg.type != PT_NOTE) continue;
-      had_note_segment = true;
       auto id = BuildIdFromNotes(fd, seg.offset, seg.filesz, seg.align, "PT_NOTE segment");
-      if (!id) return std::move(id).error();
+      // A broken or stale PT_NOTE (eu-strip -f keeps the original program headers) is
+      // skipped: the note sections below may still hold the ID.
+      if (!id) {
+        had_bad_note_segment = true;
+        continue;
+      }
+      had_note_segment = true;
       if (!id->empty()) return id;
     }
   }
-  if (had_note_segment || h.shoff == 0) return std::vector<uint8_t>();
+  if ((had_note_segment && !had_bad_note_segment) || h.shoff == 0) return std::vector<uint8_t>();
 
-  // No note segments (relocatable objects, some debug files): look at SHT_NOTE sections.
+  // No (readable) note segments (relocatable objects, some debug files): look at SHT_NOTE
+  // sections.
   auto first = read_first_section();
   if (!first) return std::move(first).error();
   uint64_t shnum = h.shnum == 0 ? (*first)->size : h.shnum;

@@ -173,13 +173,19 @@ Result<void> ReadNoteArea(std::span<const uint8_t> area, uint64_t align,
   return {};
 }
 
-// Note sections first (present in separate debug files too), then PT_NOTE segments. A note
-// area that lies outside the file or is malformed is an error: a build ID read from garbage
-// would be a silently wrong answer.
+// Notes come from the SHT_NOTE sections when the file has any: a separate debug file made by
+// eu-strip -f (rpm's find-debuginfo) keeps the program headers of the original file, whose
+// PT_NOTE offsets point at whatever now lies there. A note section that lies outside the file
+// or is malformed is an error: a build ID read from garbage would be a silently wrong answer.
+// Without note sections the PT_NOTE segments are read, and one that is broken is skipped (kept
+// in problems): it never makes the file unreadable.
 Result<void> ReadNotes(std::span<const uint8_t> bytes, const std::vector<ElfSection>& sections,
-                       const std::vector<ElfSegment>& segments, std::vector<uint8_t>* build_id) {
+                       const std::vector<ElfSegment>& segments, std::vector<uint8_t>* build_id,
+                       std::vector<Error>* problems) {
+  bool has_note_sections = false;
   for (const ElfSection& s : sections) {
     if (s.type != SHT_NOTE) continue;
+    has_note_sections = true;
     if (!RangeFits(s.offset, s.size, bytes.size())) {
       return Error(ErrorCode::kMalformed, "note section (" + std::to_string(s.size) + " bytes at " +
                                               Hex(s.offset) + ") lies past the end of the file")
@@ -188,16 +194,19 @@ Result<void> ReadNotes(std::span<const uint8_t> bytes, const std::vector<ElfSect
     Result<void> read = ReadNoteArea(bytes.subspan(s.offset, s.size), s.addralign, build_id);
     if (!read) return std::move(read).error().WithSection(SectionLabel(s));
   }
+  if (has_note_sections) return {};
   for (size_t i = 0; i < segments.size(); ++i) {
     const ElfSegment& seg = segments[i];
     if (seg.type != PT_NOTE) continue;
     std::string label = "PT_NOTE segment " + std::to_string(i);
     if (!RangeFits(seg.offset, seg.filesz, bytes.size())) {
-      return Error(ErrorCode::kMalformed, label + " (" + std::to_string(seg.filesz) + " bytes at " +
-                                              Hex(seg.offset) + ") lies past the end of the file");
+      problems->push_back(Error(ErrorCode::kMalformed,
+                                label + " (" + std::to_string(seg.filesz) + " bytes at " +
+                                    Hex(seg.offset) + ") lies past the end of the file; skipped"));
+      continue;
     }
     Result<void> read = ReadNoteArea(bytes.subspan(seg.offset, seg.filesz), seg.align, build_id);
-    if (!read) return std::move(read).error().WithSection(label);
+    if (!read) problems->push_back(std::move(read).error().WithSection(label));
   }
   return {};
 }
@@ -276,7 +285,7 @@ Result<void> ElfFile::Parse() {
     if (IsCompressed(s)) decompressed_[s.index] = std::make_unique<Decompressed>();
   }
 
-  if (Result<void> notes = ReadNotes(bytes, sections_, segments_, &build_id_); !notes) {
+  if (Result<void> notes = ReadNotes(bytes, sections_, segments_, &build_id_, &problems_); !notes) {
     return notes;
   }
   ReadDebugLink(*this, ".gnu_debuglink", &elf::ParseDebugLink, &debuglink_, &problems_);
@@ -416,6 +425,14 @@ const SymbolTable& ElfFile::plt_symbols() const {
     heap_bytes_.fetch_add(plt_symbols_.memory_bytes(), std::memory_order_relaxed);
   });
   return plt_symbols_;
+}
+
+const SymbolTable& ElfFile::absolute_symbols() const {
+  std::call_once(absolute_once_, [this] {
+    elf::SymbolTableBuilder::BuildAbsolute(*this, &absolute_symbols_);
+    heap_bytes_.fetch_add(absolute_symbols_.memory_bytes(), std::memory_order_relaxed);
+  });
+  return absolute_symbols_;
 }
 
 std::optional<uint64_t> ElfFile::VaddrToFileOffset(uint64_t vaddr) const {

@@ -3,11 +3,21 @@
 namespace stacksym::elf {
 
 const SymbolTable* FallbackSymbolTable(const ElfFile& binary, const ElfFile* debug_file) {
-  if (debug_file == nullptr || debug_file == &binary || binary.symbols().has_symtab()) {
-    return nullptr;
+  if (binary.symbols().has_symtab()) return nullptr;
+  if (debug_file != nullptr && debug_file != &binary) {
+    const SymbolTable& separate = debug_file->symbols();
+    if (separate.has_symtab() && !separate.empty()) return &separate;
   }
-  const SymbolTable& separate = debug_file->symbols();
-  return separate.has_symtab() && !separate.empty() ? &separate : nullptr;
+  if (const ElfFile* mini = binary.mini_debug_info(); mini != nullptr) {
+    const SymbolTable& embedded = mini->symbols();
+    if (embedded.has_symtab() && !embedded.empty()) return &embedded;
+  }
+  return nullptr;
+}
+
+const SymbolTable* AbsoluteSymbolTable(const ElfFile& binary) {
+  const SymbolTable& absolute = binary.absolute_symbols();
+  return absolute.empty() ? nullptr : &absolute;
 }
 
 const SymbolTable* PltSymbolTable(const ElfFile& binary) {

@@ -26,11 +26,36 @@ int BindingRank(uint8_t binding) {
   }
 }
 
-int TypeRank(uint8_t type) { return type == STT_OBJECT ? 1 : 0; }
+// Among aliases of one binding: a function's type first, then an object's, then a label's.
+int TypeRank(uint8_t type) {
+  switch (type) {
+    case STT_FUNC:
+    case STT_GNU_IFUNC:
+      return 0;
+    case STT_OBJECT:
+      return 1;
+    default:
+      return 2;
+  }
+}
 
-// Strict order: address, then the preferred alias first.
+// An untyped symbol names code or data only in a loaded section (labels in debug sections name
+// no address of the program), and not as an ARM/AArch64 mapping symbol ($x, $d, $a, $t, which
+// mark instruction sets, not functions) or an assembler-local .L label, as llvm-symbolizer
+// leaves those out.
+bool WantedNotype(std::string_view name, const ElfSection& section) {
+  if ((section.flags & SHF_ALLOC) == 0) return false;
+  return !name.starts_with('$') && !name.starts_with(".L");
+}
+
+// Strict order: address, then the preferred alias first. A typed symbol beats an untyped
+// label at its address whatever their bindings (a global marker such as _stext or one added
+// with objcopy --add-symbol does not rename a local function there), as in eu-addr2line and
+// llvm-symbolizer.
 bool Before(const ElfSymbol& a, const ElfSymbol& b) {
   if (a.address != b.address) return a.address < b.address;
+  const bool a_untyped = a.type == STT_NOTYPE, b_untyped = b.type == STT_NOTYPE;
+  if (a_untyped != b_untyped) return b_untyped;
   int ra = BindingRank(a.binding), rb = BindingRank(b.binding);
   if (ra != rb) return ra < rb;
   ra = TypeRank(a.type), rb = TypeRank(b.type);
@@ -51,8 +76,10 @@ struct TableCounts {
 };
 
 // Appends the wanted symbols of one SHT_SYMTAB/SHT_DYNSYM section.
-void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbol>* out,
-               std::vector<Error>* problems, size_t* skipped) {
+// `absolute`: the SHN_ABS symbols only (ElfFile::absolute_symbols), instead of those defined in a
+// section.
+void ReadTable(const ElfFile& elf, const ElfSection& table, bool absolute,
+               std::vector<ElfSymbol>* out, std::vector<Error>* problems, size_t* skipped) {
   const std::string label = table.name.empty() ? "symbol table" : std::string(table.name);
   const auto& sections = elf.sections();
   const size_t entry_size = elf.is_64bit() ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
@@ -100,8 +127,26 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbo
     ByteCursor c(data->subspan(i * stride, entry_size));
     elf::RawSymbol raw = elf::ReadSymbol(c, elf.is_64bit());
     uint8_t type = ELF64_ST_TYPE(raw.info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) continue;
+    // STT_NOTYPE too: functions written in assembly without .type are that, and
+    // llvm-symbolizer and eu-addr2line name addresses from them as from STT_FUNC.
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT && type != STT_NOTYPE) {
+      continue;
+    }
     uint32_t shndx = raw.shndx;
+    if (absolute) {
+      ElfSymbol sym;
+      if (shndx != SHN_ABS || !StringAt(*strings, raw.name, &sym.name) || sym.name.empty()) {
+        continue;
+      }
+      sym.address = raw.value;
+      sym.size = raw.size;
+      sym.type = type;
+      sym.binding = ELF64_ST_BIND(raw.info);
+      sym.section = SHN_ABS;
+      sym.sizeless = raw.size == 0;
+      out->push_back(sym);
+      continue;
+    }
     if (shndx == SHN_UNDEF) continue;
     if (shndx == SHN_XINDEX) {
       ByteCursor x(xindex);
@@ -124,6 +169,7 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, std::vector<ElfSymbo
       continue;
     }
     if (sym.name.empty()) continue;
+    if (type == STT_NOTYPE && !WantedNotype(sym.name, sections[shndx])) continue;
     sym.address = raw.value;
     sym.size = raw.size;
     sym.type = type;
@@ -166,10 +212,46 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
     if (s.type == SHT_SYMTAB) table->has_symtab_ = true;
     if (s.type == SHT_DYNSYM) table->has_dynsym_ = true;
     if (s.type == SHT_SYMTAB || s.type == SHT_DYNSYM) {
-      ReadTable(elf, s, &syms, &table->problems_, &table->skipped_);
+      ReadTable(elf, s, false, &syms, &table->problems_, &table->skipped_);
     }
   }
+  SortAndMergeAliases(syms);
 
+  // Sizeless symbols extend to the next symbol, but never past the end of their section.
+  const auto& sections = elf.sections();
+  for (size_t i = 0; i < syms.size(); ++i) {
+    ElfSymbol& s = syms[i];
+    if (!s.sizeless) continue;
+    const ElfSection& sec = sections[s.section];
+    uint64_t sec_end;
+    if (__builtin_add_overflow(sec.addr, sec.size, &sec_end)) sec_end = UINT64_MAX;
+    if (s.address < sec.addr || s.address >= sec_end) {
+      s.size = 0;  // outside its own section: claim nothing
+      continue;
+    }
+    uint64_t end = sec_end;
+    if (i + 1 < syms.size()) end = std::min(end, syms[i + 1].address);
+    s.size = end - s.address;
+  }
+  FindResumePoints(*table);
+}
+
+void SymbolTableBuilder::BuildAbsolute(const ElfFile& elf, SymbolTable* table) {
+  std::vector<ElfSymbol>& syms = table->symbols_;
+  for (const ElfSection& s : elf.sections()) {
+    if (s.type == SHT_SYMTAB || s.type == SHT_DYNSYM) {
+      ReadTable(elf, s, true, &syms, &table->problems_, &table->skipped_);
+    }
+  }
+  SortAndMergeAliases(syms);
+  // No section bounds them: a sizeless one names its own address only.
+  for (ElfSymbol& s : syms) {
+    if (s.sizeless && s.address != UINT64_MAX) s.size = 1;
+  }
+  FindResumePoints(*table);
+}
+
+void SymbolTableBuilder::SortAndMergeAliases(std::vector<ElfSymbol>& syms) {
   // A lambda (not a function pointer) so the comparison inlines into the sort.
   std::sort(syms.begin(), syms.end(),
             [](const ElfSymbol& a, const ElfSymbol& b) { return Before(a, b); });
@@ -190,29 +272,15 @@ void SymbolTableBuilder::Build(const ElfFile& elf, SymbolTable* table) {
   }
   syms.resize(kept);
   syms.shrink_to_fit();
+}
 
-  // Sizeless symbols extend to the next symbol, but never past the end of their section.
-  const auto& sections = elf.sections();
-  for (size_t i = 0; i < syms.size(); ++i) {
-    ElfSymbol& s = syms[i];
-    if (!s.sizeless) continue;
-    const ElfSection& sec = sections[s.section];
-    uint64_t sec_end;
-    if (__builtin_add_overflow(sec.addr, sec.size, &sec_end)) sec_end = UINT64_MAX;
-    if (s.address < sec.addr || s.address >= sec_end) {
-      s.size = 0;  // outside its own section: claim nothing
-      continue;
-    }
-    uint64_t end = sec_end;
-    if (i + 1 < syms.size()) end = std::min(end, syms[i + 1].address);
-    s.size = end - s.address;
-  }
-
-  // Resume points: sweep the ranges in start order with a stack of open ones (as in matching
-  // parentheses). When the innermost open range ends and an enclosing one is still open, the
-  // enclosing one covers again from that end on. Ranges that ended below the top of the stack
-  // (partial overlaps) are dropped when they surface.
-  std::vector<SymbolTable::Resume>& resumes = table->resumes_;
+// Resume points: sweep the ranges in start order with a stack of open ones (as in matching
+// parentheses). When the innermost open range ends and an enclosing one is still open, the
+// enclosing one covers again from that end on. Ranges that ended below the top of the stack
+// (partial overlaps) are dropped when they surface.
+void SymbolTableBuilder::FindResumePoints(SymbolTable& table) {
+  const std::vector<ElfSymbol>& syms = table.symbols_;
+  std::vector<SymbolTable::Resume>& resumes = table.resumes_;
   std::vector<uint32_t> open;
   auto close_until = [&](uint64_t position) {
     while (!open.empty() && EndOf(syms[open.back()]) <= position) {

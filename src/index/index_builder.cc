@@ -744,7 +744,8 @@ void IndexBuild::StartSymbolTable() {
 
 // The symbol records, their address segments and names (on the symbol table's thread).
 void IndexBuild::IndexSymbols() {
-  size_t count = elf_->symbols().symbols().size() + elf_->plt_symbols().symbols().size();
+  size_t count = elf_->symbols().symbols().size() + elf_->plt_symbols().symbols().size() +
+                 elf_->absolute_symbols().symbols().size();
   if (fallback_symbols_ != nullptr) count += fallback_symbols_->symbols().size();
   strings_.Reserve(count);
   linkage_.Reserve(count / 4);
@@ -752,13 +753,15 @@ void IndexBuild::IndexSymbols() {
 }
 
 // The symbol segments and records: the binary's table flattened (FlattenSymbols), a stripped
-// binary's debug-file symbols in its gaps (OverlayGaps), then the PLT stubs' names in the gaps
-// left, as the direct path asks them (ElfSymbolizer::FillFromSymbolTable). Returns each
-// record's symbol.
+// binary's debug-file (or MiniDebugInfo) symbols in its gaps (OverlayGaps), then its absolute
+// symbols and the PLT stubs' names in the gaps left, as the direct path asks them
+// (ElfSymbolizer::FillFromSymbolTable). Returns each record's symbol.
 std::vector<const ElfSymbol*> IndexBuild::FlattenSymbolTable() {
   std::vector<SymbolPiece> pieces = FlattenSymbols(elf_->symbols());
   if (fallback_symbols_ != nullptr)
     pieces = OverlayGaps(pieces, FlattenSymbols(*fallback_symbols_));
+  if (const SymbolTable* absolute = elf::AbsoluteSymbolTable(*elf_); absolute != nullptr)
+    pieces = OverlayGaps(pieces, FlattenSymbols(*absolute));
   if (const SymbolTable* plt = elf::PltSymbolTable(*elf_); plt != nullptr)
     pieces = OverlayGaps(pieces, FlattenSymbols(*plt));
   std::unordered_map<const ElfSymbol*, int32_t> record_of;
@@ -1307,6 +1310,7 @@ void IndexBuild::WriteHead(IndexSink* sink) {
   header.section_count = kCount;
   header.file_size = offset_ + chunk_crcs_->size() * sizeof(uint32_t);
   bool no_symbols = elf_->symbols().empty() && fallback_symbols_ == nullptr &&
+                    elf::AbsoluteSymbolTable(*elf_) == nullptr &&
                     elf::PltSymbolTable(*elf_) == nullptr;
   header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
   std::span<const uint8_t> build_id = elf_->build_id();

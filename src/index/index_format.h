@@ -27,8 +27,12 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // bit-packed per unit (NodeWidths), parents as distances; 11: names stored as linkage names
 // (NameMemo); 12: a stripped binary's symbols from its separate debug file's .symtab
 // (ChooseSymbolTable), as the direct path now answers; 13: the PLT stubs' names ("puts@plt",
-// elf::PltSymbolTable) in the symbol segments' remaining gaps, flagged as the debug file's are.
-inline constexpr uint32_t kVersion = 13;
+// elf::PltSymbolTable) in the symbol segments' remaining gaps, flagged as the debug file's are;
+// 14: untyped symbols (STT_NOTYPE: assembly without .type) in the symbol table; without a
+// debug file's .symtab, the MiniDebugInfo's (.gnu_debugdata) in those gaps
+// (elf::FallbackSymbolTable), then absolute ones (elf::AbsoluteSymbolTable), as the direct
+// path now answers.
+inline constexpr uint32_t kVersion = 14;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)

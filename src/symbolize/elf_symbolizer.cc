@@ -168,7 +168,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     return out;
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
-  FillFromSymbolTable(fallback_symbols(), plt_symbols(), out);
+  FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), out);
   return out;
 }
 
@@ -194,18 +194,25 @@ const SymbolTable* ElfSymbolizer::fallback_symbols() {
                                   debug_info_ ? debug_info_->files().debug_file().get() : nullptr);
 }
 
+const SymbolTable* ElfSymbolizer::absolute_symbols() const {
+  return options_.symbols_from_debug_file ? elf::AbsoluteSymbolTable(*elf_) : nullptr;
+}
+
 const SymbolTable* ElfSymbolizer::plt_symbols() const {
   return options_.plt_names ? elf::PltSymbolTable(*elf_) : nullptr;
 }
 
-void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* plt,
-                                        SymbolizedAddress& out) {
+void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* absolute,
+                                        const SymbolTable* plt, SymbolizedAddress& out) {
   const SymbolTable& table = elf_->symbols();
   const ElfSymbol* symbol = table.Find(out.vaddr);
-  // What neither the binary's table nor DWARF names, a stripped binary's debug file may, and
-  // then the PLT stubs' made-up names.
+  // What neither the binary's table nor DWARF names, a stripped binary's debug file (or
+  // MiniDebugInfo) may, then an absolute symbol, then the PLT stubs' made-up names.
   if (symbol == nullptr && out.frames.empty() && fallback != nullptr) {
     symbol = fallback->Find(out.vaddr);
+  }
+  if (symbol == nullptr && out.frames.empty() && absolute != nullptr) {
+    symbol = absolute->Find(out.vaddr);
   }
   if (symbol == nullptr && out.frames.empty() && plt != nullptr) symbol = plt->Find(out.vaddr);
   if (symbol != nullptr) {
@@ -226,8 +233,9 @@ void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const Symbo
     outermost.raw_function = out.raw_symbol;
   }
   if (symbol == nullptr && out.frames.empty()) {
-    out.reason = table.empty() && fallback == nullptr && plt == nullptr ? Reason::kNoSymbols
-                                                                        : Reason::kNoSymbol;
+    out.reason = table.empty() && fallback == nullptr && absolute == nullptr && plt == nullptr
+                     ? Reason::kNoSymbols
+                     : Reason::kNoSymbol;
   }
   if (!options_.linkage_names) {  // as the index answers without them
     out.raw_symbol.clear();
@@ -295,10 +303,11 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   constexpr size_t kPerThread = 512;  // below this a thread costs more than it saves
   unsigned threads = ThreadCount(options_.threads, positions.size() / kPerThread);
   const SymbolTable* fallback = fallback_symbols();
+  const SymbolTable* absolute = absolute_symbols();
   const SymbolTable* plt = plt_symbols();
   RunOnThreads(threads, [&](unsigned t) {
     for (size_t k = t; k < positions.size(); k += threads) {
-      FillFromSymbolTable(fallback, plt, out[positions[k]]);
+      FillFromSymbolTable(fallback, absolute, plt, out[positions[k]]);
     }
   });
   return out;

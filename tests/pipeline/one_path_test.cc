@@ -8,7 +8,11 @@
 //
 // Layouts: (a) unstripped; (b) stripped, binary and .debug in a --debug-dir .build-id tree;
 // (c) stripped with a .gnu_debuglink file beside it; (d) only on a debuginfod server (Debian's,
-// on a private loopback); (e) dwz with a supplementary file; (f) split DWARF (.dwo).
+// on a private loopback); (e) dwz with a supplementary file; (f) split DWARF (.dwo); (g) stripped
+// by elfutils' eu-strip -f as rpm's find-debuginfo does (Fedora, RHEL), the binary and its
+// .debug — whose program headers still describe the original — in a --debug-dir .build-id
+// tree; (h) stripped with MiniDebugInfo only (.gnu_debugdata, made as Fedora makes it): the
+// program's functions named from the xz-compressed .symtab, with no debug file anywhere.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,7 +42,16 @@ const std::string kCli = STACKSYM_CLI;
 const std::vector<std::string> kProgramFunctions = {"_start", "main", "outer",
                                                     "middle", "leaf", "read_zero"};
 
-enum class Layout { kPlain, kBuildIdDir, kDebuglink, kDebuginfod, kDwz, kSplit };
+enum class Layout {
+  kPlain,
+  kBuildIdDir,
+  kDebuglink,
+  kDebuginfod,
+  kDwz,
+  kSplit,
+  kEuStrip,
+  kMiniDebugInfo
+};
 
 struct Case {
   Layout layout;
@@ -111,6 +124,16 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
               server_dir_ + tree + ".debug && strip -s -o " + binary_ + " " + fixture);
         local_flags_ = " --debug-dir " + server_dir_;
         return;
+      case Layout::kEuStrip:
+        server_dir_ = work_ + "/dbg";
+        Shell("mkdir -p " + server_dir_ + "/.build-id/" + id.substr(0, 2) + " && eu-strip -f " +
+              server_dir_ + tree + ".debug -o " + binary_ + " " + fixture + " && cp " + binary_ +
+              " " + server_dir_ + tree);
+        local_flags_ = " --debug-dir " + server_dir_;
+        return;
+      case Layout::kMiniDebugInfo:
+        Shell(std::string("sh ") + STACKSYM_MINIDEBUGINFO_SCRIPT + " " + fixture + " " + binary_);
+        break;
       case Layout::kDebuglink:
         Shell("cd " + work_ + " && objcopy --only-keep-debug " + fixture +
               " prog.debug && strip -s -o prog " + fixture +
@@ -136,6 +159,12 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
 };
 
 TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
+  if (GetParam().layout == Layout::kEuStrip && RunCommand("command -v eu-strip").empty()) {
+    GTEST_SKIP() << "needs elfutils' eu-strip (package elfutils)";
+  }
+  if (GetParam().layout == Layout::kMiniDebugInfo && RunCommand("command -v xz").empty()) {
+    GTEST_SKIP() << "needs xz (package xz-utils)";
+  }
   ASSERT_NO_FATAL_FAILURE(LayOut());
   const bool debuginfod = GetParam().layout == Layout::kDebuginfod;
   std::unique_ptr<testing::DebuginfodServer> debuginfod_server;
@@ -226,7 +255,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Layout::kDebuglink, "debuglink", "matrix_debuglink"},
                       Case{Layout::kDebuginfod, "debuginfod", "matrix_debuginfod"},
                       Case{Layout::kDwz, "dwz", "matrix_dwz"},
-                      Case{Layout::kSplit, "split_dwarf", "matrix_split"}),
+                      Case{Layout::kSplit, "split_dwarf", "matrix_split"},
+                      Case{Layout::kEuStrip, "eu_strip", "matrix_eustrip"},
+                      Case{Layout::kMiniDebugInfo, "minidebuginfo", "matrix_minidebuginfo"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
