@@ -40,7 +40,7 @@ struct AgentOptions {
   double interval_s = 10;
   AgentSymbolize symbolize = AgentSymbolize::kLocal;
   ProfileSymbolizeOptions symbolize_options;
-  uint64_t symbolizer_cache_bytes = 256 << 20;  // symbolizers kept across windows
+  uint64_t symbolizer_cache_bytes = 64 << 20;  // symbolizers kept across windows
 
   std::vector<std::string> otlp_urls;       // POST URL/v1development/profiles
   std::vector<std::string> pyroscope_urls;  // POST URL/push.v1.PusherService/Push

@@ -53,6 +53,9 @@ class Exporter {
   virtual std::string_view name() const = 0;  // "otlp", "pyroscope"
   // The window as one or more requests; an error only when nothing could be encoded.
   virtual Result<std::vector<ExportRequest>> Encode(const ExportWindow& window) = 0;
+  // A 2xx answer's body that says part of the request was rejected (OTLP's partial success):
+  // the sender counts it and does not retry. False for a format without partial success.
+  virtual bool PartlyRejected(std::string_view response_body) const { return false; }
 };
 
 struct OtlpExportOptions {

@@ -94,7 +94,7 @@ ProfileSymbolizeStats SymbolizeProfile(Profile& profile,
 class ProfileSymbolizer {
  public:
   explicit ProfileSymbolizer(ProfileSymbolizeOptions options, uint64_t max_cached_bytes = 256 << 20,
-                             size_t max_remembered_frames = 1 << 18);
+                             size_t max_remembered_frames = 1 << 15);
   ~ProfileSymbolizer();
   ProfileSymbolizer(const ProfileSymbolizer&) = delete;
   ProfileSymbolizer& operator=(const ProfileSymbolizer&) = delete;

@@ -235,7 +235,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& given) {
   sender_options.timeout_s = o.send_timeout_s;
   for (size_t d = 0; d < impl->destination_urls.size(); ++d) {
     Result<std::unique_ptr<HttpSender>> sender =
-        HttpSender::Start(impl->destination_urls[d], d, impl->queue.get(), sender_options);
+        HttpSender::Start(impl->destination_urls[d], d, impl->queue.get(), sender_options,
+                          impl->exporters[d].get());
     if (!sender) return sender.error();
     impl->senders.push_back(std::move(*sender));
   }

@@ -40,7 +40,8 @@ Result<SplitUrl> SplitReceiverUrl(const std::string& url) {
 
 Result<std::unique_ptr<HttpSender>> HttpSender::Start(const std::string& url, size_t destination,
                                                       DeliveryQueue* queue,
-                                                      const HttpSenderOptions& options) {
+                                                      const HttpSenderOptions& options,
+                                                      const Exporter* exporter) {
   Result<SplitUrl> split = SplitReceiverUrl(url);
   if (!split) return split.error();
   Result<const remote::HttpTransport*> http = remote::LoadHttpTransport();
@@ -57,6 +58,7 @@ Result<std::unique_ptr<HttpSender>> HttpSender::Start(const std::string& url, si
   sender->split_ = std::move(*split);
   sender->destination_ = destination;
   sender->queue_ = queue;
+  sender->exporter_ = exporter;
   sender->options_ = options;
   HttpSender* raw = sender.get();
   sender->thread_ = std::thread([raw] { raw->Loop(); });
@@ -102,7 +104,8 @@ void HttpSender::Loop() {
     if (verdict.outcome == Outcome::kSent) {
       backoff.Reset();
       if (queue_->Settle(destination_, item)) {
-        stats_.Sent(r.body.size(), r.samples, /*partial=*/false);
+        stats_.Sent(r.body.size(), r.samples,
+                    exporter_ != nullptr && exporter_->PartlyRejected(answer.body));
       }
       continue;
     }

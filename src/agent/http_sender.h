@@ -39,9 +39,12 @@ struct HttpSenderOptions {
 class HttpSender {
  public:
   // Starts the thread; an error when the URL cannot be used or HTTP is unavailable.
+  // `exporter` (may be null) judges the receiver's 2xx answers (partial success); it must
+  // outlive the sender.
   static Result<std::unique_ptr<HttpSender>> Start(const std::string& url, size_t destination,
                                                    DeliveryQueue* queue,
-                                                   const HttpSenderOptions& options);
+                                                   const HttpSenderOptions& options,
+                                                   const Exporter* exporter = nullptr);
   ~HttpSender();  // Stop() and join
   // Ends the thread after the attempt under way (the request stays queued).
   void Stop();
@@ -58,6 +61,7 @@ class HttpSender {
   SplitUrl split_;
   size_t destination_ = 0;
   DeliveryQueue* queue_ = nullptr;
+  const Exporter* exporter_ = nullptr;
   HttpSenderOptions options_;
   std::unique_ptr<remote::HttpClient> client_;
   SenderStats stats_;

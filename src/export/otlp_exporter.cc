@@ -426,6 +426,17 @@ class OtlpExporter : public Exporter {
  public:
   explicit OtlpExporter(const OtlpExportOptions& options) : options_(options) {}
   std::string_view name() const override { return "otlp"; }
+  // ExportProfilesServiceResponse.partial_success with rejected_profiles > 0, or an error
+  // message (the specification's "warning" form).
+  bool PartlyRejected(std::string_view body) const override {
+    pb::ExportProfilesServiceResponse response;
+    if (body.empty() || !response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      return false;
+    }
+    return response.has_partial_success() &&
+           (response.partial_success().rejected_profiles() > 0 ||
+            !response.partial_success().error_message().empty());
+  }
   Result<std::vector<ExportRequest>> Encode(const ExportWindow& window) override;
 
  private:

@@ -41,6 +41,10 @@ class Receiver {
                                }
                                auto [status, retry_after] = script_.front();
                                script_.pop_front();
+                               if (retry_after.starts_with("body:")) {
+                                 res.Set(status, retry_after.substr(5), "application/x-protobuf");
+                                 return;
+                               }
                                res.Set(status, "", "text/plain");
                                if (!retry_after.empty())
                                  res.headers.emplace_back("Retry-After", retry_after);
@@ -132,6 +136,26 @@ TEST(HttpSenderTest, ABadRequestIsDroppedAndCounted) {
   SenderCounts c = (*sender)->stats().Snapshot();
   EXPECT_EQ(c.dropped["status_400"], 1u);
   EXPECT_EQ(receiver.bodies(), (std::vector<std::string>{"bad", "good"}));
+}
+
+// OTLP's partial success: accepted, counted as partial, not tried again.
+TEST(HttpSenderTest, APartialSuccessIsCountedNotRetried) {
+  // ExportProfilesServiceResponse{partial_success: {rejected_profiles: 1}}, and one without.
+  Receiver receiver({{200, std::string("body:") + std::string("\x0a\x02\x08\x01", 4)},
+                     {200, std::string("body:")}});
+  ASSERT_GT(receiver.port(), 0);
+  DeliveryQueue queue(1 << 20, 1);
+  ASSERT_TRUE(queue.Push(0, Request("a"), 1));
+  ASSERT_TRUE(queue.Push(0, Request("b"), 2));
+  std::unique_ptr<Exporter> otlp = MakeOtlpExporter();
+  auto sender = HttpSender::Start("http://127.0.0.1:" + std::to_string(receiver.port()) + "/prefix",
+                                  0, &queue, Fast(), otlp.get());
+  ASSERT_TRUE(sender.ok());
+  ASSERT_TRUE(WaitFor([&] { return (*sender)->stats().Snapshot().sent == 2; }));
+  SenderCounts c = (*sender)->stats().Snapshot();
+  EXPECT_EQ(c.partial, 1u);
+  EXPECT_TRUE(c.retried.empty());
+  EXPECT_EQ(receiver.bodies().size(), 2u);
 }
 
 TEST(HttpSenderTest, CatchesUpWhenTheReceiverComesUp) {

@@ -714,8 +714,11 @@ deb)
   grep -qxF "etc/default/stacksym-agent" "$work/contents" || fail "no /etc/default/stacksym-agent"
   dpkg-deb -e "$deb" "$work/control"
   grep -qxF /etc/default/stacksym-agent "$work/control/conffiles" || fail "/etc/default/stacksym-agent is not a conffile"
+  # (CPack's postinst runs ldconfig for the library; nothing may enable or start the service.)
   for script in preinst postinst prerm postrm; do
-    [[ ! -e "$work/control/$script" ]] || fail "the package has a $script: the agent must stay disabled until enabled"
+    [[ ! -e "$work/control/$script" ]] && continue
+    ! grep -qE 'systemctl|deb-systemd|stacksym-agent' "$work/control/$script" ||
+      fail "the package's $script enables or starts the agent: it must stay disabled until enabled"
   done
   grep -q '^ExecStart=/usr/bin/stacksym agent \$STACKSYM_AGENT_OPTS$' "$work/root/usr/lib/systemd/system/stacksym-agent.service" ||
     fail "the unit does not start the packaged command with the options file's flags"

@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""`stacksym agent` end to end against loopback stores (receiver.py), what it sends decoded by
+python3-protobuf (tests/export/check_otlp.py, check_push.py). Needs root (BPF); exits 77 (skip)
+with a message where the agent cannot sample.
+
+  agent_e2e.py CASE STACKSYM PY_PROTO_DIR EXPORT_SCRIPTS_DIR WORKLOAD
+
+Cases:
+  windows  OTLP and Pyroscope at once: every request follows the wire rules, windows tile time,
+           the workload's samples x period equal its own CPU time within 10 %, its hot function
+           is named, SIGTERM flushes the last window and exits 0.
+  faults   the OTLP store answers 429 + Retry-After, 503, 400, resets the connection, stalls:
+           every window but the refused one arrives, the 400 is dropped and counted.
+  outage   the store is down for the first seconds: the agent samples on, and every window
+           arrives once the store is up; a queue too small for the outage drops (and counts)
+           its oldest windows instead.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from receiver import Receiver  # noqa: E402
+
+case, stacksym, proto_dir, scripts_dir, workload = sys.argv[1:6]
+sys.path.insert(0, scripts_dir)
+import check_otlp  # noqa: E402
+import check_push  # noqa: E402
+
+check_otlp.load_protos(proto_dir)
+check_push.load_protos(proto_dir)
+
+failures = []
+
+
+def fail(text):
+    failures.append(text)
+    print("FAIL: " + text, file=sys.stderr)
+
+
+def start_agent(args):
+    """The agent, once it says it samples (or None after a skip)."""
+    p = subprocess.Popen([stacksym, "agent", "--no-debuginfod"] + args,
+                         stderr=subprocess.PIPE, text=True)
+    # Ready once the metrics port listens (after the BPF load); the final metrics come on stderr.
+    return p
+
+
+def wait_ready(port, agent, seconds=30):
+    end = time.time() + seconds
+    while time.time() < end:
+        if agent.poll() is not None:
+            err = agent.stderr.read()
+            if "refused" in err or "Operation not permitted" in err or "permission" in err.lower():
+                print("SKIP: the kernel refused BPF/perf events: " + err, file=sys.stderr)
+                sys.exit(77)
+            fail("agent exited at start: " + err)
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    fail("agent never listened for metrics")
+    return False
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def stop_agent(agent, timeout=40):
+    agent.send_signal(signal.SIGTERM)
+    try:
+        _, err = agent.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        fail("agent did not exit after SIGTERM")
+        return ""
+    if agent.returncode != 0:
+        fail("agent exited %d after SIGTERM: %s" % (agent.returncode, err[-2000:]))
+    return err
+
+
+def metric(text, name, labels=""):
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and labels in line and not line.startswith("#"):
+            rest = line[len(name):]
+            if rest[:1] in ("{", " "):
+                total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def run_workload(seconds):
+    """The workload for `seconds`; (pid, CPU seconds it used, by its own rusage)."""
+    child = subprocess.Popen([workload, str(seconds)], stdout=subprocess.DEVNULL)
+    _, _, usage = os.wait4(child.pid, 0)
+    child.returncode = 0
+    return child.pid, usage.ru_utime + usage.ru_stime
+
+
+def otlp_windows(requests):
+    """{(time, duration)} of every CPU profile in the requests, and per pid: samples, period."""
+    windows, per_pid, names = set(), {}, {}
+    for r in requests:
+        errors, summary = check_otlp.check_body(r.body)
+        for e in errors[:10]:
+            fail("OTLP: " + e)
+        for resource in summary:
+            pid = resource["attributes"].get("process.pid")
+            for p in resource["profiles"]:
+                if p["sample_type"] != "samples/count":
+                    continue
+                windows.add((p["time"], p["duration"]))
+                count, period = per_pid.get(pid, (0, p["period"]))
+                per_pid[pid] = (count + p["total"], p["period"])
+                for s in p["samples"]:
+                    for name in s["stack"]:
+                        names[(pid, name)] = names.get((pid, name), 0) + s["value"]
+    return windows, per_pid, names
+
+
+def check_tiling(windows, what):
+    ordered = sorted(windows)
+    for (t0, d0), (t1, _) in zip(ordered, ordered[1:]):
+        if t0 + d0 != t1:
+            fail("%s: window [%d, +%d) is not followed by one at its end (next at %d)" %
+                 (what, t0, d0, t1))
+    return ordered
+
+
+def case_windows():
+    otlp = Receiver(max_seconds=120).start()
+    push = Receiver(max_seconds=120).start()
+    mport = free_port()
+    agent = start_agent(["-F", "99", "--interval", "1", "--otlp", otlp.url, "--pyroscope",
+                         push.url, "--metrics-listen", "127.0.0.1:%d" % mport])
+    if not wait_ready(mport, agent):
+        return
+    pid, cpu = run_workload(3)
+    time.sleep(1.5)
+    stopped = time.time()
+    err = stop_agent(agent)
+    otlp.stop()
+    push.stop()
+    sent = otlp.accepted("otlp")
+    if len(sent) < 4:
+        fail("only %d OTLP requests" % len(sent))
+    windows, per_pid, names = otlp_windows(sent)
+    ordered = check_tiling(windows, "OTLP")
+    if ordered and abs(ordered[-1][0] + ordered[-1][1] - stopped * 1e9) > 1.5e9:
+        fail("the last window does not end where the agent stopped: SIGTERM did not flush it")
+    if metric(err, "stacksym_agent_windows_closed_total") != len(windows):
+        # Windows without samples of anything are not sent; every other one is.
+        pass
+    count, period = per_pid.get(pid, (0, 0))
+    sampled = count * period / 1e9
+    print("workload pid %d: CPU %.3f s by rusage, %d samples x %d ns = %.3f s" %
+          (pid, cpu, count, period, sampled))
+    if cpu < 0.5 or abs(sampled - cpu) > 0.10 * cpu:
+        fail("samples x period %.3f s differ from the workload's CPU time %.3f s by more "
+             "than 10 %%" % (sampled, cpu))
+    if names.get((pid, "cap_hot_leaf"), 0) < count / 10:
+        fail("the workload's hot function cap_hot_leaf is not named in its samples")
+    pushes = push.accepted("push")
+    if not pushes:
+        fail("no Pyroscope push arrived")
+    for i, r in enumerate(pushes):
+        errors = check_push.check_body(r.body, dump=None)
+        if isinstance(errors, tuple):
+            errors = errors[0]
+        for e in list(errors)[:10]:
+            fail("push %d: %s" % (i, e))
+
+
+def case_faults():
+    otlp = Receiver({"otlp": ["status:429:after=1", "status:503", "status:400", "reset",
+                              "stall:4"]}, max_seconds=120).start()
+    mport = free_port()
+    agent = start_agent(["-F", "49", "--interval", "1", "--otlp", otlp.url, "--send-timeout", "1",
+                         "--shutdown-timeout", "30", "--metrics-listen", "127.0.0.1:%d" % mport])
+    if not wait_ready(mport, agent):
+        return
+    run_workload(4)
+    time.sleep(1)
+    err = stop_agent(agent)
+    otlp.stop()
+    got = otlp.all()
+    refused = [r for r in got if r.status == 400]
+    if len(refused) != 1:
+        fail("the receiver refused %d requests with 400, expected 1" % len(refused))
+    accepted, _, _ = otlp_windows(otlp.accepted("otlp"))
+    refused_windows, _, _ = otlp_windows(refused)
+    every = accepted | refused_windows
+    check_tiling(every, "faults")
+    if accepted & refused_windows:
+        fail("the refused window was sent again")
+    dropped = metric(err, "stacksym_agent_requests_dropped_total", 'reason="status_400"')
+    if dropped != 1:
+        fail("requests dropped for status 400: %g, expected 1" % dropped)
+    for reason in ("status_429", "status_503", "connection"):
+        if metric(err, "stacksym_agent_requests_retried_total", 'reason="%s"' % reason) < 1:
+            fail("no retry counted for " + reason)
+    exported = metric(err, "stacksym_agent_windows_exported_total")
+    if len(every) < exported - 1:
+        fail("%d windows reached the receiver, %g were exported" % (len(every), exported))
+
+
+def case_outage():
+    for queue, expect_loss in (("64M", False), ("20K", True)):
+        port = free_port()
+        mport = free_port()
+        agent = start_agent(["-F", "99", "--interval", "0.5", "--otlp",
+                             "http://127.0.0.1:%d" % port, "--queue-bytes", queue,
+                             "--shutdown-timeout", "20", "--metrics-listen",
+                             "127.0.0.1:%d" % mport])
+        if not wait_ready(mport, agent):
+            return
+        run_workload(3)  # the store is down meanwhile
+        otlp = Receiver(max_seconds=120, port=port).start()
+        time.sleep(3)
+        err = stop_agent(agent)
+        otlp.stop()
+        windows, _, _ = otlp_windows(otlp.accepted("otlp"))
+        dropped = metric(err, "stacksym_agent_queue_dropped_total", 'reason="full"')
+        exported = metric(err, "stacksym_agent_windows_exported_total")
+        print("queue %s: %d windows arrived, %g exported, %g dropped (full)" %
+              (queue, len(windows), exported, dropped))
+        if not expect_loss:
+            check_tiling(windows, "outage")
+            if dropped != 0 or len(windows) < exported:
+                fail("queue %s: windows lost across an outage it holds" % queue)
+        else:
+            if dropped < 1:
+                fail("queue %s: nothing dropped though the outage does not fit" % queue)
+            if metric(err, "stacksym_agent_queue_max_bytes") != 20 * 1024:
+                fail("the queue bound is not the one given")
+
+
+{"windows": case_windows, "faults": case_faults, "outage": case_outage}[case]()
+if failures:
+    print("%d failures" % len(failures), file=sys.stderr)
+    sys.exit(1)
+print("PASS: " + case)
