@@ -60,7 +60,8 @@ struct AgentOptions {
 struct AgentStats {
   uint64_t windows_closed = 0;
   uint64_t windows_exported = 0;        // encoded and queued for every receiver (or written)
-  uint64_t windows_dropped_behind = 0;  // closed while the encoder was still behind by two
+  uint64_t windows_empty = 0;           // without a sample of any target: not sent
+  uint64_t windows_dropped_behind = 0;  // closed while 16 windows still waited for the encoder
   uint64_t samples = 0, samples_lost = 0;
   uint64_t processes_tracked = 0;  // processes in the last window
 };

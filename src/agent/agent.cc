@@ -28,8 +28,10 @@ using agent::OutputDir;
 
 namespace {
 
-// Closed windows waiting for the encoder: at most this many; one more drops the oldest.
-constexpr size_t kMaxPendingWindows = 2;
+// Closed windows waiting for the encoder: at most this many; one more drops the oldest. The
+// first windows of a host can take long to symbolize (each binary's index is built once), and a
+// window at 19 Hz is small: room for a burst, bounded all the same.
+constexpr size_t kMaxPendingWindows = 16;
 
 std::string HostName() {
   char name[256] = {};
@@ -126,7 +128,11 @@ struct Agent::Impl {
     encode_errors += errors;
     output_files += written;
     output_errors += write_failed;
-    if (errors == 0) ++stats.windows_exported;
+    if (!has_samples) {
+      ++stats.windows_empty;
+    } else if (errors == 0) {
+      ++stats.windows_exported;
+    }
     stats.processes_tracked = window.processes.size();
     if (symbolizer) symbolizer_bytes = symbolizer->cached_bytes();
   }
@@ -234,9 +240,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& given) {
   agent::HttpSenderOptions sender_options;
   sender_options.timeout_s = o.send_timeout_s;
   for (size_t d = 0; d < impl->destination_urls.size(); ++d) {
-    Result<std::unique_ptr<HttpSender>> sender =
-        HttpSender::Start(impl->destination_urls[d], d, impl->queue.get(), sender_options,
-                          impl->exporters[d].get());
+    Result<std::unique_ptr<HttpSender>> sender = HttpSender::Start(
+        impl->destination_urls[d], d, impl->queue.get(), sender_options, impl->exporters[d].get());
     if (!sender) return sender.error();
     impl->senders.push_back(std::move(*sender));
   }

@@ -102,6 +102,8 @@ std::string RenderAgentMetrics(const AgentMetricsInput& in) {
   Metric(&out, "stacksym_agent_windows_exported_total", "counter",
          "Windows encoded and queued for every receiver (or written to --output-dir).",
          d(in.agent.windows_exported));
+  Metric(&out, "stacksym_agent_windows_empty_total", "counter",
+         "Windows without a sample of any target (not sent).", d(in.agent.windows_empty));
   PrometheusHelp(&out, "stacksym_agent_windows_dropped_total", "counter",
                  "Windows dropped before they were queued, by reason.");
   PrometheusLine(&out, "stacksym_agent_windows_dropped_total", "{reason=\"encoder_behind\"}",
