@@ -1,11 +1,16 @@
 // libFuzzer target for the /proc/PID/maps text parser (src/normalize/maps_text.h): arbitrary
 // bytes must never crash it, every entry's name must lie inside the buffer, and parsing in two
-// chunks (split at a point chosen by the input) must give exactly what one pass gives.
+// chunks (split at a point chosen by the input) must give exactly what one pass gives. The same
+// bytes as /proc/PID/cgroup text (capture/process_info.h): a container ID found is 64 lowercase
+// hex digits taken from the input.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "capture/process_info.h"
 #include "normalize/maps_text.h"
 
 using stacksym::normalize::MapsEntry;
@@ -15,6 +20,14 @@ using stacksym::normalize::ParseMapsLines;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  std::string_view cgroup(reinterpret_cast<const char*>(data), size);
+  std::string id = stacksym::capture::ContainerIdFromCgroup(cgroup);
+  if (!id.empty()) {
+    if (id.size() != 64 || cgroup.find(id) == std::string_view::npos) abort();
+    for (char c : id) {
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) abort();
+    }
+  }
   MapsParseOptions options;
   options.executable_only = (data[0] & 1) != 0;
   options.skip_gate = (data[0] & 2) != 0;
