@@ -25,17 +25,24 @@ measure() {  # NAME COMMAND...: CPU % of a core and peak RSS (MB) of the command
     'BEGIN { printf "%-28s CPU %6.2f %% of a core  peak RSS %6.1f MB\n", n, 100*(u+s)/t, r/1024 }'
 }
 
-agent_for() {  # the agent for $secs seconds, stopped by SIGTERM
-  timeout -s TERM "$secs" "$stacksym" agent -q -F 19 --interval 10 --output-dir "$out/windows" \
-    --no-debuginfod "$@"
+# The agent for $secs seconds, stopped by SIGTERM: its own final metrics say what it cost
+# (/usr/bin/time would measure `timeout`, not the agent).
+measure_agent() {
+  local name=$1
+  timeout -s TERM "$secs" "$stacksym" agent -F 19 --interval 10 --output-dir "$out/windows" \
+    --no-debuginfod >/dev/null 2>"$out/agent.log" || true
+  awk -v n="$name" -v t="$secs" '
+    /^process_cpu_seconds_total/ { cpu = $2 } /^process_resident_memory_bytes/ { rss = $2 }
+    END { printf "%-28s CPU %6.2f %% of a core  RSS at exit %6.1f MB\n", n, 100*cpu/t, rss/1048576 }' \
+    "$out/agent.log"
 }
 
 echo "stacksym agent vs record -a, $secs s each, 19 Hz, on $(nproc) CPUs"
 measure "record -a, idle" "$stacksym" record -a -F 19 -d "$secs" -q -o "$out/r.pb.gz" --no-debuginfod
-measure "agent, idle" agent_for
-ls -l "$out/windows" | awk 'NR>1 { n++; b += $5 } END { if (n) printf "%-28s %d windows, %.0f bytes each (gzipped pprof)\n", "agent windows", n, b/n }'
+measure_agent "agent, idle"
+ls -l "$out/windows" 2>/dev/null | awk 'NR>1 { n++; b += $5 } END { if (n) printf "%-28s %d windows, %.0f bytes each (gzipped pprof)\n", "agent windows", n, b/n }'
 rm -rf "$out/windows"
 churn & churner=$!
 measure "record -a, churn" "$stacksym" record -a -F 19 -d "$secs" -q -o "$out/r2.pb.gz" --no-debuginfod
-measure "agent, churn" agent_for
+measure_agent "agent, churn"
 kill $churner
