@@ -160,9 +160,6 @@ def case_windows():
     ordered = check_tiling(windows, "OTLP")
     if ordered and abs(ordered[-1][0] + ordered[-1][1] - stopped * 1e9) > 1.5e9:
         fail("the last window does not end where the agent stopped: SIGTERM did not flush it")
-    if metric(err, "stacksym_agent_windows_closed_total") != len(windows):
-        # Windows without samples of anything are not sent; every other one is.
-        pass
     count, period = per_pid.get(pid, (0, 0))
     sampled = count * period / 1e9
     print("workload pid %d: CPU %.3f s by rusage, %d samples x %d ns = %.3f s" %
