@@ -659,6 +659,8 @@ Result<void> Recorder::Run(const RecordStatusCallback& status) {
     }
     if (r == command_pid_) command_status_ = wstatus;
   }
+  // Last, after the command has ended: a JVM writes its perf map as it exits.
+  aggregator_->CollectJitFiles();
   return result;
 }
 
