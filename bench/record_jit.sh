@@ -18,7 +18,9 @@ SECS=${SECONDS_PER_RUN:-5}
 STACKSYM="$BUILD/stacksym"
 [[ -x "$STACKSYM" ]] || { echo "build stacksym first: $STACKSYM missing" >&2; exit 1; }
 TMP=$(mktemp -d /tmp/stacksym-jit.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+# The programs leave their perf maps in /tmp: remove those that appear while this runs.
+ls /tmp/perf-*.map > "$TMP/maps.before" 2> /dev/null || true
+trap 'ls /tmp/perf-*.map 2> /dev/null | grep -vxFf "$TMP/maps.before" | xargs -r rm -f; rm -rf "$TMP"' EXIT
 CG=()
 [[ -n "${CALL_GRAPH:-}" ]] && CG=(--call-graph "$CALL_GRAPH")
 javac -d "$TMP" tests/capture/scripts/Hot.java
