@@ -15,6 +15,7 @@ Result<ProfileSymbolizeOptions> ProfileSymbolizeCliOptions::Resolve() const {
   if (!no_debuginfod) options.symbolize.fetcher = MakeDebuginfodFetcher({});
   options.kallsyms_path = kallsyms;
   options.vmlinux_path = vmlinux;
+  options.perf_map_dirs = perf_map_dirs;
   options.resymbolize = resymbolize;
   if (!server.empty()) {
     Result<std::shared_ptr<FrameSymbolBackend>> backend = ConnectSymbolServer(server);
@@ -41,6 +42,10 @@ void AddProfileSymbolizeOptions(CLI::App& app, ProfileSymbolizeCliOptions* optio
                      : "Kernel frames from this kallsyms file (default " + default_kallsyms +
                            "; empty: kernel frames left as they are)");
   app.add_option("--vmlinux", options->vmlinux, "vmlinux with DWARF for kernel frames");
+  app.add_option("--perf-map-dir", options->perf_map_dirs,
+                 "JIT frames of a process whose perf map or jitdump the recording did not read: "
+                 "from DIR/perf-PID.map and DIR/jit-PID.dump (repeatable; e.g. /tmp on the "
+                 "machine that recorded)");
   app.add_flag("--no-demangle", options->no_demangle, "Keep linkage names");
   app.add_flag("--no-inlines", options->no_inlines, "No inlined frames");
   app.add_flag("--resymbolize", options->resymbolize, "Redo frames that already have symbols");
@@ -59,6 +64,10 @@ void PrintProfileSymbolizeStats(const char* command, const ProfileSymbolizeStats
   if (stats.server_requests > 0) {
     std::fprintf(stderr, "; %llu frames named by the server in %llu requests", u(stats.from_server),
                  u(stats.server_requests));
+  }
+  if (stats.jit_frames > 0) {
+    std::fprintf(stderr, "; %llu of %llu JIT frames named by perf maps or jitdumps",
+                 u(stats.jit_named), u(stats.jit_frames));
   }
   std::fprintf(stderr, "\n");
 }

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "cache_options.h"
 #include "debug_dir_options.h"
@@ -20,6 +21,7 @@ struct ProfileSymbolizeCliOptions {
   bool no_debuginfod = false;
   std::string kallsyms;  // kernel frames; the default is the command's
   std::string vmlinux;
+  std::vector<std::string> perf_map_dirs;  // JIT frames: DIR/perf-PID.map, DIR/jit-PID.dump
   bool no_demangle = false;
   bool no_inlines = false;
   bool resymbolize = false;

@@ -31,7 +31,8 @@
 namespace stacksym {
 
 enum class FrameKind : uint8_t {
-  kUser,     // address = file offset inside module
+  kUser,     // address = file offset inside module; in a module with a pid (anonymous memory,
+             // JIT code), the virtual address in that process
   kUserRaw,  // could not be normalized: address = virtual address in the process
   kKernel,   // address = kernel virtual address
   // An interpreted Python function (a CPython code object at a line). Named when recorded:
@@ -140,6 +141,8 @@ struct Profile {
   uint64_t lost_samples = 0;  // samples the recorder knows it dropped (not in counts)
   std::string event;          // what was sampled ("cpu-clock", "cycles"); empty if unknown
   ModuleFiles files;          // files the recorder kept open (SymbolizeProfile looks here first)
+  // JIT symbol files the recorder read, by pid (SymbolizeProfile looks here first).
+  std::unordered_map<uint32_t, std::shared_ptr<const JitFiles>> jit_files;
 
   // The processes the stacks belong to, by pid (what the recorder could read of them; a
   // profile read from a file has none). AddProcess replaces an entry of the same pid.

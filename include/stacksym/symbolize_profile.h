@@ -14,6 +14,9 @@
 // for a stripped binary, its symbol table come from the binary itself, then
 // <debug dir>/.build-id/xx/rest.debug, then .gnu_debuglink, then debuginfod (ElfSymbolizer).
 // Kernel frames go in one batch through KernelSymbolizer (kallsyms, and vmlinux when given).
+// JIT code — frames in a recording's anonymous memory, whose module carries the process's pid
+// and whose addresses are the process's — is named from that process's perf map and jitdump:
+// those the recorder read (Profile::jit_files), else those in perf_map_dirs.
 //
 // Never fails as a whole: frames that cannot be resolved carry a Reason, and what went wrong
 // per module (no file, server unreachable, no kallsyms) is in the stats' messages.
@@ -63,6 +66,10 @@ struct ProfileSymbolizeOptions {
   // empty: kernel frames are left as they are.
   std::string kallsyms_path = "/proc/kallsyms";
   std::string vmlinux_path;
+  // JIT frames of a process the recorder read no perf map or jitdump of: from
+  // DIR/perf-PID.map and DIR/jit-PID.dump, the first directory that has either (e.g. "/tmp"
+  // on the machine and boot the profile was recorded on, or where the files were copied).
+  std::vector<std::string> perf_map_dirs;
   // Redo frames that already have symbols (otherwise only frames without a function name are
   // looked up: a profile symbolized once keeps its names).
   bool resymbolize = false;
@@ -75,6 +82,8 @@ struct ProfileSymbolizeStats {
   uint64_t from_server = 0;           // user frames the server named
   uint64_t server_requests = 0;       // requests sent to the server
   uint64_t kernel_frames = 0;         // kernel frames looked at
+  uint64_t jit_frames = 0;            // frames in recorded processes' anonymous memory
+  uint64_t jit_named = 0;             // of those, frames a perf map or jitdump named
   uint64_t modules_found = 0;         // user modules with a usable local file
   uint64_t modules_missing = 0;       // user modules without one (their frames carry a Reason)
   std::vector<std::string> messages;  // one per module without a file, server or kernel trouble

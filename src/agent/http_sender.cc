@@ -6,18 +6,10 @@
 #include <utility>
 
 #include "agent/retry_policy.h"
+#include "base/clock.h"
 #include "remote/http_transport.h"
 
 namespace stacksym::agent {
-namespace {
-
-double NowSeconds(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-}  // namespace
 
 Result<SplitUrl> SplitReceiverUrl(const std::string& url) {
   size_t scheme = url.find("://");
@@ -83,7 +75,7 @@ bool HttpSender::Wait(double seconds) {
 
 void HttpSender::Loop() {
   Backoff backoff(options_.backoff_initial_s, options_.backoff_max_s,
-                  static_cast<uint64_t>(NowSeconds(CLOCK_MONOTONIC) * 1e9) ^ destination_);
+                  static_cast<uint64_t>(MonotonicSeconds() * 1e9) ^ destination_);
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -96,10 +88,10 @@ void HttpSender::Loop() {
       continue;
     }
     const ExportRequest& r = item->request;
-    double started = NowSeconds(CLOCK_MONOTONIC);
+    double started = MonotonicSeconds();
     remote::HttpPostResult answer =
         client_->Post(split_.prefix + r.path, r.body, r.content_type, r.headers);
-    stats_.Attempt(NowSeconds(CLOCK_MONOTONIC) - started);
+    stats_.Attempt(MonotonicSeconds() - started);
     Verdict verdict = Judge(answer.sent, answer.status);
     if (verdict.outcome == Outcome::kSent) {
       backoff.Reset();
@@ -116,7 +108,7 @@ void HttpSender::Loop() {
     }
     stats_.Retried(verdict.reason);
     std::optional<double> retry_after =
-        ParseRetryAfter(answer.Header("Retry-After"), NowSeconds(CLOCK_REALTIME));
+        ParseRetryAfter(answer.Header("Retry-After"), WallSeconds());
     if (!Wait(backoff.Next(retry_after))) return;
   }
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/clock.h"
 #include "capture/process_info.h"
 #include "normalize/process_files.h"
 
@@ -23,15 +24,20 @@ inline uint64_t CallerAddress(uint64_t return_address) {
 }
 
 std::string ModuleKey(ModuleKind kind, const std::string& path,
-                      const std::vector<uint8_t>& build_id) {
+                      const std::vector<uint8_t>& build_id, uint32_t pid = 0) {
   std::string key;
-  key.reserve(path.size() + build_id.size() + 2);
+  key.reserve(path.size() + build_id.size() + 2 + (pid != 0 ? 11 : 0));
   key.push_back(static_cast<char>(kind));
   key.append(reinterpret_cast<const char*>(build_id.data()), build_id.size());
   key.push_back('|');
   key.append(path);
+  if (pid != 0) key.append("|" + std::to_string(pid));
   return key;
 }
+
+// Processes whose JIT files are kept open (two or three descriptors each); the others' are
+// opened when collected, which reaches them only while they live or in the host's /tmp.
+constexpr size_t kMaxOpenJitProcesses = 128;
 
 // The module's file, opened the one way (normalize/process_files.h); null when it cannot be had.
 std::shared_ptr<ElfFile> OpenModuleFile(pid_t pid, const Module& m) {
@@ -70,8 +76,15 @@ std::shared_ptr<ElfFile> SampleAggregator::ModuleFile(pid_t pid, const Module& m
   return it->second;
 }
 
-uint32_t SampleAggregator::InternModule(pid_t pid, const Module& m) {
-  std::string key = ModuleKey(m.kind, m.path, m.build_id);
+uint32_t SampleAggregator::InternModule(pid_t pid, const Module& module) {
+  // Anonymous memory is its process's own: its JIT code is named from that process's files.
+  Module anonymous;
+  if (module.kind == ModuleKind::kAnonymous && pid > 0) {
+    anonymous = module;
+    anonymous.pid = static_cast<uint32_t>(pid);
+  }
+  const Module& m = anonymous.pid != 0 ? anonymous : module;
+  std::string key = ModuleKey(m.kind, m.path, m.build_id, m.pid);
   if (auto it = module_index_.find(key); it != module_index_.end()) {
     uint32_t index = it->second;
     if (m.kind == ModuleKind::kElf && !profile_.files.Find(profile_.modules[index])) {
@@ -81,6 +94,7 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const Module& m) {
     return index;
   }
   uint32_t index = profile_.AddModule(m);
+  if (m.pid != 0) NoteJitProcess(pid);
   if (auto opened = unwind_files_.find(key); opened != unwind_files_.end() && opened->second) {
     profile_.files.Keep(profile_.modules[index], std::move(opened->second));
     unwind_files_.erase(opened);
@@ -92,6 +106,38 @@ uint32_t SampleAggregator::InternModule(pid_t pid, const Module& m) {
   }
   module_index_.emplace(std::move(key), index);
   return index;
+}
+
+ProfileFrame SampleAggregator::UserFrame(uint32_t module, uint64_t file_offset,
+                                         uint64_t vaddr) const {
+  // A module with a pid is anonymous memory: its frames keep the process's address, which its
+  // perf map names.
+  return {FrameKind::kUser, module, profile_.modules[module].pid != 0 ? vaddr : file_offset};
+}
+
+void SampleAggregator::NoteJitProcess(pid_t pid) {
+  auto [it, inserted] = jit_processes_.try_emplace(static_cast<uint32_t>(pid));
+  if (!inserted || jit_processes_.size() > kMaxOpenJitProcesses) return;
+  if (Result<normalize::ProcessJitFiles> files = normalize::ProcessJitFiles::Open(pid)) {
+    it->second = std::make_unique<normalize::ProcessJitFiles>(std::move(*files));
+  }
+}
+
+void SampleAggregator::CollectJitFiles() {
+  for (auto it = jit_processes_.begin(); it != jit_processes_.end();) {
+    const pid_t pid = static_cast<pid_t>(it->first);
+    if (!it->second) {
+      // Gone, or closed to us, before it could be opened: the host's /tmp may have its files.
+      Result<normalize::ProcessJitFiles> opened = normalize::ProcessJitFiles::Open(pid);
+      it->second = std::make_unique<normalize::ProcessJitFiles>(
+          opened ? std::move(*opened) : normalize::ProcessJitFiles::HostOnly(pid));
+    }
+    JitFiles files = it->second->Read();
+    if (!files.perf_map_path.empty() || !files.jitdump_path.empty()) {
+      profile_.jit_files[it->first] = std::make_shared<const JitFiles>(std::move(files));
+    }
+    it = it->second->Alive() ? std::next(it) : jit_processes_.erase(it);
+  }
 }
 
 uint32_t SampleAggregator::KernelModule() {
@@ -124,7 +170,7 @@ void SampleAggregator::AppendUserFrames(const RawSample& s, std::span<const uint
       const NormalizedAddress& f = batch.addresses[i];
       uint32_t& m = module_map[f.module];
       if (m == UINT32_MAX) m = InternModule(static_cast<pid_t>(s.pid), batch.modules[f.module]);
-      pf = {FrameKind::kUser, m, f.file_offset};
+      pf = UserFrame(m, f.file_offset, addrs_[i]);
     } else {
       ++counters_.frames_not_normalized;
       pf = {FrameKind::kUserRaw, 0, addrs_[i]};
@@ -171,8 +217,8 @@ void SampleAggregator::AppendBuildIdFrames(const RawSample& s, std::vector<uint3
       size_t k = next_fallback++;
       if (k < batch.addresses.size() && batch.addresses[k].ok()) {
         const NormalizedAddress& uf = batch.addresses[k];
-        pf = {FrameKind::kUser, InternModule(static_cast<pid_t>(s.pid), batch.modules[uf.module]),
-              uf.file_offset};
+        pf = UserFrame(InternModule(static_cast<pid_t>(s.pid), batch.modules[uf.module]),
+                       uf.file_offset, addrs_[k]);
       } else {
         ++counters_.frames_not_normalized;
         pf = {FrameKind::kUserRaw, 0, addrs_[k]};
@@ -217,11 +263,8 @@ void SampleAggregator::Verify(const RawSample& s, UnwindEnd end) {
   char buf[32];
   // How late the sample was read: a reader that falls behind a process's exit or exec can no
   // longer resolve its mappings from /proc, which is the usual cause of a difference.
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const double late_ms = (static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec) -
-                          static_cast<double>(s.time_ns)) /
-                         1e6;
+  const double late_ms =
+      (static_cast<double>(MonotonicNs()) - static_cast<double>(s.time_ns)) / 1e6;
   char late[48];
   snprintf(late, sizeof(late), " read %.0f ms late", late_ms);
   std::string d = "pid " + std::to_string(s.pid) + " tid " + std::to_string(s.tid) + " (" +
@@ -332,12 +375,7 @@ void SampleAggregator::Add(const RawSample& s) {
 // Monotonic sample time → wall clock; 0 (no time: a sum drained from the kernel) is now.
 uint64_t SampleAggregator::WallTime(uint64_t monotonic_ns) {
   if (!profile_.keep_times) return 0;
-  if (monotonic_ns == 0) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    monotonic_ns =
-        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-  }
+  if (monotonic_ns == 0) monotonic_ns = MonotonicNs();
   if (monotonic_ns < not_before_ns_) {
     ++late_samples_;
     monotonic_ns = not_before_ns_;
@@ -381,6 +419,7 @@ ProfileStack SampleAggregator::CarryStack(const Profile& from, const ProfileStac
 }
 
 Profile SampleAggregator::TakeProfile() {
+  CollectJitFiles();  // as they are at the window's end
   Profile next;
   next.period_ns = profile_.period_ns;
   next.event = profile_.event;

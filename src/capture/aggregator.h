@@ -14,6 +14,7 @@
 #include "capture/python_processes.h"
 #include "capture/sample_source.h"
 #include "capture/user_stack_unwinder.h"
+#include "normalize/jit_files.h"
 #include "stacksym/elf.h"
 #include "stacksym/normalize.h"
 #include "stacksym/profile.h"
@@ -56,6 +57,11 @@ class SampleAggregator {
   }
   uint64_t unwind_fp_frames() const { return unwinder_.fp_frames(); }
 
+  // Reads the perf maps and jitdumps of the processes with frames in anonymous memory (JIT
+  // code) into profile().jit_files, as they are now: at the end of a recording or window.
+  // Processes that have exited since are forgotten (their files were just read).
+  void CollectJitFiles();
+
   Profile& profile() { return profile_; }
 
   // Windows (RecordOptions::window_s): the profile so far, handed over whole, and a new empty
@@ -75,6 +81,9 @@ class SampleAggregator {
 
  private:
   uint32_t InternModule(pid_t pid, const Module& module);
+  // The frame of an address normalized to `module` (interned) and `file_offset`.
+  ProfileFrame UserFrame(uint32_t module, uint64_t file_offset, uint64_t vaddr) const;
+  void NoteJitProcess(pid_t pid);
   // addrs_ of process `pid` normalized (every frame raw when the pid is meaningless).
   const NormalizedBatch& Normalize(pid_t pid);
   uint32_t KernelModule();
@@ -115,6 +124,9 @@ class SampleAggregator {
   };
   std::unordered_map<uint32_t, OpenInterval> open_off_cpu_;
   std::vector<std::string> verify_differences_;
+  // Processes with frames in anonymous memory: their JIT files, opened while they live (null
+  // beyond kMaxOpenJitProcesses, or when that failed: then opened when collected).
+  std::unordered_map<uint32_t, std::unique_ptr<normalize::ProcessJitFiles>> jit_processes_;
   // Reused buffers.
   NormalizedBatch batch_;
   std::vector<uint64_t> addrs_;

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "capture/aggregator.h"
 #include "capture/bpf_unwind_loader.h"
 #include "capture/kernel_btf.h"
@@ -113,12 +114,6 @@ constexpr uint32_t kMaxOffCpuTasks = 65536;
 constexpr uint32_t kMaxOffCpuSums = 16384;
 constexpr double kSumsDrainSeconds = 0.5;
 
-double Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 // The rows map's bound must fit in memory: its segments are created as tables fill them, so
 // a bound the machine cannot hold would only fail later, table by table.
 Result<void> CheckRowsBound(uint32_t rows) {
@@ -173,7 +168,7 @@ class BpfSource : public SampleSource {
     if (off_cpu_) {
       sums_.Init(bpf_map__fd(skel_->maps.off_cpu_control), bpf_map__fd(skel_->maps.off_cpu_sums0),
                  bpf_map__fd(skel_->maps.off_cpu_sums1));
-      last_sums_drain_ = Now();
+      last_sums_drain_ = MonotonicSeconds();
       if (Result<void> r = AttachOffCpu(); !r) return r;
     }
     if (bpf_unwind_) {
@@ -219,7 +214,8 @@ class BpfSource : public SampleSource {
     if (n >= 0) n = ring_buffer__consume(ring_);
     // Sums of processes that exited are normalized from what the reader remembers of them,
     // which it forgets after a second or two.
-    if (sums_.enabled() && Now() - last_sums_drain_ >= kSumsDrainSeconds) DrainSums(false);
+    if (sums_.enabled() && MonotonicSeconds() - last_sums_drain_ >= kSumsDrainSeconds)
+      DrainSums(false);
     callback_ = nullptr;
     if (bpf_unwind_) loader_.Sweep();
     if (python_) python_->ExamineWanted();
@@ -529,7 +525,7 @@ class BpfSource : public SampleSource {
           Deliver(sum_record_.data(), sum_record_.size(), count);
         },
         detached);
-    last_sums_drain_ = Now();
+    last_sums_drain_ = MonotonicSeconds();
   }
 
   // A record of stacks (a sample, an interval off CPU, the stacks of one that began), standing

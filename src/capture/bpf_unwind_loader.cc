@@ -14,6 +14,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/clock.h"
 #include "capture/off_cpu_sums.h"
 #include "normalize/process_files.h"
 #include "normalize/vma_sources.h"
@@ -26,12 +27,6 @@ namespace stacksym::capture {
 namespace {
 
 constexpr size_t kSegmentBytes = size_t{STACKSYM_ROWS_PER_SEGMENT} * sizeof(stacksym_unwind_row);
-
-double MonotonicNow() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 }  // namespace
 
@@ -65,7 +60,7 @@ void BpfUnwindLoader::Init(int rows_fd, uint32_t max_rows, int first_segment, in
 void BpfUnwindLoader::Want(uint32_t pid, bool mapping_changed) {
   if (pid == 0 || !space_) return;
   auto [it, inserted] = attempts_.try_emplace(pid, 0.0);
-  double now = MonotonicNow();
+  double now = MonotonicSeconds();
   if (!inserted && now - it->second < (mapping_changed ? 0.005 : 0.2)) return;
   it->second = now;
   Load(pid);
@@ -81,7 +76,7 @@ void BpfUnwindLoader::Forget(uint32_t pid) {
 }
 
 void BpfUnwindLoader::Sweep() {
-  double now = MonotonicNow();
+  double now = MonotonicSeconds();
   if (now - last_sweep_ < 1.0) return;
   last_sweep_ = now;
   std::vector<uint32_t> gone;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/clock.h"
 #include "base/hex.h"
 #include "dwarf/debug_file_finder.h"
 #include "normalize/maps_text.h"
@@ -28,12 +29,6 @@ using normalize::MapsParseStats;
 using normalize::ParseMapsLines;
 
 namespace {
-
-double MonotonicSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // The whole of a small /proc file ("" when it cannot be read).
 std::string ReadProcFile(const std::string& path) {

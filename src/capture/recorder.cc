@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "base/clock.h"
 #include "capture/aggregator.h"
 #include "capture/perf_event_util.h"
 #include "capture/sample_source.h"
@@ -126,12 +127,6 @@ std::optional<CaptureEvent> ParseCaptureEvent(std::string_view name) {
 }
 
 namespace {
-
-double MonotonicSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 double ProcessCpuSeconds() {
   rusage ru;
@@ -589,18 +584,6 @@ void Recorder::RefreshStats() {
 
 namespace {
 
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t WallNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // The monotonic time a record belongs to: when a CPU sample was taken, when an off-CPU interval
 // ended (a sum drained from the kernel, time 0: now); 0 for records that add nothing.
 uint64_t RecordTime(const capture::RawSample& s, uint64_t now) {
@@ -752,6 +735,9 @@ Result<void> Recorder::Run(const RecordStatusCallback& status, const WindowCallb
     }
     if (r == command_pid_) command_status_ = wstatus;
   }
+  // Last, after the command has ended: a JVM writes its perf map as it exits. (Windows read
+  // theirs as they close.)
+  if (!windows.on) aggregator_->CollectJitFiles();
   return result;
 }
 

@@ -318,7 +318,9 @@ int32_t RequestBuilder::Location(uint32_t frame_index) {
         location->set_mapping_index(Mapping(frame.module, module));
         // Without the file its virtual address is unknown: the address stays unset (0) rather
         // than a file offset a store would take for an address.
-        if (std::optional<uint64_t> vaddr = VirtualAddress(frame)) {
+        if (module->IsJitCode()) {
+          location->set_address(frame.address);  // JIT code: the process's own address
+        } else if (std::optional<uint64_t> vaddr = VirtualAddress(frame)) {
           location->set_address(*vaddr);
           PlaceInMapping(location->mapping_index(), *vaddr, frame.address);
         }

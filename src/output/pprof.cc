@@ -87,6 +87,9 @@ const std::string kLostComment = "stacksym lost samples: ";
 
 bool IsKernelPath(const std::string& path) { return path.rfind("[kernel", 0) == 0; }
 
+// A recording's anonymous memory (JIT code) is its process's: the mapping's build ID field says
+// which ("pid:1234"), and its addresses are the process's own.
+const std::string kPidBuildIdPrefix = "pid:";
 // A Profile written as profile.proto, one function per message. Strings are numbered in the
 // order the messages are written (header, mappings, locations with their functions, samples).
 class PprofWriter {
@@ -111,8 +114,11 @@ class PprofWriter {
   Result<void> GatherMappingFacts();
   std::optional<size_t> MainBinary() const;
   void WriteMappings();
-  void WriteMapping(uint64_t id, const std::string& path, const std::vector<uint8_t>& build_id,
-                    bool kernel);
+  // How a mapping's addresses are laid out: at the module's synthetic base (file offsets),
+  // or the real ones (kernel; JIT code, whose "file offsets" are those addresses too).
+  enum class Layout { kSynthetic, kKernel, kJit };
+  void WriteMapping(uint64_t id, const std::string& path, const std::string& build_id,
+                    Layout layout);
   void WriteLocation(size_t frame);
   void WriteLine(const SourceFrame& line, pb::Line* out, bool python);
   uint64_t FunctionId(const SourceFrame& line, bool python);
@@ -186,7 +192,8 @@ Result<void> PprofWriter::GatherMappingFacts() {
     const ProfileFrame& frame = profile_.frames[i];
     uint64_t id = MappingOf(frame);
     if (id == 0) continue;
-    if (frame.kind == FrameKind::kUser && frame.address > kMaxNormalizedOffset) {
+    if (frame.kind == FrameKind::kUser && frame.address > kMaxNormalizedOffset &&
+        !profile_.modules[frame.module].IsJitCode()) {
       return MakeError(ErrorCode::kInvalidArgument,
                        "pprof: file offset " + std::to_string(frame.address) + " of frame " +
                            std::to_string(i) + " is too large");
@@ -232,33 +239,40 @@ void PprofWriter::WriteMappings() {
   std::optional<size_t> main = MainBinary();
   auto write = [&](size_t i) {
     const Module& module = profile_.modules[i];
-    WriteMapping(i + 1, module.path, module.build_id, module.kind == ModuleKind::kKernel);
+    bool jit = module.IsJitCode();
+    WriteMapping(i + 1, module.path,
+                 jit ? kPidBuildIdPrefix + std::to_string(module.pid) : ToHex(module.build_id),
+                 jit                                  ? Layout::kJit
+                 : module.kind == ModuleKind::kKernel ? Layout::kKernel
+                                                      : Layout::kSynthetic);
   };
   if (main) write(*main);
   for (size_t i = 0; i < profile_.modules.size(); ++i) {
     if (i != main) write(i);
   }
   if (facts_[synthetic_kernel_id_].any_frame) {
-    WriteMapping(synthetic_kernel_id_, "[kernel.kallsyms]", {}, true);
+    WriteMapping(synthetic_kernel_id_, "[kernel.kallsyms]", {}, Layout::kKernel);
   }
 }
 
-void PprofWriter::WriteMapping(uint64_t id, const std::string& path,
-                               const std::vector<uint8_t>& build_id, bool kernel) {
+void PprofWriter::WriteMapping(uint64_t id, const std::string& path, const std::string& build_id,
+                               Layout layout) {
   const MappingFacts& f = facts_[id];
   pb::Mapping* m = out_.add_mapping();
   m->set_id(id);
-  if (kernel) {
-    // Kernel addresses are real virtual addresses; the mapping just spans them.
+  if (layout != Layout::kSynthetic) {
+    // Kernel and JIT addresses are real virtual addresses; the mapping just spans them. A JIT
+    // mapping's "file offsets" are those addresses too, so that readers get them back.
     m->set_memory_start(f.any_frame ? f.min_address : 0);
     m->set_memory_limit(f.any_frame ? f.max_address + 1 : 0);
+    m->set_file_offset(layout == Layout::kJit ? m->memory_start() : 0);
   } else {
     m->set_memory_start(id * kModuleSpacing);
     m->set_memory_limit(id * kModuleSpacing + (f.any_frame ? f.max_address + 1 : 0));
+    m->set_file_offset(0);
   }
-  m->set_file_offset(0);
   m->set_filename(strings_.Intern(path));
-  if (!build_id.empty()) m->set_build_id(strings_.Intern(ToHex(build_id)));
+  if (!build_id.empty()) m->set_build_id(strings_.Intern(build_id));
   // Claimed only when every frame was symbolized, so pprof does not skip frames that still
   // need symbols; line info implies DWARF was read, and with it the inline tree.
   bool attempted = f.any_frame && f.all_attempted;
@@ -274,8 +288,9 @@ void PprofWriter::WriteLocation(size_t frame_index) {
   loc->set_id(frame_index + 1);
   uint64_t mapping = MappingOf(frame);
   loc->set_mapping_id(mapping);
-  bool relocate =
-      mapping != 0 && (frame.kind == FrameKind::kUser || frame.kind == FrameKind::kPython);
+  bool relocate = mapping != 0 &&
+                  (frame.kind == FrameKind::kUser || frame.kind == FrameKind::kPython) &&
+                  !profile_.modules[frame.module].IsJitCode();
   loc->set_address(relocate ? mapping * kModuleSpacing + frame.address : frame.address);
   // Lines innermost first.
   if (const FrameSymbols* symbols = SymbolsOf(frame_index)) {
@@ -485,7 +500,20 @@ void PprofReader::ReadHeader() {
   }
 }
 
-// A Mapping as a module, its kind told by its path.
+// A pid as written in a mapping's build ID: decimal, 1 to 2^32-1.
+bool ParsePid(std::string_view digits, uint64_t* pid) {
+  if (digits.empty() || digits.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v == 0 || v > UINT32_MAX) return false;
+  *pid = v;
+  return true;
+}
+
+// A Mapping as a module, its kind told by its path (or by a pid: a recording's anonymous memory).
 Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
   if (m.id() == 0) return MakeError(ErrorCode::kMalformed, "pprof: mapping with id 0");
   Module module;
@@ -497,7 +525,12 @@ Result<void> PprofReader::ReadMapping(const pb::Mapping& m) {
                 : module.path[0] == '['   ? ModuleKind::kAnonymous
                                           : ModuleKind::kElf;
   const std::string& build_id = Str(m.build_id(), "mapping build id");
-  if (!build_id.empty()) {
+  uint64_t pid = 0;
+  if (build_id.starts_with(kPidBuildIdPrefix) && !kernel &&
+      ParsePid(std::string_view(build_id).substr(kPidBuildIdPrefix.size()), &pid)) {
+    module.kind = ModuleKind::kAnonymous;
+    module.pid = static_cast<uint32_t>(pid);
+  } else if (!build_id.empty()) {
     std::optional<std::vector<uint8_t>> bytes = FromHex(build_id);
     if (bytes) {
       module.build_id = std::move(*bytes);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 
+#include "normalize/jit_files.h"
 #include "stacksym/mapped_file.h"
 #include "symbolize/text_scan.h"
 
@@ -26,7 +27,20 @@ Result<PerfMap> PerfMap::Load(const std::string& path) {
   return map;
 }
 
-PerfMap PerfMap::Parse(std::string_view text) {
+bool PerfMap::Add(uint64_t start, uint64_t size, std::string_view name) {
+  if (size == 0 || name.empty() || names_.size() + name.size() > UINT32_MAX ||
+      symbols_.size() >= UINT32_MAX) {
+    ++skipped_lines_;
+    return false;
+  }
+  uint64_t end = start > UINT64_MAX - size ? UINT64_MAX : start + size;
+  symbols_.push_back(
+      Symbol{start, end, static_cast<uint32_t>(names_.size()), static_cast<uint32_t>(name.size())});
+  names_.append(name);
+  return true;
+}
+
+PerfMap PerfMap::Parse(std::string_view text, std::span<const JitCodeLoad> loads) {
   PerfMap map;
   std::string_view rest = text, line;
   while (symbolize::NextLine(&rest, &line)) {
@@ -35,24 +49,39 @@ PerfMap PerfMap::Parse(std::string_view text) {
     if (s.empty()) continue;
     uint64_t start = 0, size = 0;
     if (!symbolize::ConsumeHex(&s, &start) || symbolize::SkipBlanks(&s) == 0 ||
-        !symbolize::ConsumeHex(&s, &size) || symbolize::SkipBlanks(&s) == 0 || size == 0) {
+        !symbolize::ConsumeHex(&s, &size) || symbolize::SkipBlanks(&s) == 0) {
       ++map.skipped_lines_;
       continue;
     }
-    std::string_view name = symbolize::TrimRight(s);
-    if (name.empty() || map.names_.size() + name.size() > UINT32_MAX ||
-        map.symbols_.size() >= UINT32_MAX) {
-      ++map.skipped_lines_;
-      continue;
-    }
-    uint64_t end = start > UINT64_MAX - size ? UINT64_MAX : start + size;
-    map.symbols_.push_back(Symbol{start, end, static_cast<uint32_t>(map.names_.size()),
-                                  static_cast<uint32_t>(name.size())});
-    map.names_.append(name);
+    map.Add(start, size, symbolize::TrimRight(s));
   }
+  for (const JitCodeLoad& load : loads) map.Add(load.code_addr, load.code_size, load.name);
+  map.Flatten();
+  return map;
+}
 
-  // Flatten newest-first: each symbol claims only the parts of its range no later line has
-  // claimed. `covered` is the union of claimed ranges (merged, so each walk is amortized).
+Result<PerfMap> PerfMap::FromJitFiles(const JitFiles& files, std::string* jitdump_error) {
+  if (files.perf_map_path.empty() && files.jitdump_path.empty()) {
+    return Error(ErrorCode::kNotFound, "no perf map or jitdump");
+  }
+  Result<JitDump> dump = JitDump{};
+  if (!files.jitdump_path.empty()) {
+    dump =
+        ReadJitDump({reinterpret_cast<const uint8_t*>(files.jitdump.data()), files.jitdump.size()});
+    if (!dump) {
+      if (jitdump_error) *jitdump_error = files.jitdump_path + ": " + dump.error().ToString();
+      dump = JitDump{};
+    }
+  }
+  PerfMap map = Parse(files.perf_map, dump->loads);
+  map.path_ = !files.perf_map_path.empty() ? files.perf_map_path : files.jitdump_path;
+  return map;
+}
+
+// Flatten newest-first: each symbol claims only the parts of its range no later entry has
+// claimed. `covered` is the union of claimed ranges (merged, so each walk is amortized).
+void PerfMap::Flatten() {
+  PerfMap& map = *this;
   std::map<uint64_t, uint64_t> covered;
   for (size_t n = map.symbols_.size(); n-- > 0;) {
     const Symbol& sym = map.symbols_[n];
@@ -80,7 +109,6 @@ PerfMap PerfMap::Parse(std::string_view text) {
   std::sort(map.pieces_.begin(), map.pieces_.end(),
             [](const Piece& a, const Piece& b) { return a.start < b.start; });
   map.pieces_.shrink_to_fit();
-  return map;
 }
 
 std::optional<PerfMapSymbol> PerfMap::Find(uint64_t addr) const {
@@ -94,52 +122,30 @@ std::optional<PerfMapSymbol> PerfMap::Find(uint64_t addr) const {
                        std::string_view(names_).substr(sym.name_offset, sym.name_length)};
 }
 
-Result<pid_t> NamespacedPid(pid_t pid) {
-  std::string path = "/proc/" + std::to_string(pid) + "/status";
-  Result<MappedFile> file = MappedFile::Open(path);
-  if (!file) return std::move(file).error();
-  std::string_view rest = AsText(file->bytes()), line;
-  while (symbolize::NextLine(&rest, &line)) {
-    constexpr std::string_view kKey = "NSpid:";
-    if (line.substr(0, kKey.size()) != kKey) continue;
-    std::string_view s = line.substr(kKey.size());
-    uint64_t last = 0;
-    bool any = false;
-    while (symbolize::SkipBlanks(&s), !s.empty()) {
-      uint64_t v = 0;
-      if (!symbolize::ConsumeDecimal(&s, &v) || v > INT32_MAX) {
-        return Error(ErrorCode::kMalformed, "bad NSpid line").WithFile(path);
-      }
-      last = v;
-      any = true;
-    }
-    if (!any) return Error(ErrorCode::kMalformed, "empty NSpid line").WithFile(path);
-    return static_cast<pid_t>(last);
+Result<PerfMap> LoadPerfMapForProcess(pid_t pid) {
+  Result<normalize::ProcessJitFiles> process = normalize::ProcessJitFiles::Open(pid);
+  if (!process) return std::move(process).error();
+  JitFiles files = process->Read();
+  Result<PerfMap> map = PerfMap::FromJitFiles(files);
+  if (!map && map.error().code == ErrorCode::kNotFound) {
+    return Error(ErrorCode::kNotFound,
+                 "no perf map or jitdump for pid " + std::to_string(pid) + " (looked in /proc/" +
+                     std::to_string(pid) + "/root/tmp with its namespaced pid " +
+                     std::to_string(process->namespaced_pid()) + ", and in /tmp)");
   }
-  return pid;  // kernels before 4.1 have no NSpid
+  return map;
 }
 
-Result<PerfMap> LoadPerfMapForProcess(pid_t pid) {
-  if (pid <= 0) return Error(ErrorCode::kInvalidArgument, "invalid pid " + std::to_string(pid));
-  std::string proc = "/proc/" + std::to_string(pid);
-  std::vector<std::string> candidates;
-  Result<pid_t> ns_pid = NamespacedPid(pid);
-  if (ns_pid && *ns_pid != pid) {
-    candidates.push_back(proc + "/root/tmp/perf-" + std::to_string(*ns_pid) + ".map");
-  }
-  candidates.push_back(proc + "/root/tmp/perf-" + std::to_string(pid) + ".map");
-  candidates.push_back("/tmp/perf-" + std::to_string(pid) + ".map");
-  std::optional<Error> unreadable;  // a map that exists but could not be read beats "none"
-  for (const std::string& path : candidates) {
-    Result<PerfMap> map = PerfMap::Load(path);
-    if (map) return map;
-    if (map.error().code != ErrorCode::kNotFound && !unreadable) unreadable = map.error();
-  }
-  if (unreadable) return *unreadable;
-  std::string tried;
-  for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
-  return Error(ErrorCode::kNotFound,
-               "no perf map for pid " + std::to_string(pid) + " (tried " + tried + ")");
+SymbolizedAddress PerfMapAnswer(const PerfMapSymbol& symbol, uint64_t address,
+                                const std::string& module) {
+  SymbolizedAddress r;
+  r.input = r.vaddr = address;
+  r.symbol = r.raw_symbol = std::string(symbol.name);
+  r.symbol_address = symbol.start;
+  r.symbol_size = symbol.size;
+  r.offset = address - symbol.start;
+  r.module = module;
+  return r;
 }
 
 }  // namespace stacksym::symbolize

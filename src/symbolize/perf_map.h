@@ -12,17 +12,24 @@
 //
 //   // For a live process, in its own mount namespace and with its namespaced pid:
 //   Result<PerfMap> map = LoadPerfMapForProcess(1234);
+//
+// A jitdump's code loads (symbolize/jitdump.h) join the same table, after the map's lines: the
+// one lookup for JIT code, whichever file its runtime wrote (PerfMap::FromJitFiles).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "stacksym/frame.h"
+#include "stacksym/module.h"
 #include "stacksym/result.h"
+#include "symbolize/jitdump.h"
 
 namespace stacksym::symbolize {
 
@@ -35,8 +42,13 @@ struct PerfMapSymbol {
 class PerfMap {
  public:
   static Result<PerfMap> Load(const std::string& path);
-  // Malformed lines (bad hex, no name, size 0) are skipped and counted.
-  static PerfMap Parse(std::string_view text);
+  // Malformed lines (bad hex, no name, size 0) are skipped and counted. A jitdump's `loads`
+  // come after the lines (they win where both name an address: they are the more precise).
+  static PerfMap Parse(std::string_view text, std::span<const JitCodeLoad> loads = {});
+  // A process's perf map and jitdump as read (normalize/jit_files.h). A jitdump that cannot be
+  // read leaves the map alone and says why in *jitdump_error (when given). kNotFound when
+  // neither file was found.
+  static Result<PerfMap> FromJitFiles(const JitFiles& files, std::string* jitdump_error = nullptr);
 
   PerfMap() = default;
   PerfMap(PerfMap&&) noexcept = default;
@@ -47,6 +59,7 @@ class PerfMap {
 
   size_t size() const { return symbols_.size(); }  // accepted lines
   size_t skipped_lines() const { return skipped_lines_; }
+  // The perf map's path (the jitdump's when there is no map).
   const std::string& path() const { return path_; }
 
  private:
@@ -63,6 +76,10 @@ class PerfMap {
     uint32_t symbol;
   };
 
+  // Adds an entry (false: not kept, counted as skipped).
+  bool Add(uint64_t start, uint64_t size, std::string_view name);
+  void Flatten();
+
   std::vector<Symbol> symbols_;  // in file order
   std::vector<Piece> pieces_;    // disjoint, sorted by start
   std::string names_;
@@ -70,13 +87,14 @@ class PerfMap {
   size_t skipped_lines_ = 0;
 };
 
-// The pid a process has inside its own (innermost) pid namespace, from the NSpid line of
-// /proc/PID/status; `pid` itself when the kernel has no NSpid line.
-Result<pid_t> NamespacedPid(pid_t pid);
-
-// Finds and loads the perf map of a live process. Tries, in order, the process's own /tmp
-// (through /proc/PID/root, so a container's /tmp) with its namespaced pid, then with the
-// host pid, then the host's /tmp/perf-PID.map. ErrorCode::kNotFound when none exists.
+// Finds and loads the perf map and jitdump of a live process (normalize::ProcessJitFiles: its
+// own /tmp through /proc/PID/root with its namespaced pid, then with the host pid, then the
+// host's /tmp). ErrorCode::kNotFound when there is neither.
 Result<PerfMap> LoadPerfMapForProcess(pid_t pid);
+
+// The answer for `address` from the entry covering it: its name (as written: JIT names are not
+// mangled), start, size and offset; module = the map's path. The one form every path gives.
+SymbolizedAddress PerfMapAnswer(const PerfMapSymbol& symbol, uint64_t address,
+                                const std::string& module);
 
 }  // namespace stacksym::symbolize

@@ -259,11 +259,7 @@ std::vector<SymbolizedAddress> ProcessSymbolizer::SymbolizeNormalized(
     SymbolizedAddress& r = out[i];
     if (const symbolize::PerfMap* map = state.perf_map()) {
       if (std::optional<symbolize::PerfMapSymbol> sym = map->Find(addrs[i])) {
-        r.symbol = r.raw_symbol = std::string(sym->name);
-        r.symbol_address = sym->start;
-        r.symbol_size = sym->size;
-        r.offset = addrs[i] - sym->start;
-        r.module = map->path();
+        r = symbolize::PerfMapAnswer(*sym, addrs[i], map->path());
         last_sources_[i] = SymbolSource::kPerfMap;
         return;
       }

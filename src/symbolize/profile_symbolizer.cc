@@ -1,6 +1,7 @@
 // SymbolizeProfile: the one pass that names a profile's frames. Frames are grouped once; user
 // frames with a build ID go to the server first (when there is one), what it leaves unnamed goes
-// to each module's local files, opened once per module; kernel frames go in one batch.
+// to each module's local files, opened once per module; kernel frames go in one batch; JIT frames
+// go to their process's perf map and jitdump, read once per process.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -12,7 +13,9 @@
 #include "stacksym/build_id.h"
 #include "stacksym/elf.h"
 #include "stacksym/kernel.h"
+#include "stacksym/mapped_file.h"
 #include "stacksym/symbolize_profile.h"
+#include "symbolize/perf_map.h"
 
 namespace stacksym {
 namespace {
@@ -173,6 +176,68 @@ void AnswerModule(Profile& profile, uint32_t m, const std::vector<uint32_t>& fra
   }
 }
 
+// The JIT symbols of recorded process `pid`: the files the recorder read, else the first of
+// options.perf_map_dirs with a perf map or jitdump of that pid.
+Result<symbolize::PerfMap> LoadJitSymbols(const Profile& profile, uint32_t pid,
+                                          const ProfileSymbolizeOptions& options,
+                                          std::string* jitdump_error) {
+  if (auto it = profile.jit_files.find(pid); it != profile.jit_files.end() && it->second) {
+    Result<symbolize::PerfMap> map = symbolize::PerfMap::FromJitFiles(*it->second, jitdump_error);
+    if (map || map.error().code != ErrorCode::kNotFound) return map;
+  }
+  for (const std::string& dir : options.perf_map_dirs) {
+    JitFiles files;
+    std::string base = dir + (dir.ends_with('/') ? "" : "/");
+    if (Result<MappedFile> map = MappedFile::Open(base + "perf-" + std::to_string(pid) + ".map")) {
+      files.perf_map_path = map->path();
+      files.perf_map.assign(reinterpret_cast<const char*>(map->bytes().data()), map->size());
+    }
+    if (Result<MappedFile> dump = MappedFile::Open(base + "jit-" + std::to_string(pid) + ".dump")) {
+      files.jitdump_path = dump->path();
+      files.jitdump.assign(reinterpret_cast<const char*>(dump->bytes().data()), dump->size());
+    }
+    Result<symbolize::PerfMap> map = symbolize::PerfMap::FromJitFiles(files, jitdump_error);
+    if (map || map.error().code != ErrorCode::kNotFound) return map;
+  }
+  return Error(ErrorCode::kNotFound,
+               "no perf map or jitdump of pid " + std::to_string(pid) +
+                   (options.perf_map_dirs.empty() ? " was read when recording"
+                                                  : " was read when recording or is in the given "
+                                                    "directories"));
+}
+
+// The frames of every JIT module (their groups emptied): each process's symbols loaded once.
+void SymbolizeJit(Profile& profile, FrameGroups& groups, const ProfileSymbolizeOptions& options,
+                  ProfileSymbolizeStats& stats) {
+  std::map<uint32_t, std::vector<uint32_t>> by_pid;  // frames
+  for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
+    if (groups.by_module[m].empty() || !profile.modules[m].IsJitCode()) continue;
+    std::vector<uint32_t>& frames = by_pid[profile.modules[m].pid];
+    frames.insert(frames.end(), groups.by_module[m].begin(), groups.by_module[m].end());
+    groups.by_module[m].clear();
+  }
+  for (const auto& [pid, frames] : by_pid) {
+    stats.jit_frames += frames.size();
+    std::string jitdump_error;
+    Result<symbolize::PerfMap> map = LoadJitSymbols(profile, pid, options, &jitdump_error);
+    if (!jitdump_error.empty()) stats.messages.push_back(jitdump_error);
+    if (!map) stats.messages.push_back("JIT code: " + map.error().ToString());
+    for (uint32_t frame : frames) {
+      uint64_t address = profile.frames[frame].address;
+      std::optional<symbolize::PerfMapSymbol> symbol;
+      if (map) symbol = map->Find(address);
+      if (!symbol) {
+        // A reason the server gave stays (it had a look too).
+        if (!profile.symbols[frame]) profile.symbols[frame] = FrameSymbols{Reason::kAnonymous, {}};
+        continue;
+      }
+      profile.symbols[frame] =
+          ToFrameSymbols(symbolize::PerfMapAnswer(*symbol, address, map->path()));
+      ++stats.jit_named;
+    }
+  }
+}
+
 Result<std::unique_ptr<KernelSymbolizer>> OpenKernel(const ProfileSymbolizeOptions& options) {
   KernelSymbolizerOptions kernel_options;
   kernel_options.kallsyms_path = options.kallsyms_path;
@@ -222,6 +287,7 @@ ProfileSymbolizeStats SymbolizeProfile(Profile& profile, const ProfileSymbolizeO
                                    !options.kallsyms_path.empty() || !options.vmlinux_path.empty());
   stats.frames = groups.all.size();
   if (options.server) AskServer(profile, groups, options, stats);
+  SymbolizeJit(profile, groups, options, stats);
   for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
     if (groups.by_module[m].empty()) continue;
     AnswerModule(profile, m, groups.by_module[m],
@@ -375,6 +441,7 @@ ProfileSymbolizeStats ProfileSymbolizer::Symbolize(Profile& profile) {
   for (std::vector<uint32_t>& frames : groups.by_module) std::erase_if(frames, recalled);
   std::erase_if(groups.kernel, recalled);
   if (options.server) AskServer(profile, groups, options, stats);
+  SymbolizeJit(profile, groups, options, stats);
   for (uint32_t m = 0; m < groups.by_module.size(); ++m) {
     if (groups.by_module[m].empty()) continue;
     const stacksym::Module& module = profile.modules[m];

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "normalize/jit_files.h"
 #include "symbolize/perf_map.h"
 
 namespace stacksym {
@@ -113,7 +115,7 @@ TEST(PerfMapTest, LoadErrors) {
 }
 
 TEST(PerfMapTest, NamespacedPidOfSelfAndLoadForSelf) {
-  Result<pid_t> self = symbolize::NamespacedPid(getpid());
+  Result<pid_t> self = normalize::NamespacedPid(getpid());
   ASSERT_TRUE(self) << self.error().ToString();
   EXPECT_GT(*self, 0);
   std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
@@ -122,6 +124,66 @@ TEST(PerfMapTest, NamespacedPidOfSelfAndLoadForSelf) {
   std::remove(path.c_str());
   ASSERT_TRUE(map) << map.error().ToString();
   EXPECT_EQ(map->Find(0x5010)->name, "jit::self test");
+}
+
+// A child that maps a jitdump (as JIT agents do, which is how it is found wherever it lies)
+// and writes its perf map only as it exits: both read after it has gone.
+TEST(PerfMapTest, ReadsTheFilesOfAProcessThatHasExited) {
+  char dir_template[] = "/tmp/stacksym-jitdump-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  std::string dir = dir_template;
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string dump = dir + "/jit-" + std::to_string(getpid()) + ".dump";
+    int fd = open(dump.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    // Header only (magic, version 1, size 40, x86-64, pid) and one load of 0x10 bytes.
+    uint32_t header[10] = {0x4A695444, 1, 40, 62, 0, static_cast<uint32_t>(getpid())};
+    if (fd < 0 || write(fd, header, sizeof(header)) != sizeof(header)) _exit(10);
+    if (mmap(nullptr, 40, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) == MAP_FAILED) _exit(11);
+    std::string name = "jit::from_dump";
+    uint32_t prefix[4] = {0, static_cast<uint32_t>(16 + 40 + name.size() + 1 + 0x10), 0, 0};
+    uint64_t body[5] = {0x8000, 0x8000, 0x10, 1};
+    uint32_t ids[2] = {1, 1};
+    std::string code(0x10, '\x90');
+    if (write(fd, prefix, 16) != 16 || write(fd, ids, 8) != 8 || write(fd, body, 32) != 32 ||
+        write(fd, name.c_str(), name.size() + 1) != static_cast<ssize_t>(name.size() + 1) ||
+        write(fd, code.data(), code.size()) != static_cast<ssize_t>(code.size())) {
+      _exit(12);
+    }
+    char c = 'r';
+    if (write(ready[1], &c, 1) != 1 || read(done[0], &c, 1) < 0) _exit(13);
+    std::ofstream("/tmp/perf-" + std::to_string(getpid()) + ".map") << "9000 10 jit::at_exit\n";
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  Result<normalize::ProcessJitFiles> files = normalize::ProcessJitFiles::Open(child);
+  ASSERT_TRUE(files) << files.error().ToString();
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  JitFiles after = files->Read();
+  std::string map_path = "/tmp/perf-" + std::to_string(child) + ".map";
+  std::string dump_path = dir + "/jit-" + std::to_string(child) + ".dump";
+  std::remove(map_path.c_str());
+  std::remove(dump_path.c_str());
+  rmdir(dir.c_str());
+  EXPECT_EQ(after.jitdump_path, "/proc/" + std::to_string(child) + "/root" + dump_path);
+  Result<symbolize::PerfMap> map = symbolize::PerfMap::FromJitFiles(after);
+  ASSERT_TRUE(map) << map.error().ToString();
+  ASSERT_TRUE(map->Find(0x9004));
+  EXPECT_EQ(map->Find(0x9004)->name, "jit::at_exit");
+  ASSERT_TRUE(map->Find(0x800f));
+  EXPECT_EQ(map->Find(0x800f)->name, "jit::from_dump");
+  close(ready[0]);
+  close(ready[1]);
+  close(done[0]);
+  close(done[1]);
 }
 
 // A child in new pid + mount namespaces with a private tmpfs on /tmp writes
@@ -147,6 +209,11 @@ TEST(PerfMapTest, FindsTheMapInsideAContainer) {
       char c = 'r';
       if (write(ready[1], &c, 1) != 1) _exit(15);
       if (read(done[0], &c, 1) < 0) _exit(16);
+      // As a JVM does with -XX:+DumpPerfMapAtExit: more of the map as it exits.
+      f = std::fopen(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str(), "a");
+      if (f == nullptr) _exit(17);
+      std::fputs("7000 10 jit::at_exit\n", f);
+      std::fclose(f);
       _exit(0);
     }
     int status = 0;
@@ -170,7 +237,7 @@ TEST(PerfMapTest, FindsTheMapInsideAContainer) {
                 "/children") >>
       children;
   pid_t inner = static_cast<pid_t>(std::stol(children));
-  Result<pid_t> ns = symbolize::NamespacedPid(inner);
+  Result<pid_t> ns = normalize::NamespacedPid(inner);
   ASSERT_TRUE(ns);
   EXPECT_EQ(*ns, 1);
   Result<symbolize::PerfMap> map = symbolize::LoadPerfMapForProcess(inner);
@@ -179,10 +246,23 @@ TEST(PerfMapTest, FindsTheMapInsideAContainer) {
   auto sym = map->Find(0x6010);
   ASSERT_TRUE(sym);
   EXPECT_EQ(sym->name, "jit::in_container");
+  // Opened while the process lives, read after it (and its namespaces) are gone.
+  Result<normalize::ProcessJitFiles> files = normalize::ProcessJitFiles::Open(inner);
+  ASSERT_TRUE(files) << files.error().ToString();
+  EXPECT_EQ(files->namespaced_pid(), 1);
+  EXPECT_TRUE(files->Alive());
   EXPECT_EQ(write(done[1], "x", 1), 1);
   int status = 0;
   waitpid(middle, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(files->Alive());
+  JitFiles after = files->Read();
+  EXPECT_EQ(after.perf_map_path, "/proc/" + std::to_string(inner) + "/root/tmp/perf-1.map");
+  Result<symbolize::PerfMap> at_exit = symbolize::PerfMap::FromJitFiles(after);
+  ASSERT_TRUE(at_exit) << at_exit.error().ToString();
+  ASSERT_TRUE(at_exit->Find(0x7008));
+  EXPECT_EQ(at_exit->Find(0x7008)->name, "jit::at_exit");
+  EXPECT_EQ(at_exit->Find(0x6010)->name, "jit::in_container");
   close(done[1]);
   close(ready[0]);
 }
