@@ -318,12 +318,15 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // A process that exits right after its samples: every Python frame is named, or named by the
-// reason its code object could not be read, and those are counted.
+// reason its code object could not be read, and those are counted. It sleeps first: the
+// interpreter is registered at its exec, which an ASan build on a slow machine took longer
+// than the whole 0.2-s life of the process (CI: no Python process at all).
 TEST(PythonRecordExitTest, ShortLivedProcessNamedOrCounted) {
   if (access(kPython311, X_OK) != 0) GTEST_SKIP() << "needs " << kPython311;
   RECORD_OR_SKIP(r,
                  {kPython311, "-c",
                   "import time\n"
+                  "time.sleep(1.0)\n"
                   "def short_burn():\n"
                   "    t = time.thread_time()\n"
                   "    while time.thread_time() - t < 0.15: pass\n"

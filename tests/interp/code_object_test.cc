@@ -442,6 +442,37 @@ TEST(CodeCacheTest, AnObjectWithAnotherFingerprintIsNotTheSamples) {
   EXPECT_STREQ(CodeErrorName(CodeError::kReplaced), "replaced");
 }
 
+// A failure is kept for a while, then read again: a sample may have caught a frame whose object
+// was being freed, and the same code compiled again can land at the same address with the same
+// fingerprint (a sub-interpreter running one string over and over).
+double fake_now = 0;
+double FakeNow() { return fake_now; }
+
+TEST(CodeCacheTest, AFailureIsReadAgainAfterAWhile) {
+  FakeCode fake;
+  Layout layout = Layout311();
+  uint16_t check = fake.Read().code->Check();
+  BufferMemory empty;
+  BufferMemory memory = fake.Memory();
+  fake_now = 100;
+  CodeCache cache(1 << 16, FakeNow);
+  EXPECT_FALSE(cache.Get(1, FakeCode::kCode, empty, layout, fake.types, -1, check).code);
+  fake_now += CodeCache::kRetryFailedSeconds / 2;
+  // Within the interval the failure stands, even though the object is readable now.
+  EXPECT_FALSE(cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check).code);
+  EXPECT_EQ(cache.stats().reads, 1u);
+  fake_now += CodeCache::kRetryFailedSeconds;
+  const CodeCache::Entry& later = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check);
+  ASSERT_TRUE(later.code);
+  EXPECT_EQ(later.code->qualname, "Worker.run");
+  EXPECT_EQ(cache.stats().reads, 2u);
+  EXPECT_EQ(cache.stats().rereads, 1u);
+  // A success is kept however long.
+  fake_now += 1000;
+  EXPECT_TRUE(cache.Get(1, FakeCode::kCode, empty, layout, fake.types, -1, check).code);
+  EXPECT_EQ(cache.stats().reads, 2u);
+}
+
 TEST(CodeCacheTest, BoundedPerProcess) {
   FakeCode fake;
   BufferMemory memory = fake.Memory();

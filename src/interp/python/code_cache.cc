@@ -11,7 +11,8 @@ const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryRea
   auto it = entries.find(key);
   if (it != entries.end()) {
     const Entry& e = it->second;
-    bool stale = e.code && e.code->code_units > 0 && instruction >= e.code->code_units;
+    bool stale = e.code ? e.code->code_units > 0 && instruction >= e.code->code_units
+                        : clock_() - e.failed_at >= kRetryFailedSeconds;
     if (!stale) return e;
     ++stats_.rereads;
   } else if (entries.size() >= max_per_process_) {
@@ -26,7 +27,10 @@ const CodeCache::Entry& CodeCache::Get(uint32_t pid, uint64_t address, MemoryRea
   } else if (read.code) {
     entry.code = std::make_shared<const CodeObject>(std::move(*read.code));
   }
-  if (!entry.code) ++stats_.failures[static_cast<size_t>(entry.error)];
+  if (!entry.code) {
+    ++stats_.failures[static_cast<size_t>(entry.error)];
+    entry.failed_at = clock_();
+  }
   Entry& slot = entries[key];
   slot = std::move(entry);
   return slot;

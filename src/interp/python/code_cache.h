@@ -1,6 +1,9 @@
 // Code objects read once per process: the recorder meets the same few hundred code objects in
 // thousands of samples, and reads each from the process's memory the first time only. A failure
-// is kept too, so that a bad pointer is not read again on every sample.
+// is kept too, so that a bad pointer is not read again on every sample, but only for
+// kRetryFailedSeconds: the address may hold a code object later (a sample caught a frame whose
+// object was being freed, and the same source compiled again landed at the same address with
+// the same fingerprint — a sub-interpreter running one string over and over).
 //
 // A sample's frame names its code object by address and, when the BPF program could read it, by
 // fingerprint (code_check.h). The object is read later: by then its address may hold another
@@ -22,6 +25,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "interp/python/code_object.h"
 
 namespace stacksym::interp::python {
@@ -31,15 +35,20 @@ class CodeCache {
   struct Entry {
     std::shared_ptr<const CodeObject> code;  // null when it could not be read
     CodeError error = CodeError::kNone;
+    double failed_at = 0;  // the clock's reading when the read failed
   };
+  using Clock = double (*)();
+  static constexpr double kRetryFailedSeconds = 0.1;
   struct Stats {
     uint64_t lookups = 0;
     uint64_t reads = 0;    // code objects read from memory (misses, and rereads)
-    uint64_t rereads = 0;  // of those, because a frame stood past the cached object's code
+    uint64_t rereads = 0;  // of those, because a frame stood past the cached object's code,
+                           // or a failure was older than kRetryFailedSeconds
     std::array<uint64_t, kCodeErrorCount> failures{};  // reads that failed, by CodeError
   };
 
-  explicit CodeCache(size_t max_per_process = 1 << 16) : max_per_process_(max_per_process) {}
+  explicit CodeCache(size_t max_per_process = 1 << 16, Clock clock = MonotonicSeconds)
+      : max_per_process_(max_per_process), clock_(clock) {}
 
   // The code object at `address` in process `pid`, from the cache or read through `memory`.
   // `instruction`: the code unit a frame stands at (-1: none); `check`, when the sample took it,
@@ -53,6 +62,7 @@ class CodeCache {
 
  private:
   size_t max_per_process_;
+  Clock clock_;
   // Per process, by (address, fingerprint or kUnchecked).
   struct Key {
     uint64_t address;
