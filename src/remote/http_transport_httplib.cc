@@ -60,6 +60,20 @@ HttpRequest ToOurs(const httplib::Request& req) {
   return ours;
 }
 
+// Each range lies inside a body of `length` bytes, as httplib 0.11 reads them: [first,
+// second] with second -1 for "to the end", or first -1 for the last `second` bytes.
+bool RangesWithin(const httplib::Ranges& ranges, uint64_t length) {
+  for (const auto& [first, second] : ranges) {
+    if (first == -1 && second == -1) continue;
+    bool fits = first == -1 ? second > 0 && static_cast<uint64_t>(second) <= length
+                            : first >= 0 && static_cast<uint64_t>(first) < length &&
+                                  (second == -1 ||
+                                   (second >= first && static_cast<uint64_t>(second) < length));
+    if (!fits) return false;
+  }
+  return true;
+}
+
 bool StartsWith(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
@@ -120,7 +134,10 @@ class HttplibServer final : public HttpServer {
     if (config_.on_error) {
       server_.set_error_handler(httplib::Server::HandlerWithResponse(
           [this](const httplib::Request&, httplib::Response& res) {
-            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            // A 416 is Answer()'s own, for a file body's ranges: headers only, as it is.
+            if (!res.body.empty() || res.status == 416) {
+              return httplib::Server::HandlerResponse::Unhandled;
+            }
             HttpResponse ours;
             ours.status = res.status;
             config_.on_error(ours);
@@ -155,6 +172,17 @@ class HttplibServer final : public HttpServer {
                      httplib::Response& res) {
     HttpResponse answer;
     handler(ToOurs(req), answer);
+    if (answer.file && answer.status == 200 && !req.ranges.empty()) {
+      // httplib sends only the asked-for ranges of a file body, but says 206 only when the
+      // handler left the status unset (a 200 with part of the file would pass for all of it),
+      // and reads past the end for a range beyond it.
+      if (!RangesWithin(req.ranges, answer.file->length)) {
+        res.status = 416;
+        res.set_header("Content-Range", "bytes */" + std::to_string(answer.file->length));
+        return;
+      }
+      answer.status = 206;
+    }
     Copy(answer, res);
   }
 

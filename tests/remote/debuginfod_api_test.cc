@@ -213,6 +213,33 @@ TEST_F(DebuginfodApiTest, HeadGivesTheSizeAndNoBody) {
   EXPECT_EQ(res->status, 404);
 }
 
+// Not what debuginfod clients send, but what HTTP caches and download tools do.
+TEST_F(DebuginfodApiTest, RangesGetTheirBytesOr416) {
+  httplib::Client client("127.0.0.1", server_->port());
+  std::string path = "/buildid/" + hex_ + "/executable";
+  std::string file = ReadFile(FixturePath("remote_prog.stripped"));
+  httplib::Result res = client.Get(path, {{"Range", "bytes=100-199"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 206);
+  EXPECT_EQ(res->body, file.substr(100, 100));
+  EXPECT_EQ(res->get_header_value("Content-Range"), "bytes 100-199/" + std::to_string(file.size()));
+  res = client.Get(path, {{"Range", "bytes=-64"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 206);
+  EXPECT_EQ(res->body, file.substr(file.size() - 64));
+  for (std::string beyond :
+       {"bytes=" + std::to_string(file.size()) + "-", "bytes=0-" + std::to_string(file.size())}) {
+    res = client.Get(path, {{"Range", beyond}});
+    ASSERT_TRUE(res) << beyond;
+    EXPECT_EQ(res->status, 416) << beyond;
+    EXPECT_EQ(res->body, "") << beyond;
+  }
+  res = client.Get(path);  // the connection is still in step
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, file);
+}
+
 TEST_F(DebuginfodApiTest, OddRequestsGet400Or404AndTheServerGoesOn) {
   httplib::Client client("127.0.0.1", server_->port());
   struct Case {
