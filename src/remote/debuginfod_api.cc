@@ -91,7 +91,9 @@ void Text(HttpResponse& response, int status, const std::string& message) {
 // Opens the file and hands it to the transport to stream; the range is checked against the
 // file as opened (it may have changed since it was found).
 void StreamFile(const FileRange& range, HttpResponse& response) {
-  int fd = ::open(range.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put where a file was expected must not hold a worker (no effect on
+  // a regular file's reads).
+  int fd = ::open(range.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Text(response, 500, range.path + ": cannot be opened");
   auto body = std::make_shared<HttpFileBody>(fd, 0, 0);  // closes fd from here on
   struct stat st {};
