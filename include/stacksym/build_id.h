@@ -53,6 +53,14 @@ Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
                                         const std::vector<std::string>& debug_dirs,
                                         const BuildIdFetcher* fetcher);
 
+// The file that holds the DWARF of the build ID, as debuginfod's /buildid/ID/debuginfo means
+// it: each debug dir's .debug file before any binary, and a binary only when it carries DWARF
+// itself (an unstripped build); then `fetcher`'s debuginfo (build ID checked). Errors as
+// FindBinaryByBuildId's.
+Result<std::string> FindDebugFileByBuildId(std::span<const uint8_t> build_id,
+                                           const std::vector<std::string>& debug_dirs,
+                                           const BuildIdFetcher* fetcher);
+
 // The binary of a module known by its build ID (and, from a recording, the path it was mapped
 // by and the file kept open then), in the one order every command uses:
 //   1. `kept`, the file kept open from the recording (build ID checked);

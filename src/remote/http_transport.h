@@ -8,6 +8,8 @@
 // library types and std::function, so it needs only libstdc++ and cpp-httplib.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,8 +25,25 @@ namespace stacksym::remote {
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string_view body;  // valid during the handler
-  HttpHeaders headers;    // as received (names as the client spelled them)
+  std::string_view method;  // "GET", "HEAD", "POST"; valid during the handler
+  std::string_view path;    // percent-decoded, without the query; valid during the handler
+  std::string_view body;    // valid during the handler
+  HttpHeaders headers;      // as received (names as the client spelled them)
+};
+
+// A response body read from an open file in chunks while it is sent, so that a file of any
+// size costs the server one chunk of memory. Owns `fd` (closed when the last holder lets go:
+// the transport, after the last byte went out or the client left).
+struct HttpFileBody {
+  HttpFileBody(int fd, uint64_t offset, uint64_t length) : fd(fd), offset(offset), length(length) {}
+  ~HttpFileBody() {
+    if (fd >= 0) ::close(fd);
+  }
+  HttpFileBody(const HttpFileBody&) = delete;
+  HttpFileBody& operator=(const HttpFileBody&) = delete;
+  int fd;
+  uint64_t offset;  // of the first byte sent
+  uint64_t length;  // bytes sent (Content-Length)
 };
 
 struct HttpResponse {
@@ -32,6 +51,9 @@ struct HttpResponse {
   std::string body;
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, the body is this file range instead of `body`. A HEAD request gets the same
+  // headers (Content-Length included) and no body.
+  std::shared_ptr<const HttpFileBody> file;
   void Set(int s, std::string b, std::string type) {
     status = s;
     body = std::move(b);
@@ -53,9 +75,10 @@ struct HttpServerConfig {
   std::function<void(HttpResponse&)> on_error;
   std::function<void(HttpResponse&)> on_exception;  // a handler threw
   struct Route {
-    std::string method;  // "GET" or "POST"
-    std::string path;
+    std::string method;  // "GET" (which answers HEAD too, without the body) or "POST"
+    std::string path;    // the whole path, or with `prefix` every path that starts with it
     HttpHandler handler;
+    bool prefix = false;
   };
   std::vector<Route> routes;
 };
@@ -95,7 +118,7 @@ class HttpClient {
 
 // What the module exports, as `stacksym_http_transport` (extern "C"). kHttpTransportAbi
 // changes with anything above, so that a stale module is refused instead of misread.
-inline constexpr uint32_t kHttpTransportAbi = 2;
+inline constexpr uint32_t kHttpTransportAbi = 3;
 struct HttpTransport {
   uint32_t abi;
   std::unique_ptr<HttpServer> (*new_server)(const HttpServerConfig& config);

@@ -3,9 +3,13 @@
 // interface), so that it can be opened with dlopen by an executable that exports nothing.
 #include <httplib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "remote/http_transport.h"
 
@@ -17,10 +21,61 @@ std::chrono::microseconds Micros(double seconds) {
       std::chrono::duration<double>(seconds));
 }
 
+// Bytes read from a file body per write to the socket: big enough that a gigabyte is a few
+// thousand reads, small enough that many downloads at once cost little memory.
+constexpr size_t kFileChunkBytes = 256 << 10;
+
+// httplib asks for the body from `offset` (0 first, then where the last write ended, or the
+// start of a Range) until `length` bytes were written; a read that fails or comes up short
+// (the file shrank) ends the response, and the client sees a truncated body.
+httplib::ContentProvider ReadFileInChunks(std::shared_ptr<const HttpFileBody> file) {
+  auto buffer = std::make_shared<std::vector<char>>();
+  return [file = std::move(file), buffer](size_t offset, size_t length, httplib::DataSink& sink) {
+    if (buffer->empty()) buffer->resize(kFileChunkBytes);  // on the first call only
+    size_t want = std::min(length, buffer->size());
+    ssize_t got =
+        ::pread(file->fd, buffer->data(), want, static_cast<off_t>(file->offset + offset));
+    if (got <= 0) return false;
+    return sink.write(buffer->data(), static_cast<size_t>(got));
+  };
+}
+
 void Copy(const HttpResponse& from, httplib::Response& to) {
   to.status = from.status;
   for (const auto& [name, value] : from.headers) to.set_header(name, value);
-  to.set_content(from.body, from.content_type);
+  if (from.file && from.file->length > 0) {
+    to.set_content_provider(static_cast<size_t>(from.file->length), from.content_type,
+                            ReadFileInChunks(from.file));
+  } else {
+    to.set_content(from.body, from.content_type);
+  }
+}
+
+HttpRequest ToOurs(const httplib::Request& req) {
+  HttpRequest ours;
+  ours.method = req.method;
+  ours.path = req.path;
+  ours.body = req.body;
+  ours.headers.assign(req.headers.begin(), req.headers.end());
+  return ours;
+}
+
+// Each range lies inside a body of `length` bytes, as httplib 0.11 reads them: [first,
+// second] with second -1 for "to the end", or first -1 for the last `second` bytes.
+bool RangesWithin(const httplib::Ranges& ranges, uint64_t length) {
+  for (const auto& [first, second] : ranges) {
+    if (first == -1 && second == -1) continue;
+    bool fits = first == -1 ? second > 0 && static_cast<uint64_t>(second) <= length
+                            : first >= 0 && static_cast<uint64_t>(first) < length &&
+                                  (second == -1 ||
+                                   (second >= first && static_cast<uint64_t>(second) < length));
+    if (!fits) return false;
+  }
+  return true;
+}
+
+bool StartsWith(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
 class HttplibServer final : public HttpServer {
@@ -79,7 +134,10 @@ class HttplibServer final : public HttpServer {
     if (config_.on_error) {
       server_.set_error_handler(httplib::Server::HandlerWithResponse(
           [this](const httplib::Request&, httplib::Response& res) {
-            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            // A 416 is Answer()'s own, for a file body's ranges: headers only, as it is.
+            if (!res.body.empty() || res.status == 416) {
+              return httplib::Server::HandlerResponse::Unhandled;
+            }
             HttpResponse ours;
             ours.status = res.status;
             config_.on_error(ours);
@@ -96,19 +154,55 @@ class HttplibServer final : public HttpServer {
           });
     }
     for (const HttpServerConfig::Route& route : config_.routes) {
+      if (route.prefix) continue;  // matched before httplib's routing: RoutePrefixes()
       const HttpHandler* handler = &route.handler;
       auto call = [handler](const httplib::Request& req, httplib::Response& res) {
-        HttpRequest ours{req.body, {req.headers.begin(), req.headers.end()}};
-        HttpResponse answer;
-        (*handler)(ours, answer);
-        Copy(answer, res);
+        Answer(*handler, req, res);
       };
       if (route.method == "POST") {
         server_.Post(route.path, call);
       } else {
-        server_.Get(route.path, call);
+        server_.Get(route.path, call);  // httplib answers HEAD with GET's handler
       }
     }
+    RoutePrefixes();
+  }
+
+  static void Answer(const HttpHandler& handler, const httplib::Request& req,
+                     httplib::Response& res) {
+    HttpResponse answer;
+    handler(ToOurs(req), answer);
+    if (answer.file && answer.status == 200 && !req.ranges.empty()) {
+      // httplib sends only the asked-for ranges of a file body, but says 206 only when the
+      // handler left the status unset (a 200 with part of the file would pass for all of it),
+      // and reads past the end for a range beyond it.
+      if (!RangesWithin(req.ranges, answer.file->length)) {
+        res.status = 416;
+        res.set_header("Content-Range", "bytes */" + std::to_string(answer.file->length));
+        return;
+      }
+      answer.status = 206;
+    }
+    Copy(answer, res);
+  }
+
+  // httplib 0.11 routes by std::regex only, whose matcher recurses once per character (a
+  // long path could exhaust the stack); prefix routes are compared as strings, ahead of it.
+  void RoutePrefixes() {
+    bool any = false;
+    for (const HttpServerConfig::Route& route : config_.routes) any = any || route.prefix;
+    if (!any) return;
+    server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      bool get = req.method == "GET" || req.method == "HEAD";
+      for (const HttpServerConfig::Route& route : config_.routes) {
+        if (!route.prefix || !StartsWith(req.path, route.path)) continue;
+        if (route.method == req.method || (route.method == "GET" && get)) {
+          Answer(route.handler, req, res);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
   }
 
   HttpServerConfig config_;

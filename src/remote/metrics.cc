@@ -31,6 +31,34 @@ void ServerMetrics::ObserveSymbolizeLatency(double seconds) {
   latency_sum_us_ += static_cast<uint64_t>(seconds * 1e6);
 }
 
+void ServerMetrics::CountBuildIdAnswer(std::optional<BuildIdArtifact> artifact, int status) {
+  size_t endpoint = artifact ? static_cast<size_t>(*artifact) : kBuildIdArtifactCount;
+  size_t code = 0;
+  while (code < kBuildIdStatuses.size() && kBuildIdStatuses[code] != status) ++code;
+  ++buildid_answers_[endpoint][code];
+}
+
+void ServerMetrics::RenderBuildIdAnswers(std::string* out) const {
+  Help(out, "stacksym_buildid_requests_total", "counter",
+       "debuginfod API answers (GET and HEAD /buildid/...), by endpoint and status.");
+  for (size_t endpoint = 0; endpoint <= kBuildIdArtifactCount; ++endpoint) {
+    const char* name = endpoint < kBuildIdArtifactCount
+                           ? BuildIdArtifactName(static_cast<BuildIdArtifact>(endpoint))
+                           : "invalid";
+    for (size_t code = 0; code <= kBuildIdStatuses.size(); ++code) {
+      uint64_t count = buildid_answers_[endpoint][code].load();
+      // Every endpoint's successes always (a dashboard sees the series), others once seen.
+      if (count == 0 && (code != 0 || endpoint >= static_cast<size_t>(BuildIdArtifact::kSource))) {
+        continue;
+      }
+      std::string status =
+          code < kBuildIdStatuses.size() ? std::to_string(kBuildIdStatuses[code]) : "other";
+      std::string labels = std::string("{endpoint=\"") + name + "\",code=\"" + status + "\"}";
+      Line(out, "stacksym_buildid_requests_total", labels.c_str(), static_cast<double>(count));
+    }
+  }
+}
+
 std::string ServerMetrics::Render(const SymbolServiceCounters& service,
                                   const DebuginfodCounters* debuginfod) const {
   std::string out;
@@ -86,6 +114,7 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
        static_cast<double>(missing));
   Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"failed\"}",
        static_cast<double>(failures));
+  RenderBuildIdAnswers(&out);
   return out;
 }
 

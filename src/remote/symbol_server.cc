@@ -1,8 +1,9 @@
 // `stacksym serve`: SymbolService over HTTP/1.1 (cpp-httplib, through http_transport.h) with
-// limits, and metrics.
+// limits, the debuginfod web API over the same files (debuginfod_api.h), and metrics.
 #include <atomic>
 #include <chrono>
 
+#include "remote/debuginfod_api.h"
 #include "remote/http_transport.h"
 #include "remote/metrics.h"
 #include "remote/symbol_service.h"
@@ -21,7 +22,10 @@ using remote::SymbolServiceOptions;
 class SymbolServer::Impl {
  public:
   Impl(const SymbolServerOptions& options, const remote::HttpTransport& http)
-      : options_(options), service_(ToServiceOptions(options)), http_(http) {}
+      : options_(options),
+        service_(ToServiceOptions(options)),
+        files_{options.debug_dirs, options.fetcher},
+        http_(http) {}
 
   ~Impl() {
     Stop();
@@ -101,6 +105,13 @@ class SymbolServer::Impl {
            metrics_.ObserveSymbolizeLatency(
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
          }});
+    // debuginfod's web API; GET routes answer HEAD too (headers only).
+    c.routes.push_back({"GET", std::string(remote::kBuildIdPathPrefix),
+                        [this](const HttpRequest& req, HttpResponse& res) {
+                          auto endpoint = remote::AnswerBuildIdRequest(req.path, files_, res);
+                          metrics_.CountBuildIdAnswer(endpoint, res.status);  // set by now
+                        },
+                        /*prefix=*/true});
     return c;
   }
 
@@ -132,6 +143,7 @@ class SymbolServer::Impl {
 
   SymbolServerOptions options_;
   SymbolService service_;
+  remote::DebuginfodApiOptions files_;  // where /buildid/ requests find their files
   ServerMetrics metrics_;
   const remote::HttpTransport& http_;
   std::unique_ptr<remote::HttpServer> server_;  // last: stopped before the rest goes

@@ -17,17 +17,47 @@ std::string JoinDirs(const std::vector<std::string>& dirs) {
   return out.empty() ? std::string("(no debug dirs)") : out;
 }
 
-// Searches binaries (pass 0) in every dir, then debug files (pass 1), for a matching build
-// ID; binaries_only rejects debug-only files. `tried` says why near-misses were rejected.
+// What a build-ID lookup accepts, and in which order it tries each directory's two
+// candidates (BuildIdPaths: [0] the binary, [1] its .debug file).
+enum class Want : uint8_t {
+  kAnyFile,    // binaries in every dir, then debug files
+  kBinary,     // the same, but only files whose code has file bytes
+  kDebugInfo,  // debug files in every dir, then binaries; only files with DWARF in them
+};
+
+bool HasDwarfSections(const ElfFile& elf) {
+  for (const ElfSection& s : elf.sections()) {
+    bool dwarf = s.name.starts_with(".debug_") || s.name.starts_with(".zdebug_");
+    if (dwarf && s.type != SHT_NOBITS && s.size > 0) return true;
+  }
+  return false;
+}
+
+// Why `elf`, found at `path` in `dir`, is not what `want` asks for; empty when it is.
+std::string Rejection(const ElfFile& elf, const std::string& path, const std::string& dir,
+                      std::span<const uint8_t> build_id, Want want) {
+  if (want == Want::kBinary && !HasFileBackedCode(elf)) {
+    return path +
+           ": only a separate debug file (its program headers hold no file offsets, so file "
+           "offsets cannot be placed; install the binary as " +
+           BuildIdPaths(dir, build_id)[0] + ")";
+  }
+  if (want == Want::kDebugInfo && !HasDwarfSections(elf)) return path + ": holds no DWARF";
+  return {};
+}
+
+// Searches each directory's candidates, in the order `want` gives, for a matching build ID;
+// `tried` says why near-misses were rejected.
 Result<std::string> Search(std::span<const uint8_t> build_id,
-                           const std::vector<std::string>& debug_dirs, bool binaries_only) {
+                           const std::vector<std::string>& debug_dirs, Want want) {
   if (build_id.size() < 2) {
     return Error(ErrorCode::kInvalidArgument, "build ID must have at least 2 bytes");
   }
   std::string tried;
   for (int pass = 0; pass < 2; ++pass) {
+    int candidate = want == Want::kDebugInfo ? 1 - pass : pass;
     for (const std::string& dir : debug_dirs) {
-      std::string path = BuildIdPaths(dir, build_id)[pass];
+      std::string path = BuildIdPaths(dir, build_id)[candidate];
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
       if (!elf) {
         if (elf.error().code != ErrorCode::kNotFound) {
@@ -40,19 +70,18 @@ Result<std::string> Search(std::span<const uint8_t> build_id,
         tried += "\n  " + path + ": has build ID " + (*elf)->build_id_hex();
         continue;
       }
-      if (binaries_only && !HasFileBackedCode(**elf)) {
-        tried += "\n  " + path +
-                 ": only a separate debug file (its program headers hold no file offsets, so "
-                 "file offsets cannot be placed; install the binary as " +
-                 BuildIdPaths(dir, build_id)[0] + ")";
+      if (std::string why = Rejection(**elf, path, dir, build_id, want); !why.empty()) {
+        tried += "\n  " + why;
         continue;
       }
       return path;
     }
   }
-  return Error(ErrorCode::kNotFound, std::string("no ") + (binaries_only ? "binary" : "file") +
-                                         " with build ID " + ToHex(build_id) + " in " +
-                                         JoinDirs(debug_dirs) + tried);
+  const char* what = want == Want::kBinary      ? "binary"
+                     : want == Want::kDebugInfo ? "debug file"
+                                                : "file";
+  return Error(ErrorCode::kNotFound, std::string("no ") + what + " with build ID " +
+                                         ToHex(build_id) + " in " + JoinDirs(debug_dirs) + tried);
 }
 
 }  // namespace
@@ -69,29 +98,40 @@ bool HasFileBackedCode(const ElfFile& elf) {
 
 Result<std::string> FindFileByBuildId(std::span<const uint8_t> build_id,
                                       const std::vector<std::string>& debug_dirs) {
-  return Search(build_id, debug_dirs, /*binaries_only=*/false);
+  return Search(build_id, debug_dirs, Want::kAnyFile);
 }
 
 Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
                                         const std::vector<std::string>& debug_dirs) {
-  return Search(build_id, debug_dirs, /*binaries_only=*/true);
+  return Search(build_id, debug_dirs, Want::kBinary);
 }
 
-Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
-                                        const std::vector<std::string>& debug_dirs,
-                                        const BuildIdFetcher* fetcher) {
-  Result<std::string> local = Search(build_id, debug_dirs, /*binaries_only=*/true);
+namespace {
+
+bool SameBuildId(const ElfFile& elf, std::span<const uint8_t> build_id) {
+  std::span<const uint8_t> found = elf.build_id();
+  return std::equal(found.begin(), found.end(), build_id.begin(), build_id.end());
+}
+
+// Search(), then, when no debug dir has the file, what `fetcher` gives (its build ID
+// checked, and for a binary its file-backed code; a fetched debug file is taken as the
+// server's word).
+Result<std::string> SearchThenFetch(std::span<const uint8_t> build_id,
+                                    const std::vector<std::string>& debug_dirs,
+                                    const BuildIdFetcher* fetcher, Want want) {
+  Result<std::string> local = Search(build_id, debug_dirs, want);
   if (local || fetcher == nullptr || local.error().code != ErrorCode::kNotFound) return local;
-  Result<std::string> fetched = fetcher->Fetch(build_id, BuildIdFetcher::Kind::kExecutable);
+  Result<std::string> fetched =
+      fetcher->Fetch(build_id, want == Want::kDebugInfo ? BuildIdFetcher::Kind::kDebugInfo
+                                                        : BuildIdFetcher::Kind::kExecutable);
   std::string why;
   if (fetched) {
     Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(*fetched);
     if (!elf) {
       why = elf.error().ToString();
-    } else if (std::span<const uint8_t> found = (*elf)->build_id();
-               !std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) {
+    } else if (!SameBuildId(**elf, build_id)) {
       why = *fetched + ": has build ID " + (*elf)->build_id_hex();
-    } else if (!HasFileBackedCode(**elf)) {
+    } else if (want == Want::kBinary && !HasFileBackedCode(**elf)) {
       why = *fetched + ": holds no file-backed code";
     } else {
       return fetched;
@@ -102,14 +142,19 @@ Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
   return Error(ErrorCode::kNotFound, local.error().message + "\n  fetch: " + why);
 }
 
-namespace {
+}  // namespace
 
-bool SameBuildId(const ElfFile& elf, std::span<const uint8_t> build_id) {
-  std::span<const uint8_t> found = elf.build_id();
-  return std::equal(found.begin(), found.end(), build_id.begin(), build_id.end());
+Result<std::string> FindBinaryByBuildId(std::span<const uint8_t> build_id,
+                                        const std::vector<std::string>& debug_dirs,
+                                        const BuildIdFetcher* fetcher) {
+  return SearchThenFetch(build_id, debug_dirs, fetcher, Want::kBinary);
 }
 
-}  // namespace
+Result<std::string> FindDebugFileByBuildId(std::span<const uint8_t> build_id,
+                                           const std::vector<std::string>& debug_dirs,
+                                           const BuildIdFetcher* fetcher) {
+  return SearchThenFetch(build_id, debug_dirs, fetcher, Want::kDebugInfo);
+}
 
 Result<std::shared_ptr<ElfFile>> OpenModuleBinary(std::span<const uint8_t> build_id,
                                                   const std::string& recorded_path,
