@@ -1,4 +1,6 @@
-// `stacksym buildid FILE...` — GNU build IDs as lowercase hex, one line per file.
+// `stacksym buildid FILE...` — GNU build IDs as lowercase hex, one line per file; a Go
+// binary's Go build ID follows the path ("go:<id>"), and stands alone ("-" for the GNU one)
+// in a Go binary linked without a GNU note, as Go's own linker links them.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,17 +22,24 @@ int RunBuildId(const std::vector<std::string>& files) {
       rc = kExitBadInput;
       continue;
     }
-    if ((*elf)->build_id().empty()) {
+    const std::string go_id = (*elf)->go_build_id();
+    if ((*elf)->build_id().empty() && go_id.empty()) {
       std::fprintf(stderr, "stacksym buildid: %s: no GNU build ID note\n", path.c_str());
       rc = kExitBadInput;
       continue;
     }
-    std::printf("%s %s\n", (*elf)->build_id_hex().c_str(), path.c_str());
+    const std::string gnu_id = (*elf)->build_id().empty() ? "-" : (*elf)->build_id_hex();
+    if (go_id.empty()) {
+      std::printf("%s %s\n", gnu_id.c_str(), path.c_str());
+    } else {
+      std::printf("%s %s go:%s\n", gnu_id.c_str(), path.c_str(), go_id.c_str());
+    }
   }
   return rc;
 }
 
-CommandRegistrar registrar("buildid", "Print the GNU build ID of ELF files (lowercase hex)",
+CommandRegistrar registrar("buildid",
+                           "Print the GNU build ID of ELF files (lowercase hex), and Go's",
                            [](CLI::App& app) -> CommandRun {
                              auto files = std::make_shared<std::vector<std::string>>();
                              app.add_option("FILE", *files, "ELF files")->required();

@@ -195,6 +195,10 @@ class ElfFile {
   // GNU build ID (NT_GNU_BUILD_ID), any length; empty if the file has none.
   std::span<const uint8_t> build_id() const { return build_id_; }
   std::string build_id_hex() const;
+  // Go's build ID ("<action id>/<content id>", from .note.go.buildid, else the string older Go
+  // linkers put at the start of the text); empty when the file is not a Go binary. Read on
+  // each call.
+  std::string go_build_id() const;
   const std::optional<DebugLink>& debuglink() const { return debuglink_; }
   const std::optional<DebugAltLink>& debugaltlink() const { return debugaltlink_; }
   // Non-fatal problems met while opening (a corrupt .gnu_debuglink, say): the file is still

@@ -104,6 +104,10 @@ class DebugInfoSource;  // DWARF behind the symbolizer (src/dwarf); opaque here
 class DemangleCache;  // src/base; opaque here
 namespace index {
 class SymbolIndex;  // src/index; opaque here
+struct AnswerOptions;
+}  // namespace index
+namespace elf {
+class GoPclntab;  // src/elf; opaque here
 }
 
 class ElfSymbolizer {
@@ -168,6 +172,13 @@ class ElfSymbolizer {
   // `fallback` and `plt` name, in that order, what the binary's table and DWARF do not.
   void FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* absolute,
                            const SymbolTable* plt, SymbolizedAddress& out);
+  // Go's pclntab (elf/go_pclntab.h), found once: names, file:line and inline chains of Go
+  // code where the symbol table and DWARF leave an address unanswered (a binary built with
+  // -ldflags='-s -w'), on every path — DWARF's, the index's.
+  void LoadGoPclntab();
+  void FillFromGo(SymbolizedAddress& out) const;
+  // index_->Answer, then FillFromGo: the index keeps what symbols and DWARF say.
+  bool AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& options, SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);
   // true when index_ is a new, usable index.
@@ -183,7 +194,9 @@ class ElfSymbolizer {
   std::unique_ptr<DemangleCache> symbol_names_;  // demangled symbol-table names
   std::unique_ptr<index::SymbolIndex> index_;    // set when cache_dir gave one
   bool index_tried_ = false;
-  bool index_rebuilt_ = false;  // once, after a lookup found the index damaged
+  bool index_rebuilt_ = false;                  // once, after a lookup found the index damaged
+  std::unique_ptr<elf::GoPclntab> go_pclntab_;  // null: not a Go binary (or a corrupt table)
+  bool go_pclntab_loaded_ = false;
 };
 
 }  // namespace stacksym

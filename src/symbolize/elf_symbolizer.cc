@@ -8,6 +8,7 @@
 #include "base/parallel.h"
 #include "base/run_sharing.h"
 #include "dwarf/debug_info_source.h"
+#include "elf/go_pclntab.h"
 #include "elf/symbol_choice.h"
 #include "index/index_cache.h"
 #include "index/index_identity.h"
@@ -159,16 +160,20 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
   if (!Prepare(address, kind, out)) return out;
-  if (UseIndex() && index_->Answer(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
+  LoadGoPclntab();
+  if (UseIndex() && AnswerFromIndex(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
     // One address at a time: saved once a few hundred names wait, not for every new one.
     index::SaveNameMemo(*index_, /*at_least=*/256);
     return out;
   }
-  if (ReplaceDamagedIndex() && index_->Answer(out.vaddr, symbolize::ToAnswerOptions(options_), out))
+  if (ReplaceDamagedIndex() &&
+      AnswerFromIndex(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
     return out;
+  }
   LoadDebugInfo();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), out);
+  FillFromGo(out);
   return out;
 }
 
@@ -196,6 +201,60 @@ const SymbolTable* ElfSymbolizer::fallback_symbols() {
 
 const SymbolTable* ElfSymbolizer::absolute_symbols() const {
   return options_.symbols_from_debug_file ? elf::AbsoluteSymbolTable(*elf_) : nullptr;
+}
+
+void ElfSymbolizer::LoadGoPclntab() {
+  if (go_pclntab_loaded_) return;
+  go_pclntab_loaded_ = true;
+  // A corrupt table is not fatal: the symbol table and DWARF still answer.
+  auto table = elf::FindGoPclntab(*elf_);
+  if (table && *table) go_pclntab_ = std::move(**table);
+}
+
+bool ElfSymbolizer::AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& options,
+                                    SymbolizedAddress& out) {
+  if (!index_->Answer(vaddr, options, out)) return false;
+  FillFromGo(out);
+  return true;
+}
+
+void ElfSymbolizer::FillFromGo(SymbolizedAddress& out) const {
+  // After the symbol table and DWARF (or the index, which holds what they say): DWARF's frames
+  // stay; Go's table names what they leave without frames.
+  if (!go_pclntab_ || !out.frames.empty()) return;
+  std::vector<elf::GoFrame> frames;
+  elf::GoFunction function;
+  const bool lines = options_.use_debug_info;
+  if (!go_pclntab_->Lookup(out.vaddr, lines && options_.inlines, &frames, &function) ||
+      function.name.empty()) {
+    return;
+  }
+  // A symbol that does not start at the function (a sizeless one before it, in a cgo binary's
+  // .dynsym) names it worse than Go's table.
+  if (out.symbol.empty() || out.symbol_address != function.entry) {
+    out.symbol = std::string(function.name);
+    out.raw_symbol = out.symbol;
+    out.symbol_address = function.entry;
+    out.symbol_size = function.end - function.entry;
+    out.offset = out.vaddr - function.entry;
+  }
+  out.reason.reset();
+  if (lines) {
+    out.frames.reserve(frames.size());
+    for (const elf::GoFrame& frame : frames) {
+      SourceFrame& f = out.frames.emplace_back();
+      // The out-of-line frame is named as the symbol, as FillFromSymbolTable names it.
+      f.function = frame.inlined ? std::string(frame.function) : out.symbol;
+      f.raw_function = f.function;
+      f.file = std::string(frame.file);
+      f.line = frame.line;
+      f.inlined = frame.inlined;
+    }
+  }
+  if (!options_.linkage_names) {
+    out.raw_symbol.clear();
+    for (SourceFrame& frame : out.frames) frame.raw_function.clear();
+  }
 }
 
 const SymbolTable* ElfSymbolizer::plt_symbols() const {
@@ -246,6 +305,7 @@ void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const Symbo
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
                                                              AddressKind kind) {
   std::vector<SymbolizedAddress> out(addresses.size());
+  LoadGoPclntab();  // before the threads below share it
   std::vector<uint64_t> vaddrs;
   std::vector<uint32_t> positions;  // of vaddrs[i] in `out`
   vaddrs.reserve(addresses.size());
@@ -268,7 +328,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
     for (size_t i = 0; i < order.size(); ++i) {
       uint32_t k = order[i];
-      answered[k] = index_->Answer(vaddrs[k], answer_options, out[positions[k]]);
+      answered[k] = AnswerFromIndex(vaddrs[k], answer_options, out[positions[k]]);
       if (i % kReleaseEvery == kReleaseEvery - 1) index_->ReleasePages();
     }
     size_t kept = 0;
@@ -282,7 +342,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     if (kept > 0 && ReplaceDamagedIndex()) {
       kept = 0;
       for (size_t k = 0; k < positions.size(); ++k) {
-        if (index_->Answer(vaddrs[k], answer_options, out[positions[k]])) continue;
+        if (AnswerFromIndex(vaddrs[k], answer_options, out[positions[k]])) continue;
         vaddrs[kept] = vaddrs[k];
         positions[kept++] = positions[k];
       }
@@ -308,6 +368,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   RunOnThreads(threads, [&](unsigned t) {
     for (size_t k = t; k < positions.size(); k += threads) {
       FillFromSymbolTable(fallback, absolute, plt, out[positions[k]]);
+      FillFromGo(out[positions[k]]);
     }
   });
   return out;
@@ -343,6 +404,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
     }
   }
   std::sort(order.begin(), order.end());
+  LoadGoPclntab();  // before the threads below share it
   // A thread is worth starting for a few hundred lookups (each takes microseconds).
   constexpr size_t kLookupsPerThread = 512;
   unsigned threads = std::min(std::max(workers, 1u),
@@ -366,6 +428,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
         answer.input = addresses[position];
         answer.vaddr = vaddr;
         if (index_->AnswerReusing(vaddr, answer_options, answer, &spare, reader.get())) {
+          FillFromGo(answer);
           sink(t, position, answer);
         } else {
           unanswered[t].push_back(position);

@@ -1,0 +1,58 @@
+// libFuzzer target for Go's pclntab reader (elf/go_pclntab.h): the input is taken as the
+// table (at a fixed address) and also as the program's writable data (where the reader looks
+// for the moduledata) and its read-only data (inline trees), then functions are listed and
+// pcs looked up, inline chains included — as the symbolizer asks it.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "elf/go_pclntab.h"
+
+namespace {
+
+constexpr uint64_t kTableVaddr = 0x10000;
+constexpr uint64_t kDataVaddr = 0x800000;
+constexpr size_t kMaxFunctionsListed = 64;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+void LookUp(const stacksym::elf::GoPclntab& table, uint64_t pc) {
+  std::vector<stacksym::elf::GoFrame> frames;
+  stacksym::elf::GoFunction function;
+  if (!table.Lookup(pc, true, &frames, &function)) return;
+  Check(!frames.empty() && pc >= function.entry && pc < function.end);
+  Check(!frames.back().inlined);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::span<const uint8_t> bytes(data, size);
+  std::vector<stacksym::elf::GoSegment> image = {{kTableVaddr, bytes, false},
+                                                 {kDataVaddr, bytes, true}};
+  auto table = stacksym::elf::GoPclntab::Parse(bytes, kTableVaddr, image);
+  if (!table) {
+    Check(!table.error().message.empty());
+    return 0;
+  }
+  const stacksym::elf::GoPclntab& t = **table;
+  Check(t.function_count() > 0);
+  for (size_t i = 0; i < t.function_count() && i < kMaxFunctionsListed; ++i) {
+    std::optional<stacksym::elf::GoFunction> f = t.FunctionAt(i);
+    if (!f) continue;
+    LookUp(t, f->entry);
+    LookUp(t, f->entry + (f->end - f->entry) / 2);
+    LookUp(t, f->end - 1);
+  }
+  // And pcs the input names itself (its last 8 bytes), wherever they fall.
+  if (size >= 8) {
+    uint64_t pc;
+    std::memcpy(&pc, data + size - 8, 8);
+    LookUp(t, pc);
+  }
+  return 0;
+}

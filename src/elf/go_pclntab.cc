@@ -1,0 +1,506 @@
+#include "elf/go_pclntab.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/byte_cursor.h"
+
+namespace stacksym::elf {
+
+namespace {
+
+constexpr uint32_t kMagic12 = 0xfffffffb;
+constexpr uint32_t kMagic116 = 0xfffffffa;
+constexpr uint32_t kMagic118 = 0xfffffff0;
+constexpr uint32_t kMagic120 = 0xfffffff1;
+
+// runtime/symtab.go: _PCDATA_InlTreeIndex and _FUNCDATA_InlTree (since Go 1.16).
+constexpr uint32_t kPcdataInlTreeIndex = 2;
+constexpr uint32_t kFuncdataInlTree = 3;
+// An inline chain deeper than this is a cycle in a corrupt tree.
+constexpr size_t kMaxInlineDepth = 256;
+constexpr uint32_t kNoEntry = ~uint32_t{0};
+
+// The moduledata words read (Go 1.18+): pcHeader, funcnametab.ptr, text, gofunc.
+constexpr size_t kModuleText = 22;
+constexpr size_t kModuleGofunc118 = 38;
+constexpr size_t kModuleGofunc120 = 40;  // covctrs, ecovctrs came before it in Go 1.20
+
+Error Malformed(const std::string& what) {
+  return Error(ErrorCode::kMalformed, "Go pclntab: " + what);
+}
+
+// Reads an unsigned integer of `size` bytes at `offset`, bounds-checked.
+std::optional<uint64_t> ReadAt(std::span<const uint8_t> bytes, uint64_t offset, size_t size) {
+  if (offset > bytes.size()) return std::nullopt;
+  ByteCursor c(bytes);
+  c.Seek(static_cast<size_t>(offset));
+  uint64_t v = c.UN(size);
+  if (!c.ok()) return std::nullopt;
+  return v;
+}
+
+std::string_view CStringAt(std::span<const uint8_t> bytes, uint64_t offset) {
+  if (offset >= bytes.size()) return {};
+  ByteCursor c(bytes);
+  c.Seek(static_cast<size_t>(offset));
+  std::string_view s = c.CStr();
+  return c.ok() ? s : std::string_view{};
+}
+
+}  // namespace
+
+const char* GoPclntabVersionName(GoPclntabVersion version) {
+  switch (version) {
+    case GoPclntabVersion::k1_2:
+      return "1.2";
+    case GoPclntabVersion::k1_16:
+      return "1.16";
+    case GoPclntabVersion::k1_18:
+      return "1.18";
+    case GoPclntabVersion::k1_20:
+      return "1.20";
+  }
+  return "?";
+}
+
+// A function's _func record, the fields this reader uses.
+struct GoPclntab::FuncRecord {
+  uint64_t offset = 0;  // of the record in table_
+  uint64_t entry = 0;
+  uint64_t end = 0;
+  int32_t name_offset = 0;
+  uint32_t pcfile = 0;
+  uint32_t pcln = 0;
+  uint32_t npcdata = 0;
+  uint32_t cu_offset = 0;
+  uint32_t nfuncdata = 0;
+  uint64_t pcdata = 0;  // offset of pcdata[0] in table_
+};
+
+Result<std::unique_ptr<GoPclntab>> GoPclntab::Parse(std::span<const uint8_t> table,
+                                                    uint64_t table_vaddr,
+                                                    std::vector<GoSegment> image) {
+  std::unique_ptr<GoPclntab> t(new GoPclntab());
+  t->table_ = table;
+  t->table_vaddr_ = table_vaddr;
+  t->image_ = std::move(image);
+  if (Result<void> header = t->ParseHeader(); !header) return std::move(header).error();
+  if (t->version_ >= GoPclntabVersion::k1_18) t->FindGofunc();
+  return t;
+}
+
+Result<void> GoPclntab::ParseHeader() {
+  ByteCursor c(table_);
+  uint32_t magic = c.U32();
+  uint8_t pad1 = c.U8();
+  uint8_t pad2 = c.U8();
+  quantum_ = c.U8();
+  pointer_size_ = c.U8();
+  if (!c.ok()) return Malformed("header truncated");
+  switch (magic) {
+    case kMagic12:
+      version_ = GoPclntabVersion::k1_2;
+      break;
+    case kMagic116:
+      version_ = GoPclntabVersion::k1_16;
+      break;
+    case kMagic118:
+      version_ = GoPclntabVersion::k1_18;
+      break;
+    case kMagic120:
+      version_ = GoPclntabVersion::k1_20;
+      break;
+    default:
+      return Error(ErrorCode::kUnsupported, "Go pclntab: unknown magic " + std::to_string(magic));
+  }
+  if (pad1 != 0 || pad2 != 0 || (quantum_ != 1 && quantum_ != 2 && quantum_ != 4) ||
+      (pointer_size_ != 4 && pointer_size_ != 8)) {
+    return Malformed("header fields out of range");
+  }
+  const size_t p = pointer_size_;
+  uint64_t nfunc = c.UN(p);
+  size_t entry_size = 2 * p;
+  if (version_ == GoPclntabVersion::k1_2) {
+    functab_ = 8 + p;
+    if (!c.ok() || nfunc > table_.size() / entry_size) return Malformed("header truncated");
+    // After the functab and its end pc: the uint32 offset of the file table.
+    std::optional<uint64_t> filetab = ReadAt(table_, functab_ + nfunc * entry_size + p, 4);
+    if (!filetab) return Malformed("function table truncated");
+    filetab_ = *filetab;
+  } else {
+    c.UN(p);  // nfiles: the cutab entries say which exist
+    if (version_ >= GoPclntabVersion::k1_18) {
+      text_start_ = c.UN(p);
+      entry_size = 8;  // two uint32: entry offset from text start, func offset
+    }
+    funcnametab_ = c.UN(p);
+    cutab_ = c.UN(p);
+    filetab_ = c.UN(p);
+    pctab_ = c.UN(p);
+    functab_ = c.UN(p);
+    if (!c.ok()) return Malformed("header truncated");
+  }
+  if (nfunc == 0 || functab_ > table_.size() ||
+      nfunc >= (table_.size() - functab_) / entry_size) {  // the end pc follows the last pair
+    return Malformed("function table (" + std::to_string(nfunc) +
+                     " functions) runs past the table's end");
+  }
+  if (filetab_ > table_.size() || funcnametab_ > table_.size() || cutab_ > table_.size() ||
+      pctab_ > table_.size()) {
+    return Malformed("a sub-table's offset is past the table's end");
+  }
+  function_count_ = static_cast<size_t>(nfunc);
+  return {};
+}
+
+std::optional<uint64_t> GoPclntab::EntryAt(size_t i) const {
+  if (version_ >= GoPclntabVersion::k1_18) {
+    std::optional<uint64_t> off = ReadAt(table_, functab_ + uint64_t{i} * 8, 4);
+    if (!off) return std::nullopt;
+    return text_start_ + *off;
+  }
+  return ReadAt(table_, functab_ + uint64_t{i} * 2 * pointer_size_, pointer_size_);
+}
+
+std::optional<GoPclntab::FuncRecord> GoPclntab::RecordAt(size_t i) const {
+  if (i >= function_count_) return std::nullopt;
+  const bool v118 = version_ >= GoPclntabVersion::k1_18;
+  const size_t pair = v118 ? 8 : 2 * pointer_size_;
+  const size_t word = v118 ? 4 : pointer_size_;
+  std::optional<uint64_t> entry = EntryAt(i);
+  std::optional<uint64_t> end = EntryAt(i + 1);
+  std::optional<uint64_t> func_offset = ReadAt(table_, functab_ + uint64_t{i} * pair + word, word);
+  if (!entry || !end || !func_offset || *end < *entry) return std::nullopt;
+  FuncRecord f;
+  f.entry = *entry;
+  f.end = *end;
+  // 1.2: relative to the table; later: to the function table.
+  f.offset = *func_offset + (version_ == GoPclntabVersion::k1_2 ? 0 : functab_);
+  if (f.offset >= table_.size()) return std::nullopt;
+  ByteCursor c(table_);
+  c.Seek(static_cast<size_t>(f.offset));
+  uint64_t record_entry = v118 ? text_start_ + c.U32() : c.UN(pointer_size_);
+  f.name_offset = c.S32();
+  c.Skip(8);  // args, deferreturn
+  c.Skip(4);  // pcsp
+  f.pcfile = c.U32();
+  f.pcln = c.U32();
+  f.npcdata = c.U32();
+  if (version_ != GoPclntabVersion::k1_2) {
+    f.cu_offset = c.U32();
+    if (version_ == GoPclntabVersion::k1_20) c.Skip(4);  // startLine
+    c.Skip(3);                                           // funcID, flag, pad
+    f.nfuncdata = c.U8();
+    f.pcdata = c.offset();
+  }
+  // The record names its own entry: a mismatch is a corrupt or misread table.
+  if (!c.ok() || record_entry != f.entry) return std::nullopt;
+  return f;
+}
+
+std::optional<GoFunction> GoPclntab::FunctionAt(size_t i) const {
+  std::optional<FuncRecord> f = RecordAt(i);
+  if (!f) return std::nullopt;
+  return GoFunction{f->entry, f->end, FuncName(f->name_offset)};
+}
+
+std::optional<size_t> GoPclntab::FindIndex(uint64_t pc) const {
+  // The last function whose entry is <= pc (entries ascend; a corrupt read ends the search).
+  size_t lo = 0;
+  size_t hi = function_count_;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    std::optional<uint64_t> entry = EntryAt(mid);
+    if (!entry) return std::nullopt;
+    if (*entry <= pc) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) return std::nullopt;
+  std::optional<uint64_t> end = EntryAt(lo);
+  if (!end || pc >= *end) return std::nullopt;
+  return lo - 1;
+}
+
+std::optional<GoFunction> GoPclntab::FindFunction(uint64_t pc) const {
+  std::optional<size_t> i = FindIndex(pc);
+  if (!i) return std::nullopt;
+  return FunctionAt(*i);
+}
+
+std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry,
+                                          uint64_t pc) const {
+  if (table_offset == 0) return std::nullopt;  // no table
+  uint64_t start = (version_ == GoPclntabVersion::k1_2 ? 0 : pctab_) + table_offset;
+  if (start >= table_.size()) return std::nullopt;
+  ByteCursor c(table_);
+  c.Seek(static_cast<size_t>(start));
+  // Pairs of (zig-zag value delta, pc delta in quanta), both unsigned varints; a zero value
+  // delta after the first pair ends the table. Each value holds from its pc to the next one.
+  int32_t value = -1;
+  uint64_t at = entry;
+  for (bool first = true;; first = false) {
+    uint64_t value_delta = c.Uleb128();
+    if (c.failed() || value_delta > 0xffffffff) return std::nullopt;
+    if (value_delta == 0 && !first) return std::nullopt;
+    uint32_t v = static_cast<uint32_t>(value_delta);
+    int32_t delta = (v & 1) ? static_cast<int32_t>(~(v >> 1)) : static_cast<int32_t>(v >> 1);
+    uint64_t pc_delta = c.Uleb128();
+    if (c.failed() || pc_delta > 0xffffffff) return std::nullopt;
+    value = static_cast<int32_t>(static_cast<uint32_t>(value) + static_cast<uint32_t>(delta));
+    at += pc_delta * quantum_;
+    if (pc < at) return value;
+  }
+}
+
+std::string_view GoPclntab::FuncName(int64_t name_offset) const {
+  if (name_offset < 0) return {};
+  return CStringAt(table_, funcnametab_ + static_cast<uint64_t>(name_offset));
+}
+
+std::string_view GoPclntab::FileName(const FuncRecord& f, int32_t file_number) const {
+  if (file_number < 0) return {};
+  uint64_t n = static_cast<uint64_t>(file_number);
+  std::optional<uint64_t> name_offset;
+  if (version_ == GoPclntabVersion::k1_2) {
+    // filetab[0] is the number of files; file numbers index it directly.
+    std::optional<uint64_t> count = ReadAt(table_, filetab_, 4);
+    if (!count || n == 0 || n >= *count) return {};
+    name_offset = ReadAt(table_, filetab_ + 4 * n, 4);
+    if (!name_offset) return {};
+    return CStringAt(table_, *name_offset);
+  }
+  name_offset = ReadAt(table_, cutab_ + (uint64_t{f.cu_offset} + n) * 4, 4);
+  if (!name_offset || *name_offset == kNoEntry) return {};
+  return CStringAt(table_, filetab_ + *name_offset);
+}
+
+std::span<const uint8_t> GoPclntab::ImageBytes(uint64_t vaddr, size_t size) const {
+  for (const GoSegment& s : image_) {
+    if (vaddr >= s.vaddr && vaddr - s.vaddr <= s.bytes.size() &&
+        s.bytes.size() - (vaddr - s.vaddr) >= size) {
+      return s.bytes.subspan(static_cast<size_t>(vaddr - s.vaddr), size);
+    }
+  }
+  return {};
+}
+
+std::optional<uint64_t> GoPclntab::InlineTree(const FuncRecord& f) const {
+  if (version_ == GoPclntabVersion::k1_2 || f.nfuncdata <= kFuncdataInlTree) return std::nullopt;
+  uint64_t funcdata = f.pcdata + uint64_t{f.npcdata} * 4;
+  if (version_ >= GoPclntabVersion::k1_18) {
+    // uint32 offsets from the moduledata's gofunc.
+    std::optional<uint64_t> off = ReadAt(table_, funcdata + kFuncdataInlTree * 4, 4);
+    if (!off || *off == kNoEntry || gofunc_ == 0) return std::nullopt;
+    return gofunc_ + *off;
+  }
+  // 1.16/1.17: pointers, aligned to the pointer size in memory.
+  if ((table_vaddr_ + funcdata) % pointer_size_ != 0) funcdata += 4;
+  std::optional<uint64_t> address =
+      ReadAt(table_, funcdata + kFuncdataInlTree * pointer_size_, pointer_size_);
+  if (!address || *address == 0) return std::nullopt;
+  return address;
+}
+
+bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
+                       GoFunction* function) const {
+  frames->clear();
+  std::optional<size_t> index = FindIndex(pc);
+  if (!index) return false;
+  std::optional<FuncRecord> f = RecordAt(*index);
+  if (!f) return false;
+  *function = GoFunction{f->entry, f->end, FuncName(f->name_offset)};
+  std::optional<uint64_t> tree = inlines ? InlineTree(*f) : std::nullopt;
+  std::optional<uint64_t> inline_index_table;
+  if (tree && f->npcdata > kPcdataInlTreeIndex) {
+    inline_index_table = ReadAt(table_, f->pcdata + kPcdataInlTreeIndex * 4, 4);
+  }
+  const size_t node_size = version_ == GoPclntabVersion::k1_20 ? 16 : 20;
+  // From the innermost inlined function out: each frame's file:line is the pc-value tables'
+  // at `at`; its caller's position is that of the instruction at the node's parentPc.
+  uint64_t at = pc;
+  for (size_t depth = 0;; ++depth) {
+    GoFrame frame;
+    if (std::optional<int32_t> file = PcValue(f->pcfile, f->entry, at)) {
+      frame.file = FileName(*f, *file);
+    }
+    if (std::optional<int32_t> line = PcValue(f->pcln, f->entry, at); line && *line > 0) {
+      frame.line = static_cast<uint32_t>(*line);
+    }
+    std::optional<int32_t> node;
+    if (inline_index_table && depth < kMaxInlineDepth) {
+      node = PcValue(*inline_index_table, f->entry, at);
+    }
+    std::span<const uint8_t> bytes;
+    if (node && *node >= 0) bytes = ImageBytes(*tree + uint64_t(*node) * node_size, node_size);
+    if (bytes.empty()) {
+      frame.function = function->name;
+      frames->push_back(frame);
+      return true;
+    }
+    ByteCursor c(bytes);
+    int32_t name_offset;
+    int32_t parent_pc;
+    if (version_ == GoPclntabVersion::k1_20) {
+      c.Skip(4);  // funcID, padding
+      name_offset = c.S32();
+      parent_pc = c.S32();
+    } else {
+      c.Skip(12);  // parent, funcID, padding, file, line
+      name_offset = c.S32();
+      parent_pc = c.S32();
+    }
+    frame.function = FuncName(name_offset);
+    frame.inlined = true;
+    frames->push_back(frame);
+    if (parent_pc < 0) {  // a corrupt node: the function itself, at the address
+      frames->push_back(GoFrame{function->name, {}, 0, false});
+      return true;
+    }
+    at = f->entry + static_cast<uint64_t>(parent_pc);
+  }
+}
+
+void GoPclntab::FindGofunc() {
+  // The runtime's moduledata (in a writable segment) starts with a pointer to the table's
+  // header and a slice whose data is the function-name table; its text field equals the
+  // header's text start. Its gofunc field is where 1.18+ funcdata offsets count from.
+  const size_t p = pointer_size_;
+  const size_t gofunc_word =
+      version_ == GoPclntabVersion::k1_20 ? kModuleGofunc120 : kModuleGofunc118;
+  for (const GoSegment& s : image_) {
+    if (!s.writable) continue;
+    size_t first = static_cast<size_t>((p - s.vaddr % p) % p);
+    for (size_t off = first; off + (gofunc_word + 1) * p <= s.bytes.size(); off += p) {
+      // (In bounds by the loop's condition; most words are not the header's address.)
+      uint64_t header = 0;
+      std::memcpy(&header, s.bytes.data() + off, p);
+      if (header != table_vaddr_) continue;
+      std::optional<uint64_t> names = ReadAt(s.bytes, off + p, p);
+      std::optional<uint64_t> text = ReadAt(s.bytes, off + kModuleText * p, p);
+      std::optional<uint64_t> gofunc = ReadAt(s.bytes, off + gofunc_word * p, p);
+      if (names != table_vaddr_ + funcnametab_ || text != text_start_ || !gofunc) continue;
+      if (ImageBytes(*gofunc, 1).empty()) continue;
+      gofunc_ = *gofunc;
+      return;
+    }
+  }
+}
+
+namespace {
+
+std::vector<GoSegment> LoadedImage(const ElfFile& elf) {
+  std::vector<GoSegment> image;
+  std::span<const uint8_t> file = elf.bytes();
+  for (const ElfSegment& s : elf.segments()) {
+    if (s.type != PT_LOAD || s.offset > file.size()) continue;
+    uint64_t size = std::min<uint64_t>(s.filesz, file.size() - s.offset);
+    image.push_back(GoSegment{s.vaddr, file.subspan(static_cast<size_t>(s.offset), size),
+                              (s.flags & PF_W) != 0});
+  }
+  return image;
+}
+
+// The image's bytes from vaddr to the end of its segment.
+std::span<const uint8_t> BytesFrom(const std::vector<GoSegment>& image, uint64_t vaddr) {
+  for (const GoSegment& s : image) {
+    if (vaddr >= s.vaddr && vaddr - s.vaddr < s.bytes.size()) {
+      return s.bytes.subspan(static_cast<size_t>(vaddr - s.vaddr));
+    }
+  }
+  return {};
+}
+
+bool StartsWithMagic(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 8) return false;
+  uint32_t magic;
+  std::memcpy(&magic, bytes.data(), 4);
+  return (magic == kMagic12 || magic == kMagic116 || magic == kMagic118 || magic == kMagic120) &&
+         bytes[4] == 0 && bytes[5] == 0;
+}
+
+}  // namespace
+
+namespace {
+
+using FoundTable = std::optional<std::unique_ptr<GoPclntab>>;
+
+bool InExecutableSegment(const ElfFile& elf, uint64_t vaddr) {
+  for (const ElfSegment& s : elf.segments()) {
+    if (s.type == PT_LOAD && (s.flags & PF_X) && vaddr >= s.vaddr && vaddr - s.vaddr < s.memsz) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A table read at a guessed place (a symbol's address, a scanned magic) is taken when its
+// first and last functions are named and lie in the program's code: random bytes that
+// happen to start with a magic are not.
+bool Plausible(const ElfFile& elf, const GoPclntab& table) {
+  std::optional<GoFunction> first = table.FunctionAt(0);
+  std::optional<GoFunction> last = table.FunctionAt(table.function_count() - 1);
+  return first && last && !first->name.empty() && !last->name.empty() &&
+         InExecutableSegment(elf, first->entry) && InExecutableSegment(elf, last->entry);
+}
+
+FoundTable ParseGuessed(const ElfFile& elf, const std::vector<GoSegment>& image, uint64_t vaddr) {
+  std::span<const uint8_t> bytes = BytesFrom(image, vaddr);
+  if (!StartsWithMagic(bytes)) return std::nullopt;
+  auto table = GoPclntab::Parse(bytes, vaddr, image);
+  if (!table || !Plausible(elf, **table)) return std::nullopt;
+  return std::move(*table);
+}
+
+// Sections a Go linker always writes, also with -ldflags='-s -w'.
+bool IsGoBinary(const ElfFile& elf) {
+  return elf.FindSection(".go.buildinfo") != nullptr ||
+         elf.FindSection(".note.go.buildid") != nullptr;
+}
+
+}  // namespace
+
+Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
+  std::vector<GoSegment> image = LoadedImage(elf);
+  // Go's own linker names the section; ld keeps the name for executables, not for PIE, where
+  // it merges .data.rel.ro.gopclntab into .data.rel.ro.
+  for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
+    const ElfSection* section = elf.FindSection(name);
+    if (section == nullptr || section->type == SHT_NOBITS) continue;
+    auto data = elf.SectionData(*section);
+    if (!data) return std::move(data).error();
+    auto table = GoPclntab::Parse(*data, section->addr, std::move(image));
+    if (!table) return std::move(table).error();
+    return FoundTable(std::move(*table));
+  }
+  // The linker's symbols, when a symbol table is left: the table itself, or the moduledata,
+  // whose first word points to it.
+  if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.pclntab")) {
+    if (FoundTable table = ParseGuessed(elf, image, symbol->address)) return table;
+  }
+  if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.firstmoduledata")) {
+    const uint8_t pointer_size = elf.is_64bit() ? 8 : 4;
+    std::optional<uint64_t> header = ReadAt(BytesFrom(image, symbol->address), 0, pointer_size);
+    if (header) {
+      if (FoundTable table = ParseGuessed(elf, image, *header)) return table;
+    }
+  }
+  // Else a header found in the data segments: only in a Go binary, or one without section
+  // headers (scanning every big C++ binary's data would cost each of them a pass over it).
+  if (!elf.sections().empty() && !IsGoBinary(elf)) return FoundTable();
+  for (const GoSegment& s : image) {
+    // The linker aligns the table to at least 8 bytes.
+    for (size_t off = (8 - s.vaddr % 8) % 8; off + 8 <= s.bytes.size(); off += 8) {
+      if (!StartsWithMagic(s.bytes.subspan(off))) continue;
+      if (FoundTable table = ParseGuessed(elf, image, s.vaddr + off)) return table;
+    }
+  }
+  return FoundTable();
+}
+
+}  // namespace stacksym::elf

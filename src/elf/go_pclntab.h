@@ -1,0 +1,121 @@
+// elf/go_pclntab.h — Go's own symbol table: the pclntab (".gopclntab") that every Go binary
+// keeps for its runtime's tracebacks, also when `-ldflags='-s -w'` strips .symtab and DWARF.
+//
+// It maps a pc to its function (name, entry, end), to file:line through the function's pcfile
+// and pcln tables (varint-delta pc-value tables), and to the chain of functions inlined there
+// (FUNCDATA_InlTree indexed by PCDATA_InlTreeIndex), innermost first. Table layouts of Go 1.2
+// (magic 0xfffffffb), 1.16 (0xfffffffa), 1.18 (0xfffffff0) and 1.20 (0xfffffff1) are read;
+// inline trees from 1.16 on (1.2–1.15 tables changed their _func layout without a new magic).
+//
+// Every byte is read bounds-checked through ByteCursor: a corrupt table gives fewer answers or
+// an error, never a read outside the mapping.
+//
+//   auto table = elf::FindGoPclntab(elf);         // nullopt: not a Go binary
+//   std::vector<elf::GoFrame> frames;
+//   elf::GoFunction function;
+//   if (table && *table && (**table).Lookup(pc, true, &frames, &function)) ...
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stacksym/elf.h"
+#include "stacksym/result.h"
+
+namespace stacksym::elf {
+
+enum class GoPclntabVersion : uint8_t { k1_2, k1_16, k1_18, k1_20 };
+const char* GoPclntabVersionName(GoPclntabVersion version);  // "1.2", "1.16", ...
+
+// A piece of the program's memory image as the file holds it (a PT_LOAD segment's file bytes):
+// funcdata pointers, the moduledata and the inline trees are found through it.
+struct GoSegment {
+  uint64_t vaddr = 0;
+  std::span<const uint8_t> bytes;
+  bool writable = false;  // where the runtime's moduledata may be
+};
+
+struct GoFunction {
+  uint64_t entry = 0;
+  uint64_t end = 0;       // the next function's entry (or the table's end pc)
+  std::string_view name;  // into the table; empty when its name offset is corrupt
+};
+
+// One frame of a pc's inline chain. Views into the table's bytes.
+struct GoFrame {
+  std::string_view function;
+  std::string_view file;  // empty when unknown
+  uint32_t line = 0;
+  bool inlined = false;  // every frame but the last
+};
+
+class GoPclntab {
+ public:
+  // `table`: the bytes from the table's header on (they may run past its end); `table_vaddr`:
+  // where the header is in memory; `image`: the program's loaded bytes, for inline trees
+  // (empty: no inline frames).
+  static Result<std::unique_ptr<GoPclntab>> Parse(std::span<const uint8_t> table,
+                                                  uint64_t table_vaddr,
+                                                  std::vector<GoSegment> image);
+
+  GoPclntabVersion version() const { return version_; }
+  uint8_t pointer_size() const { return pointer_size_; }
+  uint8_t pc_quantum() const { return quantum_; }
+  size_t function_count() const { return function_count_; }
+  uint64_t table_vaddr() const { return table_vaddr_; }
+  // Where the runtime's go:func.* data starts (Go 1.18+ funcdata are offsets from it; found
+  // through the moduledata); 0 when unknown, and then no inline frames for those versions.
+  uint64_t gofunc() const { return gofunc_; }
+
+  // The i-th function of the table (i < function_count()); nullopt when its record is corrupt.
+  std::optional<GoFunction> FunctionAt(size_t i) const;
+  // The function whose [entry, end) holds pc.
+  std::optional<GoFunction> FindFunction(uint64_t pc) const;
+  // pc's frames, innermost first (only the function itself without `inlines`), and the
+  // function; false when no function covers pc. A frame whose file:line tables are corrupt
+  // keeps its name with an empty file and line 0.
+  bool Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames, GoFunction* function) const;
+
+ private:
+  struct FuncRecord;  // a function's _func record, decoded
+  GoPclntab() = default;
+  Result<void> ParseHeader();
+  std::optional<size_t> FindIndex(uint64_t pc) const;
+  std::optional<uint64_t> EntryAt(size_t i) const;
+  std::optional<FuncRecord> RecordAt(size_t i) const;
+  std::optional<int32_t> PcValue(uint64_t table_offset, uint64_t entry, uint64_t pc) const;
+  std::string_view FuncName(int64_t name_offset) const;
+  std::string_view FileName(const FuncRecord& f, int32_t file_number) const;
+  std::span<const uint8_t> ImageBytes(uint64_t vaddr, size_t size) const;
+  std::optional<uint64_t> InlineTree(const FuncRecord& f) const;
+  void FindGofunc();
+
+  std::span<const uint8_t> table_;
+  uint64_t table_vaddr_ = 0;
+  std::vector<GoSegment> image_;
+  GoPclntabVersion version_ = GoPclntabVersion::k1_2;
+  uint8_t quantum_ = 1;
+  uint8_t pointer_size_ = 8;
+  size_t function_count_ = 0;
+  uint64_t text_start_ = 0;   // 1.18+: function entries are offsets from it
+  uint64_t funcnametab_ = 0;  // offsets into table_ (1.2: names are relative to the table)
+  uint64_t cutab_ = 0;
+  uint64_t filetab_ = 0;
+  uint64_t pctab_ = 0;    // 1.2: pc-value tables are relative to the table itself
+  uint64_t functab_ = 0;  // the (entry, func offset) pairs; funcs are relative to it
+  uint64_t gofunc_ = 0;
+};
+
+// The Go pclntab of an ELF file: the .gopclntab section (.data.rel.ro.gopclntab in PIE
+// linked by Go), else the table runtime.pclntab or runtime.firstmoduledata points to, else —
+// in a Go binary (.go.buildinfo, .note.go.buildid) or one without section headers — a table
+// header found in the loaded segments (ld merges the PIE section into .data.rel.ro).
+// nullopt when the file has none; an error when the named section is corrupt.
+Result<std::optional<std::unique_ptr<GoPclntab>>> FindGoPclntab(const ElfFile& elf);
+
+}  // namespace stacksym::elf
