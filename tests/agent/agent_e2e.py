@@ -14,13 +14,19 @@ Cases:
   outage   the store is down for the first seconds: the agent samples on, and every window
            arrives once the store is up; a queue too small for the outage drops (and counts)
            its oldest windows instead.
+  store    --symbolize none on a stripped workload: the agent sends build IDs and ELF virtual
+           addresses only; the store fetches the debug file from `stacksym serve`'s debuginfod
+           API with elfutils' debuginfod-find (byte-identical) and names every address with it
+           as llvm-symbolizer names them on the unstripped binary.
 """
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -248,7 +254,118 @@ def case_outage():
                 fail("the queue bound is not the one given")
 
 
-{"windows": case_windows, "faults": case_faults, "outage": case_outage}[case]()
+def start_serve(debug_dir):
+    """`stacksym serve` on a free loopback port (stops by itself); (process, URL)."""
+    serve = subprocess.Popen([stacksym, "serve", "--listen", "127.0.0.1:0", "--debug-dir",
+                              debug_dir, "--no-default-debug-dir", "--no-debuginfod",
+                              "--no-cache", "--exit-after", "120"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    m = re.search(r"http://127\.0\.0\.1:(\d+)", serve.stdout.readline())
+    if not m:
+        serve.kill()
+        fail("stacksym serve did not print its address")
+        return serve, None
+    return serve, "http://127.0.0.1:" + m.group(1)
+
+
+def unsymbolized_vaddrs(requests, path, build_id):
+    """The ELF vaddrs of `path`'s locations in the requests; fails where one carries Lines or
+    its mapping another build ID."""
+    vaddrs = set()
+    for r in requests:
+        request = check_otlp.decode_body(r.body)
+        errors, _ = check_otlp.check_request(request)
+        for e in errors[:10]:
+            fail("OTLP: " + e)
+        d = request.dictionary
+        mappings = set()
+        for i, m in enumerate(d.mapping_table):
+            if not i or d.string_table[m.filename_strindex] != path:
+                continue
+            mappings.add(i)
+            for a in m.attribute_indices:
+                attr = d.attribute_table[a]
+                if (d.string_table[attr.key_strindex] == "process.executable.build_id.gnu"
+                        and attr.value.string_value != build_id):
+                    fail("mapping build ID %s, readelf says %s" % (attr.value.string_value,
+                                                                   build_id))
+        for loc in d.location_table:
+            if loc.mapping_index in mappings:
+                if loc.lines:
+                    fail("a location at %#x has Lines under --symbolize none" % loc.address)
+                vaddrs.add(loc.address)
+    return vaddrs
+
+
+def case_store():
+    if shutil.which("debuginfod-find") is None:
+        print("SKIP: debuginfod-find (Debian's debuginfod package) is not installed",
+              file=sys.stderr)
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="stacksym-agent-store-")
+    try:
+        store_case(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def store_case(tmp):
+    app, debug = os.path.join(tmp, "capture_app"), os.path.join(tmp, "capture_app.debug")
+    subprocess.run(["objcopy", "--only-keep-debug", workload, debug], check=True)
+    subprocess.run(["objcopy", "--strip-all", workload, app], check=True)
+    build_id = check_otlp.gnu_build_id(app)
+    tree = os.path.join(tmp, "debug", ".build-id", build_id[:2])
+    os.makedirs(tree)
+    shutil.copy(debug, os.path.join(tree, build_id[2:] + ".debug"))
+    serve, serve_url = start_serve(os.path.join(tmp, "debug"))
+    try:
+        otlp = Receiver(max_seconds=120).start()
+        mport = free_port()
+        agent = start_agent(["-F", "99", "--interval", "1", "--symbolize", "none", "--otlp",
+                             otlp.url, "--metrics-listen", "127.0.0.1:%d" % mport])
+        if not wait_ready(mport, agent):
+            return
+        child = subprocess.Popen([app, "3"], stdout=subprocess.DEVNULL)
+        child.wait()
+        time.sleep(1.5)
+        stop_agent(agent)
+        otlp.stop()
+        vaddrs = unsymbolized_vaddrs(otlp.accepted("otlp"), app, build_id)
+        if len(vaddrs) < 3:
+            fail("only %d addresses of the workload arrived" % len(vaddrs))
+            return
+        if serve_url is None:
+            return
+        # The store's side: the debug file by build ID, as Pyroscope or Parca would fetch it.
+        env = dict(os.environ, DEBUGINFOD_URLS=serve_url,
+                   DEBUGINFOD_CACHE_PATH=os.path.join(tmp, "client-cache"))
+        found = subprocess.run(["debuginfod-find", "debuginfo", build_id], env=env,
+                               capture_output=True, text=True)
+        if found.returncode != 0:
+            fail("debuginfod-find could not fetch %s from serve: %s" % (build_id, found.stderr))
+            return
+        fetched = found.stdout.strip()
+        with open(fetched, "rb") as a, open(debug, "rb") as b:
+            if a.read() != b.read():
+                fail("the debug file serve sent differs from the one it was given")
+        got = check_otlp.symbolizer_chains(fetched, vaddrs)
+        want = check_otlp.symbolizer_chains(workload, vaddrs)
+        differ = [v for v in sorted(vaddrs) if got[v] != want[v]]
+        for v in differ[:10]:
+            fail("%#x: the fetched debug file names %s, the unstripped binary %s" %
+                 (v, got[v], want[v]))
+        named = {chain[0][0] for chain in got.values() if chain}
+        print("%d addresses of the stripped workload, named through serve: %s" %
+              (len(vaddrs), ", ".join(sorted(named))))
+        if "cap_hot_leaf" not in named:
+            fail("the workload's hot function cap_hot_leaf is not among the names")
+    finally:
+        serve.kill()
+        serve.wait()
+
+
+{"windows": case_windows, "faults": case_faults, "outage": case_outage,
+ "store": case_store}[case]()
 if failures:
     print("%d failures" % len(failures), file=sys.stderr)
     sys.exit(1)
