@@ -1315,7 +1315,8 @@ void IndexBuild::WriteHead(IndexSink* sink) {
   header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
   std::span<const uint8_t> build_id = elf_->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
-  std::memcpy(header.build_id, build_id.data(), header.build_id_size);
+  // A Go binary may have no GNU build ID: an empty span's data() may be null.
+  if (header.build_id_size > 0) std::memcpy(header.build_id, build_id.data(), header.build_id_size);
   header.header_crc = 0;
   uint32_t crc = Crc32c({reinterpret_cast<const uint8_t*>(&header), sizeof(header)});
   header.header_crc = Crc32c(

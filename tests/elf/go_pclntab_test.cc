@@ -26,11 +26,15 @@ constexpr const char* kFile = "/src/a.go";
 struct Bytes {
   std::vector<uint8_t> v;
   size_t size() const { return v.size(); }
+  // Little-endian, n bytes; past the 8th they are zero (a shift by 64 is undefined).
+  static uint8_t ByteOf(uint64_t value, size_t i) {
+    return i < 8 ? static_cast<uint8_t>(value >> (8 * i)) : 0;
+  }
   void Put(uint64_t value, size_t n) {
-    for (size_t i = 0; i < n; ++i) v.push_back(static_cast<uint8_t>(value >> (8 * i)));
+    for (size_t i = 0; i < n; ++i) v.push_back(ByteOf(value, i));
   }
   void Set(size_t at, uint64_t value, size_t n) {
-    for (size_t i = 0; i < n; ++i) v[at + i] = static_cast<uint8_t>(value >> (8 * i));
+    for (size_t i = 0; i < n; ++i) v[at + i] = ByteOf(value, i);
   }
   void Str(const std::string& s) {
     v.insert(v.end(), s.begin(), s.end());
