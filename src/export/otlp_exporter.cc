@@ -435,9 +435,8 @@ class OtlpExporter : public Exporter {
     if (body.empty() || !response.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
       return false;
     }
-    return response.has_partial_success() &&
-           (response.partial_success().rejected_profiles() > 0 ||
-            !response.partial_success().error_message().empty());
+    return response.has_partial_success() && (response.partial_success().rejected_profiles() > 0 ||
+                                              !response.partial_success().error_message().empty());
   }
   Result<std::vector<ExportRequest>> Encode(const ExportWindow& window) override;
 

@@ -462,7 +462,8 @@ TEST(CodeCacheTest, AFailureIsReadAgainAfterAWhile) {
   EXPECT_FALSE(cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check).code);
   EXPECT_EQ(cache.stats().reads, 1u);
   fake_now += CodeCache::kRetryFailedSeconds;
-  const CodeCache::Entry& later = cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check);
+  const CodeCache::Entry& later =
+      cache.Get(1, FakeCode::kCode, memory, layout, fake.types, -1, check);
   ASSERT_TRUE(later.code);
   EXPECT_EQ(later.code->qualname, "Worker.run");
   EXPECT_EQ(cache.stats().reads, 2u);
