@@ -626,7 +626,11 @@ TEST(PythonRecordOffCpuTest, OffCpuStacksNameTheWaitingFunction) {
                   "import threading, time\n"
                   "def waits_in_sleep():\n"
                   "    for _ in range(40): time.sleep(0.005)\n"
+                  // It runs a moment first: a thread's state is found by the BPF program
+                  // when one of its samples looks, so a wait it begins before any sample of
+                  // it has no Python frames (one wait here: the whole of the thread's).
                   "def waits_on_lock(lock):\n"
+                  "    busy_here(0.05)\n"
                   "    with lock: pass\n"
                   "def busy_here(seconds):\n"
                   "    t = time.thread_time()\n"
@@ -640,7 +644,7 @@ TEST(PythonRecordOffCpuTest, OffCpuStacksNameTheWaitingFunction) {
                   "busy_here(0.3)\n"
                   "w.start()\n"
                   "l.start()\n"
-                  "busy_here(0.3)\n"
+                  "busy_here(0.5)\n"
                   "lock.release()\n"
                   "w.join()\n"
                   "l.join()\n"
