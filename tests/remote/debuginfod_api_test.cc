@@ -28,15 +28,9 @@ namespace {
 using remote::BuildIdArtifact;
 using remote::ParseBuildIdPath;
 using testing::FixturePath;
+using testing::ReadFile;
 using testing::RunCommand;
 using testing::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 bool HaveTool(const std::string& name) {
   return std::system(("command -v " + name + " >/dev/null 2>&1").c_str()) == 0;

@@ -41,6 +41,7 @@ namespace {
 using testing::DebuginfodServer;
 using testing::EnterPrivateNetwork;
 using testing::FixturePath;
+using testing::ReadFile;
 using testing::TempDir;
 using Clock = std::chrono::steady_clock;
 
@@ -56,13 +57,6 @@ std::string Describe(const SymbolizedAddress& a) {
         << (f.inlined ? " inlined" : "");
   }
   return out.str();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 TEST(Debuginfod, FetchesEqualLocalAnswersCachesAndFailsFastWhenDown) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "../symbolize/test_util.h"
@@ -26,6 +28,13 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   if (!path_.empty()) fs::remove_all(path_, ec);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 std::vector<uint8_t> BuildIdOf(const std::string& path) {
@@ -64,8 +73,8 @@ Profile MakeRemoteProgProfile() {
   Profile p;
   uint32_t prog = p.AddModule(
       {ModuleKind::kElf, "/nonexistent/remote_prog", BuildIdOf(FixturePath("remote_prog"))});
-  uint32_t unknown = p.AddModule(
-      {ModuleKind::kElf, "/nonexistent/unknown.so", std::vector<uint8_t>(20, 0xab)});
+  uint32_t unknown =
+      p.AddModule({ModuleKind::kElf, "/nonexistent/unknown.so", std::vector<uint8_t>(20, 0xab)});
   uint32_t kernel_frame = p.InternFrame({FrameKind::kKernel, 0, 0xffffffff81000000ull});
   std::vector<uint64_t> offsets = RemoteProgOffsets();
   for (size_t i = 0; i < offsets.size(); ++i) {

@@ -21,6 +21,8 @@ class TempDir {
   std::string path_;
 };
 
+// The whole file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
 std::vector<uint8_t> BuildIdOf(const std::string& path);
 // Copies `file` to <dir>/.build-id/xx/rest<suffix> (suffix "" or ".debug").
 void PlaceByBuildId(const std::string& dir, const std::string& file, const std::string& suffix);

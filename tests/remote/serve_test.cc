@@ -28,15 +28,9 @@ namespace stacksym {
 namespace {
 
 using testing::FixturePath;
+using testing::ReadFile;
 using testing::RunCommand;
 using testing::TempDir;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Url(const SymbolServer& server) {
   return "http://127.0.0.1:" + std::to_string(server.port());
