@@ -1,5 +1,6 @@
 // stacksym/unwind.h — compact unwind tables compiled from DWARF CFI (.eh_frame, .debug_frame)
-// and the user-space unwinder that walks a copied user stack with them.
+// and Go's .gopclntab stack depths, and the user-space unwinder that walks a copied user stack
+// with them.
 //
 //   Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open("/usr/lib/x86_64-linux-gnu/libc.so.6");
 //   Result<std::shared_ptr<const UnwindTable>> table = UnwindTable::Build(**elf);
@@ -85,6 +86,7 @@ struct UnwindTableStats {
                                      // (.debug_frame FDEs of code the linker discarded)
   uint64_t eh_frame_hdr_fdes = 0;    // entries of .eh_frame_hdr's search table
   std::string eh_frame_hdr_problem;  // empty when .eh_frame_hdr agrees with .eh_frame or is absent
+  uint64_t go_functions = 0;         // Go functions compiled from .gopclntab's stack depths
 };
 
 class UnwindTable {

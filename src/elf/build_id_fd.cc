@@ -99,8 +99,7 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
     if (*first) phnum = (*first)->info;
   }
 
-  bool had_note_segment = false;
-  bool had_bad_note_segment = false;
+  bool read_note_segment = false;  // and it had no GNU build ID
   if (phnum > 0) {
     if (h.phentsize < h.phdr_size()) {
       return Error(ErrorCode::kMalformed,
@@ -115,23 +114,27 @@ Result<std::vector<uint8_t>> ReadBuildIdFromFd(int fd) {
       auto id = BuildIdFromNotes(fd, seg.offset, seg.filesz, seg.align, "PT_NOTE segment");
       // A broken or stale PT_NOTE (eu-strip -f keeps the original program headers) is
       // skipped: the note sections below may still hold the ID.
-      if (!id) {
-        had_bad_note_segment = true;
-        continue;
-      }
-      had_note_segment = true;
-      if (!id->empty()) return id;
+      if (id && !id->empty()) return id;
+      read_note_segment = read_note_segment || id.ok();
     }
   }
-  if ((had_note_segment && !had_bad_note_segment) || h.shoff == 0) return std::vector<uint8_t>();
+  if (h.shoff == 0) return std::vector<uint8_t>();
 
-  // No (readable) note segments (relocatable objects, some debug files): look at SHT_NOTE
-  // sections.
+  // No GNU note in a (readable) note segment: relocatable objects, some debug files, and Go
+  // binaries linked with -B, whose one PT_NOTE covers only .note.go.buildid. Look at the SHT_NOTE
+  // sections, as ElfFile does. Where a note segment was read, a file whose section headers are
+  // gone (a truncated tail) has no build ID rather than an error.
   auto first = read_first_section();
-  if (!first) return std::move(first).error();
+  if (!first) {
+    if (read_note_segment) return std::vector<uint8_t>();
+    return std::move(first).error();
+  }
   uint64_t shnum = h.shnum == 0 ? (*first)->size : h.shnum;
   auto table = ReadTable(fd, h.shoff, shnum, h.shentsize, "section header table");
-  if (!table) return std::move(table).error();
+  if (!table) {
+    if (read_note_segment) return std::vector<uint8_t>();
+    return std::move(table).error();
+  }
   for (uint64_t i = 0; i < shnum; ++i) {
     ByteCursor c(std::span<const uint8_t>(*table).subspan(i * h.shentsize, h.shdr_size()));
     uint32_t unused_name;

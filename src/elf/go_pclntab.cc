@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "base/byte_cursor.h"
 
@@ -72,11 +73,13 @@ struct GoPclntab::FuncRecord {
   uint64_t entry = 0;
   uint64_t end = 0;
   int32_t name_offset = 0;
+  uint32_t pcsp = 0;
   uint32_t pcfile = 0;
   uint32_t pcln = 0;
   uint32_t npcdata = 0;
   uint32_t cu_offset = 0;
   uint32_t nfuncdata = 0;
+  uint8_t flag = 0;
   uint64_t pcdata = 0;  // offset of pcdata[0] in table_
 };
 
@@ -185,14 +188,16 @@ std::optional<GoPclntab::FuncRecord> GoPclntab::RecordAt(size_t i) const {
   uint64_t record_entry = v118 ? text_start_ + c.U32() : c.UN(pointer_size_);
   f.name_offset = c.S32();
   c.Skip(8);  // args, deferreturn
-  c.Skip(4);  // pcsp
+  f.pcsp = c.U32();
   f.pcfile = c.U32();
   f.pcln = c.U32();
   f.npcdata = c.U32();
   if (version_ != GoPclntabVersion::k1_2) {
     f.cu_offset = c.U32();
     if (version_ == GoPclntabVersion::k1_20) c.Skip(4);  // startLine
-    c.Skip(3);                                           // funcID, flag, pad
+    c.Skip(1);                                           // funcID
+    f.flag = c.U8();                                     // 0 before Go 1.17
+    c.Skip(1);                                           // pad
     f.nfuncdata = c.U8();
     f.pcdata = c.offset();
   }
@@ -204,7 +209,7 @@ std::optional<GoPclntab::FuncRecord> GoPclntab::RecordAt(size_t i) const {
 std::optional<GoFunction> GoPclntab::FunctionAt(size_t i) const {
   std::optional<FuncRecord> f = RecordAt(i);
   if (!f) return std::nullopt;
-  return GoFunction{f->entry, f->end, FuncName(f->name_offset)};
+  return GoFunction{f->entry, f->end, FuncName(f->name_offset), f->flag};
 }
 
 std::optional<size_t> GoPclntab::FindIndex(uint64_t pc) const {
@@ -233,11 +238,11 @@ std::optional<GoFunction> GoPclntab::FindFunction(uint64_t pc) const {
   return FunctionAt(*i);
 }
 
-std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry,
-                                          uint64_t pc) const {
-  if (table_offset == 0) return std::nullopt;  // no table
+bool GoPclntab::ForEachPcValue(uint64_t table_offset, uint64_t entry,
+                               const std::function<bool(uint64_t, uint64_t, int32_t)>& run) const {
+  if (table_offset == 0) return false;  // no table
   uint64_t start = (version_ == GoPclntabVersion::k1_2 ? 0 : pctab_) + table_offset;
-  if (start >= table_.size()) return std::nullopt;
+  if (start >= table_.size()) return false;
   ByteCursor c(table_);
   c.Seek(static_cast<size_t>(start));
   // Pairs of (zig-zag value delta, pc delta in quanta), both unsigned varints; a zero value
@@ -246,16 +251,43 @@ std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry,
   uint64_t at = entry;
   for (bool first = true;; first = false) {
     uint64_t value_delta = c.Uleb128();
-    if (c.failed() || value_delta > 0xffffffff) return std::nullopt;
-    if (value_delta == 0 && !first) return std::nullopt;
+    if (c.failed() || value_delta > 0xffffffff) return false;
+    if (value_delta == 0 && !first) return true;
     uint32_t v = static_cast<uint32_t>(value_delta);
     int32_t delta = (v & 1) ? static_cast<int32_t>(~(v >> 1)) : static_cast<int32_t>(v >> 1);
     uint64_t pc_delta = c.Uleb128();
-    if (c.failed() || pc_delta > 0xffffffff) return std::nullopt;
+    if (c.failed() || pc_delta > 0xffffffff) return false;
     value = static_cast<int32_t>(static_cast<uint32_t>(value) + static_cast<uint32_t>(delta));
+    uint64_t from = at;
     at += pc_delta * quantum_;
-    if (pc < at) return value;
+    if (!run(from, at, value)) return true;
   }
+}
+
+std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry,
+                                          uint64_t pc) const {
+  std::optional<int32_t> found;
+  ForEachPcValue(table_offset, entry, [&](uint64_t from, uint64_t to, int32_t value) {
+    if (pc < from) return false;  // before the function's first run
+    if (pc < to) {
+      found = value;
+      return false;
+    }
+    return true;
+  });
+  return found;
+}
+
+bool GoPclntab::StackDeltas(size_t i, std::vector<GoStackDelta>* runs) const {
+  runs->clear();
+  std::optional<FuncRecord> f = RecordAt(i);
+  if (!f) return false;
+  bool ok = ForEachPcValue(f->pcsp, f->entry, [&](uint64_t from, uint64_t to, int32_t value) {
+    if (from >= f->end || value < 0) return false;
+    runs->push_back({from, std::min(to, f->end), value});
+    return to < f->end;
+  });
+  return ok && !runs->empty();
 }
 
 std::string_view GoPclntab::FuncName(int64_t name_offset) const {
@@ -314,7 +346,7 @@ bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
   if (!index) return false;
   std::optional<FuncRecord> f = RecordAt(*index);
   if (!f) return false;
-  *function = GoFunction{f->entry, f->end, FuncName(f->name_offset)};
+  *function = GoFunction{f->entry, f->end, FuncName(f->name_offset), f->flag};
   std::optional<uint64_t> tree = inlines ? InlineTree(*f) : std::nullopt;
   std::optional<uint64_t> inline_index_table;
   if (tree && f->npcdata > kPcdataInlTreeIndex) {

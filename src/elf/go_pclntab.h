@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -44,6 +45,21 @@ struct GoFunction {
   uint64_t entry = 0;
   uint64_t end = 0;       // the next function's entry (or the table's end pc)
   std::string_view name;  // into the table; empty when its name offset is corrupt
+  uint8_t flag = 0;       // the runtime's funcFlag (Go 1.17+): kGoFuncTopFrame, kGoFuncSpWrite
+};
+// A function at the top of a stack (runtime.goexit, mstart, rt0_go) ...
+inline constexpr uint8_t kGoFuncTopFrame = 1;
+// ... or one that writes SP (morestack, systemstack, mcall: they switch stacks), where Go's own
+// traceback stops too.
+inline constexpr uint8_t kGoFuncSpWrite = 2;
+
+// A run of a function's pcs with one stack depth (its pcsp table): from `begin` to `end` the
+// stack pointer is `sp_delta` bytes below where it was at the function's entry (where it
+// pointed at the return address).
+struct GoStackDelta {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  int32_t sp_delta = 0;
 };
 
 // One frame of a pc's inline chain. Views into the table's bytes.
@@ -80,6 +96,10 @@ class GoPclntab {
   // function; false when no function covers pc. A frame whose file:line tables are corrupt
   // keeps its name with an empty file and line 0.
   bool Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames, GoFunction* function) const;
+  // The i-th function's stack depths, from its entry on without gaps, up to the end of its code
+  // (the alignment padding before the next function is not covered); false when its pcsp
+  // table is missing or corrupt.
+  bool StackDeltas(size_t i, std::vector<GoStackDelta>* runs) const;
 
  private:
   struct FuncRecord;  // a function's _func record, decoded
@@ -88,6 +108,10 @@ class GoPclntab {
   std::optional<size_t> FindIndex(uint64_t pc) const;
   std::optional<uint64_t> EntryAt(size_t i) const;
   std::optional<FuncRecord> RecordAt(size_t i) const;
+  // Calls run(from, to, value) for each run of a pc-value table until it returns false; false
+  // when the table is absent or corrupt before its end.
+  bool ForEachPcValue(uint64_t table_offset, uint64_t entry,
+                      const std::function<bool(uint64_t, uint64_t, int32_t)>& run) const;
   std::optional<int32_t> PcValue(uint64_t table_offset, uint64_t entry, uint64_t pc) const;
   std::string_view FuncName(int64_t name_offset) const;
   std::string_view FileName(const FuncRecord& f, int32_t file_number) const;

@@ -1,11 +1,13 @@
 // UnwindTable::Build — every FDE interpreted, compiled into 16-byte rows, the FDEs laid end
 // to end by pc (.eh_frame before .debug_frame, no overlaps), gaps filled with kUndefined rows
-// and equal neighbours merged.
+// and equal neighbours merged. Go functions, which have no CFI in a stripped build (and none in
+// .eh_frame ever), get rows from their .gopclntab stack depths, after every FDE.
 #include <elf.h>
 
 #include <algorithm>
 #include <map>
 
+#include "elf/go_pclntab.h"
 #include "stacksym/unwind.h"
 #include "unwind/cfa_program.h"
 #include "unwind/cfi_sources.h"
@@ -58,6 +60,7 @@ class TableBuilder {
       }
       AddEntries(info, entries, static_cast<uint8_t>(i));
     }
+    AddGoFunctions(static_cast<uint8_t>(sources.sections.size()));
     return Compile(!sources.problems.empty());
   }
 
@@ -133,6 +136,67 @@ class TableBuilder {
       rows_.insert(rows_.end(), fde_rows.begin(), fde_rows.end());
       fdes_.push_back(f);
     }
+  }
+
+  // A Go function's rows from its pcsp table (amd64): the stack pointer is sp_delta below
+  // the entry's, where the return address is, so CFA = RSP + sp_delta + 8. A function with a
+  // frame keeps the caller's RBP at CFA - 16 (Go's prologue saves it there, before 1.21 right
+  // after the SUBQ, from 1.21 as the PUSHQ that makes the frame); a frameless leaf (depth 0)
+  // leaves RBP alone, which is why walking Go by frame pointers skips a leaf's caller.
+  // Where goroutine and thread stacks begin, and where the runtime switches stacks, the return
+  // address is undefined: the walk ends there, as Go's own traceback does.
+  void AddGoFunctions(uint8_t source) {
+    Result<std::optional<std::unique_ptr<elf::GoPclntab>>> found = elf::FindGoPclntab(elf_);
+    if (!found) {
+      Note(".gopclntab: " + found.error().message);
+      return;
+    }
+    if (!*found) return;
+    const elf::GoPclntab& table = ***found;
+    std::vector<elf::GoStackDelta> runs;
+    for (size_t i = 0; i < table.function_count(); ++i) {
+      std::optional<elf::GoFunction> function = table.FunctionAt(i);
+      if (!function || function->end <= function->entry) continue;
+      if (!table.StackDeltas(i, &runs)) {
+        ++stats_.fdes_skipped;
+        Note(".gopclntab: no stack depths for " + std::string(function->name));
+        continue;
+      }
+      if (!InCode(function->entry, function->end)) {
+        ++stats_.fdes_outside_code;
+        continue;
+      }
+      const bool outermost = GoStackEnds(*function);
+      FdeRows f{.begin = function->entry,
+                .end = function->end,
+                .first = static_cast<uint32_t>(rows_.size()),
+                .count = static_cast<uint32_t>(runs.size()),
+                .source = source};
+      for (const elf::GoStackDelta& run : runs) rows_.push_back({run.begin, GoRow(run, outermost)});
+      fdes_.push_back(f);
+      ++stats_.go_functions;
+    }
+  }
+
+  // Go's traceback stops at these too. Their flags come with Go 1.17; the names for older ones.
+  static bool GoStackEnds(const elf::GoFunction& f) {
+    if (f.flag & (elf::kGoFuncTopFrame | elf::kGoFuncSpWrite)) return true;
+    for (std::string_view name : {"runtime.goexit", "runtime.mstart", "runtime.rt0_go",
+                                  "runtime.morestack", "runtime.systemstack", "runtime.mcall"}) {
+      if (f.name == name) return true;
+    }
+    return false;
+  }
+
+  static UnwindRow GoRow(const elf::GoStackDelta& run, bool outermost) {
+    UnwindRow row{};
+    row.cfa_rule = CfaRule::kRspOffset;
+    row.cfa_offset = run.sp_delta + 8;
+    row.ra_rule = outermost ? RegRule::kUndefined : RegRule::kAtCfa;
+    row.ra_offset = outermost ? 0 : -8;
+    row.rbp_rule = run.sp_delta > 0 ? RegRule::kAtCfa : RegRule::kSame;
+    row.rbp_offset = run.sp_delta > 0 ? -16 : 0;
+    return row;
   }
 
   // Keeps the FDEs that overlap no FDE of a better source (or an earlier one of the same).

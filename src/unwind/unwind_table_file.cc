@@ -178,7 +178,7 @@ std::vector<uint8_t> Serialize(const UnwindTable& table, const std::string& iden
   meta.insert(meta.end(), id.begin(), id.end());
   const UnwindTableStats& s = table.stats();
   for (uint64_t v : {s.cies, s.fdes, s.fdes_skipped, s.unsupported_rows, s.fdes_overlapping,
-                     s.fdes_outside_code, s.eh_frame_hdr_fdes}) {
+                     s.fdes_outside_code, s.eh_frame_hdr_fdes, s.go_functions}) {
     PutU64(meta, v);
   }
   PutText(meta, s.first_problem);
@@ -241,7 +241,8 @@ Result<Loaded> Parse(std::span<const uint8_t> bytes) {
   bool ok = meta.U8(&id_size) && meta.Bytes(id_size, &id);
   for (uint64_t* v :
        {&stats.cies, &stats.fdes, &stats.fdes_skipped, &stats.unsupported_rows,
-        &stats.fdes_overlapping, &stats.fdes_outside_code, &stats.eh_frame_hdr_fdes}) {
+        &stats.fdes_overlapping, &stats.fdes_outside_code, &stats.eh_frame_hdr_fdes,
+        &stats.go_functions}) {
     ok = ok && meta.U64(v);
   }
   ok = ok && meta.Text(&stats.first_problem) && meta.Text(&stats.eh_frame_hdr_problem) &&

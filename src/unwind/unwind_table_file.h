@@ -23,7 +23,8 @@ namespace stacksym::unwind {
 inline constexpr char kMagic[8] = {'S', 'T', 'K', 'U', 'N', 'W', 'T', 'B'};
 // Bump whenever the layout or the rows UnwindTable::Build compiles change: the version is in
 // the file name too, so two stacksym versions sharing a directory keep their own files.
-inline constexpr uint32_t kVersion = 1;
+// 2: Go functions' rows from .gopclntab (a version-1 file of a Go binary has none).
+inline constexpr uint32_t kVersion = 2;
 inline constexpr uint32_t kHeaderSize = 64;
 
 // "<build ID hex>-v<version>.unwtab", or "noid-<hash of dev, inode, size, mtime>-v<version>.unwtab"

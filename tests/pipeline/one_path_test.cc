@@ -1,4 +1,4 @@
-// One way through (issue 30): the same program, its debug info laid out six ways, recorded
+// One way through (issue 30): the same program, its debug info laid out eight ways, recorded
 // without symbols, then symbolized by every path a user has — `symbolize-profile` with local
 // files, `symbolize-profile --server` against a symbolization server given the same files, and
 // `record` symbolizing itself. Every path must give the same answer: byte-identical folded and
@@ -12,7 +12,9 @@
 // by elfutils' eu-strip -f as rpm's find-debuginfo does (Fedora, RHEL), the binary and its
 // .debug — whose program headers still describe the original — in a --debug-dir .build-id
 // tree; (h) stripped with MiniDebugInfo only (.gnu_debugdata, made as Fedora makes it): the
-// program's functions named from the xz-compressed .symtab, with no debug file anywhere.
+// program's functions named from the xz-compressed .symtab, with no debug file anywhere;
+// (i) a Go program stripped as Go services ship (-ldflags='-s -w'), named from its .gopclntab
+// alone (built at test time with golang-go, with a GNU build ID note so the server finds it).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "../remote/debuginfod_server.h"
+#include "../symbolize/go_builds.h"
 #include "../symbolize/test_util.h"
 #include "stacksym/elf.h"
 #include "stacksym/remote.h"
@@ -41,6 +44,9 @@ const std::string kCli = STACKSYM_CLI;
 // The program's own functions: every one must be named in every profile.
 const std::vector<std::string> kProgramFunctions = {"_start", "main", "outer",
                                                     "middle", "leaf", "read_zero"};
+// The Go program's (tests/elf/fixtures/go_prog), square inlined into leafHot and middle.
+const std::vector<std::string> kGoProgramFunctions = {
+    "runtime.main", "main.main", "main.outer", "main.middle", "main.leafHot", "main.readZero"};
 
 enum class Layout {
   kPlain,
@@ -50,7 +56,8 @@ enum class Layout {
   kDwz,
   kSplit,
   kEuStrip,
-  kMiniDebugInfo
+  kMiniDebugInfo,
+  kGoStripped
 };
 
 struct Case {
@@ -106,7 +113,10 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
   // Lays the fixture out as the case says: the program to run at binary_, the local flags
   // symbolize-profile and record need, and the server's debug dir.
   void LayOut() {
-    std::string fixture = FixturePath(GetParam().fixture);
+    std::string fixture = GetParam().layout == Layout::kGoStripped
+                              ? BuildGoProgram()
+                              : FixturePath(GetParam().fixture);
+    ASSERT_FALSE(fixture.empty()) << testing::GoBuilds::Get().error();
     std::string id = BuildIdHex(fixture);
     ASSERT_GT(id.size(), 2u) << fixture;
     std::string tree = "/.build-id/" + id.substr(0, 2) + "/" + id.substr(2);
@@ -115,6 +125,7 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
       case Layout::kPlain:
       case Layout::kDwz:
       case Layout::kSplit:
+      case Layout::kGoStripped:
         Shell("cp " + fixture + " " + binary_);
         break;
       case Layout::kBuildIdDir:
@@ -150,6 +161,14 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
           " " + server_dir_ + tree);
   }
 
+  // `go build -ldflags='-s -w'`, with a GNU build ID note (Go writes none of its own: the
+  // profile and the server know a file by that note).
+  static std::string BuildGoProgram() {
+    return testing::GoBuilds::Get().Build(
+        "one_path_stripped", "CGO_ENABLED=0",
+        "-ldflags='-s -w -B 0x6f6e652d706174682d676f2d7374726970706564'");
+  }
+
   // Runs a stacksym command (with the case's environment); its output when it fails.
   std::string Stacksym(const std::string& args, int* code) {
     return RunCommand(env_ + kCli + " " + args + " 2>&1", code);
@@ -164,6 +183,10 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
   }
   if (GetParam().layout == Layout::kMiniDebugInfo && RunCommand("command -v xz").empty()) {
     GTEST_SKIP() << "needs xz (package xz-utils)";
+  }
+  const bool go = GetParam().layout == Layout::kGoStripped;
+  if (go && !testing::GoBuilds::Get().have_go()) {
+    GTEST_SKIP() << "needs Go (Debian package golang-go)";
   }
   ASSERT_NO_FATAL_FAILURE(LayOut());
   const bool debuginfod = GetParam().layout == Layout::kDebuginfod;
@@ -232,7 +255,7 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
   // Every function of the program named, on both paths and by record; kernel frames named.
   std::set<std::string> frames = FoldedFrames(ReadFile(work_ + "/local.folded"));
   std::set<std::string> by_record = FoldedFrames(ReadFile(work_ + "/record.folded"));
-  for (const std::string& function : kProgramFunctions) {
+  for (const std::string& function : go ? kGoProgramFunctions : kProgramFunctions) {
     EXPECT_TRUE(frames.count(function)) << function << " not named by symbolize-profile";
     EXPECT_TRUE(by_record.count(function)) << function << " not named by record\n" << recorded;
   }
@@ -257,7 +280,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Layout::kDwz, "dwz", "matrix_dwz"},
                       Case{Layout::kSplit, "split_dwarf", "matrix_split"},
                       Case{Layout::kEuStrip, "eu_strip", "matrix_eustrip"},
-                      Case{Layout::kMiniDebugInfo, "minidebuginfo", "matrix_minidebuginfo"}),
+                      Case{Layout::kMiniDebugInfo, "minidebuginfo", "matrix_minidebuginfo"},
+                      Case{Layout::kGoStripped, "go_stripped", ""}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

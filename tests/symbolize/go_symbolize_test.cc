@@ -7,6 +7,7 @@
 //   - they equal stacksym's DWARF answers on the unstripped build, inline chains included;
 //   - an index-cached run answers as the direct one;
 //   - `record` of the running stripped program names >= 90 % of its user frames.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,7 +20,9 @@
 #include <vector>
 
 #include "elf/go_pclntab.h"
+#include "go_builds.h"
 #include "stacksym/elf.h"
+#include "stacksym/hex.h"
 #include "stacksym/symbolize.h"
 #include "test_util.h"
 
@@ -29,63 +32,22 @@ namespace {
 namespace fs = std::filesystem;
 using testing::RunCommand;
 
-const std::string kGoSource = std::string(STACKSYM_SOURCE_DIR) + "/tests/elf/fixtures/go_prog";
+// The builds the tests use: plain, stripped as services ship, and with cgo (linked by ld).
+std::string BuildVariant(const std::string& variant) {
+  testing::GoBuilds& go = testing::GoBuilds::Get();
+  if (variant == "plain") return go.Build(variant, "CGO_ENABLED=0", "");
+  if (variant == "stripped") return go.Build(variant, "CGO_ENABLED=0", "-ldflags='-s -w'");
+  if (variant == "cgo") return go.Build(variant, "CGO_ENABLED=1", "-tags stacksym_cgo");
+  if (variant == "cgo_stripped") {
+    return go.Build(variant, "CGO_ENABLED=1", "-tags stacksym_cgo -ldflags='-s -w'");
+  }
+  return "";
+}
 
-// The program's builds, made once per test process in a temporary directory.
-class GoBuilds {
- public:
-  static GoBuilds& Get() {
-    static GoBuilds builds;
-    return builds;
-  }
-  bool have_go() const { return have_go_; }
-  const std::string& error() const { return error_; }
-  // "plain", "stripped", "cgo", "cgo_stripped"; empty when it could not be built.
-  std::string Path(const std::string& variant) const {
-    auto it = paths_.find(variant);
-    return it == paths_.end() ? std::string() : it->second;
-  }
-
- private:
-  GoBuilds() {
-    have_go_ = !RunCommand("command -v go").empty();
-    if (!have_go_) return;
-    dir_ = ::testing::TempDir() + "/go-builds-" + std::to_string(getpid());
-    fs::create_directories(dir_);
-    const std::string env = "cd " + kGoSource + " && GOCACHE=" + dir_ + "/cache GOPATH=" + dir_ +
-                            "/gopath GOFLAGS=-mod=mod GO111MODULE=on GOTOOLCHAIN=local ";
-    Build(env, "plain", "CGO_ENABLED=0", "");
-    Build(env, "stripped", "CGO_ENABLED=0", "-ldflags='-s -w'");
-    if (!RunCommand("command -v gcc").empty()) {
-      Build(env, "cgo", "CGO_ENABLED=1", "-tags stacksym_cgo");
-      Build(env, "cgo_stripped", "CGO_ENABLED=1", "-tags stacksym_cgo -ldflags='-s -w'");
-    }
-  }
-  ~GoBuilds() {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  void Build(const std::string& env, const std::string& variant, const std::string& cgo,
-             const std::string& flags) {
-    std::string out = dir_ + "/" + variant;
-    int code = -1;
-    std::string log =
-        RunCommand(env + cgo + " go build " + flags + " -o " + out + " . 2>&1", &code);
-    if (code == 0) {
-      paths_[variant] = out;
-    } else {
-      error_ += variant + ": " + log + "\n";
-    }
-  }
-
-  bool have_go_ = false;
-  std::string dir_, error_;
-  std::map<std::string, std::string> paths_;
-};
-
-#define REQUIRE_GO_BUILD(path, variant)                                                  \
-  if (!GoBuilds::Get().have_go()) GTEST_SKIP() << "needs Go (Debian package golang-go)"; \
-  const std::string path = GoBuilds::Get().Path(variant);                                \
-  ASSERT_FALSE(path.empty()) << GoBuilds::Get().error()
+#define REQUIRE_GO_BUILD(path, variant)                                                           \
+  if (!testing::GoBuilds::Get().have_go()) GTEST_SKIP() << "needs Go (Debian package golang-go)"; \
+  const std::string path = BuildVariant(variant);                                                 \
+  ASSERT_FALSE(path.empty()) << testing::GoBuilds::Get().error()
 
 // The addresses asked: every function's entry and middle, and every pc of package main.
 std::vector<uint64_t> AddressesOf(const std::string& binary) {
@@ -282,7 +244,7 @@ TEST(GoSymbolize, RecordNamesTheStrippedProgramsFrames) {
   ASSERT_EQ(code, 0) << out;
   std::ifstream in(folded);
   uint64_t frames = 0, named = 0;
-  bool hot_named = false;
+  bool hot_named = false, caller_of_leaf = false;
   for (std::string line; std::getline(in, line);) {
     uint64_t count = std::stoull(line.substr(line.rfind(' ') + 1));
     std::istringstream parts(line.substr(0, line.rfind(' ')));
@@ -296,11 +258,42 @@ TEST(GoSymbolize, RecordNamesTheStrippedProgramsFrames) {
         named += count;
       }
       hot_named = hot_named || frame == "main.leafHot";
+      // main.leafHot is a frameless leaf: walked by frame pointers, its caller is skipped.
+      caller_of_leaf = caller_of_leaf || frame == "main.middle";
     }
   }
   ASSERT_GT(frames, 0u) << out;
   EXPECT_GE(named * 100, frames * 90) << named << " of " << frames << " frames named\n" << out;
   EXPECT_TRUE(hot_named) << "main.leafHot not named\n" << out;
+  EXPECT_TRUE(caller_of_leaf) << "no stack through main.middle: unwound without .gopclntab's "
+                              << "stack depths?\n"
+                              << out;
+}
+
+// Go's linker writes .note.gnu.build-id (with -B) outside its one PT_NOTE, which covers only
+// .note.go.buildid, so the kernel (PROCMAP_QUERY) finds no build ID: the file reader and the
+// normalizer of a live process must still find the one ElfFile reads.
+TEST(GoSymbolize, GnuBuildIdOutsideTheNoteSegmentIsFound) {
+  if (!testing::GoBuilds::Get().have_go()) GTEST_SKIP() << "needs Go (Debian package golang-go)";
+  const std::string binary = testing::GoBuilds::Get().Build(
+      "with_gnu_build_id", "CGO_ENABLED=0", "-ldflags='-s -w -B 0x0123456789abcdef0123'");
+  ASSERT_FALSE(binary.empty()) << testing::GoBuilds::Get().error();
+  auto elf = ElfFile::Open(binary);
+  ASSERT_TRUE(elf);
+  EXPECT_EQ((*elf)->build_id_hex(), "0123456789abcdef0123");
+  int fd = ::open(binary.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  Result<std::vector<uint8_t>> from_fd = ReadBuildIdFromFd(fd);
+  ::close(fd);
+  ASSERT_TRUE(from_fd) << from_fd.error().ToString();
+  EXPECT_EQ(ToHex(*from_fd), "0123456789abcdef0123");
+
+  int code = -1;
+  std::string out = RunCommand("sh -c '" + binary + " 2 >/dev/null & pid=$!; sleep 0.3; " +
+                                   STACKSYM_CLI + " normalize --pid $pid 0x401000; kill $pid' 2>&1",
+                               &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("0123456789abcdef0123"), std::string::npos) << out;
 }
 
 }  // namespace
