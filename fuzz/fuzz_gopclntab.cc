@@ -1,7 +1,8 @@
 // libFuzzer target for Go's pclntab reader (elf/go_pclntab.h): the input is taken as the
 // table (at a fixed address) and also as the program's writable data (where the reader looks
 // for the moduledata) and its read-only data (inline trees), then functions are listed and
-// pcs looked up, inline chains included — as the symbolizer asks it.
+// pcs looked up, inline chains included — as the symbolizer asks it — and each function's
+// stack-depth runs read as the unwind table reads them.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +48,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LookUp(t, f->entry);
     LookUp(t, f->entry + (f->end - f->entry) / 2);
     LookUp(t, f->end - 1);
+    // The unwind table's view: stack-depth runs in order, inside the function.
+    std::vector<stacksym::elf::GoStackDelta> runs;
+    t.StackDeltas(i, &runs);
+    uint64_t at = f->entry;
+    for (const stacksym::elf::GoStackDelta& run : runs) {
+      Check(run.begin == at && run.end > run.begin && run.end <= f->end && run.sp_delta >= 0);
+      at = run.end;
+    }
   }
   // And pcs the input names itself (its last 8 bytes), wherever they fall.
   if (size >= 8) {

@@ -283,7 +283,8 @@ bool GoPclntab::StackDeltas(size_t i, std::vector<GoStackDelta>* runs) const {
   std::optional<FuncRecord> f = RecordAt(i);
   if (!f) return false;
   bool ok = ForEachPcValue(f->pcsp, f->entry, [&](uint64_t from, uint64_t to, int32_t value) {
-    if (from >= f->end || value < 0) return false;
+    if (from >= f->end || value < 0 || to < from) return false;
+    if (to == from) return true;  // an empty run (a corrupt table): nothing to describe
     runs->push_back({from, std::min(to, f->end), value});
     return to < f->end;
   });

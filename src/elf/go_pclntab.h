@@ -84,6 +84,7 @@ class GoPclntab {
   uint8_t pc_quantum() const { return quantum_; }
   size_t function_count() const { return function_count_; }
   uint64_t table_vaddr() const { return table_vaddr_; }
+  size_t table_size() const { return table_.size(); }  // bytes from the header to the mapping's end
   // Where the runtime's go:func.* data starts (Go 1.18+ funcdata are offsets from it; found
   // through the moduledata); 0 when unknown, and then no inline frames for those versions.
   uint64_t gofunc() const { return gofunc_; }

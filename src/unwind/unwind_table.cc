@@ -154,6 +154,9 @@ class TableBuilder {
     if (!*found) return;
     const elf::GoPclntab& table = ***found;
     std::vector<elf::GoStackDelta> runs;
+    // Each run takes at least two bytes of its function's own pcsp table, so a real table gives
+    // fewer runs than it has bytes; a corrupt one whose functions share a long table is cut off.
+    uint64_t run_budget = table.table_size();
     for (size_t i = 0; i < table.function_count(); ++i) {
       std::optional<elf::GoFunction> function = table.FunctionAt(i);
       if (!function || function->end <= function->entry) continue;
@@ -166,6 +169,11 @@ class TableBuilder {
         ++stats_.fdes_outside_code;
         continue;
       }
+      if (runs.size() > run_budget) {
+        Note(".gopclntab: more stack-depth runs than the table has bytes; the rest left out");
+        break;
+      }
+      run_budget -= runs.size();
       const bool outermost = GoStackEnds(*function);
       FdeRows f{.begin = function->entry,
                 .end = function->end,
