@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -31,12 +32,29 @@ struct Options {
 };
 
 std::atomic<Agent*> g_agent{nullptr};
-std::atomic<int> g_signals{0};
+std::atomic<int64_t> g_first_signal_ns{0};  // 0: no signal yet
 
-// The first signal stops sampling and flushes; a second one exits at once.
+// A second signal within this of the first is the same request delivered twice: GNU timeout
+// signals its child and then its whole process group, and so may a supervisor. (The two often
+// merge into one pending signal, but not always: a 30-s bench run lost its final metrics so.)
+constexpr int64_t kRepeatedSignalNs = 1'000'000'000;
+
+int64_t MonotonicNsForSignal() {  // clock_gettime is async-signal-safe
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// The first signal stops sampling and flushes; a second one, a second later or more, exits at
+// once.
 void OnSignal(int) {
-  if (g_signals.fetch_add(1) >= 1) _exit(1);
-  if (Agent* a = g_agent.load()) a->RequestStop();
+  const int64_t now = MonotonicNsForSignal();
+  int64_t first = 0;
+  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
+    if (Agent* a = g_agent.load()) a->RequestStop();
+  } else if (now - first >= kRepeatedSignalNs) {
+    _exit(1);
+  }
 }
 
 Result<void> Resolve(Options& o) {
@@ -106,7 +124,7 @@ int RunAgent(Options& o) {
     std::fprintf(stderr, "\n");
   }
   g_agent.store(agent->get());
-  if (g_signals.load() > 0) (*agent)->RequestStop();
+  if (g_first_signal_ns.load() != 0) (*agent)->RequestStop();
   Result<void> run = (*agent)->Run();
   g_agent.store(nullptr);
   if (!o.quiet) std::fputs((*agent)->RenderMetrics().c_str(), stderr);

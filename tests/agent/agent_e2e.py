@@ -364,8 +364,57 @@ def store_case(tmp):
         serve.wait()
 
 
+def case_signals():
+    """SIGTERM delivered twice at once (GNU timeout signals the child, then its process group)
+    still flushes and exits 0 with the final metrics; a second signal a second later, while the
+    agent waits on a store that is down, exits at once."""
+    mport = free_port()
+    out = tempfile.mkdtemp(prefix="stacksym-signals-")
+    agent = start_agent(["-F", "99", "--interval", "1", "--output-dir", out,
+                         "--metrics-listen", "127.0.0.1:%d" % mport])
+    if not wait_ready(mport, agent):
+        return
+    agent.send_signal(signal.SIGTERM)
+    agent.send_signal(signal.SIGTERM)
+    try:
+        _, err = agent.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        return fail("agent did not exit after a doubled SIGTERM")
+    if agent.returncode != 0 or "process_cpu_seconds_total" not in err:
+        fail("a doubled SIGTERM: exit %d, final metrics %s" %
+             (agent.returncode, "present" if "process_cpu_seconds_total" in err else "missing"))
+    shutil.rmtree(out, ignore_errors=True)
+
+    mport = free_port()
+    agent = start_agent(["-F", "99", "--interval", "0.5", "--otlp",
+                         "http://127.0.0.1:%d" % free_port(), "--shutdown-timeout", "30",
+                         "--metrics-listen", "127.0.0.1:%d" % mport])
+    if not wait_ready(mport, agent):
+        return
+    busy = subprocess.Popen([workload, "3"], stdout=subprocess.DEVNULL)
+    time.sleep(1.5)  # windows queue for a store that is down
+    agent.send_signal(signal.SIGTERM)
+    time.sleep(1.5)
+    if agent.poll() is not None:
+        fail("the agent exited before its shutdown timeout with the store down")
+    start = time.time()
+    agent.send_signal(signal.SIGTERM)
+    try:
+        agent.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        agent.kill()
+        fail("a second SIGTERM a second later did not end the agent")
+    busy.kill()
+    busy.wait()
+    if agent.returncode != 1:
+        fail("a second SIGTERM: exit %d, not 1" % agent.returncode)
+    print("doubled SIGTERM: flushed, exit 0; second SIGTERM 1.5 s later: exit %d after %.2f s" %
+          (agent.returncode, time.time() - start))
+
+
 {"windows": case_windows, "faults": case_faults, "outage": case_outage,
- "store": case_store}[case]()
+ "store": case_store, "signals": case_signals}[case]()
 if failures:
     print("%d failures" % len(failures), file=sys.stderr)
     sys.exit(1)
