@@ -59,6 +59,47 @@ void ServerMetrics::RenderBuildIdAnswers(std::string* out) const {
   }
 }
 
+void ServerMetrics::RenderProxies(std::string* out) const {
+  struct Route {
+    const char* name;
+    const ProxyRouteCounters* c;
+  };
+  const Route routes[] = {{"otlp", &otlp}, {"pyroscope", &pyroscope}};
+  Help(out, "stacksym_proxy_requests_total", "counter",
+       "Proxied profile requests (OTLP, Pyroscope Push), by route and outcome.");
+  for (const Route& r : routes) {
+    const std::pair<const char*, const std::atomic<uint64_t>*> outcomes[] = {
+        {"all", &r.c->requests},        {"forwarded", &r.c->forwarded},
+        {"malformed", &r.c->malformed}, {"too_large", &r.c->too_large},
+        {"busy", &r.c->busy},           {"downstream_down", &r.c->downstream_down}};
+    for (const auto& [outcome, value] : outcomes) {
+      std::string labels = std::string("{route=\"") + r.name + "\",outcome=\"" + outcome + "\"}";
+      Line(out, "stacksym_proxy_requests_total", labels.c_str(),
+           static_cast<double>(value->load()));
+    }
+  }
+  Help(out, "stacksym_proxy_locations_total", "counter",
+       "Native locations without lines the proxies looked at, by route and result.");
+  for (const Route& r : routes) {
+    const std::pair<const char*, const std::atomic<uint64_t>*> results[] = {
+        {"named", &r.c->locations_named},
+        {"unnamed", &r.c->locations_unnamed},
+        {"timed_out", &r.c->locations_timed_out}};
+    for (const auto& [result, value] : results) {
+      std::string labels = std::string("{route=\"") + r.name + "\",result=\"" + result + "\"}";
+      Line(out, "stacksym_proxy_locations_total", labels.c_str(),
+           static_cast<double>(value->load()));
+    }
+  }
+  Help(out, "stacksym_proxy_frames_total", "counter",
+       "Distinct (build ID, address) pairs the proxies asked for, by route.");
+  for (const Route& r : routes) {
+    std::string labels = std::string("{route=\"") + r.name + "\"}";
+    Line(out, "stacksym_proxy_frames_total", labels.c_str(),
+         static_cast<double>(r.c->frames_asked.load()));
+  }
+}
+
 std::string ServerMetrics::Render(const SymbolServiceCounters& service,
                                   const DebuginfodCounters* debuginfod) const {
   std::string out;
@@ -115,6 +156,7 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
   Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"failed\"}",
        static_cast<double>(failures));
   RenderBuildIdAnswers(&out);
+  RenderProxies(&out);
   return out;
 }
 

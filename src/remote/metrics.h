@@ -9,6 +9,7 @@
 #include <string>
 
 #include "remote/debuginfod_path.h"
+#include "remote/proxy_route.h"
 #include "remote/symbol_service.h"
 #include "stacksym/remote.h"
 
@@ -25,12 +26,17 @@ class ServerMetrics {
   // A /buildid/ answer (debuginfod_api.h): nullopt for a malformed path.
   void CountBuildIdAnswer(std::optional<BuildIdArtifact> artifact, int status);
   std::atomic<int64_t> in_flight{0};
+  // The proxies' routes (proxy_route.h): POST /v1development/profiles and
+  // /push.v1.PusherService/Push.
+  ProxyRouteCounters otlp;
+  ProxyRouteCounters pyroscope;
 
   std::string Render(const SymbolServiceCounters& service,
                      const DebuginfodCounters* debuginfod) const;
 
  private:
   void RenderBuildIdAnswers(std::string* out) const;
+  void RenderProxies(std::string* out) const;
 
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> client_errors_{0};  // 4xx

@@ -1,0 +1,192 @@
+#include "remote/otlp_proxy.h"
+
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "otlp_profiles.pb.h"
+#include "output/flame_tree.h"
+#include "stacksym/hex.h"
+
+namespace stacksym::remote {
+namespace {
+
+namespace pb = stacksym::otlp;
+
+constexpr std::string_view kBuildIdKey = "process.executable.build_id.gnu";
+constexpr std::string_view kFrameTypeKey = "profile.frame.type";
+
+Error Malformed(std::string message) {
+  return MakeError(ErrorCode::kMalformed, "OTLP request: " + std::move(message));
+}
+
+// The dictionary's attributes and strings as the proxy reads them, checked for range.
+class DictionaryReader {
+ public:
+  explicit DictionaryReader(const pb::ProfilesDictionary& d) : d_(d) {}
+
+  // The value of attribute `key` among `indices` as a string (string_value, or
+  // string_value_strindex, or bytes_value as hex); nullopt when absent. Error for an index
+  // out of range.
+  Result<std::optional<std::string>> StringAttribute(
+      const google::protobuf::RepeatedField<int32_t>& indices, std::string_view key) const {
+    for (int32_t i : indices) {
+      if (i < 0 || i >= d_.attribute_table_size()) {
+        return Malformed("attribute index " + std::to_string(i) + " out of range");
+      }
+      const pb::KeyValueAndUnit& a = d_.attribute_table(i);
+      Result<std::string_view> name = String(a.key_strindex());
+      if (!name) return name.error();
+      if (*name != key) continue;
+      const pb::AnyValue& v = a.value();
+      if (v.has_string_value()) return std::optional<std::string>(v.string_value());
+      if (v.has_string_value_strindex()) {
+        Result<std::string_view> s = String(v.string_value_strindex());
+        if (!s) return s.error();
+        return std::optional<std::string>(std::string(*s));
+      }
+      if (v.has_bytes_value()) {
+        const std::string& b = v.bytes_value();
+        return std::optional<std::string>(
+            ToHex({reinterpret_cast<const uint8_t*>(b.data()), b.size()}));
+      }
+      return std::optional<std::string>(std::string());
+    }
+    return std::optional<std::string>();
+  }
+
+  Result<std::string_view> String(int32_t index) const {
+    if (index < 0 || index >= d_.string_table_size()) {
+      return Malformed("string index " + std::to_string(index) + " out of range");
+    }
+    return std::string_view(d_.string_table(index));
+  }
+
+ private:
+  const pb::ProfilesDictionary& d_;
+};
+
+// Strings and Functions appended to a dictionary, deduplicated with those it already has.
+class DictionaryWriter {
+ public:
+  explicit DictionaryWriter(pb::ProfilesDictionary* d) : d_(d) {
+    if (d_->string_table_size() == 0) d_->add_string_table();  // entry 0: ""
+    if (d_->function_table_size() == 0) d_->add_function_table();
+    for (int i = d_->string_table_size() - 1; i >= 0; --i) strings_[d_->string_table(i)] = i;
+    for (int i = d_->function_table_size() - 1; i >= 1; --i) {
+      const pb::Function& f = d_->function_table(i);
+      functions_[{f.name_strindex(), f.system_name_strindex(), f.filename_strindex(),
+                  f.start_line()}] = i;
+    }
+  }
+
+  // Strings must be UTF-8 (a proto3 string that is not fails to parse): bytes that are not
+  // become '?', as the agent's exporter writes them.
+  int32_t String(const std::string& s) {
+    std::string valid = output::ToValidUtf8(s);
+    auto [it, inserted] = strings_.try_emplace(valid, d_->string_table_size());
+    if (inserted) d_->add_string_table(std::move(valid));
+    return it->second;
+  }
+
+  // As the agent's exporter writes a native function: name (demangled, else the linkage
+  // name), system_name (the linkage name), filename, no start line.
+  int32_t Function(const SourceFrame& line) {
+    int32_t name = String(!line.function.empty() ? line.function : line.raw_function);
+    int32_t system = String(line.raw_function);
+    int32_t file = String(line.file);
+    auto [it, inserted] =
+        functions_.try_emplace({name, system, file, 0}, d_->function_table_size());
+    if (inserted) {
+      pb::Function* f = d_->add_function_table();
+      f->set_name_strindex(name);
+      f->set_system_name_strindex(system);
+      f->set_filename_strindex(file);
+    }
+    return it->second;
+  }
+
+ private:
+  pb::ProfilesDictionary* d_;
+  std::unordered_map<std::string, int32_t> strings_;
+  std::map<std::tuple<int32_t, int32_t, int32_t, int64_t>, int32_t> functions_;
+};
+
+// Each mapping's GNU build ID (empty: none, or not hex).
+Result<std::vector<std::vector<uint8_t>>> MappingBuildIds(const pb::ProfilesDictionary& d) {
+  DictionaryReader reader(d);
+  std::vector<std::vector<uint8_t>> out(d.mapping_table_size());
+  for (int i = 1; i < d.mapping_table_size(); ++i) {
+    Result<std::optional<std::string>> hex =
+        reader.StringAttribute(d.mapping_table(i).attribute_indices(), kBuildIdKey);
+    if (!hex) return hex.error();
+    if (!*hex) continue;
+    std::optional<std::vector<uint8_t>> bytes = FromHex(**hex);
+    if (bytes && bytes->size() >= 2 && bytes->size() <= 64) out[i] = std::move(*bytes);
+  }
+  return out;
+}
+
+// The locations to name (index and frame), added to `batch`.
+Result<std::vector<std::pair<int, FrameRef>>> CollectLocations(const pb::ProfilesDictionary& d,
+                                                               FrameBatch& batch) {
+  Result<std::vector<std::vector<uint8_t>>> build_ids = MappingBuildIds(d);
+  if (!build_ids) return build_ids.error();
+  DictionaryReader reader(d);
+  std::vector<std::pair<int, FrameRef>> out;
+  for (int i = 1; i < d.location_table_size(); ++i) {
+    const pb::Location& loc = d.location_table(i);
+    int32_t mapping = loc.mapping_index();
+    if (mapping < 0 || mapping >= d.mapping_table_size()) {
+      return Malformed("location " + std::to_string(i) + ": mapping index " +
+                       std::to_string(mapping) + " out of range");
+    }
+    Result<std::optional<std::string>> type =
+        reader.StringAttribute(loc.attribute_indices(), kFrameTypeKey);
+    if (!type) return type.error();
+    if (loc.lines_size() > 0 || (*build_ids)[mapping].empty()) continue;
+    if (*type && **type != "native") continue;  // kernel, interpreters: not ELF addresses
+    out.emplace_back(i, batch.Add((*build_ids)[mapping], loc.address()));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> SymbolizeOtlpRequest(std::string_view body, SymbolService& service,
+                                         std::chrono::steady_clock::time_point deadline,
+                                         ProxyTally* tally) {
+  pb::ExportProfilesServiceRequest request;
+  if (!request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    return Malformed("not a protobuf ExportProfilesServiceRequest");
+  }
+  pb::ProfilesDictionary* d = request.mutable_dictionary();
+  FrameBatch batch(AddressKind::kVirtual);
+  Result<std::vector<std::pair<int, FrameRef>>> locations = CollectLocations(*d, batch);
+  if (!locations) return locations.error();
+  if (locations->empty()) return std::string(body);  // nothing to name: as it came
+  batch.Resolve(service, deadline);
+  tally->distinct += batch.distinct();
+  DictionaryWriter writer(d);
+  for (const auto& [index, ref] : *locations) {
+    batch.Count(ref, tally);
+    const FrameSymbols* symbols = batch.Answer(ref);
+    if (symbols == nullptr) continue;
+    pb::Location* loc = d->mutable_location_table(index);
+    for (const SourceFrame& line : symbols->lines) {  // innermost first, as OTLP wants
+      pb::Line* out = loc->add_lines();
+      out->set_function_index(writer.Function(line));
+      out->set_line(line.line);
+      out->set_column(line.column);
+    }
+  }
+  std::string out;
+  if (!request.SerializeToString(&out)) {
+    return MakeError(ErrorCode::kInternal, "OTLP request: protobuf serialization failed");
+  }
+  return out;
+}
+
+}  // namespace stacksym::remote
