@@ -169,19 +169,21 @@ Result<std::string> SymbolizeOtlpRequest(std::string_view body, SymbolService& s
   if (locations->empty()) return std::string(body);  // nothing to name: as it came
   batch.Resolve(service, deadline);
   tally->distinct += batch.distinct();
-  DictionaryWriter writer(d);
+  std::optional<DictionaryWriter> writer;  // made when the first name is added
   for (const auto& [index, ref] : *locations) {
     batch.Count(ref, tally);
     const FrameSymbols* symbols = batch.Answer(ref);
     if (symbols == nullptr) continue;
+    if (!writer) writer.emplace(d);
     pb::Location* loc = d->mutable_location_table(index);
     for (const SourceFrame& line : symbols->lines) {  // innermost first, as OTLP wants
       pb::Line* out = loc->add_lines();
-      out->set_function_index(writer.Function(line));
+      out->set_function_index(writer->Function(line));
       out->set_line(line.line);
       out->set_column(line.column);
     }
   }
+  if (!writer) return std::string(body);  // nothing named: as it came
   std::string out;
   if (!request.SerializeToString(&out)) {
     return MakeError(ErrorCode::kInternal, "OTLP request: protobuf serialization failed");

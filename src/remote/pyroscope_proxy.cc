@@ -198,10 +198,13 @@ Result<std::string> SymbolizePushRequest(std::string_view body, SymbolService& s
   if (profiles.empty()) return std::string(body);  // nothing to name: as it came
   batch.Resolve(service, deadline);
   tally->distinct += batch.distinct();
+  bool any = false;
   for (std::unique_ptr<RawProfile>& raw : profiles) {
     if (!Apply(*raw, batch, tally)) continue;  // nothing named: its bytes as they came
     if (Result<void> r = Encode(*raw); !r) return r.error();
+    any = true;
   }
+  if (!any) return std::string(body);  // nothing named: as it came
   std::string out;
   if (!request.SerializeToString(&out)) {
     return MakeError(ErrorCode::kInternal, "Push request: protobuf serialization failed");

@@ -599,7 +599,7 @@ TEST_F(ProxyTest, PastTheTimeLimitLocationsStayUnnamedAndAreCounted) {
   ASSERT_EQ(got.size(), 1u);
   otlp::ExportProfilesServiceRequest forwarded;
   ASSERT_TRUE(forwarded.ParseFromString(got[0].body));
-  EXPECT_EQ(forwarded.SerializeAsString(), request.SerializeAsString());
+  EXPECT_EQ(got[0].body, request.SerializeAsString());  // byte for byte: nothing named
   httplib::Client client("127.0.0.1", server->port());
   httplib::Result metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics);
