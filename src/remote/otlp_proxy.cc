@@ -1,5 +1,7 @@
 #include "remote/otlp_proxy.h"
 
+#include <google/protobuf/arena.h>
+
 #include <map>
 #include <optional>
 #include <tuple>
@@ -114,17 +116,32 @@ class DictionaryWriter {
   std::map<std::tuple<int32_t, int32_t, int32_t, int64_t>, int32_t> functions_;
 };
 
-// Each mapping's GNU build ID (empty: none, or not hex).
-Result<std::vector<std::vector<uint8_t>>> MappingBuildIds(const pb::ProfilesDictionary& d) {
+// Each mapping's module in `batch` (-1: no GNU build ID, or not hex).
+Result<std::vector<int64_t>> MappingModules(const pb::ProfilesDictionary& d, FrameBatch& batch) {
   DictionaryReader reader(d);
-  std::vector<std::vector<uint8_t>> out(d.mapping_table_size());
+  std::vector<int64_t> out(d.mapping_table_size(), -1);
   for (int i = 1; i < d.mapping_table_size(); ++i) {
     Result<std::optional<std::string>> hex =
         reader.StringAttribute(d.mapping_table(i).attribute_indices(), kBuildIdKey);
     if (!hex) return hex.error();
     if (!*hex) continue;
     std::optional<std::vector<uint8_t>> bytes = FromHex(**hex);
-    if (bytes && bytes->size() >= 2 && bytes->size() <= 64) out[i] = std::move(*bytes);
+    if (bytes && bytes->size() >= 2 && bytes->size() <= 64) out[i] = batch.ModuleOf(*bytes);
+  }
+  return out;
+}
+
+// Whether each attribute of the table is a profile.frame.type other than "native" (a kernel
+// or interpreter frame: not an ELF address).
+Result<std::vector<bool>> NotNativeAttributes(const pb::ProfilesDictionary& d) {
+  DictionaryReader reader(d);
+  std::vector<bool> out(d.attribute_table_size(), false);
+  for (int i = 1; i < d.attribute_table_size(); ++i) {
+    google::protobuf::RepeatedField<int32_t> one;
+    one.Add(i);
+    Result<std::optional<std::string>> type = reader.StringAttribute(one, kFrameTypeKey);
+    if (!type) return type.error();
+    out[i] = type->has_value() && **type != "native";
   }
   return out;
 }
@@ -132,9 +149,10 @@ Result<std::vector<std::vector<uint8_t>>> MappingBuildIds(const pb::ProfilesDict
 // The locations to name (index and frame), added to `batch`.
 Result<std::vector<std::pair<int, FrameRef>>> CollectLocations(const pb::ProfilesDictionary& d,
                                                                FrameBatch& batch) {
-  Result<std::vector<std::vector<uint8_t>>> build_ids = MappingBuildIds(d);
-  if (!build_ids) return build_ids.error();
-  DictionaryReader reader(d);
+  Result<std::vector<int64_t>> modules = MappingModules(d, batch);
+  if (!modules) return modules.error();
+  Result<std::vector<bool>> not_native = NotNativeAttributes(d);
+  if (!not_native) return not_native.error();
   std::vector<std::pair<int, FrameRef>> out;
   for (int i = 1; i < d.location_table_size(); ++i) {
     const pb::Location& loc = d.location_table(i);
@@ -143,14 +161,44 @@ Result<std::vector<std::pair<int, FrameRef>>> CollectLocations(const pb::Profile
       return Malformed("location " + std::to_string(i) + ": mapping index " +
                        std::to_string(mapping) + " out of range");
     }
-    Result<std::optional<std::string>> type =
-        reader.StringAttribute(loc.attribute_indices(), kFrameTypeKey);
-    if (!type) return type.error();
-    if (loc.lines_size() > 0 || (*build_ids)[mapping].empty()) continue;
-    if (*type && **type != "native") continue;  // kernel, interpreters: not ELF addresses
-    out.emplace_back(i, batch.Add((*build_ids)[mapping], loc.address()));
+    bool skip = loc.lines_size() > 0 || (*modules)[mapping] < 0;
+    for (int32_t a : loc.attribute_indices()) {
+      if (a < 0 || a >= d.attribute_table_size()) {
+        return Malformed("location " + std::to_string(i) + ": attribute index " +
+                         std::to_string(a) + " out of range");
+      }
+      skip = skip || (*not_native)[a];  // kernel, interpreters: not ELF addresses
+    }
+    if (skip) continue;
+    out.emplace_back(i, batch.Add(static_cast<uint32_t>((*modules)[mapping]), loc.address()));
   }
   return out;
+}
+
+// Lines for the locations named in `batch`, their Functions added through `writer` once per
+// distinct frame.
+bool AddLines(pb::ProfilesDictionary* d, const std::vector<std::pair<int, FrameRef>>& locations,
+              const FrameBatch& batch, ProxyTally* tally) {
+  std::optional<DictionaryWriter> writer;  // made when the first name is added
+  std::vector<std::vector<int32_t>> functions(batch.distinct());  // by FrameRef::id
+  for (const auto& [index, ref] : locations) {
+    batch.Count(ref, tally);
+    const FrameSymbols* symbols = batch.Answer(ref);
+    if (symbols == nullptr) continue;
+    if (!writer) writer.emplace(d);
+    std::vector<int32_t>& fns = functions[ref.id];
+    if (fns.empty()) {
+      for (const SourceFrame& line : symbols->lines) fns.push_back(writer->Function(line));
+    }
+    pb::Location* loc = d->mutable_location_table(index);
+    for (size_t k = 0; k < symbols->lines.size(); ++k) {  // innermost first, as OTLP wants
+      pb::Line* out = loc->add_lines();
+      out->set_function_index(fns[k]);
+      out->set_line(symbols->lines[k].line);
+      out->set_column(symbols->lines[k].column);
+    }
+  }
+  return writer.has_value();
 }
 
 }  // namespace
@@ -158,34 +206,22 @@ Result<std::vector<std::pair<int, FrameRef>>> CollectLocations(const pb::Profile
 Result<std::string> SymbolizeOtlpRequest(std::string_view body, SymbolService& service,
                                          std::chrono::steady_clock::time_point deadline,
                                          ProxyTally* tally) {
-  pb::ExportProfilesServiceRequest request;
-  if (!request.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  // On an arena: a request of tens of thousands of locations is freed at once.
+  google::protobuf::Arena arena;
+  auto* request = google::protobuf::Arena::CreateMessage<pb::ExportProfilesServiceRequest>(&arena);
+  if (!request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return Malformed("not a protobuf ExportProfilesServiceRequest");
   }
-  pb::ProfilesDictionary* d = request.mutable_dictionary();
+  pb::ProfilesDictionary* d = request->mutable_dictionary();
   FrameBatch batch(AddressKind::kVirtual);
   Result<std::vector<std::pair<int, FrameRef>>> locations = CollectLocations(*d, batch);
   if (!locations) return locations.error();
   if (locations->empty()) return std::string(body);  // nothing to name: as it came
   batch.Resolve(service, deadline);
   tally->distinct += batch.distinct();
-  std::optional<DictionaryWriter> writer;  // made when the first name is added
-  for (const auto& [index, ref] : *locations) {
-    batch.Count(ref, tally);
-    const FrameSymbols* symbols = batch.Answer(ref);
-    if (symbols == nullptr) continue;
-    if (!writer) writer.emplace(d);
-    pb::Location* loc = d->mutable_location_table(index);
-    for (const SourceFrame& line : symbols->lines) {  // innermost first, as OTLP wants
-      pb::Line* out = loc->add_lines();
-      out->set_function_index(writer->Function(line));
-      out->set_line(line.line);
-      out->set_column(line.column);
-    }
-  }
-  if (!writer) return std::string(body);  // nothing named: as it came
+  if (!AddLines(d, *locations, batch, tally)) return std::string(body);  // as it came
   std::string out;
-  if (!request.SerializeToString(&out)) {
+  if (!request->SerializeToString(&out)) {
     return MakeError(ErrorCode::kInternal, "OTLP request: protobuf serialization failed");
   }
   return out;

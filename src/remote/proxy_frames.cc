@@ -4,17 +4,21 @@
 
 namespace stacksym::remote {
 
-FrameRef FrameBatch::Add(std::span<const uint8_t> build_id, uint64_t address) {
+uint32_t FrameBatch::ModuleOf(std::span<const uint8_t> build_id) {
   std::vector<uint8_t> key(build_id.begin(), build_id.end());
   auto [it, inserted] = by_build_id_.try_emplace(std::move(key), modules_.size());
   if (inserted) modules_.emplace_back().build_id = it->first;
-  Module& m = modules_[it->second];
+  return it->second;
+}
+
+FrameRef FrameBatch::Add(uint32_t module, uint64_t address) {
+  Module& m = modules_[module];
   auto [at, added] = m.index.try_emplace(address, static_cast<uint32_t>(m.addresses.size()));
   if (added) {
     m.addresses.push_back(address);
-    ++distinct_;
+    m.ids.push_back(static_cast<uint32_t>(distinct_++));
   }
-  return FrameRef{it->second, at->second};
+  return FrameRef{module, at->second, m.ids[at->second]};
 }
 
 void FrameBatch::Resolve(SymbolService& service, std::chrono::steady_clock::time_point deadline) {

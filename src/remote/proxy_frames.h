@@ -28,7 +28,8 @@ struct ProxyTally {
 // A frame added to a FrameBatch.
 struct FrameRef {
   uint32_t module = 0;
-  uint32_t index = 0;
+  uint32_t index = 0;  // within the module
+  uint32_t id = 0;     // among all distinct frames: 0 to distinct() - 1, in the order added
 };
 
 class FrameBatch {
@@ -37,7 +38,13 @@ class FrameBatch {
   explicit FrameBatch(AddressKind kind) : kind_(kind) {}
 
   // The frame (build_id, address); the same pair gives the same FrameRef.
-  FrameRef Add(std::span<const uint8_t> build_id, uint64_t address);
+  FrameRef Add(std::span<const uint8_t> build_id, uint64_t address) {
+    return Add(ModuleOf(build_id), address);
+  }
+  // The same in two steps, for callers with many addresses of one build ID: the build ID's
+  // module number, then a frame of it.
+  uint32_t ModuleOf(std::span<const uint8_t> build_id);
+  FrameRef Add(uint32_t module, uint64_t address);
 
   // Names every frame added: one SymbolService::Symbolize per build ID, in the order they
   // were added, until `deadline`; the build IDs not reached by then stay unanswered.
@@ -57,6 +64,7 @@ class FrameBatch {
     std::vector<uint8_t> build_id;
     std::vector<uint64_t> addresses;
     std::unordered_map<uint64_t, uint32_t> index;  // address → position
+    std::vector<uint32_t> ids;                     // parallel to addresses
     std::vector<FrameSymbols> answers;             // parallel to addresses once resolved
     bool timed_out = false;
   };
