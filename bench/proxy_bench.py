@@ -39,6 +39,7 @@ subprocess.run(["cmake", "--build", BUILD, "--target", "export_test_protos", "st
 sys.path.insert(0, PY)
 import otlp_profiles_pb2 as pb  # noqa: E402
 import profile_pb2  # noqa: E402
+import pyroscope_push_pb2  # noqa: E402
 
 
 def program(functions=300):
@@ -236,11 +237,13 @@ def start_serve(debug, cache):
     return proc, port
 
 
-def post(port, body, conn=None):
+def post(port, body, conn=None, path="/v1development/profiles"):
     c = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     t = time.perf_counter()
-    c.request("POST", "/v1development/profiles", body,
-              {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+    headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
+    if path != "/v1development/profiles":
+        headers = {"Content-Type": "application/proto", "Connect-Protocol-Version": "1"}
+    c.request("POST", path, body, headers)
     res = c.getresponse()
     data = res.read()
     elapsed = time.perf_counter() - t
@@ -319,6 +322,17 @@ def main():
             results.sort()
             print(f"warm, {clients} clients: {len(results) / wall:.1f} requests/s, "
                   f"p50 {results[len(results) // 2] * 1000:.1f} ms, p99 {results[-1] * 1000:.1f} ms")
+        # The same frames as a Pyroscope Push of the pprof (one series, raw_profile gzipped).
+        push = pyroscope_push_pb2.PushRequest()
+        series = push.series.add()
+        label = series.labels.add()
+        label.name, label.value = "__name__", "process_cpu"
+        series.samples.add().raw_profile = pprof_gz
+        push_body = push.SerializeToString()
+        post(port, push_body, path="/push.v1.PusherService/Push")
+        lat = sorted(post(port, push_body, conn, "/push.v1.PusherService/Push")[0] for _ in range(20))
+        print(f"warm, 1 client, the same frames as one Push (pprof, {len(push_body)} bytes): "
+              f"{len(lat) / sum(lat):.1f} requests/s, p50 {lat[len(lat) // 2] * 1000:.1f} ms")
         print("  " + "; ".join(metrics(port, "stacksym_proxy_frames_total")))
         # symbolize-profile --server on the same frames (pprof), against the warm server and a
         # fresh one.
