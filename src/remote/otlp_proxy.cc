@@ -1,7 +1,9 @@
 #include "remote/otlp_proxy.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/stubs/logging.h>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -209,7 +211,10 @@ Result<std::string> SymbolizeOtlpRequest(std::string_view body, SymbolService& s
   // On an arena: a request of tens of thousands of locations is freed at once.
   google::protobuf::Arena arena;
   auto* request = google::protobuf::Arena::CreateMessage<pb::ExportProfilesServiceRequest>(&arena);
-  if (!request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  // Bad input is reported through the Error, not by protobuf logging to stderr.
+  google::protobuf::LogSilencer quiet;
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return Malformed("not a protobuf ExportProfilesServiceRequest");
   }
   pb::ProfilesDictionary* d = request->mutable_dictionary();

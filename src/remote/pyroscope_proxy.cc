@@ -1,7 +1,9 @@
 #include "remote/pyroscope_proxy.h"
 
 #include <google/protobuf/arena.h>
+#include <google/protobuf/stubs/logging.h>
 
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -108,7 +110,8 @@ Result<void> Decode(pyroscope::RawSample* sample, size_t* budget, google::protob
     *budget -= inflated.size();
   }
   const std::string& data = out->gzipped ? inflated : raw;
-  if (!out->profile->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+  if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !out->profile->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
     return Malformed("raw_profile is not a pprof profile");
   }
   return {};
@@ -192,7 +195,10 @@ Result<std::string> SymbolizePushRequest(std::string_view body, SymbolService& s
   // On an arena, with every raw_profile decoded: freed at once.
   google::protobuf::Arena arena;
   auto* request = google::protobuf::Arena::CreateMessage<pyroscope::PushRequest>(&arena);
-  if (!request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  // Bad input is reported through the Error, not by protobuf logging to stderr.
+  google::protobuf::LogSilencer quiet;
+  if (body.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !request->ParseFromArray(body.data(), static_cast<int>(body.size()))) {
     return Malformed("not a protobuf PushRequest");
   }
   std::vector<std::unique_ptr<RawProfile>> profiles;
