@@ -17,9 +17,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "../symbolize/test_util.h"
 #include "otlp_profiles.pb.h"
@@ -29,8 +31,11 @@
 #include "remote/json.h"
 #include "remote_test_util.h"
 #include "stacksym/elf.h"
+#include "stacksym/export.h"
 #include "stacksym/hex.h"
+#include "stacksym/output.h"
 #include "stacksym/remote.h"
+#include "stacksym/symbolize_profile.h"
 
 namespace stacksym {
 namespace {
@@ -472,6 +477,63 @@ TEST_F(ProxyTest, PyroscopePushForwardedNamesEqualLlvmSymbolizers) {
   ASSERT_EQ(p.location(offsets_.size() + 1).line_size(), 1);
   EXPECT_EQ(p.location(offsets_.size() + 1).line(0).function_id(), 1u);
   EXPECT_FALSE(p.mapping(0).has_functions());  // two offsets are not code: not all named
+}
+
+// The agent's own Pyroscope pushes (--symbolize none: its pprof layout, each module at a base
+// of its own) come back from the proxy named as a local symbolization of the same profile
+// names them, frame by frame.
+TEST_F(ProxyTest, TheAgentsPushesAreNamedAsALocalSymbolizationNamesThem) {
+  std::unique_ptr<SymbolServer> server = Start();
+  ASSERT_TRUE(server);
+  Profile profile;
+  std::optional<std::vector<uint8_t>> id = FromHex(build_id_);
+  ASSERT_TRUE(id);
+  uint32_t module = profile.AddModule({ModuleKind::kElf, "/nonexistent/remote_prog", *id});
+  for (size_t i = 0; i < offsets_.size(); ++i) {
+    uint32_t leaf = profile.InternFrame({FrameKind::kUser, module, offsets_[i]});
+    uint32_t caller =
+        profile.InternFrame({FrameKind::kUser, module, offsets_[(i * 7 + 3) % offsets_.size()]});
+    profile.AddSample({7, 7, "remote_prog", {leaf, caller}}, 1);
+  }
+  profile.period_ns = 10101010;
+  Result<std::vector<ExportRequest>> requests =
+      MakePyroscopeExporter()->Encode({.profile = profile, .start_ns = 1, .end_ns = 2});
+  ASSERT_TRUE(requests);
+  ASSERT_EQ(requests->size(), 1u);
+  const ExportRequest& r = (*requests)[0];
+  httplib::Headers headers(r.headers.begin(), r.headers.end());
+  httplib::Client client("127.0.0.1", server->port());
+  httplib::Result res = client.Post(r.path.c_str(), headers, r.body, r.content_type.c_str());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  pyroscope::PushRequest answered;
+  ASSERT_TRUE(answered.ParseFromString(res->body));
+  ASSERT_EQ(answered.series_size(), 1);
+  const std::string& raw = answered.series(0).samples(0).raw_profile();
+  Result<Profile> named = DecodePprof({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()});
+  ASSERT_TRUE(named) << named.error().ToString();
+
+  ProfileSymbolizeOptions local;
+  local.symbolize.debug_dirs = {dir_.path()};
+  local.kallsyms_path.clear();
+  SymbolizeProfile(profile, local);
+  auto chains = [](const Profile& p) {
+    std::map<uint64_t, std::vector<std::tuple<std::string, std::string, uint32_t, uint32_t>>> out;
+    for (size_t f = 0; f < p.frames.size(); ++f) {
+      auto& chain = out[p.frames[f].address];
+      if (f >= p.symbols.size() || !p.symbols[f]) continue;
+      for (const SourceFrame& l : p.symbols[f]->lines) {
+        chain.emplace_back(l.function, l.file, l.line, l.column);
+      }
+    }
+    return out;
+  };
+  auto want = chains(profile);
+  auto got = chains(*named);
+  EXPECT_EQ(got, want);
+  size_t with_names = 0;
+  for (const auto& [address, chain] : got) with_names += !chain.empty();
+  EXPECT_GE(with_names, want.size() - 2);  // all but the two offsets outside the code
 }
 
 TEST_F(ProxyTest, DownstreamAnswersArePassedBackAsTheyCame) {
