@@ -12,12 +12,6 @@ namespace {
 // Idle connections kept for the next requests; more are opened while more are in use.
 constexpr size_t kMaxIdleConnections = 16;
 
-bool SameName(std::string_view a, std::string_view b) {
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [&](char x, char y) { return lower(x) == lower(y); });
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ProxyForwarder>> ProxyForwarder::Create(const std::string& url,
@@ -80,7 +74,7 @@ HttpHeaders ForwardedHeaders(const HttpHeaders& request_headers) {
   HttpHeaders out;
   for (const auto& [name, value] : request_headers) {
     bool dropped = false;
-    for (std::string_view d : kDropped) dropped = dropped || SameName(name, d);
+    for (std::string_view d : kDropped) dropped = dropped || SameHeaderName(name, d);
     if (!dropped) out.emplace_back(name, value);
   }
   return out;

@@ -1,6 +1,5 @@
 #include "remote/proxy_route.h"
 
-#include <algorithm>
 #include <span>
 #include <utility>
 
@@ -9,18 +8,6 @@
 
 namespace stacksym::remote {
 namespace {
-
-std::string HeaderOf(const HttpHeaders& headers, std::string_view name) {
-  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-  for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() &&
-        std::equal(key.begin(), key.end(), name.begin(),
-                   [&](char a, char b) { return lower(a) == lower(b); })) {
-      return value;
-    }
-  }
-  return {};
-}
 
 // The request's protobuf bytes: inflated when gzipped (cpp-httplib inflates a body sent with
 // Content-Encoding: gzip itself; a gzip stream can never be a protobuf message, whose first
@@ -58,10 +45,10 @@ void AddTally(const ProxyTally& tally, ProxyRouteCounters& c) {
 // and answers with what the downstream answered.
 void Forward(const ProxyRoute& route, const HttpRequest& request, std::string body,
              HttpResponse& response) {
-  std::string type = HeaderOf(request.headers, "Content-Type");
+  std::string type = FindHeader(request.headers, "Content-Type");
   if (type.empty()) type = "application/x-protobuf";
   HttpHeaders headers = ForwardedHeaders(request.headers);
-  if (HeaderOf(request.headers, "Content-Encoding") == "gzip") {
+  if (FindHeader(request.headers, "Content-Encoding") == "gzip") {
     Result<std::string> gz = output::GzipCompress(body);
     if (!gz) return SetRpcStatus(response, 500, RpcCode::kInternal, gz.error().message);
     body = *std::move(gz);
@@ -100,7 +87,7 @@ void AnswerProxyRequest(const ProxyRoute& route, const HttpRequest& request,
     return SetRpcStatus(response, 400, RpcCode::kInvalidArgument, symbolized.error().message);
   }
   if (route.forwarder == nullptr) {
-    std::string type = HeaderOf(request.headers, "Content-Type");
+    std::string type = FindHeader(request.headers, "Content-Type");
     response.Set(200, *std::move(symbolized), type.empty() ? "application/x-protobuf" : type);
     return;
   }
