@@ -37,28 +37,34 @@ class DictionaryReader {
   Result<std::optional<std::string>> StringAttribute(
       const google::protobuf::RepeatedField<int32_t>& indices, std::string_view key) const {
     for (int32_t i : indices) {
-      if (i < 0 || i >= d_.attribute_table_size()) {
-        return Malformed("attribute index " + std::to_string(i) + " out of range");
-      }
-      const pb::KeyValueAndUnit& a = d_.attribute_table(i);
-      Result<std::string_view> name = String(a.key_strindex());
-      if (!name) return name.error();
-      if (*name != key) continue;
-      const pb::AnyValue& v = a.value();
-      if (v.has_string_value()) return std::optional<std::string>(v.string_value());
-      if (v.has_string_value_strindex()) {
-        Result<std::string_view> s = String(v.string_value_strindex());
-        if (!s) return s.error();
-        return std::optional<std::string>(std::string(*s));
-      }
-      if (v.has_bytes_value()) {
-        const std::string& b = v.bytes_value();
-        return std::optional<std::string>(
-            ToHex({reinterpret_cast<const uint8_t*>(b.data()), b.size()}));
-      }
-      return std::optional<std::string>(std::string());
+      Result<std::optional<std::string>> value = Attribute(i, key);
+      if (!value || *value) return value;
     }
     return std::optional<std::string>();
+  }
+
+  // The value of attribute `index` as a string when its key is `key`; nullopt otherwise.
+  Result<std::optional<std::string>> Attribute(int32_t index, std::string_view key) const {
+    if (index < 0 || index >= d_.attribute_table_size()) {
+      return Malformed("attribute index " + std::to_string(index) + " out of range");
+    }
+    const pb::KeyValueAndUnit& a = d_.attribute_table(index);
+    Result<std::string_view> name = String(a.key_strindex());
+    if (!name) return name.error();
+    if (*name != key) return std::optional<std::string>();
+    const pb::AnyValue& v = a.value();
+    if (v.has_string_value()) return std::optional<std::string>(v.string_value());
+    if (v.has_string_value_strindex()) {
+      Result<std::string_view> s = String(v.string_value_strindex());
+      if (!s) return s.error();
+      return std::optional<std::string>(std::string(*s));
+    }
+    if (v.has_bytes_value()) {
+      const std::string& b = v.bytes_value();
+      return std::optional<std::string>(
+          ToHex({reinterpret_cast<const uint8_t*>(b.data()), b.size()}));
+    }
+    return std::optional<std::string>(std::string());
   }
 
   Result<std::string_view> String(int32_t index) const {
@@ -139,9 +145,7 @@ Result<std::vector<bool>> NotNativeAttributes(const pb::ProfilesDictionary& d) {
   DictionaryReader reader(d);
   std::vector<bool> out(d.attribute_table_size(), false);
   for (int i = 1; i < d.attribute_table_size(); ++i) {
-    google::protobuf::RepeatedField<int32_t> one;
-    one.Add(i);
-    Result<std::optional<std::string>> type = reader.StringAttribute(one, kFrameTypeKey);
+    Result<std::optional<std::string>> type = reader.Attribute(i, kFrameTypeKey);
     if (!type) return type.error();
     out[i] = type->has_value() && **type != "native";
   }
