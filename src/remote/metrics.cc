@@ -110,7 +110,8 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
        static_cast<double>(client_errors_.load()));
   Line(&out, "stacksym_request_errors_total", "{class=\"5xx\"}",
        static_cast<double>(server_errors_.load()));
-  Help(&out, "stacksym_requests_in_flight", "gauge", "Symbolize requests being answered.");
+  Help(&out, "stacksym_requests_in_flight", "gauge",
+       "Symbolizing requests (/v1/symbolize and the proxies) being answered.");
   Line(&out, "stacksym_requests_in_flight", "", static_cast<double>(in_flight.load()));
 
   Help(&out, "stacksym_symbolize_duration_seconds", "histogram",
