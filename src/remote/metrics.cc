@@ -23,13 +23,7 @@ void ServerMetrics::CountResponse(int status) {
   if (status >= 500) ++server_errors_;
 }
 
-void ServerMetrics::ObserveSymbolizeLatency(double seconds) {
-  size_t i = 0;
-  while (i < kLatencyBuckets.size() && seconds > kLatencyBuckets[i]) ++i;
-  ++buckets_[i];
-  ++latency_count_;
-  latency_sum_us_ += static_cast<uint64_t>(seconds * 1e6);
-}
+void ServerMetrics::ObserveSymbolizeLatency(double seconds) { symbolize_latency_.Observe(seconds); }
 
 void ServerMetrics::CountBuildIdAnswer(std::optional<BuildIdArtifact> artifact, int status) {
   size_t endpoint = artifact ? static_cast<size_t>(*artifact) : kBuildIdArtifactCount;
@@ -91,6 +85,12 @@ void ServerMetrics::RenderProxies(std::string* out) const {
            static_cast<double>(value->load()));
     }
   }
+  Help(out, "stacksym_proxy_duration_seconds", "histogram",
+       "Time to answer a proxied request, by route: reading, naming and forwarding it.");
+  for (const Route& r : routes) {
+    r.c->latency.Render(out, "stacksym_proxy_duration_seconds",
+                        std::string("route=\"") + r.name + "\"");
+  }
   Help(out, "stacksym_proxy_frames_total", "counter",
        "Distinct (build ID, address) pairs the proxies asked for, by route.");
   for (const Route& r : routes) {
@@ -116,22 +116,7 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
 
   Help(&out, "stacksym_symbolize_duration_seconds", "histogram",
        "Time to answer POST /v1/symbolize, from parsed headers to the response.");
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i <= kLatencyBuckets.size(); ++i) {
-    cumulative += buckets_[i].load();
-    char label[64];
-    if (i < kLatencyBuckets.size()) {
-      std::snprintf(label, sizeof label, "{le=\"%g\"}", kLatencyBuckets[i]);
-    } else {
-      std::snprintf(label, sizeof label, "{le=\"+Inf\"}");
-    }
-    Line(&out, "stacksym_symbolize_duration_seconds_bucket", label,
-         static_cast<double>(cumulative));
-  }
-  Line(&out, "stacksym_symbolize_duration_seconds_sum", "",
-       static_cast<double>(latency_sum_us_.load()) / 1e6);
-  Line(&out, "stacksym_symbolize_duration_seconds_count", "",
-       static_cast<double>(latency_count_.load()));
+  symbolize_latency_.Render(&out, "stacksym_symbolize_duration_seconds", "");
 
   Help(&out, "stacksym_offsets_total", "counter", "File offsets asked for.");
   Line(&out, "stacksym_offsets_total", "", static_cast<double>(service.offsets.load()));

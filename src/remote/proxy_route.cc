@@ -64,6 +64,14 @@ void Forward(const ProxyRoute& route, const HttpRequest& request, std::string bo
 void AnswerProxyRequest(const ProxyRoute& route, const HttpRequest& request,
                         HttpResponse& response) {
   auto start = std::chrono::steady_clock::now();
+  struct Timer {
+    ~Timer() {
+      latency.Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    LatencyHistogram& latency;
+    std::chrono::steady_clock::time_point start;
+  } timer{route.counters->latency, start};
   ProxyRouteCounters& counters = *route.counters;
   ++counters.requests;
   Result<std::string> body = ReadBody(request.body, route.max_body_bytes);

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "remote/http_transport.h"
+#include "remote/latency_histogram.h"
 #include "remote/proxy_forwarder.h"
 #include "remote/proxy_frames.h"
 #include "stacksym/result.h"
@@ -33,6 +34,7 @@ struct ProxyRouteCounters {
   std::atomic<uint64_t> locations_unnamed{0};
   std::atomic<uint64_t> locations_timed_out{0};
   std::atomic<uint64_t> frames_asked{0};  // distinct (build ID, address) pairs
+  LatencyHistogram latency;               // every answer, forwarding included
 };
 
 // A request body → the symbolized body (both serialized, not compressed), or kMalformed.

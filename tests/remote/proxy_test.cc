@@ -424,6 +424,8 @@ TEST_F(ProxyTest, OtlpForwardedNamesEqualLlvmSymbolizers) {
   EXPECT_NE(metrics->body.find("stacksym_proxy_locations_total{route=\"otlp\",result=\"named\"} " +
                                std::to_string(named)),
             std::string::npos);
+  EXPECT_NE(metrics->body.find("stacksym_proxy_duration_seconds_count{route=\"otlp\"} 1\n"),
+            std::string::npos);
   // Each distinct (build ID, address) once.
   std::vector<uint64_t> vaddrs = Vaddrs();
   size_t distinct = std::set<uint64_t>(vaddrs.begin(), vaddrs.end()).size();
