@@ -40,3 +40,7 @@ if want off_cpu_overhead; then
   echo "== off_cpu_overhead"
   bench/off_cpu_overhead.py "$build"
 fi
+if want proxy_bench; then
+  echo "== proxy_bench"
+  bench/proxy_bench.py "$build"
+fi

@@ -34,6 +34,11 @@ struct ServeArgs {
   double read_timeout = 5;
   size_t cache_mb = 1024;
   double exit_after = 0;
+  std::string otlp_forward;
+  std::string pyroscope_forward;
+  size_t max_proxy_body = size_t{64} << 20;
+  double proxy_timeout = 10;
+  double forward_timeout = 30;
 };
 
 int RunServe(const ServeArgs& args) {
@@ -82,6 +87,11 @@ int RunServe(const ServeArgs& args) {
   options.read_timeout_seconds = args.read_timeout;
   options.cache_bytes = args.cache_mb << 20;
   options.index_cache_dir = args.index_cache.Resolve();
+  options.otlp_forward = args.otlp_forward;
+  options.pyroscope_forward = args.pyroscope_forward;
+  options.max_proxy_body_bytes = args.max_proxy_body;
+  options.proxy_symbolize_seconds = args.proxy_timeout;
+  options.forward_timeout_seconds = args.forward_timeout;
 
   Result<std::unique_ptr<SymbolServer>> server = SymbolServer::Start(host, port, options);
   if (!server) {
@@ -99,6 +109,9 @@ int RunServe(const ServeArgs& args) {
   std::fprintf(stderr, "; debuginfod: %s; symbol index cache: %s\n",
                options.fetcher ? (urls ? urls : "(DEBUGINFOD_URLS unset)") : "off",
                options.index_cache_dir.empty() ? "off" : options.index_cache_dir.c_str());
+  std::fprintf(stderr, "%s: OTLP proxy forwards to %s; Pyroscope proxy forwards to %s\n", kName,
+               args.otlp_forward.empty() ? "(none: answers)" : args.otlp_forward.c_str(),
+               args.pyroscope_forward.empty() ? "(none: answers)" : args.pyroscope_forward.c_str());
 
   std::thread stopper([s, stop_signals, exit_after = args.exit_after] {
     if (exit_after > 0) {
@@ -146,6 +159,21 @@ CommandRegistrar registrar(
                      "seconds a client may pause while sending (default 5)");
       app.add_option("--cache-mb", args->cache_mb,
                      "MiB of parsed files kept across requests (default 1024)");
+      app.add_option(
+          "--otlp-forward", args->otlp_forward,
+          "send POST /v1development/profiles (OTLP), symbolized, on to this URL "
+          "(http://HOST:PORT[/PREFIX]); without it the answer is the symbolized request");
+      app.add_option("--pyroscope-forward", args->pyroscope_forward,
+                     "send POST /push.v1.PusherService/Push (Pyroscope), symbolized, on to this "
+                     "URL; without it the answer is the symbolized request");
+      app.add_option("--max-proxy-body", args->max_proxy_body,
+                     "largest OTLP or Push request in bytes, on the wire and inflated "
+                     "(default 64 MiB)");
+      app.add_option("--proxy-timeout", args->proxy_timeout,
+                     "seconds to name one proxied request's frames; the rest are sent on "
+                     "unnamed (default 10)");
+      app.add_option("--forward-timeout", args->forward_timeout,
+                     "seconds to wait for the downstream's answer (default 30)");
       app.add_option("--exit-after", args->exit_after,
                      "stop by itself after this many seconds (tests, benchmarks)");
       return [args] { return RunServe(*args); };

@@ -6,7 +6,8 @@
 //   SymbolizeOptions opts;
 //   opts.fetcher = MakeDebuginfodFetcher({});
 //
-//   // 2. A server: POST /v1/symbolize (docs/remote.md), GET /healthz, GET /metrics.
+//   // 2. A server: POST /v1/symbolize (docs/remote.md), GET /healthz, GET /metrics, the
+//   //    debuginfod API, and the OTLP and Pyroscope symbolizing proxies.
 //   SymbolServerOptions so;
 //   so.debug_dirs = {"/srv/debug"};
 //   auto server = SymbolServer::Start("127.0.0.1", 0, so);   // port 0: any free port
@@ -73,6 +74,15 @@ struct SymbolServerOptions {
   // Persisted symbol indexes (symbol_cache.h), shared with the other commands; empty: none.
   // A file opened again after eviction is then answered from its index in milliseconds.
   std::string index_cache_dir;
+  // The symbolizing proxies (docs/remote.md): POST /v1development/profiles (OTLP) and POST
+  // /push.v1.PusherService/Push (Pyroscope) get their native frames named and are sent on to
+  // these URLs (http://HOST[:PORT][/PREFIX]), whose answer goes back to the client; empty: the
+  // symbolized request is the answer.
+  std::string otlp_forward;
+  std::string pyroscope_forward;
+  size_t max_proxy_body_bytes = size_t{64} << 20;  // on the wire and inflated (413 beyond)
+  double proxy_symbolize_seconds = 10;  // naming one request's frames; the rest stay unnamed
+  double forward_timeout_seconds = 30;  // the downstream's answer (503 beyond)
 };
 
 class SymbolServer {

@@ -13,6 +13,7 @@
 
 #include "agent/delivery_queue.h"
 #include "agent/sender_stats.h"
+#include "remote/http_url.h"
 #include "stacksym/result.h"
 
 namespace stacksym::remote {
@@ -22,12 +23,11 @@ class HttpClient;
 namespace stacksym::agent {
 
 // "http://host:port/prefix" → the part the HTTP client connects to and the path prefix every
-// request path is put under ("" or "/prefix", no trailing slash).
-struct SplitUrl {
-  std::string origin;  // scheme://host[:port]
-  std::string prefix;
-};
-Result<SplitUrl> SplitReceiverUrl(const std::string& url);
+// request path is put under ("" or "/prefix", no trailing slash): remote/http_url.h.
+using remote::SplitUrl;
+inline Result<SplitUrl> SplitReceiverUrl(const std::string& url) {
+  return remote::SplitHttpUrl(url);
+}
 
 struct HttpSenderOptions {
   double connect_timeout_s = 5;

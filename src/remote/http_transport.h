@@ -130,4 +130,9 @@ using HttpTransportEntry = const HttpTransport* (*)();
 // an Error when it cannot be found or is of another ABI.
 Result<const HttpTransport*> LoadHttpTransport();
 
+// Header names compare ASCII case-insensitively; the value of header `name` in `headers`
+// (the first), empty when absent. The command's, beside the loader (not the module's: no ABI).
+bool SameHeaderName(std::string_view a, std::string_view b);
+std::string FindHeader(const HttpHeaders& headers, std::string_view name);
+
 }  // namespace stacksym::remote

@@ -57,16 +57,21 @@ Result<const HttpTransport*> Open() {
 
 }  // namespace
 
-std::string HttpPostResult::Header(std::string_view name) const {
+bool SameHeaderName(std::string_view a, std::string_view b) {
   auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [&](char x, char y) { return lower(x) == lower(y); });
+}
+
+std::string FindHeader(const HttpHeaders& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (key.size() == name.size() &&
-        std::equal(key.begin(), key.end(), name.begin(),
-                   [&](char a, char b) { return lower(a) == lower(b); })) {
-      return value;
-    }
+    if (SameHeaderName(key, name)) return value;
   }
   return {};
+}
+
+std::string HttpPostResult::Header(std::string_view name) const {
+  return FindHeader(headers, name);
 }
 
 Result<const HttpTransport*> LoadHttpTransport() {

@@ -23,13 +23,7 @@ void ServerMetrics::CountResponse(int status) {
   if (status >= 500) ++server_errors_;
 }
 
-void ServerMetrics::ObserveSymbolizeLatency(double seconds) {
-  size_t i = 0;
-  while (i < kLatencyBuckets.size() && seconds > kLatencyBuckets[i]) ++i;
-  ++buckets_[i];
-  ++latency_count_;
-  latency_sum_us_ += static_cast<uint64_t>(seconds * 1e6);
-}
+void ServerMetrics::ObserveSymbolizeLatency(double seconds) { symbolize_latency_.Observe(seconds); }
 
 void ServerMetrics::CountBuildIdAnswer(std::optional<BuildIdArtifact> artifact, int status) {
   size_t endpoint = artifact ? static_cast<size_t>(*artifact) : kBuildIdArtifactCount;
@@ -59,6 +53,53 @@ void ServerMetrics::RenderBuildIdAnswers(std::string* out) const {
   }
 }
 
+void ServerMetrics::RenderProxies(std::string* out) const {
+  struct Route {
+    const char* name;
+    const ProxyRouteCounters* c;
+  };
+  const Route routes[] = {{"otlp", &otlp}, {"pyroscope", &pyroscope}};
+  Help(out, "stacksym_proxy_requests_total", "counter",
+       "Proxied profile requests (OTLP, Pyroscope Push), by route and outcome.");
+  for (const Route& r : routes) {
+    const std::pair<const char*, const std::atomic<uint64_t>*> outcomes[] = {
+        {"all", &r.c->requests},        {"forwarded", &r.c->forwarded},
+        {"malformed", &r.c->malformed}, {"too_large", &r.c->too_large},
+        {"busy", &r.c->busy},           {"downstream_down", &r.c->downstream_down}};
+    for (const auto& [outcome, value] : outcomes) {
+      std::string labels = std::string("{route=\"") + r.name + "\",outcome=\"" + outcome + "\"}";
+      Line(out, "stacksym_proxy_requests_total", labels.c_str(),
+           static_cast<double>(value->load()));
+    }
+  }
+  Help(out, "stacksym_proxy_locations_total", "counter",
+       "Native locations without lines the proxies looked at, by route and result.");
+  for (const Route& r : routes) {
+    const std::pair<const char*, const std::atomic<uint64_t>*> results[] = {
+        {"named", &r.c->locations_named},
+        {"unnamed", &r.c->locations_unnamed},
+        {"timed_out", &r.c->locations_timed_out}};
+    for (const auto& [result, value] : results) {
+      std::string labels = std::string("{route=\"") + r.name + "\",result=\"" + result + "\"}";
+      Line(out, "stacksym_proxy_locations_total", labels.c_str(),
+           static_cast<double>(value->load()));
+    }
+  }
+  Help(out, "stacksym_proxy_duration_seconds", "histogram",
+       "Time to answer a proxied request, by route: reading, naming and forwarding it.");
+  for (const Route& r : routes) {
+    r.c->latency.Render(out, "stacksym_proxy_duration_seconds",
+                        std::string("route=\"") + r.name + "\"");
+  }
+  Help(out, "stacksym_proxy_frames_total", "counter",
+       "Distinct (build ID, address) pairs the proxies asked for, by route.");
+  for (const Route& r : routes) {
+    std::string labels = std::string("{route=\"") + r.name + "\"}";
+    Line(out, "stacksym_proxy_frames_total", labels.c_str(),
+         static_cast<double>(r.c->frames_asked.load()));
+  }
+}
+
 std::string ServerMetrics::Render(const SymbolServiceCounters& service,
                                   const DebuginfodCounters* debuginfod) const {
   std::string out;
@@ -69,27 +110,13 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
        static_cast<double>(client_errors_.load()));
   Line(&out, "stacksym_request_errors_total", "{class=\"5xx\"}",
        static_cast<double>(server_errors_.load()));
-  Help(&out, "stacksym_requests_in_flight", "gauge", "Symbolize requests being answered.");
+  Help(&out, "stacksym_requests_in_flight", "gauge",
+       "Symbolizing requests (/v1/symbolize and the proxies) being answered.");
   Line(&out, "stacksym_requests_in_flight", "", static_cast<double>(in_flight.load()));
 
   Help(&out, "stacksym_symbolize_duration_seconds", "histogram",
        "Time to answer POST /v1/symbolize, from parsed headers to the response.");
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i <= kLatencyBuckets.size(); ++i) {
-    cumulative += buckets_[i].load();
-    char label[64];
-    if (i < kLatencyBuckets.size()) {
-      std::snprintf(label, sizeof label, "{le=\"%g\"}", kLatencyBuckets[i]);
-    } else {
-      std::snprintf(label, sizeof label, "{le=\"+Inf\"}");
-    }
-    Line(&out, "stacksym_symbolize_duration_seconds_bucket", label,
-         static_cast<double>(cumulative));
-  }
-  Line(&out, "stacksym_symbolize_duration_seconds_sum", "",
-       static_cast<double>(latency_sum_us_.load()) / 1e6);
-  Line(&out, "stacksym_symbolize_duration_seconds_count", "",
-       static_cast<double>(latency_count_.load()));
+  symbolize_latency_.Render(&out, "stacksym_symbolize_duration_seconds", "");
 
   Help(&out, "stacksym_offsets_total", "counter", "File offsets asked for.");
   Line(&out, "stacksym_offsets_total", "", static_cast<double>(service.offsets.load()));
@@ -115,6 +142,7 @@ std::string ServerMetrics::Render(const SymbolServiceCounters& service,
   Line(&out, "stacksym_debuginfod_fetches_total", "{outcome=\"failed\"}",
        static_cast<double>(failures));
   RenderBuildIdAnswers(&out);
+  RenderProxies(&out);
   return out;
 }
 

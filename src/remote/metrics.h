@@ -9,6 +9,8 @@
 #include <string>
 
 #include "remote/debuginfod_path.h"
+#include "remote/latency_histogram.h"
+#include "remote/proxy_route.h"
 #include "remote/symbol_service.h"
 #include "stacksym/remote.h"
 
@@ -16,28 +18,27 @@ namespace stacksym::remote {
 
 class ServerMetrics {
  public:
-  // Upper bounds (seconds) of the latency histogram's buckets; +Inf is implied.
-  static constexpr std::array<double, 12> kLatencyBuckets = {
-      0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10};
-
   void CountResponse(int status);                // every answer, whoever made it
   void ObserveSymbolizeLatency(double seconds);  // POST /v1/symbolize answers
   // A /buildid/ answer (debuginfod_api.h): nullopt for a malformed path.
   void CountBuildIdAnswer(std::optional<BuildIdArtifact> artifact, int status);
   std::atomic<int64_t> in_flight{0};
+  // The proxies' routes (proxy_route.h): POST /v1development/profiles and
+  // /push.v1.PusherService/Push.
+  ProxyRouteCounters otlp;
+  ProxyRouteCounters pyroscope;
 
   std::string Render(const SymbolServiceCounters& service,
                      const DebuginfodCounters* debuginfod) const;
 
  private:
   void RenderBuildIdAnswers(std::string* out) const;
+  void RenderProxies(std::string* out) const;
 
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> client_errors_{0};  // 4xx
   std::atomic<uint64_t> server_errors_{0};  // 5xx
-  std::array<std::atomic<uint64_t>, kLatencyBuckets.size() + 1> buckets_{};
-  std::atomic<uint64_t> latency_count_{0};
-  std::atomic<uint64_t> latency_sum_us_{0};
+  LatencyHistogram symbolize_latency_;      // POST /v1/symbolize
   // /buildid/ answers by endpoint (the artifacts, then "invalid" paths) and by status: the
   // ones debuginfod_api.cc gives, then any other.
   static constexpr std::array<int, 4> kBuildIdStatuses = {200, 400, 404, 500};

@@ -1,11 +1,18 @@
 // `stacksym serve`: SymbolService over HTTP/1.1 (cpp-httplib, through http_transport.h) with
-// limits, the debuginfod web API over the same files (debuginfod_api.h), and metrics.
+// limits, the debuginfod web API over the same files (debuginfod_api.h), the OTLP and
+// Pyroscope symbolizing proxies (proxy_route.h), and metrics.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 
 #include "remote/debuginfod_api.h"
 #include "remote/http_transport.h"
 #include "remote/metrics.h"
+#include "remote/otlp_proxy.h"
+#include "remote/proxy_forwarder.h"
+#include "remote/proxy_route.h"
+#include "remote/pyroscope_proxy.h"
+#include "remote/rpc_status.h"
 #include "remote/symbol_service.h"
 #include "remote/symbolize_api.h"
 #include "stacksym/remote.h"
@@ -33,6 +40,13 @@ class SymbolServer::Impl {
   }
 
   Result<int> Bind(const std::string& host, int port) {
+    for (auto [url, forwarder] : {std::pair{&options_.otlp_forward, &otlp_forward_},
+                                  std::pair{&options_.pyroscope_forward, &pyroscope_forward_}}) {
+      if (url->empty()) continue;
+      auto f = remote::ProxyForwarder::Create(*url, http_, options_.forward_timeout_seconds);
+      if (!f) return f.error();
+      *forwarder = *std::move(f);
+    }
     server_ = http_.new_server(Configure());
     int bound = server_->Start(host, port);
     if (bound <= 0) {
@@ -72,7 +86,8 @@ class SymbolServer::Impl {
   HttpServerConfig Configure() {
     HttpServerConfig c;
     c.threads = options_.threads == 0 ? 1 : options_.threads;
-    c.max_body_bytes = options_.max_body_bytes;
+    // The proxies take larger bodies than /v1/symbolize, which checks its own limit.
+    c.max_body_bytes = std::max(options_.max_body_bytes, options_.max_proxy_body_bytes);
     c.read_timeout_seconds = options_.read_timeout_seconds;
     c.write_timeout_seconds = 10;
     c.keep_alive_seconds = options_.keep_alive_seconds;
@@ -112,17 +127,62 @@ class SymbolServer::Impl {
                           metrics_.CountBuildIdAnswer(endpoint, res.status);  // set by now
                         },
                         /*prefix=*/true});
+    AddProxyRoutes(c);
     return c;
+  }
+
+  // Requests being answered at once, over every symbolizing route; counted for its lifetime.
+  struct InFlight {
+    explicit InFlight(std::atomic<int64_t>& n) : n(n) { count = ++n; }
+    ~InFlight() { --n; }
+    std::atomic<int64_t>& n;
+    int64_t count;
+  };
+
+  void AddProxyRoutes(HttpServerConfig& c) {
+    remote::ProxyRoute otlp;
+    otlp.path = "/v1development/profiles";
+    otlp.transform = [this](std::string_view body, std::chrono::steady_clock::time_point deadline,
+                            remote::ProxyTally* tally) {
+      return remote::SymbolizeOtlpRequest(body, service_, deadline, tally);
+    };
+    otlp.forwarder = otlp_forward_.get();
+    otlp.counters = &metrics_.otlp;
+    remote::ProxyRoute push;
+    push.path = "/push.v1.PusherService/Push";
+    push.transform = [this](std::string_view body, std::chrono::steady_clock::time_point deadline,
+                            remote::ProxyTally* tally) {
+      return remote::SymbolizePushRequest(body, service_, deadline, options_.max_proxy_body_bytes,
+                                          tally);
+    };
+    push.forwarder = pyroscope_forward_.get();
+    push.counters = &metrics_.pyroscope;
+    for (remote::ProxyRoute& route : {std::ref(otlp), std::ref(push)}) {
+      route.max_body_bytes = options_.max_proxy_body_bytes;
+      route.symbolize_timeout_seconds = options_.proxy_symbolize_seconds;
+      c.routes.push_back(
+          {"POST", route.path, [this, route](const HttpRequest& req, HttpResponse& res) {
+             InFlight in_flight(metrics_.in_flight);
+             if (in_flight.count > static_cast<int64_t>(options_.max_concurrent)) {
+               ++route.counters->busy;
+               ++route.counters->requests;
+               res.headers.emplace_back("Retry-After", "1");
+               return remote::SetRpcStatus(res, 503, remote::RpcCode::kUnavailable,
+                                           "too many requests at once; retry later");
+             }
+             remote::AnswerProxyRequest(route, req, res);
+           }});
+    }
   }
 
   void Symbolize(const HttpRequest& req, HttpResponse& res,
                  std::chrono::steady_clock::time_point start) {
-    struct InFlight {
-      explicit InFlight(std::atomic<int64_t>& n) : n(n) { count = ++n; }
-      ~InFlight() { --n; }
-      std::atomic<int64_t>& n;
-      int64_t count;
-    } in_flight(metrics_.in_flight);
+    InFlight in_flight(metrics_.in_flight);
+    if (req.body.size() > options_.max_body_bytes) {
+      return Json(
+          res, 413, "body_too_large",
+          "the request is larger than " + std::to_string(options_.max_body_bytes) + " bytes");
+    }
     if (in_flight.count > static_cast<int64_t>(options_.max_concurrent)) {
       res.headers.emplace_back("Retry-After", "1");
       return Json(res, 503, "busy", "too many requests at once; retry later");
@@ -146,6 +206,8 @@ class SymbolServer::Impl {
   remote::DebuginfodApiOptions files_;  // where /buildid/ requests find their files
   ServerMetrics metrics_;
   const remote::HttpTransport& http_;
+  std::unique_ptr<remote::ProxyForwarder> otlp_forward_;  // null: answer with the request
+  std::unique_ptr<remote::ProxyForwarder> pyroscope_forward_;
   std::unique_ptr<remote::HttpServer> server_;  // last: stopped before the rest goes
   int port_ = 0;
 };

@@ -89,7 +89,7 @@ Result<SymbolizeResponse> SymbolService::Symbolize(const SymbolizeRequest& reque
         answer.answers.assign(query.offsets.size(), FrameSymbols{Reason::kNotFound, {}});
       } else {
         std::vector<SymbolizedAddress> results =
-            entry->symbolizer->SymbolizeBatch(query.offsets, AddressKind::kFileOffset);
+            entry->symbolizer->SymbolizeBatch(query.offsets, query.kind);
         answer.answers.reserve(results.size());
         for (SymbolizedAddress& r : results) answer.answers.push_back(ToFrameSymbols(std::move(r)));
         entry->bytes = entry->symbolizer->memory_bytes();

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stacksym/frame.h"
 #include "stacksym/profile.h"
 #include "stacksym/result.h"
 
@@ -31,6 +32,9 @@ namespace stacksym::remote {
 struct ModuleQuery {
   std::vector<uint8_t> build_id;
   std::vector<uint64_t> offsets;
+  // What `offsets` are. Not in the JSON (whose offsets are always file offsets): the OTLP
+  // proxy asks by ELF virtual address (otlp_proxy.h), converted by the module's symbolizer.
+  AddressKind kind = AddressKind::kFileOffset;
 };
 
 struct SymbolizeRequest {

@@ -51,8 +51,9 @@ void PlaceByBuildId(const std::string& dir, const std::string& file, const std::
   fs::copy_file(file, target, fs::copy_options::overwrite_existing);
 }
 
-std::vector<uint64_t> RemoteProgOffsets() {
-  std::string path = FixturePath("remote_prog");
+std::vector<uint64_t> RemoteProgOffsets() { return CodeOffsets(FixturePath("remote_prog")); }
+
+std::vector<uint64_t> CodeOffsets(const std::string& path) {
   Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
   std::vector<uint64_t> out;
   if (!elf) return out;

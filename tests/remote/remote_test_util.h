@@ -30,6 +30,8 @@ void PlaceByBuildId(const std::string& dir, const std::string& file, const std::
 // File offsets inside every function of the (unstripped) remote_prog fixture, and a few
 // beyond its code.
 std::vector<uint64_t> RemoteProgOffsets();
+// The same for the unstripped ELF file at `path`.
+std::vector<uint64_t> CodeOffsets(const std::string& path);
 // A normalized-only profile: remote_prog's offsets (module path that does not exist here),
 // a module whose build ID nobody has, and one kernel frame.
 Profile MakeRemoteProgProfile();
