@@ -160,12 +160,41 @@ class HttplibServer final : public HttpServer {
         Answer(*handler, req, res);
       };
       if (route.method == "POST") {
-        server_.Post(route.path, call);
+        server_.Post(route.path, ReadBounded(handler, config_.max_body_bytes));
       } else {
         server_.Get(route.path, call);  // httplib answers HEAD with GET's handler
       }
     }
     RoutePrefixes();
+  }
+
+  // httplib inflates a gzip request body itself, bounded only on the wire (Content-Length):
+  // read it here, inflated chunk by chunk, so that a small gzip bomb stops at max_body bytes
+  // instead of taking its inflated size in memory.
+  static httplib::Server::HandlerWithContentReader ReadBounded(const HttpHandler* handler,
+                                                               uint64_t max_body) {
+    return [handler, max_body](const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& read) {
+      std::string body;
+      bool too_big = false;
+      read([&](const char* data, size_t n) {
+        if (body.size() + n > max_body) {
+          too_big = true;
+          return false;
+        }
+        body.append(data, n);
+        return true;
+      });
+      if (too_big) {
+        res.status = 413;  // the error handler writes the body
+        return;
+      }
+      HttpRequest ours = ToOurs(req);
+      ours.body = std::move(body);
+      HttpResponse answer;
+      (*handler)(ours, answer);
+      Copy(answer, res);
+    };
   }
 
   static void Answer(const HttpHandler& handler, const httplib::Request& req,

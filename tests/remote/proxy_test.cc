@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -634,6 +635,59 @@ TEST_F(ProxyTest, OversizeRequestIsRejectedAndNotForwarded) {
     ASSERT_TRUE(res);
     EXPECT_TRUE(res->status == 413 || res->status == 400) << res->status;
   }
+  EXPECT_TRUE(downstream.received().empty());
+}
+
+// `bytes` zeros, gzipped a megabyte at a time (a gzip bomb: about a thousandth of its size).
+std::string GzippedZeros(size_t bytes) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  const std::string chunk(1 << 20, '\0');
+  std::string out;
+  char buffer[1 << 16];
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(chunk.size(), bytes - done);
+    done += n;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(chunk.data()));
+    z.avail_in = static_cast<uInt>(n);
+    const int flush = done == bytes ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      z.next_out = reinterpret_cast<Bytef*>(buffer);
+      z.avail_out = sizeof buffer;
+      deflate(&z, flush);
+      out.append(buffer, sizeof buffer - z.avail_out);
+    } while (z.avail_out == 0);
+  }
+  deflateEnd(&z);
+  return out;
+}
+
+long PeakRssKb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmHWM:")) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// httplib inflates gzip bodies itself; the transport reads them inflated chunk by chunk and
+// stops at the limit, so 512 MiB of zeros in a 0.5 MB request never sit in memory.
+TEST_F(ProxyTest, GzipBombStopsAtTheBodyLimit) {
+  Downstream downstream(200, {}, "");
+  SymbolServerOptions options;
+  options.otlp_forward = downstream.url();
+  options.max_proxy_body_bytes = 1 << 20;
+  std::unique_ptr<SymbolServer> server = Start(options);
+  ASSERT_TRUE(server);
+  const std::string bomb = GzippedZeros(size_t{512} << 20);
+  ASSERT_LT(bomb.size(), size_t{1} << 20);
+  const long before_kb = PeakRssKb();
+  httplib::Result res = Post(*server, kOtlpPath, bomb, {{"Content-Encoding", "gzip"}});
+  const long after_kb = PeakRssKb();
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_LT(after_kb - before_kb, 64 << 10)
+      << "peak RSS grew by " << (after_kb - before_kb) << " KiB for a 1 MiB body limit";
   EXPECT_TRUE(downstream.received().empty());
 }
 
