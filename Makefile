@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 PREFIX     ?= /usr/local
 
-.PHONY: all setup setup-demo build demo test test-sanitize fuzz bench format clean install installed deb
+.PHONY: all setup setup-demo build demo test test-sanitize fuzz bench conformance format clean install installed deb
 
 all: build
 
@@ -70,6 +70,13 @@ fuzz: setup
 
 bench: build
 	./bench/run.sh $(BUILD)
+
+# LLVM 16's own llvm-symbolizer tests (Debian's llvm-toolchain-16 source package, 136 MB, cached
+# in ~/.cache/stacksym-conformance) run with the real llvm-symbolizer-16 and with the drop-in;
+# counts and the drop-in's failures in $(BUILD)/conformance. Not part of `test` or CI.
+conformance: setup-demo $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target stacksym_programs
+	./tests/conformance/run.sh $(BUILD)/stacksym $(BUILD)/conformance
 
 # bin/stacksym, lib/x86_64-linux-gnu/libstacksym.so (Debian's multiarch directory), the C
 # header, pkg-config and CMake files, man page, libexec/stacksym/llvm-symbolizer under PREFIX.
