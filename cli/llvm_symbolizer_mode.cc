@@ -18,6 +18,7 @@
 #include "llvm_demangle.h"
 #include "llvm_json_pretty.h"
 #include "llvm_source_context.h"
+#include "llvm_symbolizer_args.h"
 #include "llvm_symbolizer_names.h"
 #include "llvm_symbolizer_request.h"
 #include "stacksym/build_id.h"
@@ -75,24 +76,9 @@ bool ParseBool(std::string_view value, bool* out) {
   return false;
 }
 
-std::vector<std::string> SplitWhitespace(const char* text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (const char* p = text; *p; ++p) {
-    if (*p == ' ' || *p == '\t' || *p == '\n') {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur += *p;
-    }
-  }
-  if (!cur.empty()) out.push_back(std::move(cur));
-  return out;
-}
-
 constexpr const char* kUsage =
-    "OVERVIEW: stacksym as a drop-in llvm-symbolizer\n\n"
-    "USAGE: llvm-symbolizer [options] [requests...]\n\n"
+    "OVERVIEW: llvm-symbolizer (stacksym's drop-in)\n\n"
+    "USAGE: llvm-symbolizer [options] addresses...\n\n"
     "Requests (arguments, else stdin lines): [CODE|DATA|FRAME] \"module[:arch]\" address,\n"
     "the module also as FILE:path or BUILDID:hex (found as <debug dir>/.build-id/xx/rest.debug),\n"
     "or addresses alone with --obj or --build-id.\n\n"
@@ -121,46 +107,41 @@ constexpr const char* kUsage =
     "                                     (default: when it is set)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
     "  x86_64 ELF, as in llvm-symbolizer)\n"
-    "Short options may be grouped (-pai, -Cfe FILE). Options are also read from\n"
-    "LLVM_SYMBOLIZER_OPTS.\n";
+    "Short options may be grouped (-pai, -Cfe FILE, -apCie=FILE). Options are also read\n"
+    "from LLVM_SYMBOLIZER_OPTS (before the command line's).\n\n"
+    "Pass @FILE as argument to read options from FILE.\n";
 
-// llvm-symbolizer's one-letter flags, which its option table lets a caller group ("-pai");
-// 'e' (the module) takes the rest of the group or the next argument as its value.
-constexpr std::string_view kGroupableFlags = "aCfips";
+// The tool's name, then the version line LLVM's tools print (llvm-symbolizer 16's command
+// line, messages and answers are what the drop-in follows).
+constexpr const char* kVersion =
+    "llvm-symbolizer\n"
+    "  stacksym 0.1 drop-in, LLVM version 16.0.6 command line\n";
 
-// "-pai" as "-p", "-a", "-i"; "-peFILE" and "-pe FILE" as "-p", "-e", "FILE". Arguments that
-// are not such a group stay as they are (a long option may be spelled with one dash).
-std::vector<std::string> ExpandShortGroups(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (const std::string& arg : args) {
-    bool group = arg.size() > 2 && arg[0] == '-' && arg[1] != '-';
-    for (size_t k = 1; group && k < arg.size(); ++k) {
-      if (arg[k] == 'e') break;  // the rest is its value
-      group = kGroupableFlags.find(arg[k]) != std::string_view::npos;
-    }
-    if (!group) {
-      out.push_back(arg);
-      continue;
-    }
-    for (size_t k = 1; k < arg.size(); ++k) {
-      out.push_back(std::string("-") + arg[k]);
-      if (arg[k] == 'e') {
-        if (k + 1 < arg.size()) out.push_back(arg.substr(k + 1));
-        break;
-      }
-    }
-  }
-  return out;
+// The option names ParseFlags takes (also with one dash, as LLVM 14 did), space-separated.
+constexpr std::string_view kOptionNames =
+    " obj exe e build-id inlines inlining i no-inlines demangle C no-demangle functions f"
+    " output-style print-address addresses a basenames s relativenames pretty-print p verbose"
+    " adjust-vma print-source-context-lines debuginfod no-debuginfod debug-file-directory"
+    " fallback-debug-path dwp default-arch use-symbol-table relative-address"
+    " x-llvm16-decl-file help h version v ";
+
+bool IsOptionName(std::string_view name) {
+  return kOptionNames.find(" " + std::string(name) + " ") != std::string_view::npos;
 }
 
 // False (after printing why) on a bad command line; *exit_now set for --help/--version.
 bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exit_now) {
-  const std::vector<std::string> args = ExpandShortGroups(given);
+  const std::vector<std::string> args = SplitLlvmShortGroups(given, IsOptionName);
   auto fail = [](const std::string& arg, const char* why) {
     std::fprintf(stderr, "llvm-symbolizer: %s '%s'. Try: 'llvm-symbolizer --help'\n", why,
                  arg.c_str());
     return false;
   };
+  // As LLVM 16's option table: a missing value and every unknown argument are reported (the
+  // missing value first), then the command exits 1; --help and --version only without them.
+  std::string missing;
+  std::vector<std::string> unknown;
+  bool help = false, version = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() < 2 || arg[0] != '-') {
@@ -188,11 +169,18 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       return true;
     };
     auto flag = [&](bool* out) { return ParseBool(value, out); };
+    if (has_value && name.size() == 1 && arg[1] != '-') {  // "-a=1": LLVM 16 knows no such
+      unknown.push_back(arg);
+      continue;
+    }
     if (name == "obj" || name == "exe" || name == "e") {
-      if (!take_value(&config->obj)) return fail(arg, "Missing value for option");
+      if (!take_value(&config->obj)) missing = arg;
     } else if (name == "build-id") {
       std::string hex;
-      if (!take_value(&hex)) return fail(arg, "Missing value for option");
+      if (!take_value(&hex)) {
+        missing = arg;
+        continue;
+      }
       std::optional<std::vector<uint8_t>> id = ParseLlvmBuildId(hex);
       if (!id) {
         std::fprintf(stderr, "--build-id=: expected a build ID, but got '%s'\n", hex.c_str());
@@ -220,7 +208,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       }
     } else if (name == "output-style") {
       std::string style;
-      if (!take_value(&style)) return fail(arg, "Missing value for option");
+      if (!take_value(&style)) {
+        missing = arg;
+        continue;
+      }
       if (style == "LLVM") {
         config->style = Style::kLlvm;
       } else if (style == "GNU") {
@@ -244,7 +235,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       if (!flag(&config->verbose)) return fail(arg, "Invalid boolean value in");
     } else if (name == "adjust-vma" || name == "print-source-context-lines") {
       std::string text;
-      if (!take_value(&text)) return fail(arg, "Missing value for option");
+      if (!take_value(&text)) {
+        missing = arg;
+        continue;
+      }
       uint64_t number = 0;
       bool ok;
       // (Numbers as llvm::to_integer reads them: 0x hex, 0 octal, else decimal.)
@@ -269,31 +263,60 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       config->debuginfod = false;
     } else if (name == "debug-file-directory") {
       std::string dir;
-      if (!take_value(&dir)) return fail(arg, "Missing value for option");
+      if (!take_value(&dir)) {
+        missing = arg;
+        continue;
+      }
       config->debug_dirs.push_back(dir);
     } else if (name == "fallback-debug-path") {
-      if (!take_value(&config->fallback_debug_path)) return fail(arg, "Missing value for option");
+      if (!take_value(&config->fallback_debug_path)) {
+        missing = arg;
+        continue;
+      }
     } else if (name == "dwp") {
-      if (!take_value(&config->dwp)) return fail(arg, "Missing value for option");
+      if (!take_value(&config->dwp)) {
+        missing = arg;
+        continue;
+      }
     } else if (name == "default-arch") {
       std::string ignored;
-      if (!take_value(&ignored)) return fail(arg, "Missing value for option");
+      if (!take_value(&ignored)) {
+        missing = arg;
+        continue;
+      }
     } else if (name == "use-symbol-table" || name == "relative-address") {
       bool ignored;
       if (!flag(&ignored)) return fail(arg, "Invalid boolean value in");
     } else if (name == "x-llvm16-decl-file") {
       if (!flag(&config->llvm16_decl_file)) return fail(arg, "Invalid boolean value in");
     } else if (name == "help" || name == "h") {
-      std::fputs(kUsage, stdout);
-      *exit_now = true;
-      return true;
+      help = true;
     } else if (name == "version" || name == "v") {
-      std::puts("llvm-symbolizer (stacksym 0.1 drop-in)");
-      *exit_now = true;
-      return true;
+      version = true;
+    } else if (name == "cache-size" || name == "dsym-hint") {
+      std::string ignored;  // the binaries kept in memory; Mach-O bundles: no effect here
+      if (!take_value(&ignored)) {
+        missing = arg;
+        continue;
+      }
+    } else if (!arg.starts_with("--") && IsLlvm16Option(arg)) {
+      unknown.push_back(arg);  // "-demangle=maybe": LLVM 16 takes =true and =false only
+    } else if (IsLlvm16Option(arg)) {
+      std::fprintf(stderr, "error: '%s' is not supported by stacksym's llvm-symbolizer\n",
+                   arg.c_str());
+      return false;
     } else {
-      return fail(arg, "Unknown command line argument");
+      unknown.push_back(arg);
     }
+  }
+  if (!missing.empty()) std::fprintf(stderr, "error: %s: missing argument\n", missing.c_str());
+  for (const std::string& arg : unknown)
+    std::fprintf(stderr, "error: %s\n", LlvmUnknownArgumentMessage(arg).c_str());
+  if (!missing.empty() || !unknown.empty()) return false;
+  if (help || version) {
+    std::fputs(help ? kUsage : kVersion, stdout);
+    *exit_now = true;
+    return true;
   }
   if (!config->obj.empty() && !config->build_id.empty()) {
     std::fprintf(stderr, "error: cannot specify both --build-id and --obj\n");
@@ -808,8 +831,11 @@ bool IsLlvmSymbolizerName(std::string_view argv0) {
 
 int RunLlvmSymbolizer(int argc, char** argv) {
   std::vector<std::string> args;
-  if (const char* env = std::getenv("LLVM_SYMBOLIZER_OPTS")) args = SplitWhitespace(env);
+  // As LLVM 16: the environment's options first (the command line's override them), then
+  // response files expanded in both.
+  if (const char* env = std::getenv("LLVM_SYMBOLIZER_OPTS")) args = TokenizeGnuCommandLine(env);
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  args = ExpandResponseFiles(args);
   Config config;
   bool exit_now = false;
   if (!ParseFlags(args, &config, &exit_now)) return kExitBadInput;

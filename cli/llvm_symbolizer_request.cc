@@ -25,11 +25,19 @@ bool IsArchName(std::string_view s) {
 }  // namespace
 
 bool ParseLlvmAddress(std::string_view text, uint64_t* value) {
+  // The base as LLVM 16's StringRef::getAsInteger(0) senses it: 0x/0X hexadecimal, 0b/0B
+  // binary, 0o (lower case only) and a 0 before a digit octal, else decimal.
   unsigned base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+  if (text.starts_with("0x") || text.starts_with("0X")) {
     base = 16;
     text.remove_prefix(2);
-  } else if (text.size() > 1 && text[0] == '0') {
+  } else if (text.starts_with("0b") || text.starts_with("0B")) {
+    base = 2;
+    text.remove_prefix(2);
+  } else if (text.starts_with("0o")) {
+    base = 8;
+    text.remove_prefix(2);
+  } else if (text.size() > 1 && text[0] == '0' && text[1] >= '0' && text[1] <= '9') {
     base = 8;
     text.remove_prefix(1);
   }

@@ -49,6 +49,19 @@ TEST(LlvmRequest, BadLinesAreRejected) {
   EXPECT_EQ(v, 0u);
 }
 
+TEST(LlvmRequest, AddressBasesAsLlvm16) {
+  // llvm/test/tools/llvm-symbolizer/input-base.test: StringRef::getAsInteger(0)'s prefixes.
+  for (const char* text :
+       {"0x1234", "0X1234", "4660", "011064", "0b1001000110100", "0B1001000110100", "0o11064"}) {
+    uint64_t v = 0;
+    EXPECT_TRUE(ParseLlvmAddress(text, &v)) << text;
+    EXPECT_EQ(v, 0x1234u) << text;
+  }
+  uint64_t v = 0;
+  for (const char* bad : {"0O1234", "0b", "0x", "0o", "0b2", "0o8", "09", "0a", "0x1g", ""})
+    EXPECT_FALSE(ParseLlvmAddress(bad, &v)) << bad;
+}
+
 TEST(LlvmRequest, ModuleAsWrittenForJson) {
   // llvm-symbolizer's JSON "ModuleName": the module as the line wrote it, ":arch" kept, and
   // as far as it was parsed when the line is rejected.
