@@ -45,6 +45,23 @@ bool ReadSymbol(std::span<const uint8_t> data, size_t stride, bool is_64bit, siz
   return true;
 }
 
+// Symbols LLVM's ELF reader marks format-specific (SF_FormatSpecific), which llvm-symbolizer
+// 16 never answers with: AArch64's mapping symbols ($x, $d), ARM's ($a, $t, $d) and its
+// empty names, RISC-V's empty names (label differences).
+bool IsFormatSpecific(uint16_t machine, std::string_view name) {
+  switch (machine) {
+    case EM_AARCH64:
+      return name.starts_with("$d") || name.starts_with("$x");
+    case EM_ARM:
+      return name.empty() || name.starts_with("$d") || name.starts_with("$t") ||
+             name.starts_with("$a");
+    case EM_RISCV:
+      return name.empty();
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
@@ -85,8 +102,15 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
     // address 0) name no address of the running program: LLVM 15+ leave them out too.
     if (raw.shndx < elf.sections().size() && (elf.sections()[raw.shndx].flags & SHF_ALLOC) == 0)
       continue;
-    entries_.push_back({raw.value, raw.size, name_at(raw.name),
-                        raw.binding == STB_LOCAL ? file : std::string_view()});
+    std::string_view name = name_at(raw.name);
+    if (IsFormatSpecific(elf.machine(), name)) continue;
+    // ARM and microMIPS functions' low bit marks their instruction set, not their address.
+    uint64_t value = raw.value;
+    if ((elf.machine() == EM_ARM || elf.machine() == EM_MIPS) && raw.type == STT_FUNC &&
+        raw.shndx != SHN_ABS)
+      value &= ~uint64_t{1};
+    entries_.push_back(
+        {value, raw.size, name, raw.binding == STB_LOCAL ? file : std::string_view()});
   }
   // Per address the largest size, and the last in the table among equal sizes.
   std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {

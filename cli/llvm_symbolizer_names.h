@@ -7,7 +7,9 @@
 // the last in the table among equal sizes; and a size-0 symbol covers every address above
 // it up to the next symbol. It names DATA answers and the outermost frame of CODE answers by
 // that symbol, and for a local symbol without DWARF prints the STT_FILE name before it in the
-// table as the file.
+// table as the file. As LLVM 16, it skips the symbols LLVM's ELF reader calls format-specific
+// (ARM/AArch64 mapping symbols such as `$x.1`, ARM and RISC-V empty names) and clears the
+// instruction-set bit of ARM and MIPS function addresses.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,97 @@
+// The drop-in's view of a symbol table (LlvmSymbolNames) on crafted ELF files: as
+// llvm-symbolizer 16, ARM/AArch64 mapping symbols and ARM/RISC-V empty names never name an
+// address, and ARM functions' Thumb bit is not part of their address
+// (llvm/test/DebugInfo/Symbolize/ELF/{aarch64,arm}-mapping-symbol.s, riscv-empty-name-symbol.s).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../elf/elf_builder.h"
+#include "llvm_symbolizer_names.h"
+#include "stacksym/elf.h"
+
+namespace stacksym::cli {
+namespace {
+
+using testing::ElfBuilder;
+using testing::SymtabWriter;
+
+struct Sym {
+  std::string name;
+  uint64_t value;
+  uint8_t type;
+  uint8_t bind;
+};
+
+std::shared_ptr<ElfFile> Build(uint16_t machine, bool is_64bit, const std::vector<Sym>& syms) {
+  ElfBuilder b(is_64bit);
+  b.machine = machine;
+  b.elf_type = ET_REL;
+  uint32_t text = b.AddSection(
+      {.name = ".text", .flags = SHF_ALLOC | SHF_EXECINSTR, .data = std::vector<uint8_t>(16)});
+  SymtabWriter writer(is_64bit);
+  for (const Sym& s : syms)
+    writer.Add(s.name, s.value, 0, s.type, s.bind, static_cast<uint16_t>(text));
+  b.AddSection({.name = ".symtab",
+                .type = SHT_SYMTAB,
+                .data = writer.symbols(),
+                .link = text + 2,
+                .entsize = writer.entry_size()});
+  b.AddSection({.name = ".strtab", .type = SHT_STRTAB, .data = writer.strings()});
+  auto elf = ElfFile::FromBytes(b.Build(), "crafted.o");
+  EXPECT_TRUE(elf.ok()) << elf.error().ToString();
+  return elf.ok() ? *elf : nullptr;
+}
+
+std::string NameAt(const LlvmSymbolNames& names, uint64_t address) {
+  const LlvmSymbolNames::Entry* e = names.Find(address);
+  return e ? std::string(e->name) : "??";
+}
+
+TEST(LlvmSymbolNames, AArch64MappingSymbolsAreSkipped) {
+  auto elf = Build(EM_AARCH64, true,
+                   {{"$d.0", 0, STT_NOTYPE, STB_LOCAL},
+                    {"$x.1", 4, STT_NOTYPE, STB_LOCAL},
+                    {"$d.2", 0xc, STT_NOTYPE, STB_LOCAL},
+                    {"foo", 0, STT_NOTYPE, STB_GLOBAL}});
+  ASSERT_TRUE(elf);
+  LlvmSymbolNames names(*elf);
+  for (uint64_t a : {0, 4, 0xc}) EXPECT_EQ(NameAt(names, a), "foo") << a;
+}
+
+TEST(LlvmSymbolNames, ArmMappingSymbolsEmptyNamesAndThumbBit) {
+  auto elf = Build(EM_ARM, false,
+                   {{"$d.0", 0, STT_NOTYPE, STB_LOCAL},
+                    {"$a.1", 4, STT_NOTYPE, STB_LOCAL},
+                    {"$t.3", 6, STT_NOTYPE, STB_LOCAL},
+                    {"", 7, STT_NOTYPE, STB_LOCAL},
+                    {"$d.2", 8, STT_NOTYPE, STB_LOCAL},
+                    {"foo", 0, STT_NOTYPE, STB_GLOBAL},
+                    {"thumb_func", 0xb, STT_FUNC, STB_GLOBAL}});
+  ASSERT_TRUE(elf);
+  LlvmSymbolNames names(*elf);
+  for (uint64_t a : {4, 6, 7, 8, 9}) EXPECT_EQ(NameAt(names, a), "foo") << a;
+  EXPECT_EQ(NameAt(names, 0xa), "thumb_func");  // 0xb with its Thumb bit cleared
+}
+
+TEST(LlvmSymbolNames, RiscvEmptyNamesAreSkipped) {
+  auto elf =
+      Build(EM_RISCV, true, {{"", 4, STT_NOTYPE, STB_LOCAL}, {"foo", 0, STT_NOTYPE, STB_GLOBAL}});
+  ASSERT_TRUE(elf);
+  LlvmSymbolNames names(*elf);
+  EXPECT_EQ(NameAt(names, 0), "foo");
+  EXPECT_EQ(NameAt(names, 4), "foo");
+}
+
+TEST(LlvmSymbolNames, OtherMachinesKeepDollarNames) {
+  // x86-64 has no mapping symbols: a "$x" name is a name (LLVM marks none there).
+  auto elf = Build(EM_X86_64, true,
+                   {{"foo", 0, STT_NOTYPE, STB_GLOBAL}, {"$x.1", 4, STT_NOTYPE, STB_LOCAL}});
+  ASSERT_TRUE(elf);
+  LlvmSymbolNames names(*elf);
+  EXPECT_EQ(NameAt(names, 0), "foo");
+  EXPECT_EQ(NameAt(names, 4), "$x.1");
+}
+
+}  // namespace
+}  // namespace stacksym::cli
