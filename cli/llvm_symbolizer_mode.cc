@@ -61,6 +61,9 @@ struct Config {
   // Hidden (tests): DATA answers lose a DW_AT_decl_file written as DW_FORM_implicit_const,
   // as llvm-symbolizer 15 and 16 do, so that the answers can be compared byte for byte.
   bool llvm16_decl_file = false;
+  // --untag-addresses (default) / --no-untag-addresses: symbol addresses without their top
+  // byte (memory tags), as llvm-symbolizer 16 reads them.
+  bool untag_addresses = true;
 };
 
 // "true"/"false"/"1"/"0" (cl::opt<bool> spelling); empty value means true.
@@ -103,6 +106,7 @@ constexpr const char* kUsage =
     "                                     MODULE.dwp)\n"
     "  --fallback-debug-path=DIR          root of .gnu_debuglink files, looked for under the\n"
     "                                     module's directory (before /usr/lib/debug)\n"
+    "  --no-untag-addresses               keep symbols' top address byte (memory tags)\n"
     "  --debuginfod, --no-debuginfod      fetch missing debug files from $DEBUGINFOD_URLS\n"
     "                                     (default: when it is set)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
@@ -259,6 +263,10 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       }
     } else if (name == "debuginfod") {
       if (!flag(&config->debuginfod)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "untag-addresses" && arg.starts_with("--") && !has_value) {
+      config->untag_addresses = true;
+    } else if (name == "no-untag-addresses" && arg.starts_with("--") && !has_value) {
+      config->untag_addresses = false;
     } else if (name == "no-debuginfod") {
       config->debuginfod = false;
     } else if (name == "debug-file-directory") {
@@ -475,7 +483,8 @@ class Session {
       auto opened = ElfSymbolizer::Open(path, options_);
       if (opened) {
         module.symbolizer = std::move(*opened);
-        module.names = std::make_unique<LlvmSymbolNames>(module.symbolizer->elf());
+        module.names =
+            std::make_unique<LlvmSymbolNames>(module.symbolizer->elf(), config_.untag_addresses);
       } else {
         *error = LlvmOpenError(path, opened.error());
       }

@@ -64,7 +64,7 @@ bool IsFormatSpecific(uint16_t machine, std::string_view name) {
 
 }  // namespace
 
-LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
+LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) {
   // .symtab when it has symbols, else .dynsym (llvm's computeSymbolSizes).
   const ElfSection* table = nullptr;
   for (uint32_t wanted : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
@@ -109,6 +109,8 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
     if ((elf.machine() == EM_ARM || elf.machine() == EM_MIPS) && raw.type == STT_FUNC &&
         raw.shndx != SHN_ABS)
       value &= ~uint64_t{1};
+    if (untag_addresses)
+      value = static_cast<uint64_t>(static_cast<int64_t>(value << 8) >> 8);  // bit 55 up
     entries_.push_back(
         {value, raw.size, name, raw.binding == STB_LOCAL ? file : std::string_view()});
   }

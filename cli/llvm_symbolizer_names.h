@@ -22,7 +22,10 @@ namespace stacksym::cli {
 
 class LlvmSymbolNames {
  public:
-  explicit LlvmSymbolNames(const ElfFile& elf);
+  // `untag_addresses` (llvm-symbolizer's default, --no-untag-addresses turns it off): symbol
+  // addresses lose their top byte (bits 56-63 made copies of bit 55, as LLVM 16 does, so that
+  // kernel addresses stay as they are).
+  explicit LlvmSymbolNames(const ElfFile& elf, bool untag_addresses = true);
   struct Entry {
     uint64_t address;
     uint64_t size;          // st_size (0 for sizeless symbols)

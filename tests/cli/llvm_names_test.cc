@@ -1,6 +1,7 @@
 // The drop-in's view of a symbol table (LlvmSymbolNames) on crafted ELF files: as
 // llvm-symbolizer 16, ARM/AArch64 mapping symbols and ARM/RISC-V empty names never name an
-// address, and ARM functions' Thumb bit is not part of their address
+// address, ARM functions' Thumb bit is not part of their address, and symbol addresses lose
+// their top byte (memory tags) unless --no-untag-addresses
 // (llvm/test/DebugInfo/Symbolize/ELF/{aarch64,arm}-mapping-symbol.s, riscv-empty-name-symbol.s).
 #include <gtest/gtest.h>
 
@@ -81,6 +82,21 @@ TEST(LlvmSymbolNames, RiscvEmptyNamesAreSkipped) {
   LlvmSymbolNames names(*elf);
   EXPECT_EQ(NameAt(names, 0), "foo");
   EXPECT_EQ(NameAt(names, 4), "foo");
+}
+
+TEST(LlvmSymbolNames, TaggedAddressesAreUntaggedByDefault) {
+  // llvm/test/tools/llvm-symbolizer/untag-addresses.test: a symbol at 0x1100000000000000 is at
+  // 0 (its top byte a memory tag) unless --no-untag-addresses; kernel addresses stay.
+  auto elf = Build(EM_X86_64, true,
+                   {{"tagged", 0x1100000000000000, STT_OBJECT, STB_GLOBAL},
+                    {"kernel", 0xffffffff81000000, STT_FUNC, STB_GLOBAL}});
+  ASSERT_TRUE(elf);
+  LlvmSymbolNames untagged(*elf);
+  EXPECT_EQ(NameAt(untagged, 0), "tagged");
+  EXPECT_EQ(NameAt(untagged, 0xffffffff81000000), "kernel");
+  LlvmSymbolNames tagged(*elf, /*untag_addresses=*/false);
+  EXPECT_EQ(NameAt(tagged, 0), "??");
+  EXPECT_EQ(NameAt(tagged, 0x1100000000000000), "tagged");
 }
 
 TEST(LlvmSymbolNames, OtherMachinesKeepDollarNames) {
