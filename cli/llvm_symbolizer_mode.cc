@@ -485,6 +485,10 @@ class Session {
         module.symbolizer = std::move(*opened);
         module.names =
             std::make_unique<LlvmSymbolNames>(module.symbolizer->elf(), config_.untag_addresses);
+        if (!module.names->error().empty()) {  // a file llvm-symbolizer 16 cannot read
+          *error = module.names->error();
+          module = Module();
+        }
       } else {
         *error = LlvmOpenError(path, opened.error());
       }

@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace stacksym::cli {
@@ -89,6 +90,15 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) {
     return std::string_view(name, strnlen(name, strings->size() - offset));
   };
   for (size_t i = 0; ReadSymbol(*data, stride, elf.is_64bit(), i, &raw); ++i) {
+    if (raw.name >= strings->size()) {  // LLVM reads every symbol's name first, and fails
+      char text[128];
+      std::snprintf(text, sizeof text,
+                    "st_name (0x%x) is past the end of the string table of size 0x%zx", raw.name,
+                    strings->size());
+      error_ = text;
+      entries_.clear();
+      return;
+    }
     if (raw.type == STT_FILE) {
       file = raw.name < strings->size() ? name_at(raw.name) : std::string_view();
       continue;

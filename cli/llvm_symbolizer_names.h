@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,7 +36,13 @@ class LlvmSymbolNames {
   // The symbol llvm-symbolizer answers `address` with, or nullptr.
   const Entry* Find(uint64_t address) const;
 
+  // Why llvm-symbolizer 16 refuses the whole file, in its words, or empty: a symbol whose
+  // name lies past the end of the string table ("st_name (0xffff) is past the end of the
+  // string table of size 0x7").
+  const std::string& error() const { return error_; }
+
  private:
+  std::string error_;
   std::vector<Entry> entries_;  // one per address, sorted
 };
 

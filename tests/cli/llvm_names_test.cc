@@ -5,6 +5,7 @@
 // (llvm/test/DebugInfo/Symbolize/ELF/{aarch64,arm}-mapping-symbol.s, riscv-empty-name-symbol.s).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "../elf/elf_builder.h"
@@ -97,6 +98,36 @@ TEST(LlvmSymbolNames, TaggedAddressesAreUntaggedByDefault) {
   LlvmSymbolNames tagged(*elf, /*untag_addresses=*/false);
   EXPECT_EQ(NameAt(tagged, 0), "??");
   EXPECT_EQ(NameAt(tagged, 0x1100000000000000), "tagged");
+}
+
+TEST(LlvmSymbolNames, NamePastTheStringTableRefusesTheFile) {
+  // llvm/test/DebugInfo/Symbolize/ELF/symtab-file2.yaml: LLVM 16 reads every symbol's name
+  // and gives up on the file at the first one past the end of the string table.
+  ElfBuilder b;
+  uint32_t text = b.AddSection(
+      {.name = ".text", .flags = SHF_ALLOC | SHF_EXECINSTR, .data = std::vector<uint8_t>(16)});
+  SymtabWriter writer;
+  writer.AddRaw(0xffff, 0, 0, STT_FILE, STB_LOCAL, SHN_ABS);
+  writer.Add("local", 0, 0, STT_FUNC, STB_LOCAL, static_cast<uint16_t>(text));
+  b.AddSection({.name = ".symtab",
+                .type = SHT_SYMTAB,
+                .data = writer.symbols(),
+                .link = text + 2,
+                .entsize = writer.entry_size()});
+  b.AddSection({.name = ".strtab", .type = SHT_STRTAB, .data = writer.strings()});
+  auto elf = ElfFile::FromBytes(b.Build(), "bad_name.so");
+  ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+  LlvmSymbolNames names(**elf);
+  char expected[100];
+  std::snprintf(expected, sizeof expected,
+                "st_name (0xffff) is past the end of the string table of size 0x%zx",
+                writer.strings().size());
+  EXPECT_EQ(names.error(), expected);
+  EXPECT_EQ(names.Find(0), nullptr);
+
+  auto good = Build(EM_X86_64, true, {{"foo", 0, STT_FUNC, STB_GLOBAL}});
+  ASSERT_TRUE(good);
+  EXPECT_EQ(LlvmSymbolNames(*good).error(), "");
 }
 
 TEST(LlvmSymbolNames, OtherMachinesKeepDollarNames) {
