@@ -52,6 +52,7 @@ struct Config {
   // --debuginfod / --no-debuginfod: debug files (and BUILDID: modules) no debug dir has are
   // fetched from $DEBUGINFOD_URLS, by default when it is set (as llvm-symbolizer 16 does).
   bool debuginfod = true;
+  bool debuginfod_given = false;  // --debuginfod itself: LLVM's cache even without URLs
   std::vector<std::string> debug_dirs;
   std::string dwp;  // --dwp: the split-DWARF package of every module
   // --fallback-debug-path: where llvm-symbolizer looks for .gnu_debuglink files under the
@@ -263,12 +264,14 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       }
     } else if (name == "debuginfod") {
       if (!flag(&config->debuginfod)) return fail(arg, "Invalid boolean value in");
+      config->debuginfod_given = config->debuginfod;
     } else if (name == "untag-addresses" && arg.starts_with("--") && !has_value) {
       config->untag_addresses = true;
     } else if (name == "no-untag-addresses" && arg.starts_with("--") && !has_value) {
       config->untag_addresses = false;
     } else if (name == "no-debuginfod") {
       config->debuginfod = false;
+      config->debuginfod_given = false;
     } else if (name == "debug-file-directory") {
       std::string dir;
       if (!take_value(&dir)) {
@@ -354,6 +357,38 @@ std::string LlvmOpenError(const std::string& path, const Error& error) {
   return error.ToString();  // an ELF file stacksym cannot use: its own reason
 }
 
+// LLVM 16's debuginfod client as llvm-symbolizer uses it: a file in its cache directory
+// ($DEBUGINFOD_CACHE_PATH, else ~/.cache/llvm-debuginfod/client) named by the build ID's hash
+// (LlvmDebuginfodCacheName), then the servers of $DEBUGINFOD_URLS (stacksym's fetcher).
+class LlvmCacheFetcher : public BuildIdFetcher {
+ public:
+  explicit LlvmCacheFetcher(std::shared_ptr<const BuildIdFetcher> servers)
+      : servers_(std::move(servers)) {
+    if (const char* dir = std::getenv("DEBUGINFOD_CACHE_PATH"); dir && *dir) {
+      dir_ = dir;
+    } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+      dir_ = std::string(xdg) + "/llvm-debuginfod/client";
+    } else if (const char* home = std::getenv("HOME"); home && *home) {
+      dir_ = std::string(home) + "/.cache/llvm-debuginfod/client";
+    }
+  }
+  bool has_urls() const { return servers_ != nullptr; }
+
+  Result<std::string> Fetch(std::span<const uint8_t> build_id, Kind kind) const override {
+    if (!dir_.empty()) {
+      std::string path = dir_ + "/" + LlvmDebuginfodCacheName(build_id, kind == Kind::kDebugInfo);
+      struct stat st;
+      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return path;
+    }
+    if (servers_) return servers_->Fetch(build_id, kind);
+    return MakeError(ErrorCode::kNotFound, "not in LLVM's debuginfod cache");
+  }
+
+ private:
+  std::shared_ptr<const BuildIdFetcher> servers_;
+  std::string dir_;
+};
+
 class Session {
  public:
   explicit Session(const Config& config) : config_(config), source_(config.source_lines) {
@@ -371,7 +406,14 @@ class Session {
     // match is checked, a debuglink one by CRC, so an extra root cannot give a wrong file).
     if (!config.fallback_debug_path.empty())
       options_.debug_dirs.insert(options_.debug_dirs.begin(), config.fallback_debug_path);
-    if (config.debuginfod) options_.fetcher = MakeDebuginfodFetcher({});  // null: no URLs
+    // As llvm-symbolizer 16: its debuginfod client (LLVM's own cache, then $DEBUGINFOD_URLS)
+    // with --debuginfod, by default when URLs are set, and from the first build-ID request on
+    // unless --no-debuginfod.
+    if (config.debuginfod) {
+      llvm_fetcher_ =
+          std::make_shared<LlvmCacheFetcher>(MakeDebuginfodFetcher({}));  // (null: no URLs)
+      if (config.debuginfod_given || llvm_fetcher_->has_urls()) options_.fetcher = llvm_fetcher_;
+    }
     if (!config.debug_dirs.empty()) {
       options_.debug_dirs.insert(options_.debug_dirs.end(), config.debug_dirs.begin(),
                                  config.debug_dirs.end());
@@ -440,8 +482,9 @@ class Session {
   // each --debug-file-directory (/usr/lib/debug when none is given), the first that exists
   // and carries that build ID (llvm-symbolizer only asks that it exists), else the debug file
   // debuginfod has for it; empty when none.
-  std::string FindByBuildId(std::span<const uint8_t> build_id) const {
+  std::string FindByBuildId(std::span<const uint8_t> build_id) {
     if (build_id.size() < 2) return {};
+    if (llvm_fetcher_) options_.fetcher = llvm_fetcher_;  // on for the rest of the run
     std::vector<std::string> dirs = config_.debug_dirs;
     if (dirs.empty()) dirs.push_back(kDefaultDebugDir);
     for (const std::string& dir : dirs) {
@@ -828,6 +871,7 @@ class Session {
   LlvmSourceContext source_;  // --print-source-context-lines: the files read so far
   SymbolizeOptions options_;
   std::unordered_map<std::string, Module> modules_;
+  std::shared_ptr<const LlvmCacheFetcher> llvm_fetcher_;         // null under --no-debuginfod
   std::unordered_map<std::string, std::string> build_id_paths_;  // build ID name → its file
   std::string out_;
   std::vector<SourceFrame> frames_;  // of the last CODE request (CodeLine points into them)

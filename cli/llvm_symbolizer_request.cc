@@ -75,6 +75,55 @@ std::string LlvmBuildIdName(std::span<const uint8_t> build_id) {
   return name;
 }
 
+uint64_t LlvmXxh64(std::string_view data) {
+  // XXH64 with seed 0, from its specification (github.com/Cyan4973/xxHash, doc/xxhash_spec.md).
+  constexpr uint64_t kP1 = 11400714785074694791ull, kP2 = 14029467366897019727ull,
+                     kP3 = 1609587929392839161ull, kP4 = 9650029242287828579ull,
+                     kP5 = 2870177450012600261ull;
+  auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+  auto read64 = [&](size_t at) {
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; --k) v = (v << 8) | static_cast<uint8_t>(data[at + k]);
+    return v;
+  };
+  auto read32 = [&](size_t at) {
+    uint64_t v = 0;
+    for (int k = 3; k >= 0; --k) v = (v << 8) | static_cast<uint8_t>(data[at + k]);
+    return v;
+  };
+  auto round = [&](uint64_t acc, uint64_t input) { return rotl(acc + input * kP2, 31) * kP1; };
+  size_t i = 0, n = data.size();
+  uint64_t h;
+  if (n >= 32) {
+    uint64_t v[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+    for (; i + 32 <= n; i += 32) {
+      for (int k = 0; k < 4; ++k) v[k] = round(v[k], read64(i + 8 * k));
+    }
+    h = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18);
+    for (uint64_t lane : v) h = (h ^ round(0, lane)) * kP1 + kP4;
+  } else {
+    h = kP5;
+  }
+  h += n;
+  for (; i + 8 <= n; i += 8) h = rotl(h ^ round(0, read64(i)), 27) * kP1 + kP4;
+  if (i + 4 <= n) {
+    h = rotl(h ^ (read32(i) * kP1), 23) * kP2 + kP3;
+    i += 4;
+  }
+  for (; i < n; ++i) h = rotl(h ^ (static_cast<uint8_t>(data[i]) * kP5), 11) * kP1;
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  h ^= h >> 32;
+  return h;
+}
+
+std::string LlvmDebuginfodCacheName(std::span<const uint8_t> build_id, bool debuginfo) {
+  std::string key = "buildid/" + ToHex(build_id) + (debuginfo ? "/debuginfo" : "/executable");
+  return "llvmcache-" + std::to_string(LlvmXxh64(key));
+}
+
 std::optional<LlvmRequest> ParseLlvmRequest(std::string_view line,
                                             const std::string& default_module,
                                             std::string* written_module,

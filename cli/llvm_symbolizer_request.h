@@ -31,6 +31,13 @@ std::optional<std::vector<uint8_t>> ParseLlvmBuildId(std::string_view hex);
 // Its module name in llvm-symbolizer's answers: the hex in capitals.
 std::string LlvmBuildIdName(std::span<const uint8_t> build_id);
 
+// XXH64 (seed 0) of `data`, the hash LLVM 16's debuginfod client names its cache files by.
+uint64_t LlvmXxh64(std::string_view data);
+
+// The file name LLVM 16's debuginfod client caches a build ID's debug file (or executable)
+// under: "llvmcache-" and the decimal XXH64 of "buildid/<hex>/debuginfo".
+std::string LlvmDebuginfodCacheName(std::span<const uint8_t> build_id, bool debuginfo = true);
+
 // `default_module` is the --obj file, `default_build_id` the --build-id (both empty: the line
 // names the module). nullopt when the line cannot be parsed (llvm-symbolizer then echoes
 // it). `written_module`, when given, receives the module as the line wrote it (":arch" kept,

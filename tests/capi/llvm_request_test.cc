@@ -130,5 +130,17 @@ TEST(LlvmRequest, BuildIdHex) {
   EXPECT_EQ(LlvmBuildIdName(std::vector<uint8_t>{0x0a, 0xbc, 0xff}), "0ABCFF");
 }
 
+TEST(LlvmRequest, DebuginfodCacheNamesAsLlvm16) {
+  // XXH64's published values; the cache name's 58-byte key takes the 32-byte stripes too.
+  EXPECT_EQ(LlvmXxh64(""), 0xef46db3751d8e999ull);
+  EXPECT_EQ(LlvmXxh64("a"), 0xd24ec4f1a98c6e5bull);
+  EXPECT_EQ(LlvmXxh64("abc"), 0x44bc2cf5ad770999ull);
+  // llvm/test/tools/llvm-symbolizer/debuginfod.test's cache file for addr.exe.
+  std::optional<std::vector<uint8_t>> id =
+      ParseLlvmBuildId("127da749021c1fc1a58cba734a1f542cbe2b7ce4");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(LlvmDebuginfodCacheName(*id), "llvmcache-9800707741016212219");
+}
+
 }  // namespace
 }  // namespace stacksym::cli
