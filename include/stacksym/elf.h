@@ -54,6 +54,8 @@ struct ElfSection {
   uint32_t index = 0;
   uint32_t type = 0;   // SHT_*
   uint64_t flags = 0;  // SHF_*
+  // sh_addr; in a relocatable object (ET_REL), where every sh_addr is 0, the address ElfFile
+  // placed the section at so that no two overlap (src/elf/object_layout.h).
   uint64_t addr = 0;
   uint64_t offset = 0;
   uint64_t size = 0;  // on-disk size (compressed size for compressed sections)

@@ -8,6 +8,7 @@
 #include "elf/decompress.h"
 #include "elf/elf_format.h"
 #include "elf/elf_notes.h"
+#include "elf/object_layout.h"
 #include "elf/relocate.h"
 #include "elf/section_stream.h"
 #include "elf/symbol_table_builder.h"
@@ -289,6 +290,8 @@ Result<void> ElfFile::Parse() {
     return named;
   }
   segments_ = ReadProgramHeaders(bytes, h, counts->phnum);
+  // Before the relocations and symbols, whose addresses come from these.
+  elf::PlaceObjectSections(type_, sections_);
 
   // Before the debug links are read: SectionData decompresses through these slots.
   decompressed_.resize(sections_.size());

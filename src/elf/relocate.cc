@@ -117,9 +117,8 @@ Result<SymbolSource> SymbolsOf(const ElfFile& elf, const ElfSection& relocations
   return source;
 }
 
-// S: the symbol's value, plus its section's address (0 in an object file, where code
-// addresses are offsets into their section). Undefined symbols are 0, as for a linker that
-// resolves nothing.
+// S: the symbol's value, plus its section's address (placed by ElfFile: object files have
+// none). Undefined symbols are 0, as for a linker that resolves nothing.
 Result<uint64_t> SymbolValue(const ElfFile& elf, const SymbolSource& source, uint64_t index) {
   if (index == 0) return uint64_t{0};
   uint64_t at;

@@ -7,11 +7,12 @@
 // function starts at 0. ElfFile::SectionData applies them to a private copy, once, so every
 // reader (DWARF, .debug_frame) sees the bytes a linker would have written.
 //
-// Addresses follow llvm-symbolizer's model of an object file: a symbol's value is its st_value
-// plus its section's sh_addr (0 in an object file), so a code address is an offset into its
-// section. Relocation types: those that compilers and assemblers put in debug sections (the
-// set LLVM's DWARF reader resolves) for x86-64, AArch64 and i386; any other type, or another
-// machine, is an error naming it rather than a silently wrong answer.
+// A symbol's value is its st_value plus its section's address: the one ElfFile placed the
+// section at (elf/object_layout.h), so that the functions of different text sections, all at
+// offset 0 of their own, get distinct addresses. Relocation types: those that compilers and
+// assemblers put in debug sections (the set LLVM's DWARF reader resolves) for x86-64, AArch64 and
+// i386; any other type, or another machine, is an error naming it rather than a silently wrong
+// answer.
 #pragma once
 
 #include <cstdint>
