@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -271,6 +272,40 @@ TEST_P(ObjectSymbolizeTest, InnermostLinesAreEuAddr2linesOnTheLinkedTwin) {
   }
   std::printf("%s: innermost file:line:column equal to eu-addr2line on the twin at %zu of %zu\n",
               GetParam(), equal, probes_.size());
+}
+
+// JSON answers carry addresses (the input, each frame's StartAddress): on the object they are
+// offsets into the section, the twin's less where that section went.
+TEST_P(ObjectSymbolizeTest, DropInJsonAddressesAreSectionOffsets) {
+  const std::string dropin_path = dir_ + "/llvm-symbolizer";
+  fs::create_symlink(STACKSYM_CLI, dropin_path);
+  const std::string json = " --output-style=JSON --inlines --obj='";
+  std::istringstream object(RunCommand(dropin_path + json + path_ + "' < " + offsets_));
+  std::istringstream twin(RunCommand(dropin_path + json + twin_ + "' < " + twin_addresses_));
+  const std::regex address("\"(Address|StartAddress)\":\"0x([0-9a-f]+)\"");
+  size_t starts = 0;
+  for (const Probe& p : probes_) {
+    SCOPED_TRACE(p.section + "+" + Hex(p.offset));
+    std::string ours, theirs, rebased;
+    ASSERT_TRUE(std::getline(object, ours));
+    ASSERT_TRUE(std::getline(twin, theirs));
+    const uint64_t base = p.twin_address - p.offset;
+    size_t last = 0;
+    for (std::sregex_iterator it(theirs.begin(), theirs.end(), address), end; it != end; ++it) {
+      rebased += theirs.substr(last, it->position() - last);
+      rebased += "\"" + (*it)[1].str() + "\":\"" +
+                 Hex(std::stoull((*it)[2].str(), nullptr, 16) - base) + "\"";
+      last = it->position() + it->length();
+      starts += (*it)[1] == "StartAddress";
+    }
+    rebased += theirs.substr(last);
+    // The module's name differs: the twin's path has ".twin" after the object's.
+    const std::string twin_name = fs::path(twin_).filename().string();
+    const std::string object_name = fs::path(path_).filename().string();
+    rebased.replace(rebased.find(twin_name), twin_name.size(), object_name);
+    EXPECT_EQ(ours, rebased);
+  }
+  EXPECT_GT(starts, probes_.size());
 }
 
 // Below the symbolizer, whose addresses reach only the first text section long enough for
