@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "elf/object_layout.h"
+
 namespace stacksym::cli {
 namespace {
 
@@ -47,7 +49,7 @@ bool ReadSymbol(std::span<const uint8_t> data, size_t stride, bool is_64bit, siz
 
 }  // namespace
 
-LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
+LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) : elf_(&elf) {
   // .symtab when it has symbols, else .dynsym (llvm's computeSymbolSizes).
   const ElfSection* table = nullptr;
   for (uint32_t wanted : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
@@ -85,7 +87,11 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
     // address 0) name no address of the running program: LLVM 15+ leave them out too.
     if (raw.shndx < elf.sections().size() && (elf.sections()[raw.shndx].flags & SHF_ALLOC) == 0)
       continue;
-    entries_.push_back({raw.value, raw.size, name_at(raw.name),
+    // An object's values are offsets into their sections, placed apart by ElfFile.
+    const uint64_t placed = elf.type() == ET_REL && raw.shndx < elf.sections().size()
+                                ? elf.sections()[raw.shndx].addr
+                                : 0;
+    entries_.push_back({raw.value + placed, raw.size, name_at(raw.name),
                         raw.binding == STB_LOCAL ? file : std::string_view()});
   }
   // Per address the largest size, and the last in the table among equal sizes.
@@ -100,13 +106,24 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf) {
   entries_.resize(out);
 }
 
-const LlvmSymbolNames::Entry* LlvmSymbolNames::Find(uint64_t address) const {
+std::optional<LlvmSymbolNames::Entry> LlvmSymbolNames::Find(uint64_t address) const {
+  uint64_t base = 0;  // where an object's text section holding `address` was placed
+  if (elf_->type() == ET_REL) {
+    const ElfSection* text = elf::ObjectTextSectionAt(*elf_, address);
+    if (text == nullptr) return std::nullopt;
+    base = text->addr;
+    address += base;
+  }
   auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
                              [](uint64_t a, const Entry& e) { return a < e.address; });
-  if (it == entries_.begin()) return nullptr;
+  if (it == entries_.begin()) return std::nullopt;
   --it;
-  if (it->size != 0 && address - it->address >= it->size) return nullptr;  // in a gap
-  return &*it;
+  if (it->size != 0 && address - it->address >= it->size) return std::nullopt;  // in a gap
+  // (A sizeless symbol of an earlier section does not reach into this one.)
+  if (it->address < base) return std::nullopt;
+  Entry found = *it;
+  found.address -= base;
+  return found;
 }
 
 }  // namespace stacksym::cli

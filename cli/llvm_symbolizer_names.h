@@ -8,9 +8,16 @@
 // it up to the next symbol. It names DATA answers and the outermost frame of CODE answers by
 // that symbol, and for a local symbol without DWARF prints the STT_FILE name before it in the
 // table as the file.
+//
+// In a relocatable object (.o) an address is an offset into a text section, as
+// llvm-symbolizer reads it (elf/object_layout.h). llvm-symbolizer then looks the symbol up by
+// that offset alone, among every section's symbols (at 0 in each), so it names code by a
+// function of another section, or by a string label of .rodata; the drop-in looks it up among
+// the symbols of the section the offset was read in (docs/dwarf-differences.md).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -27,11 +34,13 @@ class LlvmSymbolNames {
     std::string_view name;  // raw, into the mapped string table
     std::string_view file;  // local symbols: the preceding STT_FILE symbol's name
   };
-  // The symbol llvm-symbolizer answers `address` with, or nullptr.
-  const Entry* Find(uint64_t address) const;
+  // The symbol llvm-symbolizer answers `address` with, or nullopt. (An object's symbol with
+  // its offset into its section as its address.)
+  std::optional<Entry> Find(uint64_t address) const;
 
  private:
-  std::vector<Entry> entries_;  // one per address, sorted
+  const ElfFile* elf_;
+  std::vector<Entry> entries_;  // one per address, sorted; an object's where ElfFile placed it
 };
 
 }  // namespace stacksym::cli
