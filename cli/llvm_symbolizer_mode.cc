@@ -667,8 +667,8 @@ class Session {
     // stands in (line 0).
     // (Only for linkage names: llvm-symbolizer consults the table for those alone, so short
     // names of code without DWARF are unknown.)
-    const LlvmSymbolNames::Entry* symbol =
-        config_.functions == FunctionNames::kLinkage ? module->names->Find(address) : nullptr;
+    std::optional<LlvmSymbolNames::Entry> symbol =
+        config_.functions == FunctionNames::kLinkage ? module->names->Find(address) : std::nullopt;
     CodeLine outer;
     if (!a.frames.empty()) outer.function = FrameName(a.frames.back());
     symbol_file_ = SourceFrame();
@@ -717,7 +717,8 @@ class Session {
   // there, else a local symbol's STT_FILE name with line 0, else "??:?". --basenames does not
   // apply to it.
   void AppendData(Module* module, uint64_t address) {
-    const LlvmSymbolNames::Entry* symbol = module ? module->names->Find(address) : nullptr;
+    std::optional<LlvmSymbolNames::Entry> symbol =
+        module ? module->names->Find(address) : std::nullopt;
     if (!symbol) {
       out_ += "??\n0 0\n";
     } else {
@@ -822,7 +823,8 @@ class Session {
         break;
       }
       case LlvmCommand::kData: {
-        const LlvmSymbolNames::Entry* symbol = module ? module->names->Find(address) : nullptr;
+        std::optional<LlvmSymbolNames::Entry> symbol =
+            module ? module->names->Find(address) : std::nullopt;
         out_ += ",\"Data\":{\"Name\":";
         AppendJsonString(symbol ? Name(symbol->name) : std::string(), &out_);
         out_ += ",\"Size\":";

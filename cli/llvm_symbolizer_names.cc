@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "elf/object_layout.h"
+
 namespace stacksym::cli {
 namespace {
 
@@ -65,7 +67,7 @@ bool IsFormatSpecific(uint16_t machine, std::string_view name) {
 
 }  // namespace
 
-LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) {
+LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) : elf_(&elf) {
   // .symtab when it has symbols, else .dynsym (llvm's computeSymbolSizes).
   const ElfSection* table = nullptr;
   for (uint32_t wanted : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
@@ -114,8 +116,12 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) {
       continue;
     std::string_view name = name_at(raw.name);
     if (IsFormatSpecific(elf.machine(), name)) continue;
+    // An object's values are offsets into their sections, placed apart by ElfFile.
+    const uint64_t placed = elf.type() == ET_REL && raw.shndx < elf.sections().size()
+                                ? elf.sections()[raw.shndx].addr
+                                : 0;
+    uint64_t value = raw.value + placed;
     // ARM and microMIPS functions' low bit marks their instruction set, not their address.
-    uint64_t value = raw.value;
     if ((elf.machine() == EM_ARM || elf.machine() == EM_MIPS) && raw.type == STT_FUNC &&
         raw.shndx != SHN_ABS)
       value &= ~uint64_t{1};
@@ -136,13 +142,24 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) {
   entries_.resize(out);
 }
 
-const LlvmSymbolNames::Entry* LlvmSymbolNames::Find(uint64_t address) const {
+std::optional<LlvmSymbolNames::Entry> LlvmSymbolNames::Find(uint64_t address) const {
+  uint64_t base = 0;  // where an object's text section holding `address` was placed
+  if (elf_->type() == ET_REL) {
+    const ElfSection* text = elf::ObjectTextSectionAt(*elf_, address);
+    if (text == nullptr) return std::nullopt;
+    base = text->addr;
+    address += base;
+  }
   auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
                              [](uint64_t a, const Entry& e) { return a < e.address; });
-  if (it == entries_.begin()) return nullptr;
+  if (it == entries_.begin()) return std::nullopt;
   --it;
-  if (it->size != 0 && address - it->address >= it->size) return nullptr;  // in a gap
-  return &*it;
+  if (it->size != 0 && address - it->address >= it->size) return std::nullopt;  // in a gap
+  // (A sizeless symbol of an earlier section does not reach into this one.)
+  if (it->address < base) return std::nullopt;
+  Entry found = *it;
+  found.address -= base;
+  return found;
 }
 
 }  // namespace stacksym::cli

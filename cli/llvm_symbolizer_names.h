@@ -10,9 +10,16 @@
 // table as the file. As LLVM 16, it skips the symbols LLVM's ELF reader calls format-specific
 // (ARM/AArch64 mapping symbols such as `$x.1`, ARM and RISC-V empty names) and clears the
 // instruction-set bit of ARM and MIPS function addresses.
+//
+// In a relocatable object (.o) an address is an offset into a text section, as
+// llvm-symbolizer reads it (elf/object_layout.h). llvm-symbolizer then looks the symbol up by
+// that offset alone, among every section's symbols (at 0 in each), so it names code by a
+// function of another section, or by a string label of .rodata; the drop-in looks it up among
+// the symbols of the section the offset was read in (docs/dwarf-differences.md).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +40,9 @@ class LlvmSymbolNames {
     std::string_view name;  // raw, into the mapped string table
     std::string_view file;  // local symbols: the preceding STT_FILE symbol's name
   };
-  // The symbol llvm-symbolizer answers `address` with, or nullptr.
-  const Entry* Find(uint64_t address) const;
+  // The symbol llvm-symbolizer answers `address` with, or nullopt. (An object's symbol with
+  // its offset into its section as its address.)
+  std::optional<Entry> Find(uint64_t address) const;
 
   // Why llvm-symbolizer 16 refuses the whole file, in its words, or empty: a symbol whose
   // name lies past the end of the string table ("st_name (0xffff) is past the end of the
@@ -43,7 +51,8 @@ class LlvmSymbolNames {
 
  private:
   std::string error_;
-  std::vector<Entry> entries_;  // one per address, sorted
+  const ElfFile* elf_;
+  std::vector<Entry> entries_;  // one per address, sorted; an object's where ElfFile placed it
 };
 
 }  // namespace stacksym::cli

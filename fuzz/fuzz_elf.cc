@@ -3,7 +3,9 @@
 // build the symbol table and look addresses up, translate addresses, read notes — and check
 // the invariants the rest of stacksym relies on (sorted unique symbols, Find returns a cover,
 // the ascending finder answers as Find), the PLT stubs' symbols made up from the dynamic
-// relocations, and the absolute symbols.
+// relocations, the absolute symbols, and a relocatable object's placed sections (its debug
+// sections' relocations are applied by SectionData above).
+#include <elf.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "elf/object_layout.h"
 #include "elf/section_stream.h"
 #include "stacksym/elf.h"
 
@@ -37,6 +40,27 @@ void ReadViaFd(const uint8_t* data, size_t size) {
     (void)stacksym::ReadBuildIdFromFd(fd);
   }
   close(fd);
+}
+
+// An object's allocated sections are placed apart in header order (those after an end past
+// 2^64 left at 0), and an offset is read in a text section that holds it.
+void CheckObjectLayout(const ElfFile& elf) {
+  uint64_t end = 0;
+  bool full = false;
+  for (const stacksym::ElfSection& s : elf.sections()) {
+    if ((s.flags & SHF_ALLOC) == 0 || s.size == 0) continue;
+    if (full || (end != 0 && s.addr == 0)) {
+      Check(s.addr == 0);
+      full = true;
+      continue;
+    }
+    Check(s.addr >= end);
+    full = __builtin_add_overflow(s.addr, s.size, &end);
+  }
+  for (uint64_t offset : {uint64_t{0}, uint64_t{1}, uint64_t{0x40}, uint64_t{0x1000}}) {
+    const stacksym::ElfSection* text = stacksym::elf::ObjectTextSectionAt(elf, offset);
+    if (text != nullptr) Check(offset < text->size && (text->flags & SHF_EXECINSTR) != 0);
+  }
 }
 
 }  // namespace
@@ -144,6 +168,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckFind(absolute, absolutes[i].address);
     CheckFind(absolute, absolutes[i].address + 1);
   }
+
+  if (elf.type() == ET_REL) CheckObjectLayout(elf);
 
   for (const stacksym::ElfSegment& seg : elf.segments()) {
     for (uint64_t delta : {uint64_t{0}, seg.filesz / 2, seg.filesz}) {

@@ -116,6 +116,9 @@ struct RecordOptions {
   // directory; see UnwindTableCacheOptions::dir), and its size bound. Empty: built each time.
   std::string unwind_cache_dir;
   uint64_t unwind_cache_max_bytes = uint64_t{1} << 30;
+  // Tables kept in memory (UnwindTableCacheOptions::max_bytes), least recently used dropped
+  // past it: they are read again from unwind_cache_dir (or built) when a process needs them.
+  uint64_t unwind_tables_memory_bytes = uint64_t{256} << 20;
 
   // Bytes, rounded up to a power of two of pages (perf backend: shared among the CPUs).
   // 0: room for a second of the largest samples the call graph sends (dwarf copies the stack

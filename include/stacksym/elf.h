@@ -54,6 +54,8 @@ struct ElfSection {
   uint32_t index = 0;
   uint32_t type = 0;   // SHT_*
   uint64_t flags = 0;  // SHF_*
+  // sh_addr; in a relocatable object (ET_REL), where every sh_addr is 0, the address ElfFile
+  // placed the section at so that no two overlap (src/elf/object_layout.h).
   uint64_t addr = 0;
   uint64_t offset = 0;
   uint64_t size = 0;  // on-disk size (compressed size for compressed sections)
@@ -180,8 +182,11 @@ class ElfFile {
   const ElfSection* FindSection(std::string_view name) const;
 
   // The section's contents, decompressed if compressed (once; later calls return the same
-  // bytes). SHT_NOBITS sections give an empty span. Errors: range past EOF, bad compression
-  // header, decompressed size different from the declared one.
+  // bytes). In a relocatable file (ET_REL: .o, .ko) a debug section's relocations
+  // (.rela.debug_*, .rel.debug_*) are applied to a private copy, once (elf/relocate.h).
+  // SHT_NOBITS sections give an empty span. Errors: range past EOF, bad compression
+  // header, decompressed size different from the declared one, a relocation that is out of
+  // range or of a type not supported.
   Result<std::span<const uint8_t>> SectionData(const ElfSection& section) const;
   // Convenience: empty span when the section does not exist.
   Result<std::span<const uint8_t>> SectionData(std::string_view name) const;
@@ -273,6 +278,11 @@ class ElfFile {
       const ElfFile& elf, const ElfSection& section);
   void StartDecompression(const ElfSection& s, std::span<const uint8_t> raw, Decompressed& slot,
                           bool background) const;
+  // One slot per debug section of an ET_REL file that relocations apply to (elf/relocate.h).
+  struct Relocated;
+  mutable std::vector<std::unique_ptr<Relocated>> relocated_;
+  // SectionData before relocations: the file's bytes, or decompressed ones.
+  Result<std::span<const uint8_t>> UnrelocatedSectionData(const ElfSection& s) const;
 };
 
 // Reads just the GNU build ID of an open ELF file with pread: the ELF header, program

@@ -161,8 +161,13 @@ class ElfSymbolizer {
   // Sets input, module and vaddr; false (with the reason set) when the address is outside
   // the file's segments.
   bool Prepare(uint64_t address, AddressKind kind, SymbolizedAddress& out) const;
-  // The virtual address `address` stands for, or the reason it has none.
+  // The virtual address `address` stands for, or the reason it has none. In a relocatable
+  // object an address is an offset into a text section, as llvm-symbolizer reads it, and
+  // stands for where ElfFile placed that section (src/elf/object_layout.h).
   std::optional<uint64_t> ToVaddr(uint64_t address, AddressKind kind, Reason* reason) const;
+  // An object file's answer in the caller's terms: its addresses made offsets into the text
+  // section the input was read in again. Other files' answers are left alone.
+  void ToSectionOffsets(SymbolizedAddress& out) const;
   // A stripped binary's debug file's .symtab, for what neither its own table nor DWARF names
   // (FallbackSymbolTable); null when there is none or it is not wanted. Loads the debug info.
   const SymbolTable* fallback_symbols();

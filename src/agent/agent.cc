@@ -3,6 +3,7 @@
 // sender per receiver delivers them. Sampling never waits for symbolization or the network.
 #include "stacksym/agent.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,6 +102,11 @@ struct Agent::Impl {
         pending.pop_front();
       }
       Export(window);
+      window = Profile();
+      // Give the window's memory, and that of unwind tables and symbolizers dropped meanwhile,
+      // back to the system: glibc keeps freed heap otherwise, and a long-lived agent's RSS
+      // would be its worst moment's.
+      malloc_trim(0);
     }
   }
 
@@ -225,6 +231,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& given) {
   if (o.host_name.empty()) o.host_name = HostName();
   o.record.window_s = o.interval_s;
   o.record.duration_s = 0;
+  // Within a fleet profiler's memory budget (250 MB) on a build host too, where every compiler
+  // run brings libLLVM's or cc1plus's tables: the persisted copies are read again when needed.
+  o.record.unwind_tables_memory_bytes =
+      std::min<uint64_t>(o.record.unwind_tables_memory_bytes, uint64_t{48} << 20);
   // Destinations first: a bad URL is said before BPF is loaded.
   OtlpExportOptions otlp;
   otlp.max_request_bytes = o.max_request_bytes;

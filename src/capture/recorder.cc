@@ -320,6 +320,7 @@ capture::SourceConfig BaseConfig(const RecordOptions& options) {
   UnwindTableCacheOptions table_options;
   table_options.dir = options.unwind_cache_dir;
   table_options.dir_max_bytes = options.unwind_cache_max_bytes;
+  table_options.max_bytes = options.unwind_tables_memory_bytes;
   config.unwind_tables = std::make_shared<UnwindTableCache>(table_options);
   if (options.python) config.python = std::make_shared<capture::PythonProcesses>();
   config.tgids = options.pids;

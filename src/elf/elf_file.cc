@@ -1,12 +1,15 @@
 // ElfFile: opening, header/section/segment/note parsing, section data, address translation.
 #include <elf.h>
 
+#include <cstring>
 #include <string>
 
 #include "base/parallel.h"
 #include "elf/decompress.h"
 #include "elf/elf_format.h"
 #include "elf/elf_notes.h"
+#include "elf/object_layout.h"
+#include "elf/relocate.h"
 #include "elf/section_stream.h"
 #include "elf/symbol_table_builder.h"
 #include "stacksym/elf.h"
@@ -27,6 +30,15 @@ struct ElfFile::Decompressed {
   std::unique_ptr<SpreadThread> worker;  // background decoding (elf::StreamSectionData); joined
                                          // (reset) by ~ElfFile
   std::mutex join_mu;                    // or by the first SectionData call after it ended
+};
+
+// The relocated copy of a debug section of an ET_REL file, made once.
+struct ElfFile::Relocated {
+  std::vector<uint32_t> relocation_sections;  // SHT_REL/SHT_RELA sections aimed at it
+  std::once_flag once;
+  std::unique_ptr<uint8_t[]> bytes;
+  size_t size = 0;
+  std::optional<Error> error;
 };
 
 namespace {
@@ -278,11 +290,20 @@ Result<void> ElfFile::Parse() {
     return named;
   }
   segments_ = ReadProgramHeaders(bytes, h, counts->phnum);
+  // Before the relocations and symbols, whose addresses come from these.
+  elf::PlaceObjectSections(type_, sections_);
 
   // Before the debug links are read: SectionData decompresses through these slots.
   decompressed_.resize(sections_.size());
   for (const ElfSection& s : sections_) {
     if (IsCompressed(s)) decompressed_[s.index] = std::make_unique<Decompressed>();
+  }
+  std::vector<std::vector<uint32_t>> relocations = elf::DebugRelocationSections(*this);
+  relocated_.resize(relocations.size());
+  for (size_t i = 0; i < relocations.size(); ++i) {
+    if (relocations[i].empty()) continue;
+    relocated_[i] = std::make_unique<Relocated>();
+    relocated_[i]->relocation_sections = std::move(relocations[i]);
   }
 
   if (Result<void> notes = ReadNotes(bytes, sections_, segments_, &build_id_, &problems_); !notes) {
@@ -316,6 +337,27 @@ Result<std::span<const uint8_t>> ElfFile::SectionData(const ElfSection& section)
   }
   // Use our own copy of the header: the caller's may be stale or hand-made.
   const ElfSection& s = sections_[section.index];
+  Relocated* relocated = s.index < relocated_.size() ? relocated_[s.index].get() : nullptr;
+  if (relocated == nullptr || HasNoFileData(s)) return UnrelocatedSectionData(s);
+  std::call_once(relocated->once, [&] {
+    Result<std::span<const uint8_t>> raw = UnrelocatedSectionData(s);
+    if (!raw) {
+      relocated->error = std::move(raw).error();
+      return;
+    }
+    relocated->size = raw->size();
+    relocated->bytes.reset(new uint8_t[raw->size() + 1]);
+    if (!raw->empty()) std::memcpy(relocated->bytes.get(), raw->data(), raw->size());
+    heap_bytes_.fetch_add(relocated->size, std::memory_order_relaxed);
+    Result<void> applied = elf::ApplyRelocations(*this, s, relocated->relocation_sections,
+                                                 {relocated->bytes.get(), relocated->size});
+    if (!applied) relocated->error = std::move(applied).error();
+  });
+  if (relocated->error) return *relocated->error;
+  return std::span<const uint8_t>(relocated->bytes.get(), relocated->size);
+}
+
+Result<std::span<const uint8_t>> ElfFile::UnrelocatedSectionData(const ElfSection& s) const {
   if (HasNoFileData(s)) return std::span<const uint8_t>();
   const std::span<const uint8_t> bytes = file_.bytes();
   if (!RangeFits(s.offset, s.size, bytes.size())) {
@@ -386,7 +428,9 @@ std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(const ElfFile& 
   if (section.index >= elf.sections_.size()) return finished(elf.SectionData(section));
   const ElfSection& s = elf.sections_[section.index];
   ElfFile::Decompressed* slot = elf.decompressed_[s.index].get();
-  if (slot == nullptr || HasNoFileData(s) ||
+  // Relocations are applied to the whole section: a relocated one is never streamed.
+  const bool relocated = s.index < elf.relocated_.size() && elf.relocated_[s.index] != nullptr;
+  if (slot == nullptr || relocated || HasNoFileData(s) ||
       !RangeFits(s.offset, s.size, elf.file_.bytes().size())) {
     return finished(elf.SectionData(section));  // nothing to decode (or the range error)
   }
@@ -395,6 +439,13 @@ std::shared_ptr<const elf::SectionStream> elf::StreamSectionData(const ElfFile& 
 }
 
 void ElfFile::DiscardDecompressed(const ElfSection& section) {
+  if (section.index < relocated_.size() && relocated_[section.index]) {
+    std::unique_ptr<Relocated>& copy = relocated_[section.index];
+    auto fresh = std::make_unique<Relocated>();
+    fresh->relocation_sections = std::move(copy->relocation_sections);
+    heap_bytes_.fetch_sub(copy->size, std::memory_order_relaxed);
+    copy = std::move(fresh);
+  }
   if (section.index >= decompressed_.size() || !decompressed_[section.index]) return;
   std::unique_ptr<Decompressed>& slot = decompressed_[section.index];
   slot->stream->Unlimit();

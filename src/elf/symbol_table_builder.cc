@@ -170,7 +170,8 @@ void ReadTable(const ElfFile& elf, const ElfSection& table, bool absolute,
     }
     if (sym.name.empty()) continue;
     if (type == STT_NOTYPE && !WantedNotype(sym.name, sections[shndx])) continue;
-    sym.address = raw.value;
+    // An object file's values are offsets into their section, placed by ElfFile.
+    sym.address = raw.value + (elf.type() == ET_REL ? sections[shndx].addr : 0);
     sym.size = raw.size;
     sym.type = type;
     sym.binding = ELF64_ST_BIND(raw.info);

@@ -9,6 +9,7 @@
 #include "base/run_sharing.h"
 #include "dwarf/debug_info_source.h"
 #include "elf/go_pclntab.h"
+#include "elf/object_layout.h"
 #include "elf/symbol_choice.h"
 #include "index/index_cache.h"
 #include "index/index_identity.h"
@@ -76,7 +77,9 @@ bool ElfSymbolizer::UseIndex() {
   if (!index_tried_) {
     index_tried_ = true;
     // (An index keeps linkage names: short names are read from the DWARF itself.)
-    if (!options_.cache_dir.empty() && options_.use_debug_info &&
+    // (Not for an object file: its answers are not worth keeping, and its addresses are
+    // placed by ElfFile, not the file's.)
+    if (!options_.cache_dir.empty() && options_.use_debug_info && elf_->type() != ET_REL &&
         options_.symbols_from_debug_file && options_.plt_names && !options_.short_function_names &&
         !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
       // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
@@ -130,6 +133,15 @@ void ElfSymbolizer::LoadDebugInfo() {
 
 std::optional<uint64_t> ElfSymbolizer::ToVaddr(uint64_t address, AddressKind kind,
                                                Reason* reason) const {
+  if (elf_->type() == ET_REL) {
+    const ElfSection* text =
+        kind == AddressKind::kVirtual ? elf::ObjectTextSectionAt(*elf_, address) : nullptr;
+    if (text == nullptr) {
+      *reason = Reason::kNotInSegment;
+      return std::nullopt;
+    }
+    return text->addr + address;
+  }
   if (kind == AddressKind::kFileOffset) {
     std::optional<uint64_t> vaddr = elf_->FileOffsetToVaddr(address);
     if (!vaddr) *reason = Reason::kNotInSegment;
@@ -174,10 +186,25 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), out);
   FillFromGo(out);
+  ToSectionOffsets(out);
   return out;
 }
 
+void ElfSymbolizer::ToSectionOffsets(SymbolizedAddress& out) const {
+  if (elf_->type() != ET_REL || out.reason == Reason::kNotInSegment) return;
+  // Symbols and DWARF functions lie in the section the address was read in.
+  const uint64_t base = out.vaddr - out.input;
+  out.vaddr = out.input;
+  if (!out.symbol.empty()) out.symbol_address -= base;
+  for (SourceFrame& frame : out.frames) {
+    if (frame.has_start_address) frame.start_address -= base;
+  }
+}
+
 std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr) {
+  // An object's data address would be an offset into one of several data sections: which
+  // one is not said (llvm-symbolizer looks the offset up in every one).
+  if (elf_->type() == ET_REL) return std::nullopt;
   LoadDebugInfo();
   DataDeclaration decl;
   if (!debug_info_ || !debug_info_->LookupVariable(vaddr, &decl)) return std::nullopt;
@@ -187,6 +214,12 @@ std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr
 std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
   LoadDebugInfo();
   std::vector<FrameLocal> locals;
+  if (elf_->type() == ET_REL) {  // a code address: an offset into a text section
+    Reason reason{};
+    std::optional<uint64_t> placed = ToVaddr(vaddr, AddressKind::kVirtual, &reason);
+    if (!placed) return locals;
+    vaddr = *placed;
+  }
   if (debug_info_) debug_info_->LookupLocals(vaddr, &locals);
   return locals;
 }
@@ -369,6 +402,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     for (size_t k = t; k < positions.size(); k += threads) {
       FillFromSymbolTable(fallback, absolute, plt, out[positions[k]]);
       FillFromGo(out[positions[k]]);
+      ToSectionOffsets(out[positions[k]]);
     }
   });
   return out;
