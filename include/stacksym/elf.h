@@ -172,6 +172,9 @@ class ElfFile {
   const std::string& path() const { return file_.path(); }
   const FileIdentity& identity() const { return file_.identity(); }
   std::span<const uint8_t> bytes() const { return file_.bytes(); }
+  // The mapped file's pages out of the resident set (MappedFile::ReleasePages); views into the
+  // file stay valid.
+  void ReleasePages() const { file_.ReleasePages(); }
   bool is_64bit() const { return is_64bit_; }
   uint16_t type() const { return type_; }        // ET_EXEC, ET_DYN, ...
   uint16_t machine() const { return machine_; }  // EM_X86_64, ...

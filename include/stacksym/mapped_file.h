@@ -57,6 +57,10 @@ class MappedFile {
   // A read-only mapping of the file, whose pages may be dropped (MADV_DONTNEED) and are read
   // again from the page cache on next use; false for the owned copy.
   bool is_mapping() const { return mapped_; }
+  // Drops the mapping's pages from this process's resident set (MADV_DONTNEED); they stay in
+  // the page cache and are read again on next use. A long-lived process (the agent) that
+  // keeps files open calls it between uses. Nothing for an owned copy.
+  void ReleasePages() const;
 
  private:
   const uint8_t* data_ = nullptr;

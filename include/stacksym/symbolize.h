@@ -154,6 +154,9 @@ class ElfSymbolizer {
   // Heap memory held now: decompressed sections, symbol and DWARF tables, name caches (not
   // the files' mappings, which the kernel can drop). Grows as addresses need more units.
   size_t memory_bytes() const;
+  // The binary's and the persisted index's mapped pages out of the resident set, between
+  // batches of a long-lived caller: memory_bytes() counts heap, not these.
+  void ReleasePages() const;
 
  private:
   ElfSymbolizer(std::shared_ptr<ElfFile> elf, const SymbolizeOptions& options);

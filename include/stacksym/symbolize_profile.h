@@ -112,6 +112,9 @@ class ProfileSymbolizer {
   // What is kept now: symbolizers and their bytes, remembered frames.
   size_t cached_symbolizers() const;
   uint64_t cached_bytes() const;
+  // The kept symbolizers' mapped file pages out of the resident set (ElfSymbolizer::
+  // ReleasePages): the agent calls it after each window.
+  void ReleasePages() const;
   size_t remembered_frames() const;
 
   struct Session;  // the caches (profile_symbolizer.cc)

@@ -103,6 +103,9 @@ struct Agent::Impl {
       }
       Export(window);
       window = Profile();
+      // The symbolizers kept for the next window keep their files mapped; the pages they read
+      // leave the resident set (on a build host they were half the agent's RSS).
+      if (symbolizer) symbolizer->ReleasePages();
       // Give the window's memory, and that of unwind tables and symbolizers dropped meanwhile,
       // back to the system: glibc keeps freed heap otherwise, and a long-lived agent's RSS
       // would be its worst moment's.

@@ -45,6 +45,11 @@ std::string ElfSymbolizer::debug_file() const {
   return {};
 }
 
+void ElfSymbolizer::ReleasePages() const {
+  elf_->ReleasePages();
+  if (index_) index_->ReleasePages();
+}
+
 size_t ElfSymbolizer::memory_bytes() const {
   size_t total = sizeof(*this) + elf_->heap_bytes();
   if (symbol_names_) total += symbol_names_->memory_bytes();

@@ -418,6 +418,12 @@ ProfileSymbolizer::~ProfileSymbolizer() = default;
 
 size_t ProfileSymbolizer::cached_symbolizers() const { return session_->modules.size(); }
 uint64_t ProfileSymbolizer::cached_bytes() const { return session_->bytes; }
+
+void ProfileSymbolizer::ReleasePages() const {
+  for (const auto& [build_id, cached] : session_->modules) {
+    if (cached.module.symbolizer) cached.module.symbolizer->ReleasePages();
+  }
+}
 size_t ProfileSymbolizer::remembered_frames() const {
   return session_->remembered.size() + session_->older.size();
 }

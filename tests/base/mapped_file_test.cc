@@ -1,6 +1,7 @@
 #include "stacksym/mapped_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -49,6 +50,42 @@ TEST(MappedFile, ErrorsNameTheFile) {
   auto dir = MappedFile::Open("/tmp");
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.error().ToString().find("directory"), std::string::npos);
+}
+
+// Resident pages of the file-backed mappings (statm's third field, "shared"), in pages.
+long ResidentFilePages() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0, shared = 0;
+  statm >> size >> resident >> shared;
+  return shared;
+}
+
+TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSame) {
+  const std::string path = ::testing::TempDir() + "/mapped_release_" + std::to_string(getpid());
+  const size_t size = size_t{16} << 20;
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (size_t i = 0; i < size; i += 4096) {
+      std::string page(4096, static_cast<char>('a' + (i / 4096) % 26));
+      out << page;
+    }
+  }
+  Result<MappedFile> file = MappedFile::Open(path);
+  ASSERT_TRUE(file);
+  ASSERT_TRUE(file->is_mapping());
+  const long page_kb = ::sysconf(_SC_PAGESIZE) / 1024;
+  const long before = ResidentFilePages();
+  uint64_t sum = 0;
+  for (size_t i = 0; i < size; i += 4096) sum += file->data()[i];
+  const long touched = ResidentFilePages();
+  EXPECT_GE((touched - before) * page_kb, 15 << 10) << "the file's pages were not made resident";
+  file->ReleasePages();
+  const long released = ResidentFilePages();
+  EXPECT_LE((released - before) * page_kb, 1 << 10) << "released pages are still resident";
+  uint64_t again = 0;
+  for (size_t i = 0; i < size; i += 4096) again += file->data()[i];
+  EXPECT_EQ(again, sum);
+  std::remove(path.c_str());
 }
 
 }  // namespace
