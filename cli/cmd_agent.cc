@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>

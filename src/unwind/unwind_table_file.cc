@@ -239,10 +239,9 @@ Result<Loaded> Parse(std::span<const uint8_t> bytes) {
   UnwindTableStats stats;
   Loaded loaded;
   bool ok = meta.U8(&id_size) && meta.Bytes(id_size, &id);
-  for (uint64_t* v :
-       {&stats.cies, &stats.fdes, &stats.fdes_skipped, &stats.unsupported_rows,
-        &stats.fdes_overlapping, &stats.fdes_outside_code, &stats.eh_frame_hdr_fdes,
-        &stats.go_functions}) {
+  for (uint64_t* v : {&stats.cies, &stats.fdes, &stats.fdes_skipped, &stats.unsupported_rows,
+                      &stats.fdes_overlapping, &stats.fdes_outside_code, &stats.eh_frame_hdr_fdes,
+                      &stats.go_functions}) {
     ok = ok && meta.U64(v);
   }
   ok = ok && meta.Text(&stats.first_problem) && meta.Text(&stats.eh_frame_hdr_problem) &&
