@@ -584,11 +584,13 @@ class BpfSource : public SampleSource {
         (*callback_)(s);
         return;
       }
-    } else if (bpf_unwind_ && (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
-               !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != awaiting_exec_) {
-      // Its next samples are unwound in the program.
-      loader_.Want(h->pid, (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) != 0);
     }
+    // Its next samples are unwound in the program: its tables are loaded after this sample is
+    // aggregated, which reads its mappings first. Loading a big binary's tables can take longer
+    // than a short process lives, and a process read only after it exited has no mappings.
+    const bool load_tables = !(h->flags & STACKSYM_SAMPLE_BPF_UNWOUND) && bpf_unwind_ &&
+                             (h->flags & STACKSYM_SAMPLE_STACK_COPY) &&
+                             !(h->flags & STACKSYM_SAMPLE_KTHREAD) && h->pid != awaiting_exec_;
     if (h->flags & STACKSYM_SAMPLE_STACK_COPY) {
       if (ubytes >= sizeof(stacksym_user_regs)) {
         stacksym_user_regs r;
@@ -610,6 +612,7 @@ class BpfSource : public SampleSource {
       s.user_ips = {reinterpret_cast<const uint64_t*>(u), ubytes / 8};
     }
     (*callback_)(s);
+    if (load_tables) loader_.Want(h->pid, (h->flags & STACKSYM_SAMPLE_UNKNOWN_MAPPING) != 0);
   }
 
   Result<void> DrainStackMap(const SampleCallback& callback) {

@@ -39,7 +39,7 @@ std::string TempDir(const std::string& tag) {
 
 // Records `command` to its end (at most `seconds` + 10 s) with the defaults `record` uses.
 Result<Profile> RecordCommand(const std::vector<std::string>& command, bool python,
-                              std::string* skip) {
+                              std::string* skip, std::string* described = nullptr) {
   RecordOptions options;
   options.command = command;
   options.frequency_hz = 199;
@@ -52,6 +52,14 @@ Result<Profile> RecordCommand(const std::vector<std::string>& command, bool pyth
     return rec.error();
   }
   if (Result<void> run = (*rec)->Run(); !run) return run.error();
+  if (described != nullptr) {
+    const RecordStats& st = (*rec)->stats();
+    *described = "samples " + std::to_string(st.samples) + ", lost " + std::to_string(st.lost) +
+                 ", aggregated " + std::to_string(st.aggregated) + ", frames not normalized " +
+                 std::to_string(st.frames_not_normalized) + ", user stacks empty " +
+                 std::to_string(st.user_stacks_empty) + ", modules " +
+                 std::to_string((*rec)->profile().modules.size());
+  }
   return std::move((*rec)->profile());
 }
 
@@ -114,13 +122,14 @@ std::map<std::pair<uint32_t, uint64_t>, std::string> JitNames(const Profile& p) 
 
 TEST(JitRecordTest, NodeJsFramesNamedAndBothPathsAgree) {
   if (!Executable("/usr/bin/node")) GTEST_SKIP() << "node (Debian's nodejs) is not installed";
-  std::string skip;
-  Result<Profile> recorded = RecordCommand(
-      {"/usr/bin/node", "--perf-basic-prof", kScripts + "jit_hot.js", "2"}, true, &skip);
+  std::string skip, described;
+  Result<Profile> recorded =
+      RecordCommand({"/usr/bin/node", "--perf-basic-prof", kScripts + "jit_hot.js", "2"}, true,
+                    &skip, &described);
   if (!skip.empty()) GTEST_SKIP() << skip;
   ASSERT_TRUE(recorded) << recorded.error().ToString();
   Profile& profile = *recorded;
-  ASSERT_EQ(profile.jit_files.size(), 1u) << "the recorder read no perf map";
+  ASSERT_EQ(profile.jit_files.size(), 1u) << "the recorder read no perf map; " << described;
   const uint32_t pid = profile.jit_files.begin()->first;
   const JitFiles& files = *profile.jit_files.begin()->second;
   EXPECT_NE(files.perf_map.find("leafHot"), std::string::npos) << files.perf_map_path;
