@@ -14,6 +14,7 @@
 #include "capture_options.h"
 #include "command.h"
 #include "profile_symbolize_options.h"
+#include "remote/http_url.h"
 #include "stacksym/agent.h"
 
 // Named for the file: the CLI compiles in unity batches (cli/CMakeLists.txt).
@@ -28,6 +29,7 @@ struct Options {
   std::string queue_bytes = "64M";
   std::string max_request_bytes = "4M";
   std::string output_max_bytes = "1G";
+  std::vector<std::string> otlp_headers, pyroscope_headers;  // "Name: value"
   bool quiet = false;
 };
 
@@ -81,6 +83,14 @@ Result<void> Resolve(Options& o) {
     o.agent.symbolize_options = std::move(*symbolize);
     // A long-lived process keeps no DWARF beside an index it built (hundreds of MB).
     o.agent.symbolize_options.symbolize.keep_dwarf_after_index_build = false;
+  }
+  for (auto [given, out] : {std::pair{&o.otlp_headers, &o.agent.otlp_headers},
+                            std::pair{&o.pyroscope_headers, &o.agent.pyroscope_headers}}) {
+    for (const std::string& text : *given) {
+      Result<std::pair<std::string, std::string>> header = remote::ParseHeaderArgument(text);
+      if (!header) return header.error();
+      out->push_back(std::move(*header));
+    }
   }
   struct Size {
     const std::string* text;
@@ -147,6 +157,13 @@ CommandRegistrar registrar(
                      "OTLP/HTTP receiver: POST URL/v1development/profiles (repeatable)");
       app.add_option("--pyroscope", o->agent.pyroscope_urls,
                      "Pyroscope: POST URL/push.v1.PusherService/Push (repeatable)");
+      app.add_option("--otlp-header", o->otlp_headers,
+                     "'Name: value' sent with every OTLP request (repeatable): Authorization, ...");
+      app.add_option("--pyroscope-header", o->pyroscope_headers,
+                     "'Name: value' sent with every push (repeatable): X-Scope-OrgID, ...");
+      app.add_option("--ca-file", o->agent.ca_file,
+                     "https: the receivers' CA certificates (PEM; default: the system's). "
+                     "Credentials in a URL (https://USER:PASSWORD@HOST) go as Basic authorization");
       app.add_option("--output-dir", o->agent.output_dir, "Write one pprof file per window here");
       app.add_option("--output-max-bytes", o->output_max_bytes,
                      "Bytes of pprof files kept in --output-dir; the oldest go (default 1G)");

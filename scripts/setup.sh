@@ -19,7 +19,8 @@ DEMO_PACKAGES=(
 )
 # `setup.sh` (make test and the rest): the tools the tests compare against and build fixtures
 # with, on top of the demo's (python3-protobuf: a second protobuf implementation that decodes
-# what the agent sends; golang-go, openjdk-17 and node: test programs for Go and JIT frames).
+# what the agent sends; golang-go, openjdk-17 and node: test programs for Go and JIT frames;
+# openssl: the certificate of the agent's https test).
 PACKAGES=(
   "${DEMO_PACKAGES[@]}"
   llvm llvm-16 libclang-rt-14-dev clang-format lld
@@ -27,7 +28,7 @@ PACKAGES=(
   dpkg-dev
   linux-perf
   debuginfod
-  python3 python3-protobuf
+  python3 python3-protobuf openssl
   golang-go openjdk-17-jdk-headless nodejs
 )
 # Large packages used by differential tests (librados2: libceph-common, a large C++ library

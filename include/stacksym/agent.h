@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stacksym/capture.h"
@@ -44,7 +45,11 @@ struct AgentOptions {
 
   std::vector<std::string> otlp_urls;       // POST URL/v1development/profiles
   std::vector<std::string> pyroscope_urls;  // POST URL/push.v1.PusherService/Push
-  std::string output_dir;                   // one pprof per window
+  // Sent with every request to those receivers (Authorization, X-Scope-OrgID, ...). Credentials
+  // in a URL (https://USER:PASSWORD@HOST) are sent as Basic authorization besides.
+  std::vector<std::pair<std::string, std::string>> otlp_headers, pyroscope_headers;
+  std::string ca_file;     // https: CA certificates (PEM) for the receivers; empty: the system's
+  std::string output_dir;  // one pprof per window
   uint64_t output_max_bytes = uint64_t{1} << 30;
 
   uint64_t queue_bytes = 64 << 20;

@@ -22,13 +22,18 @@ Result<std::unique_ptr<HttpSender>> HttpSender::Start(const std::string& url, si
   remote::HttpClientConfig config;
   config.connection_timeout_seconds = options.connect_timeout_s;
   config.timeout_seconds = options.timeout_s;
+  config.ca_file = options.ca_file;
   std::unique_ptr<HttpSender> sender(new HttpSender());
   sender->client_ = (*http)->new_client(split->origin, config);
+  // Shown in metrics and messages: without the credentials.
+  const std::string shown = split->origin + split->prefix;
   if (!sender->client_ || !sender->client_->valid()) {
-    return MakeError(ErrorCode::kInvalidArgument, "receiver URL " + url + " cannot be used");
+    return MakeError(ErrorCode::kInvalidArgument, "receiver URL " + shown + " cannot be used");
   }
-  sender->url_ = url;
+  sender->url_ = shown;
   sender->split_ = std::move(*split);
+  sender->headers_ = sender->split_.headers;
+  sender->headers_.insert(sender->headers_.end(), options.headers.begin(), options.headers.end());
   sender->destination_ = destination;
   sender->queue_ = queue;
   sender->exporter_ = exporter;
@@ -54,6 +59,12 @@ bool HttpSender::Wait(double seconds) {
   return !wake_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stop_; });
 }
 
+remote::HttpHeaders HttpSender::WithOurHeaders(const remote::HttpHeaders& request_headers) const {
+  remote::HttpHeaders all = request_headers;
+  all.insert(all.end(), headers_.begin(), headers_.end());
+  return all;
+}
+
 void HttpSender::Loop() {
   Backoff backoff(options_.backoff_initial_s, options_.backoff_max_s,
                   static_cast<uint64_t>(MonotonicSeconds() * 1e9) ^ destination_);
@@ -71,7 +82,7 @@ void HttpSender::Loop() {
     const ExportRequest& r = item->request;
     double started = MonotonicSeconds();
     remote::HttpPostResult answer =
-        client_->Post(split_.prefix + r.path, r.body, r.content_type, r.headers);
+        client_->Post(split_.prefix + r.path, r.body, r.content_type, WithOurHeaders(r.headers));
     stats_.Attempt(MonotonicSeconds() - started);
     Verdict verdict = Judge(answer.sent, answer.status);
     if (verdict.outcome == Outcome::kSent) {

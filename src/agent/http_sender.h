@@ -22,8 +22,9 @@ class HttpClient;
 
 namespace stacksym::agent {
 
-// "http://host:port/prefix" → the part the HTTP client connects to and the path prefix every
-// request path is put under ("" or "/prefix", no trailing slash): remote/http_url.h.
+// "http[s]://[user:password@]host:port/prefix" → the part the HTTP client connects to, the
+// path prefix every request path is put under ("" or "/prefix", no trailing slash) and the
+// URL's credentials as a header: remote/http_url.h.
 using remote::SplitUrl;
 inline Result<SplitUrl> SplitReceiverUrl(const std::string& url) {
   return remote::SplitHttpUrl(url);
@@ -34,6 +35,8 @@ struct HttpSenderOptions {
   double timeout_s = 10;  // an answer that takes longer is retried
   double backoff_initial_s = 1;
   double backoff_max_s = 30;
+  remote::HttpHeaders headers;  // sent with every request (authorization, tenant)
+  std::string ca_file;          // https: CA certificates (PEM); empty: the system's
 };
 
 class HttpSender {
@@ -49,16 +52,19 @@ class HttpSender {
   // Ends the thread after the attempt under way (the request stays queued).
   void Stop();
   const SenderStats& stats() const { return stats_; }
-  const std::string& url() const { return url_; }
+  const std::string& url() const { return url_; }  // without credentials
 
  private:
   HttpSender() = default;
   void Loop();
   // Sleeps up to `seconds`; false when stopped meanwhile.
   bool Wait(double seconds);
+  // A request's own headers (Content-Encoding) and then headers_.
+  remote::HttpHeaders WithOurHeaders(const remote::HttpHeaders& request_headers) const;
 
   std::string url_;
   SplitUrl split_;
+  remote::HttpHeaders headers_;  // the URL's and the options' headers, sent with every request
   size_t destination_ = 0;
   DeliveryQueue* queue_ = nullptr;
   const Exporter* exporter_ = nullptr;

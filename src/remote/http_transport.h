@@ -95,6 +95,10 @@ class HttpServer {
 struct HttpClientConfig {
   double connection_timeout_seconds = 5;
   double timeout_seconds = 120;  // read and write
+  // https: the CA certificates (PEM) the server's certificate must chain to. Empty: OpenSSL's
+  // defaults (the system's store, or $SSL_CERT_FILE / $SSL_CERT_DIR). Server certificates are
+  // always verified, host name included.
+  std::string ca_file;
 };
 
 struct HttpPostResult {
@@ -118,7 +122,7 @@ class HttpClient {
 
 // What the module exports, as `stacksym_http_transport` (extern "C"). kHttpTransportAbi
 // changes with anything above, so that a stale module is refused instead of misread.
-inline constexpr uint32_t kHttpTransportAbi = 3;
+inline constexpr uint32_t kHttpTransportAbi = 4;
 struct HttpTransport {
   uint32_t abi;
   std::unique_ptr<HttpServer> (*new_server)(const HttpServerConfig& config);

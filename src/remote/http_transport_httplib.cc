@@ -248,6 +248,10 @@ class HttplibClient final : public HttpClient {
     client_.set_write_timeout(Micros(config.timeout_seconds));
     client_.set_keep_alive(true);
     client_.set_tcp_nodelay(true);  // no Nagle delay between a request's header and body
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+    client_.enable_server_certificate_verification(true);
+    if (!config.ca_file.empty()) client_.set_ca_cert_path(config.ca_file);
+#endif
   }
 
   bool valid() const override { return client_.is_valid(); }

@@ -58,7 +58,12 @@ HttpPostResult ProxyForwarder::Post(const std::string& path, const std::string& 
     failed.error = "no HTTP client";
     return failed;
   }
-  HttpPostResult answer = client->Post(split_.prefix + path, body, content_type, headers);
+  // The forward URL's own credentials, where the client sent none of its own.
+  HttpHeaders sent = headers;
+  for (const auto& [name, value] : split_.headers) {
+    if (FindHeader(headers, name).empty()) sent.emplace_back(name, value);
+  }
+  HttpPostResult answer = client->Post(split_.prefix + path, body, content_type, sent);
   // A connection that failed is dropped: the next request opens a fresh one.
   if (answer.sent) Give(std::move(client));
   return answer;

@@ -18,6 +18,11 @@ Cases:
            addresses only; the store fetches the debug file from `stacksym serve`'s debuginfod
            API with elfutils' debuginfod-find (byte-identical) and names every address with it
            as llvm-symbolizer names them on the unstripped binary.
+  tls      https receivers with a certificate made here: with --ca-file every window arrives,
+           with the URL's credentials as Basic authorization and the --otlp-header /
+           --pyroscope-header headers; without the CA nothing is sent (verification fails, the
+           attempts are counted as connection retries).
+  signals  a doubled SIGTERM is one request (flush, exit 0); a second one a second later exits.
 """
 import os
 import re
@@ -413,8 +418,75 @@ def case_signals():
           (agent.returncode, time.time() - start))
 
 
+def make_certificate(tmp):
+    """A self-signed certificate for 127.0.0.1 (an IP subjectAltName, as clients check)."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
+def case_tls():
+    if shutil.which("openssl") is None:
+        print("SKIP: needs the openssl command (Debian's openssl) to make a certificate",
+              file=sys.stderr)
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="stacksym-agent-tls-")
+    try:
+        cert, key = make_certificate(tmp)
+        tls_run(cert, key, trusted=True)
+        tls_run(cert, key, trusted=False)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def tls_run(cert, key, trusted):
+    store = Receiver(max_seconds=60, tls=(cert, key)).start()
+    mport = free_port()
+    otlp_url = store.url.replace("https://", "https://collector:s3cr%40t@")
+    args = ["-F", "49", "--interval", "1", "--otlp", otlp_url, "--otlp-header",
+            "X-Scope-OrgID: tenant-7", "--pyroscope", store.url, "--pyroscope-header",
+            "Authorization: Bearer tok.en", "--send-timeout", "2", "--shutdown-timeout", "3",
+            "--metrics-listen", "127.0.0.1:%d" % mport]
+    if trusted:
+        args += ["--ca-file", cert]
+    agent = start_agent(args)
+    if not wait_ready(mport, agent):
+        store.stop()
+        return
+    run_workload(2)
+    time.sleep(1)
+    err = stop_agent(agent)
+    store.stop()
+    otlp, push = store.accepted("otlp"), store.accepted("push")
+    print("https, %s CA: %d OTLP requests and %d pushes arrived" %
+          ("with the" if trusted else "without the", len(otlp), len(push)))
+    if "s3cr" in err:
+        fail("the URL's password appears in the agent's output (metrics labels, messages)")
+    if not trusted:
+        if store.all():
+            fail("requests were sent to an https receiver whose certificate is not trusted")
+        if metric(err, "stacksym_agent_requests_retried_total", 'reason="connection"') < 1:
+            fail("the failed verification was not counted as a connection retry")
+        return
+    if not otlp or not push:
+        fail("over https: %d OTLP requests, %d pushes" % (len(otlp), len(push)))
+    for r in otlp:
+        # base64 of "collector:s3cr@t" (the URL's %40 decoded)
+        if r.headers.get("Authorization") != "Basic Y29sbGVjdG9yOnMzY3JAdA==":
+            fail("OTLP Authorization: %r" % r.headers.get("Authorization"))
+        if r.headers.get("X-Scope-OrgID") != "tenant-7":
+            fail("OTLP X-Scope-OrgID: %r" % r.headers.get("X-Scope-OrgID"))
+    for r in push:
+        if r.headers.get("Authorization") != "Bearer tok.en":
+            fail("push Authorization: %r" % r.headers.get("Authorization"))
+        if "X-Scope-OrgID" in r.headers:
+            fail("the OTLP receiver's header went to Pyroscope")
+
+
 {"windows": case_windows, "faults": case_faults, "outage": case_outage,
- "store": case_store, "signals": case_signals}[case]()
+ "store": case_store, "signals": case_signals, "tls": case_tls}[case]()
 if failures:
     print("%d failures" % len(failures), file=sys.stderr)
     sys.exit(1)

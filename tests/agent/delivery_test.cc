@@ -139,8 +139,60 @@ TEST(ReceiverUrlTest, SplitsOriginAndPrefix) {
   EXPECT_EQ(b->origin, "http://collector:4318");
   EXPECT_EQ(b->prefix, "/otlp");
   EXPECT_FALSE(SplitReceiverUrl("127.0.0.1:4318").ok());
-  EXPECT_FALSE(SplitReceiverUrl("https://x:1").ok());
+  EXPECT_FALSE(SplitReceiverUrl("ftp://x:1").ok());
   EXPECT_FALSE(SplitReceiverUrl("http://").ok());
+  EXPECT_FALSE(SplitReceiverUrl("https://user@").ok()) << "no host";
+  EXPECT_FALSE(SplitReceiverUrl("https://pw%4@host").ok());
+  EXPECT_FALSE(SplitReceiverUrl("https://us%4gr:pw@host").ok()) << "bad percent-escape";
+}
+
+// Credentials in the URL leave the origin and become Basic authorization (RFC 7617: base64 of
+// "user:password", percent-escapes decoded first), as Pyroscope's and Grafana's clients send them.
+TEST(ReceiverUrlTest, HttpsAndCredentials) {
+  Result<SplitUrl> a = SplitReceiverUrl("https://collector.example:4318/otlp");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->origin, "https://collector.example:4318");
+  EXPECT_EQ(a->prefix, "/otlp");
+  EXPECT_TRUE(a->headers.empty());
+  Result<SplitUrl> b = SplitReceiverUrl("https://123456:glc%40x%3Ay@profiles.example/");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->origin, "https://profiles.example");
+  EXPECT_EQ(b->prefix, "");
+  ASSERT_EQ(b->headers.size(), 1u);
+  EXPECT_EQ(b->headers[0].first, "Authorization");
+  // printf '123456:glc@x:y' | base64
+  EXPECT_EQ(b->headers[0].second, "Basic MTIzNDU2OmdsY0B4Onk=");
+  Result<SplitUrl> c = SplitReceiverUrl("http://Aladdin:open%20sesame@h:1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->origin, "http://h:1");
+  EXPECT_EQ(c->headers[0].second, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");  // RFC 7617's example
+}
+
+TEST(ReceiverUrlTest, Base64MatchesRfc4648) {
+  // RFC 4648 section 10's test vectors.
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (auto [in, out] : vectors) EXPECT_EQ(remote::Base64(in), out) << in;
+  EXPECT_EQ(remote::Base64(std::string("\xff\xfe\x00", 3)), "//4A");
+}
+
+TEST(ReceiverUrlTest, HeaderArguments) {
+  auto h = remote::ParseHeaderArgument("X-Scope-OrgID:  tenant-1 ");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->first, "X-Scope-OrgID");
+  EXPECT_EQ(h->second, "tenant-1");
+  auto empty_value = remote::ParseHeaderArgument("X-Empty:");
+  ASSERT_TRUE(empty_value.ok());
+  EXPECT_EQ(empty_value->second, "");
+  EXPECT_FALSE(remote::ParseHeaderArgument("no colon").ok());
+  EXPECT_FALSE(remote::ParseHeaderArgument(": value").ok());
+  EXPECT_FALSE(remote::ParseHeaderArgument("Bad Name: v").ok());
+  EXPECT_FALSE(remote::ParseHeaderArgument("X: a\r\nInjected: b").ok());
 }
 
 }  // namespace

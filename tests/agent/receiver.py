@@ -12,6 +12,7 @@ Fault modes, taken in order per path (then "ok" for ever):
 """
 import http.server
 import socket
+import ssl
 import threading
 import time
 
@@ -29,7 +30,8 @@ class Request:
 
 
 class Receiver:
-    def __init__(self, scripts=None, max_requests=10000, max_seconds=300, port=0):
+    def __init__(self, scripts=None, max_requests=10000, max_seconds=300, port=0, tls=None):
+        """tls: (certificate file, key file) to serve https instead of http."""
         self.scripts = {k: list(v) for k, v in (scripts or {}).items()}
         self.requests = []
         self.lock = threading.Lock()
@@ -85,6 +87,11 @@ class Receiver:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.url = "https://127.0.0.1:%d" % self.port
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.timer = threading.Timer(max_seconds, self.stop)
         self.timer.daemon = True

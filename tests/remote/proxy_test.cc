@@ -60,7 +60,7 @@ constexpr uint64_t kLoadBase = 0x555555554000;
 class Downstream {
  public:
   struct Received {
-    std::string path, body, content_encoding, content_type, tenant;
+    std::string path, body, content_encoding, content_type, tenant, authorization;
   };
 
   Downstream(int status, httplib::Headers headers, std::string body) {
@@ -70,7 +70,8 @@ class Downstream {
         std::lock_guard lock(mutex_);
         received_.push_back({req.path, req.body, req.get_header_value("Content-Encoding"),
                              req.get_header_value("Content-Type"),
-                             req.get_header_value("X-Scope-OrgID")});
+                             req.get_header_value("X-Scope-OrgID"),
+                             req.get_header_value("Authorization")});
       }
       res.status = status;
       for (const auto& [k, v] : headers) res.set_header(k, v);
@@ -383,6 +384,26 @@ void ExpectUntouched(const otlp::ExportProfilesServiceRequest& sent,
   EXPECT_EQ(a.stack_table_size(), b.stack_table_size());
   EXPECT_EQ(sent.resource_profiles(0).SerializeAsString(),
             got.resource_profiles(0).SerializeAsString());
+}
+
+// A forward URL with credentials (a hosted store's USER:TOKEN@) sends them as Basic
+// authorization; a client that sent its own Authorization keeps it.
+TEST_F(ProxyTest, ForwardUrlCredentialsBecomeBasicAuthorization) {
+  Downstream downstream(200, {}, "");
+  SymbolServerOptions options;
+  options.otlp_forward = "http://tenant:p%40ss@" + downstream.url().substr(7);
+  std::unique_ptr<SymbolServer> server = Start(options);
+  ASSERT_TRUE(server);
+  std::string body = OtlpRequest().SerializeAsString();
+  httplib::Result res = Post(*server, kOtlpPath, body);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  res = Post(*server, kOtlpPath, body, {{"Authorization", "Bearer client"}});
+  ASSERT_TRUE(res);
+  std::vector<Downstream::Received> got = downstream.received();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].authorization, "Basic dGVuYW50OnBAc3M=");  // base64 of "tenant:p@ss"
+  EXPECT_EQ(got[1].authorization, "Bearer client");
 }
 
 TEST_F(ProxyTest, OtlpForwardedNamesEqualLlvmSymbolizers) {
