@@ -133,6 +133,27 @@ def stacksym_share(stacksym, tmp):
     return complete / 1e9, total / 1e9, "s off CPU", lost
 
 
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def agent_share(stacksym, tmp):
+    """stacksym_share over every window the agent wrote."""
+    complete = total = 0.0
+    windows = sorted(os.listdir(os.path.join(tmp, "agent")))
+    for name in windows:
+        shutil.copy(os.path.join(tmp, "agent", name), os.path.join(tmp, "rec.pb.gz"))
+        c, t, _, _ = stacksym_share(stacksym, tmp)
+        complete += c
+        total += t
+    err = open(os.path.join(tmp, "rec.err")).read()
+    m = re.search(r"stacksym_agent_off_cpu_intervals_dropped_total (\d+)", err)
+    lost = (m.group(1) + " intervals" if m else "?") + f" ({len(windows)} windows)"
+    return complete, total, "s off CPU", lost
+
+
 def offcputime_share(tmp):
     """offcputime prints each stack leaf first: kernel frames, user frames (or
     '[Missed User Stack]'), '-  COMM (PID)', then the microseconds."""
@@ -218,6 +239,14 @@ def main():
                                           "-p", str(pid), "-d", str(RECORD_S),
                                           "-o", os.path.join(t, "rec.pb.gz")],
                           lambda t: stacksym_share(stacksym, t)))
+        # The agent: the same program for its whole life, windows of 1 s written as pprof files
+        # (GNU timeout's SIGTERM flushes the last one).
+        recorders.append(("stacksym agent --off-cpu",
+                          lambda pid, t: ["timeout", str(RECORD_S), stacksym, "agent",
+                                          "--off-cpu", "-p", str(pid), "--interval", "1",
+                                          "--no-debuginfod", "--output-dir",
+                                          fresh_dir(os.path.join(t, "agent"))],
+                          lambda t: agent_share(stacksym, t)))
         if shutil.which("offcputime"):
             recorders.append(("offcputime (libbpf-tools)",
                               lambda pid, t: ["offcputime", "-p", str(pid), str(int(RECORD_S))],

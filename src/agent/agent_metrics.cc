@@ -97,6 +97,8 @@ std::string RenderAgentMetrics(const AgentMetricsInput& in) {
          d(in.record.late_samples));
   Metric(&out, "stacksym_agent_off_cpu_intervals_total", "counter",
          "Off-CPU intervals recorded with their stacks.", d(in.record.off_cpu.recorded));
+  Metric(&out, "stacksym_agent_off_cpu_intervals_dropped_total", "counter",
+         "Off-CPU intervals lost on the way (ring buffer full).", d(in.record.off_cpu.dropped));
   Metric(&out, "stacksym_agent_windows_closed_total", "counter", "Windows closed.",
          d(in.agent.windows_closed));
   Metric(&out, "stacksym_agent_windows_exported_total", "counter",
