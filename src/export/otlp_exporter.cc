@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "export/htlhash.h"
+#include "export/otlp_dictionary.h"
 #include "export/process_labels.h"
 #include "otlp_profiles.pb.h"
 #include "output/flame_tree.h"
@@ -36,89 +37,6 @@ namespace pb = stacksym::otlp;
 
 constexpr char kScopeName[] = "stacksym";
 
-// The request's ProfilesDictionary, its tables deduplicated as they fill. Entry 0 of every
-// table is the zero value, so that an index 0 anywhere means "unset".
-class Dictionary {
- public:
-  explicit Dictionary(pb::ProfilesDictionary* out) : out_(out) {
-    out_->add_mapping_table();
-    out_->add_location_table();
-    out_->add_function_table();
-    pb::Link* link = out_->add_link_table();  // zero bytes of the lengths codecs expect
-    link->set_trace_id(std::string(16, '\0'));
-    link->set_span_id(std::string(8, '\0'));
-    out_->add_attribute_table();
-    out_->add_stack_table();
-    String("");
-  }
-
-  int32_t String(std::string_view s) {
-    auto [it, inserted] = strings_.try_emplace(std::string(s), out_->string_table_size());
-    if (inserted) out_->add_string_table(output::ToValidUtf8(s));
-    return it->second;
-  }
-
-  int32_t StringAttribute(std::string_view key, std::string_view value) {
-    return Attribute(key, /*is_int=*/false, value, 0);
-  }
-  int32_t IntAttribute(std::string_view key, int64_t value) {
-    return Attribute(key, /*is_int=*/true, "", value);
-  }
-
-  int32_t Function(const SourceFrame& line, bool python) {
-    int32_t name = String(!line.function.empty() ? line.function : line.raw_function);
-    int32_t system = String(line.raw_function);
-    int32_t file = String(line.file);
-    // A native function's start line is left out, as pprof's is (not every path that names
-    // native frames knows it).
-    int64_t start = python ? line.start_line : 0;
-    auto [it, inserted] =
-        functions_.try_emplace({name, system, file, start}, out_->function_table_size());
-    if (inserted) {
-      pb::Function* fn = out_->add_function_table();
-      fn->set_name_strindex(name);
-      fn->set_system_name_strindex(system);
-      fn->set_filename_strindex(file);
-      fn->set_start_line(start);
-    }
-    return it->second;
-  }
-
-  int32_t Stack(const std::vector<int32_t>& locations) {
-    auto [it, inserted] = stacks_.try_emplace(locations, out_->stack_table_size());
-    if (inserted) {
-      pb::Stack* stack = out_->add_stack_table();
-      for (int32_t l : locations) stack->add_location_indices(l);
-    }
-    return it->second;
-  }
-
-  pb::ProfilesDictionary* out() { return out_; }
-
- private:
-  int32_t Attribute(std::string_view key, bool is_int, std::string_view s, int64_t i) {
-    int32_t key_index = String(key);
-    auto [it, inserted] = attributes_.try_emplace({key_index, is_int, std::string(s), i},
-                                                  out_->attribute_table_size());
-    if (inserted) {
-      pb::KeyValueAndUnit* kv = out_->add_attribute_table();
-      kv->set_key_strindex(key_index);
-      if (is_int) {
-        kv->mutable_value()->set_int_value(i);
-      } else {
-        kv->mutable_value()->set_string_value(output::ToValidUtf8(s));
-      }
-    }
-    return it->second;
-  }
-
-  pb::ProfilesDictionary* out_;
-  std::unordered_map<std::string, int32_t> strings_;
-  std::map<std::tuple<int32_t, bool, std::string, int64_t>, int32_t> attributes_;
-  std::map<std::tuple<int32_t, int32_t, int32_t, int64_t>, int32_t> functions_;
-  std::map<std::vector<int32_t>, int32_t> stacks_;
-};
-
 // The window's stacks in process order, and which of them one request carries.
 struct StackRange {
   size_t begin = 0;
@@ -132,7 +50,7 @@ class RequestBuilder {
       : window_(window),
         profile_(window.profile),
         order_(order),
-        dictionary_(request_.mutable_dictionary()),
+        dictionary_(OtlpDictionaryWriter::Fresh(request_.mutable_dictionary())),
         location_of_frame_(profile_.frames.size(), 0),
         mapping_of_module_(profile_.modules.size() + 1, 0) {}
 
@@ -157,7 +75,7 @@ class RequestBuilder {
   const Profile& profile_;
   const std::vector<uint32_t>& order_;
   pb::ExportProfilesServiceRequest request_;
-  Dictionary dictionary_;
+  OtlpDictionaryWriter dictionary_;
   std::vector<int32_t> location_of_frame_;                        // 0: not in the dictionary yet
   std::unordered_map<std::string, int32_t> location_by_content_;  // serialized Location → index
   // Module i's mapping at slot i; kernel frames without a kernel module share the last slot.

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "export/otlp_dictionary.h"
 #include "otlp_profiles.pb.h"
 #include "output/flame_tree.h"
 #include "stacksym/hex.h"
@@ -78,52 +79,6 @@ class DictionaryReader {
   const pb::ProfilesDictionary& d_;
 };
 
-// Strings and Functions appended to a dictionary, deduplicated with those it already has.
-class DictionaryWriter {
- public:
-  explicit DictionaryWriter(pb::ProfilesDictionary* d) : d_(d) {
-    if (d_->string_table_size() == 0) d_->add_string_table();  // entry 0: ""
-    if (d_->function_table_size() == 0) d_->add_function_table();
-    for (int i = d_->string_table_size() - 1; i >= 0; --i) strings_[d_->string_table(i)] = i;
-    for (int i = d_->function_table_size() - 1; i >= 1; --i) {
-      const pb::Function& f = d_->function_table(i);
-      functions_[{f.name_strindex(), f.system_name_strindex(), f.filename_strindex(),
-                  f.start_line()}] = i;
-    }
-  }
-
-  // Strings must be UTF-8 (a proto3 string that is not fails to parse): bytes that are not
-  // become '?', as the agent's exporter writes them.
-  int32_t String(const std::string& s) {
-    std::string valid = output::ToValidUtf8(s);
-    auto [it, inserted] = strings_.try_emplace(valid, d_->string_table_size());
-    if (inserted) d_->add_string_table(std::move(valid));
-    return it->second;
-  }
-
-  // As the agent's exporter writes a native function: name (demangled, else the linkage
-  // name), system_name (the linkage name), filename, no start line.
-  int32_t Function(const SourceFrame& line) {
-    int32_t name = String(!line.function.empty() ? line.function : line.raw_function);
-    int32_t system = String(line.raw_function);
-    int32_t file = String(line.file);
-    auto [it, inserted] =
-        functions_.try_emplace({name, system, file, 0}, d_->function_table_size());
-    if (inserted) {
-      pb::Function* f = d_->add_function_table();
-      f->set_name_strindex(name);
-      f->set_system_name_strindex(system);
-      f->set_filename_strindex(file);
-    }
-    return it->second;
-  }
-
- private:
-  pb::ProfilesDictionary* d_;
-  std::unordered_map<std::string, int32_t> strings_;
-  std::map<std::tuple<int32_t, int32_t, int32_t, int64_t>, int32_t> functions_;
-};
-
 // Each mapping's module in `batch` (-1: no GNU build ID, or not hex).
 Result<std::vector<int64_t>> MappingModules(const pb::ProfilesDictionary& d, FrameBatch& batch) {
   DictionaryReader reader(d);
@@ -185,16 +140,17 @@ Result<std::vector<std::pair<int, FrameRef>>> CollectLocations(const pb::Profile
 // distinct frame.
 bool AddLines(pb::ProfilesDictionary* d, const std::vector<std::pair<int, FrameRef>>& locations,
               const FrameBatch& batch, ProxyTally* tally) {
-  std::optional<DictionaryWriter> writer;  // made when the first name is added
+  std::optional<OtlpDictionaryWriter> writer;  // made when the first name is added
   std::vector<std::vector<int32_t>> functions(batch.distinct());  // by FrameRef::id
   for (const auto& [index, ref] : locations) {
     batch.Count(ref, tally);
     const FrameSymbols* symbols = batch.Answer(ref);
     if (symbols == nullptr) continue;
-    if (!writer) writer.emplace(d);
+    if (!writer) writer.emplace(OtlpDictionaryWriter::Adopt(d));
     std::vector<int32_t>& fns = functions[ref.id];
     if (fns.empty()) {
-      for (const SourceFrame& line : symbols->lines) fns.push_back(writer->Function(line));
+      for (const SourceFrame& line : symbols->lines)
+        fns.push_back(writer->Function(line, /*python=*/false));
     }
     pb::Location* loc = d->mutable_location_table(index);
     for (size_t k = 0; k < symbols->lines.size(); ++k) {  // innermost first, as OTLP wants
