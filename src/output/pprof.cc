@@ -13,6 +13,7 @@
 #include "base/hex.h"
 #include "output/flame_tree.h"
 #include "output/gzip.h"
+#include "output/pprof_dictionary.h"
 #include "profile.pb.h"
 #include "stacksym/output.h"
 
@@ -26,32 +27,6 @@ namespace pb = perftools::profiles;
 // the pprof format defines it, and tools that merge or sort mappings see disjoint ranges.
 constexpr uint64_t kModuleSpacing = uint64_t{1} << 40;
 constexpr uint64_t kMaxNormalizedOffset = kModuleSpacing - 1;
-
-class StringTable {
- public:
-  explicit StringTable(pb::Profile* out) : out_(out) { Intern(""); }
-  // profile.proto strings must be UTF-8 (protobuf refuses to parse anything else), so bytes
-  // that are not are replaced by '?'.
-  int64_t Intern(const std::string& s) {
-    auto [it, inserted] = index_.try_emplace(s, static_cast<int64_t>(index_.size()));
-    if (inserted) {
-      it->second = static_cast<int64_t>(out_->string_table_size());
-      std::string valid = output::ToValidUtf8(s);
-      auto [vit, vinserted] = valid_index_.try_emplace(valid, it->second);
-      if (vinserted) {
-        out_->add_string_table(std::move(valid));
-      } else {
-        it->second = vit->second;
-      }
-    }
-    return it->second;
-  }
-
- private:
-  pb::Profile* out_;
-  std::unordered_map<std::string, int64_t> index_;        // by original string
-  std::unordered_map<std::string, int64_t> valid_index_;  // by UTF-8 string
-};
 
 // What a mapping claims (has_functions, ...) and spans, gathered from its frames.
 struct MappingFacts {
@@ -96,7 +71,7 @@ class PprofWriter {
  public:
   explicit PprofWriter(const Profile& profile)
       : profile_(profile),
-        strings_(&out_),
+        dictionary_(PprofDictionaryWriter::Fresh(&out_)),
         synthetic_kernel_id_(profile.modules.size() + 1),
         facts_(profile.modules.size() + 2) {}
   Result<std::string> Write(bool gzip);
@@ -121,19 +96,16 @@ class PprofWriter {
                     Layout layout);
   void WriteLocation(size_t frame);
   void WriteLine(const SourceFrame& line, pb::Line* out, bool python);
-  uint64_t FunctionId(const SourceFrame& line, bool python);
   Result<void> WriteSamples();
   Result<void> WriteSample(size_t s, const LabelKeys& keys);
 
   const Profile& profile_;
   pb::Profile out_;
-  StringTable strings_;  // into out_
+  PprofDictionaryWriter dictionary_;  // out_'s strings and Functions
   // Mapping ids: module i → i + 1; kernel frames without a kernel module share one synthetic
   // "[kernel.kallsyms]" mapping; raw user addresses have no mapping (id 0).
   const uint64_t synthetic_kernel_id_;
   std::vector<MappingFacts> facts_;  // by mapping id
-  // Functions, deduplicated by (name, system name, file).
-  std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> function_ids_;
 };
 
 Result<std::string> PprofWriter::Write(bool gzip) {
@@ -162,13 +134,13 @@ void PprofWriter::WriteHeader() {
   out_.set_time_nanos(static_cast<int64_t>(profile_.start_time_ns));
   out_.set_duration_nanos(static_cast<int64_t>(profile_.duration_ns));
   // Shown by `pprof -comments`.
-  if (!profile_.event.empty()) out_.add_comment(strings_.Intern(kEventComment + profile_.event));
-  out_.add_comment(strings_.Intern(kLostComment + std::to_string(profile_.lost_samples)));
+  if (!profile_.event.empty()) out_.add_comment(dictionary_.String(kEventComment + profile_.event));
+  out_.add_comment(dictionary_.String(kLostComment + std::to_string(profile_.lost_samples)));
 }
 
 void PprofWriter::WriteValueType(pb::ValueType* vt, const char* type, const char* unit) {
-  vt->set_type(strings_.Intern(type));
-  vt->set_unit(strings_.Intern(unit));
+  vt->set_type(dictionary_.String(type));
+  vt->set_unit(dictionary_.String(unit));
 }
 
 uint64_t PprofWriter::MappingOf(const ProfileFrame& frame) const {
@@ -271,8 +243,8 @@ void PprofWriter::WriteMapping(uint64_t id, const std::string& path, const std::
     m->set_memory_limit(id * kModuleSpacing + (f.any_frame ? f.max_address + 1 : 0));
     m->set_file_offset(0);
   }
-  m->set_filename(strings_.Intern(path));
-  if (!build_id.empty()) m->set_build_id(strings_.Intern(build_id));
+  m->set_filename(dictionary_.String(path));
+  if (!build_id.empty()) m->set_build_id(dictionary_.String(build_id));
   // Claimed only when every frame was symbolized, so pprof does not skip frames that still
   // need symbols; line info implies DWARF was read, and with it the inline tree.
   bool attempted = f.any_frame && f.all_attempted;
@@ -300,40 +272,20 @@ void PprofWriter::WriteLocation(size_t frame_index) {
 }
 
 void PprofWriter::WriteLine(const SourceFrame& line, pb::Line* out, bool python) {
-  out->set_function_id(FunctionId(line, python));
+  out->set_function_id(dictionary_.Function(line, python));
   out->set_line(line.line);
   out->set_column(line.column);
 }
 
-// The id of the line's Function, written when first named.
-// A Python function's Function has its start line (co_firstlineno); a native one's none: not
-// every path that names native frames knows it (the server's answers do not carry it), and
-// the paths' profiles are the same bytes.
-uint64_t PprofWriter::FunctionId(const SourceFrame& line, bool python) {
-  int64_t name = strings_.Intern(!line.function.empty() ? line.function : line.raw_function);
-  int64_t system = strings_.Intern(!line.raw_function.empty() ? line.raw_function : line.function);
-  int64_t file = strings_.Intern(line.file);
-  auto [it, inserted] = function_ids_.try_emplace({name, system, file}, function_ids_.size() + 1);
-  if (inserted) {
-    pb::Function* fn = out_.add_function();
-    fn->set_id(it->second);
-    fn->set_name(name);
-    fn->set_system_name(system);
-    fn->set_filename(file);
-    if (python) fn->set_start_line(line.start_line);
-  }
-  return it->second;
-}
-
 Result<void> PprofWriter::WriteSamples() {
   LabelKeys keys;
-  keys.pid = strings_.Intern("pid");
-  keys.tid = strings_.Intern("tid");
-  keys.comm = strings_.Intern("comm");
+  keys.pid = dictionary_.String("pid");
+  keys.tid = dictionary_.String("tid");
+  keys.comm = dictionary_.String("comm");
   keys.state = 0;
   for (const ProfileStack& stack : profile_.stacks) {
     if (stack.state != ThreadState::kRunning) {
-      keys.state = strings_.Intern("thread_state");
+      keys.state = dictionary_.String("thread_state");
       break;
     }
   }
@@ -377,11 +329,11 @@ Result<void> PprofWriter::WriteSample(size_t s, const LabelKeys& keys) {
   tid->set_num(stack.tid);
   pb::Label* comm = sample->add_label();
   comm->set_key(keys.comm);
-  comm->set_str(strings_.Intern(stack.comm));
+  comm->set_str(dictionary_.String(stack.comm));
   if (stack.state != ThreadState::kRunning) {
     pb::Label* state = sample->add_label();
     state->set_key(keys.state);
-    state->set_str(strings_.Intern(ThreadStateName(stack.state)));
+    state->set_str(dictionary_.String(ThreadStateName(stack.state)));
   }
   return {};
 }

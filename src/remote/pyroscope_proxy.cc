@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "output/flame_tree.h"
 #include "output/gzip.h"
+#include "output/pprof_dictionary.h"
 #include "profile.pb.h"
 #include "pyroscope_push.pb.h"
 #include "stacksym/hex.h"
@@ -33,47 +33,6 @@ struct RawProfile {
   bool gzipped = false;
   pprof::Profile* profile = nullptr;                // on the request's arena
   std::vector<std::pair<int, FrameRef>> locations;  // location position, frame
-};
-
-// Strings and Functions appended to a pprof profile, deduplicated with those it has.
-class ProfileWriter {
- public:
-  explicit ProfileWriter(pprof::Profile* p) : p_(p) {
-    if (p_->string_table_size() == 0) p_->add_string_table();
-    for (int i = p_->string_table_size() - 1; i >= 0; --i) strings_[p_->string_table(i)] = i;
-    for (const pprof::Function& f : p_->function()) {
-      next_id_ = std::max(next_id_, f.id() + 1);
-      functions_[{f.name(), f.system_name(), f.filename(), f.start_line()}] = f.id();
-    }
-  }
-
-  int64_t String(const std::string& s) {
-    std::string valid = output::ToValidUtf8(s);
-    auto [it, inserted] = strings_.try_emplace(valid, p_->string_table_size());
-    if (inserted) p_->add_string_table(std::move(valid));
-    return it->second;
-  }
-
-  uint64_t Function(const SourceFrame& line) {
-    int64_t name = String(!line.function.empty() ? line.function : line.raw_function);
-    int64_t system = String(line.raw_function);
-    int64_t file = String(line.file);
-    auto [it, inserted] = functions_.try_emplace({name, system, file, 0}, next_id_);
-    if (inserted) {
-      pprof::Function* f = p_->add_function();
-      f->set_id(next_id_++);
-      f->set_name(name);
-      f->set_system_name(system);
-      f->set_filename(file);
-    }
-    return it->second;
-  }
-
- private:
-  pprof::Profile* p_;
-  uint64_t next_id_ = 1;
-  std::unordered_map<std::string, int64_t> strings_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, uint64_t> functions_;
 };
 
 // The module in `batch` of each user mapping with a build ID, by mapping id.
@@ -139,7 +98,7 @@ Result<void> Collect(RawProfile& raw, FrameBatch& batch) {
 
 // Adds the names to `raw`, each distinct frame's Functions once; false when none was added.
 bool Apply(RawProfile& raw, const FrameBatch& batch, ProxyTally* tally) {
-  std::optional<ProfileWriter> writer;          // made when the first name is added
+  std::optional<PprofDictionaryWriter> writer;  // made when the first name is added
   std::unordered_map<uint64_t, bool> complete;  // mapping id → every location named
   std::unordered_map<uint32_t, std::vector<uint64_t>> functions;  // by FrameRef::id
   for (const auto& [index, ref] : raw.locations) {
@@ -148,10 +107,11 @@ bool Apply(RawProfile& raw, const FrameBatch& batch, ProxyTally* tally) {
     const FrameSymbols* symbols = batch.Answer(ref);
     complete.try_emplace(loc->mapping_id(), true).first->second &= symbols != nullptr;
     if (symbols == nullptr) continue;
-    if (!writer) writer.emplace(raw.profile);
+    if (!writer) writer.emplace(PprofDictionaryWriter::Adopt(raw.profile));
     std::vector<uint64_t>& fns = functions[ref.id];
     if (fns.empty()) {
-      for (const SourceFrame& line : symbols->lines) fns.push_back(writer->Function(line));
+      for (const SourceFrame& line : symbols->lines)
+        fns.push_back(writer->Function(line, /*python=*/false));
     }
     for (size_t k = 0; k < symbols->lines.size(); ++k) {  // innermost first, as pprof wants
       pprof::Line* out = loc->add_line();
