@@ -30,6 +30,13 @@ for ((t = step; t <= secs; t += step)); do
   kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$agent/status" 2>/dev/null || echo 0)
   echo "$t $kb" >>"$out/rss"
 done
+# Where the resident memory is at the end: anonymous (heap), file pages (mapped binaries and
+# debug files), shared memory (the BPF maps user space maps: the unwind rows).
+rollup=$(grep -E '^(Rss|Anonymous|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty):' \
+  "/proc/$agent/smaps_rollup" 2>/dev/null | awk '{ printf "%s %.1f MB; ", $1, $2 / 1024 }')
+shmem=$(awk '/^RssShmem:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent/status" 2>/dev/null)
+file=$(awk '/^RssFile:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent/status" 2>/dev/null)
+anon=$(awk '/^RssAnon:/ { printf "%.1f", $2 / 1024 }' "/proc/$agent/status" 2>/dev/null)
 kill -TERM "$agent"
 wait "$agent" || true
 
@@ -47,3 +54,7 @@ awk -v secs="$secs" '
   }' "$out/rss"
 awk '/^process_cpu_seconds_total/ { printf "  CPU %.2f %% of a core\n", 100 * $2 / '"$secs"' }' \
   "$out/agent.log"
+echo "  at the end: anonymous ${anon} MB, file ${file} MB, shared memory ${shmem} MB"
+echo "  ${rollup}"
+grep -E '^stacksym_agent_(bpf_unwind_rows_bytes|bpf_map_bytes|symbolizer_cache_bytes|processes_tracked) ' \
+  "$out/agent.log" | sed 's/^/  /'
