@@ -5,6 +5,8 @@
 # maximum and the growth from the second half's start to its end (a leak grows steadily; a
 # cache that fills stops), then the agent's final metrics line of CPU.
 #   bench/agent_soak.sh BUILD_DIR [SECONDS] [STEP]      (root; default 600 s, every 10 s)
+# AGENT_ARGS: more agent flags (e.g. "--symbolize none": the recorder's share without the
+# symbolizer's).
 set -euo pipefail
 build=${1:?build dir}
 secs=${2:-600}
@@ -22,7 +24,7 @@ churn() {
 
 churn &
 "$stacksym" agent -F 19 --interval 10 --output-dir "$out/windows" --output-max-bytes 64M \
-  --no-debuginfod >/dev/null 2>"$out/agent.log" &
+  --no-debuginfod ${AGENT_ARGS:-} >/dev/null 2>"$out/agent.log" &
 agent=$!
 : >"$out/rss"
 for ((t = step; t <= secs; t += step)); do
