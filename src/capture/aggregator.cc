@@ -436,6 +436,15 @@ Profile SampleAggregator::TakeProfile() {
       carried_files_.emplace(ModuleKey(module.kind, module.path, module.build_id), file);
     }
   }
+  // The files stay open for the next window, their pages do not stay resident: on a build
+  // host the pages of the big short-lived binaries read for unwinding and normalizing were
+  // most of a long-lived agent's memory. They are read again from the page cache when needed
+  // (the window handed over holds the same files: MADV_DONTNEED on a read-only file mapping
+  // is safe while another thread reads it).
+  for (const auto& [key, file] : carried_files_) file->ReleasePages();
+  for (const auto& [key, file] : unwind_files_) {
+    if (file) file->ReleasePages();
+  }
   carried_processes_ = std::move(processes_);
   processes_.clear();
   for (auto& [tid, open] : open_off_cpu_) open.stack = CarryStack(next, open.stack);
