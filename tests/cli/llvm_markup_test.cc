@@ -39,7 +39,7 @@ std::vector<std::string> Describe(std::string_view line) {
 
 using Nodes = std::vector<std::string>;
 
-TEST(MarkupParser, SplitsTextAndElements) {
+TEST(LlvmMarkupParser, SplitsTextAndElements) {
   EXPECT_EQ(Describe("a{{{pc:0x10:ra}}}b\n"), (Nodes{"a", "pc|0x10|ra", "b\n"}));
   EXPECT_EQ(Describe("{{{reset}}}"), (Nodes{"reset"}));
   EXPECT_EQ(Describe("{{{reset:}}}"), (Nodes{"reset|"}));  // one empty field
@@ -49,7 +49,7 @@ TEST(MarkupParser, SplitsTextAndElements) {
   EXPECT_EQ(Describe(""), (Nodes{}));
 }
 
-TEST(MarkupParser, ElementsWithoutTagAreTextAndUnfinishedOnesToo) {
+TEST(LlvmMarkupParser, ElementsWithoutTagAreTextAndUnfinishedOnesToo) {
   // No tag: the braces stay text, and the next element is still found.
   EXPECT_EQ(Describe("{{{:x}}} {{{}}} {{{pc:1}}}"), (Nodes{"{{{:x}}} {{{}}} ", "pc|1"}));
   EXPECT_EQ(Describe("x{{{pc:1"), (Nodes{"x{{{pc:1"}));
@@ -59,7 +59,7 @@ TEST(MarkupParser, ElementsWithoutTagAreTextAndUnfinishedOnesToo) {
   EXPECT_EQ(Describe("{{{s:{{{x}}}"), (Nodes{"s|{{{x"}));
 }
 
-TEST(MarkupParser, SgrSequencesAreTheirOwnNodesOutsideElements) {
+TEST(LlvmMarkupParser, SgrSequencesAreTheirOwnNodesOutsideElements) {
   EXPECT_EQ(Describe("\033[1mbold\033[0m"), (Nodes{"\033[1m", "bold", "\033[0m"}));
   EXPECT_EQ(Describe("a\033[37mb\033[30m"), (Nodes{"a", "\033[37m", "b", "\033[30m"}));
   // Only reset, bold and the eight foreground colours.
@@ -72,7 +72,7 @@ TEST(MarkupParser, SgrSequencesAreTheirOwnNodesOutsideElements) {
   EXPECT_FALSE(IsMarkupSgr("\033[3m"));
 }
 
-TEST(MarkupParser, NodesPointIntoTheLine) {
+TEST(LlvmMarkupParser, NodesPointIntoTheLine) {
   std::string line = "ab{{{pc:0x1}}}cd";
   MarkupParser parser;
   std::span<const MarkupNode> nodes = parser.Parse(line);
@@ -84,7 +84,7 @@ TEST(MarkupParser, NodesPointIntoTheLine) {
   EXPECT_EQ(parser.Parse("{{{x:1:2:3}}}").front().fields.size(), 3u);
 }
 
-TEST(MarkupParser, FieldTypes) {
+TEST(LlvmMarkupParser, FieldTypes) {
   EXPECT_EQ(ParseMarkupAddress("0x1F"), 0x1fu);
   EXPECT_EQ(ParseMarkupAddress("0"), 0u);
   EXPECT_EQ(ParseMarkupAddress("000"), 0u);
@@ -166,7 +166,7 @@ const std::vector<std::string> kContext = {
     "{{{mmap:0x5000:0x100:load:0:r:0}}}\n",
 };
 
-TEST(MarkupFilter, ModulesAndMmapsPrintOneSummaryLineEach) {
+TEST(LlvmMarkupFilter, ModulesAndMmapsPrintOneSummaryLineEach) {
   ScriptedSymbolizer s;
   std::vector<std::string> lines = kContext;
   lines.push_back("{{{module:0x2:b.o:elf:00ff}}}\n");
@@ -183,7 +183,7 @@ TEST(MarkupFilter, ModulesAndMmapsPrintOneSummaryLineEach) {
   EXPECT_TRUE(s.asked.empty());
 }
 
-TEST(MarkupFilter, ContextualLinesDropTheirOtherText) {
+TEST(LlvmMarkupFilter, ContextualLinesDropTheirOtherText) {
   ScriptedSymbolizer s;
   Filtered f =
       FilterLines(s, {"keep{{{module:0:a.o:elf:ab}}}drop\n", "drop{{{mmap:0:1:load:0:r:0}}}drop\n",
@@ -194,14 +194,14 @@ TEST(MarkupFilter, ContextualLinesDropTheirOtherText) {
             "[[[reset]]]\n");
 }
 
-TEST(MarkupFilter, SummariesEndAsTheLineThatEndsThemEnds) {
+TEST(LlvmMarkupFilter, SummariesEndAsTheLineThatEndsThemEnds) {
   ScriptedSymbolizer s;
   Filtered f =
       FilterLines(s, {"{{{module:0:a:elf:ab}}}\r\n", "{{{mmap:0:1:load:0:r:0}}}\r\n", "x\r\n"});
   EXPECT_EQ(f.out, "[[[ELF module #0x0 \"a\"; BuildID=ab [0x0-0x0](r)]]]\r\nx\r\n");
 }
 
-TEST(MarkupFilter, PcAnswersThroughTheMmapsModuleRelativeAddress) {
+TEST(LlvmMarkupFilter, PcAnswersThroughTheMmapsModuleRelativeAddress) {
   ScriptedSymbolizer s;
   s.code[0x1200] = {{"inner", "/src/a.h", 3, 9}, {"outer", "/src/a.c", 12, 5}};
   s.code[0x11ff] = {{"", "/src/a.c", 11, 0}};
@@ -219,7 +219,7 @@ TEST(MarkupFilter, PcAnswersThroughTheMmapsModuleRelativeAddress) {
   EXPECT_EQ(f.err, "");
 }
 
-TEST(MarkupFilter, BacktraceFramesPerInlinedFunction) {
+TEST(LlvmMarkupFilter, BacktraceFramesPerInlinedFunction) {
   ScriptedSymbolizer s;
   s.code[0x1200] = {
       {"inner", "/src/a.h", 3, 9}, {"mid", "/src/a.h", 8, 1}, {"outer", "/a.c", 12, 5}};
@@ -234,7 +234,7 @@ TEST(MarkupFilter, BacktraceFramesPerInlinedFunction) {
             "#1234567    0x0000000000007400 (libx.so+0x1400)\n");
 }
 
-TEST(MarkupFilter, DataAndSymbols) {
+TEST(LlvmMarkupFilter, DataAndSymbols) {
   ScriptedSymbolizer s;
   s.data[0x20] = "g_var";
   std::vector<std::string> lines = kContext;
@@ -244,7 +244,7 @@ TEST(MarkupFilter, DataAndSymbols) {
   EXPECT_EQ(f.out.substr(f.out.find("g_var")), "g_var <invalid> a::b() plain\n");
 }
 
-TEST(MarkupFilter, SymbolizerErrorsAreReportedAndTheElementKept) {
+TEST(LlvmMarkupFilter, SymbolizerErrorsAreReportedAndTheElementKept) {
   ScriptedSymbolizer s;
   s.error = "could not find build ID 'ABCD'";
   std::vector<std::string> lines = kContext;
@@ -258,7 +258,7 @@ TEST(MarkupFilter, SymbolizerErrorsAreReportedAndTheElementKept) {
             "error: could not find build ID 'ABCD'\n");
 }
 
-TEST(MarkupFilter, InvalidElementsAreReportedWithACaretAndDropped) {
+TEST(LlvmMarkupFilter, InvalidElementsAreReportedWithACaretAndDropped) {
   ScriptedSymbolizer s;
   Filtered f =
       FilterLines(s, {"a{{{pc}}}b{{{Pc:1}}}c{{{unknown:x}}}\n", "{{{module:1:m:elf:abc}}}\n",
@@ -294,7 +294,7 @@ TEST(MarkupFilter, InvalidElementsAreReportedWithACaretAndDropped) {
             "[[[ELF module #0x0 \"a\"; BuildID=ab [0x0-0xf](r)]]]\n");
 }
 
-TEST(MarkupFilter, ResetForgetsModulesAndMmaps) {
+TEST(LlvmMarkupFilter, ResetForgetsModulesAndMmaps) {
   ScriptedSymbolizer s;
   s.code[0x1000] = {{"f", "a.c", 1, 1}};
   std::vector<std::string> lines = kContext;
@@ -309,7 +309,7 @@ TEST(MarkupFilter, ResetForgetsModulesAndMmaps) {
             "error: unknown module ID\n{{{mmap:0x7000:1:load:0:r:0}}}\n                      ^\n");
 }
 
-TEST(MarkupFilter, ColorsFollowTheLogsSgrState) {
+TEST(LlvmMarkupFilter, ColorsFollowTheLogsSgrState) {
   ScriptedSymbolizer s;
   const std::vector<std::string> lines = {"\033[1mbold\033[0mreset\n",
                                           "\033[1mboldnoreset\n",
@@ -331,7 +331,7 @@ TEST(MarkupFilter, ColorsFollowTheLogsSgrState) {
             "samehighlightafter\nboldhighlightafter\n");
 }
 
-TEST(MarkupFilter, ColoredValuesAndErrors) {
+TEST(LlvmMarkupFilter, ColoredValuesAndErrors) {
   ScriptedSymbolizer s;
   s.code[0x1000] = {{"f", "a.c", 4, 2}};
   std::vector<std::string> lines = {"{{{module:0:m:elf:ab}}}\n",
@@ -354,7 +354,7 @@ TEST(MarkupFilter, ColoredValuesAndErrors) {
 
 constexpr const char* kLlvm16 = "/usr/lib/llvm-16/bin/llvm-symbolizer";
 
-class MarkupDifferential : public ::testing::Test {
+class LlvmMarkupDifferential : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::access(kLlvm16, X_OK) != 0)
@@ -411,7 +411,7 @@ class MarkupDifferential : public ::testing::Test {
 
 std::string Hex(uint64_t v) { return testing::Hex(v); }
 
-TEST_F(MarkupDifferential, FixtureLogMatchesLlvmSymbolizer16) {
+TEST_F(LlvmMarkupDifferential, FixtureLogMatchesLlvmSymbolizer16) {
   const std::string fixture = testing::FixturePath("markup_cpp");
   const std::string id = PlaceByBuildId(fixture);
   ASSERT_FALSE(id.empty());
@@ -475,6 +475,23 @@ TEST_F(MarkupDifferential, FixtureLogMatchesLlvmSymbolizer16) {
   EXPECT_GT(named, (text_end - text_start) / 3) << "too few answers with a source line";
   EXPECT_NE(ours.find("markup::Worker::run(int) const"), std::string::npos);
   EXPECT_NE(ours.find("    #"), std::string::npos);
+}
+
+// --color as LLVM 16 reads it (alone it wins over any --color=, else the last --color= counts;
+// auto is off when stdout is not a terminal), and requests and --obj/--build-id unused.
+TEST_F(LlvmMarkupDifferential, CommandLineAsLlvm16) {
+  const std::string log = "a{{{symbol:_Z1fv}}}b\n\033[1m{{{symbol:bar}}}\n";
+  for (const char* options :
+       {"--color", "--color=never --color", "--color --color=never", "--color=always --color=never",
+        "--color=never --color=always", "--color=auto", "--obj=/nonexistent 0x10",
+        "--build-id=abcd --obj=/nonexistent", "-C --no-demangle"})
+    ExpectSame(log, options);
+  // A value LLVM 16 reads as undefined behaviour is refused.
+  int code = -1;
+  std::string err = testing::RunCommand(
+      "echo | " + dir_ + "/llvm-symbolizer --filter-markup --color=yes 2>&1 >/dev/null", &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("--color=yes"), std::string::npos) << err;
 }
 
 }  // namespace
