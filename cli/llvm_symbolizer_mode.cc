@@ -959,32 +959,43 @@ class Session : public MarkupSymbolizer {
   SourceFrame symbol_file_;          // likewise: the STT_FILE stand-in
 };
 
-// --filter-markup: stdin's lines through the markup filter, each written out (and flushed, for
-// a log followed as it grows) before the next is read.
+// --filter-markup: stdin's lines through the markup filter. Input is read as it comes, and
+// the output of the lines a read brought is written and flushed before the next read: at once
+// for a log followed as it grows, in large writes for a file. Messages go out per line.
 int FilterMarkup(Session* session, const Config& config) {
   const bool color = config.color == LlvmColor::kAlways ||
                      (config.color == LlvmColor::kAuto && LlvmTerminalHasColors(STDOUT_FILENO));
   MarkupFilter filter(*session, color, LlvmTerminalHasColors(STDERR_FILENO));
-  std::string text, out, err;
-  char* line = nullptr;
-  size_t capacity = 0;
-  ssize_t length;
-  auto write = [&] {
+  std::string pending, out, err;
+  auto filter_line = [&](std::string_view line) {
+    filter.Filter(line, &out, &err);
     std::fwrite(err.data(), 1, err.size(), stderr);
+    err.clear();
+  };
+  auto write_out = [&] {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
-    err.clear();
     out.clear();
   };
-  while ((length = getline(&line, &capacity, stdin)) >= 0) {
-    text.assign(line, static_cast<size_t>(length));
-    if (!text.ends_with('\n')) text += '\n';  // as LLVM reads lines (std::getline, then '\n')
-    filter.Filter(text, &out, &err);
-    write();
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // (a read error ends the input, as it ends LLVM's std::getline loop)
+    pending.append(buffer, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
+         start = newline + 1)
+      filter_line(std::string_view(pending).substr(start, newline + 1 - start));
+    pending.erase(0, start);
+    write_out();
   }
-  std::free(line);
+  if (!pending.empty()) {
+    pending += '\n';  // as LLVM reads lines (std::getline, then '\n')
+    filter_line(pending);
+  }
   filter.Finish(&out);
-  write();
+  write_out();
   return kExitOk;
 }
 
