@@ -477,6 +477,33 @@ TEST_F(LlvmMarkupDifferential, FixtureLogMatchesLlvmSymbolizer16) {
   EXPECT_NE(ours.find("    #"), std::string::npos);
 }
 
+// An object (no build ID note) under a .build-id path, as LLVM's own markup tests symbolize
+// theirs: LLVM only asks that the file exists there, and so does the drop-in when the file
+// names no build ID. Offsets into .text, every other byte.
+TEST_F(LlvmMarkupDifferential, ObjectWithoutBuildIdNote) {
+  const std::string object = testing::FixturePath("markup_object.o");
+  Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(object);
+  ASSERT_TRUE(elf);
+  ASSERT_TRUE((*elf)->build_id().empty());
+  const ElfSection* text = (*elf)->FindSection(".text");
+  ASSERT_TRUE(text && text->size > 32);
+  std::filesystem::create_directories(dir_ + "/debug/.build-id/ab");
+  std::filesystem::create_symlink(object, dir_ + "/debug/.build-id/ab/cdef.debug");
+  std::string log = "{{{module:0:markup_object.o:elf:abcdef}}}\n{{{mmap:0x1000:" + Hex(text->size) +
+                    ":load:0:rx:0}}}\n";
+  for (uint64_t a = 0; a < text->size; a += 2) {
+    log += "{{{pc:" + Hex(0x1000 + a) + "}}} {{{bt:1:" + Hex(0x1001 + a) +
+           "}}} {{{data:" + Hex(0x1000 + a) + "}}}\n";
+  }
+  ExpectSame(log, "");
+  ExpectSame(log, "--functions=short --basenames");
+  // (Answered from its DWARF: the inline chain's functions by name.)
+  std::string ours = testing::RunCommand(dir_ + "/llvm-symbolizer --debug-file-directory='" + dir_ +
+                                         "/debug' --filter-markup < '" + dir_ + "/input'");
+  EXPECT_NE(ours.find("around "), std::string::npos) << ours;
+  EXPECT_NE(ours.find("walk["), std::string::npos) << ours;
+}
+
 // --color as LLVM 16 reads it (alone it wins over any --color=, else the last --color= counts;
 // auto is off when stdout is not a terminal), and requests and --obj/--build-id unused.
 TEST_F(LlvmMarkupDifferential, CommandLineAsLlvm16) {
