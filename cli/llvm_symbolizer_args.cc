@@ -160,6 +160,13 @@ bool IsLlvm16Option(std::string_view arg) {
   return false;
 }
 
+std::optional<LlvmColor> ParseLlvmColor(std::string_view value) {
+  if (value == "always") return LlvmColor::kAlways;
+  if (value == "never") return LlvmColor::kNever;
+  if (value == "auto") return LlvmColor::kAuto;
+  return std::nullopt;
+}
+
 std::string LlvmUnknownArgumentMessage(std::string_view spelling) {
   size_t best = 2;  // suggested at distance 1 at most
   std::string nearest;

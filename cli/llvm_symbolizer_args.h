@@ -4,6 +4,7 @@
 // in llvm_symbolizer_mode.cc; this is the part that can be tested without running anything.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,12 @@ bool IsLlvm16Option(std::string_view arg);
 // "unknown argument 'ARG'", with ", did you mean 'OPTION'?" when one of LLVM 16's option
 // spellings is one edit away (as LLVM's OptTable::findNearest suggests).
 std::string LlvmUnknownArgumentMessage(std::string_view spelling);
+
+// --color=VALUE of --filter-markup: "always", "never", "auto" (colour when stdout is a colour
+// terminal, also the default); nullopt for anything else (LLVM 16 reads such a value as
+// undefined behaviour; the drop-in refuses it).
+enum class LlvmColor { kAuto, kAlways, kNever };
+std::optional<LlvmColor> ParseLlvmColor(std::string_view value);
 
 // --- template definition ---
 

@@ -17,6 +17,7 @@
 #include "command.h"
 #include "llvm_demangle.h"
 #include "llvm_json_pretty.h"
+#include "llvm_markup_filter.h"
 #include "llvm_source_context.h"
 #include "llvm_symbolizer_args.h"
 #include "llvm_symbolizer_names.h"
@@ -65,6 +66,10 @@ struct Config {
   // --untag-addresses (default) / --no-untag-addresses: symbol addresses without their top
   // byte (memory tags), as llvm-symbolizer 16 reads them.
   bool untag_addresses = true;
+  // --filter-markup: stdin is a log with symbolizer markup (llvm_markup_filter.h); --color,
+  // --color=always|never|auto colour its output (auto: when stdout is a colour terminal).
+  bool filter_markup = false;
+  LlvmColor color = LlvmColor::kAuto;
 };
 
 // "true"/"false"/"1"/"0" (cl::opt<bool> spelling); empty value means true.
@@ -110,6 +115,9 @@ constexpr const char* kUsage =
     "  --no-untag-addresses               keep symbols' top address byte (memory tags)\n"
     "  --debuginfod, --no-debuginfod      fetch missing debug files from $DEBUGINFOD_URLS\n"
     "                                     (default: when it is set)\n"
+    "  --filter-markup                    filter symbolizer markup ({{{pc:0x...}}}) from stdin\n"
+    "  --color[=always|never|auto]        colour the filtered log (default auto: on a\n"
+    "                                     terminal)\n"
     "  --default-arch=ARCH, --use-symbol-table, --relative-address: accepted (no effect on\n"
     "  x86_64 ELF, as in llvm-symbolizer)\n"
     "Short options may be grouped (-pai, -Cfe FILE, -apCie=FILE). Options are also read\n"
@@ -128,7 +136,7 @@ constexpr std::string_view kOptionNames =
     " output-style print-address addresses a basenames s relativenames pretty-print p verbose"
     " adjust-vma print-source-context-lines debuginfod no-debuginfod debug-file-directory"
     " fallback-debug-path dwp default-arch use-symbol-table relative-address"
-    " x-llvm16-decl-file help h version v ";
+    " x-llvm16-decl-file filter-markup color help h version v ";
 
 bool IsOptionName(std::string_view name) {
   return kOptionNames.find(" " + std::string(name) + " ") != std::string_view::npos;
@@ -147,6 +155,7 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
   std::string missing;
   std::vector<std::string> unknown;
   bool help = false, version = false;
+  bool color_flag = false;  // "--color" alone wins over every "--color=", as in LLVM 16
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.size() < 2 || arg[0] != '-') {
@@ -300,6 +309,14 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
       if (!flag(&ignored)) return fail(arg, "Invalid boolean value in");
     } else if (name == "x-llvm16-decl-file") {
       if (!flag(&config->llvm16_decl_file)) return fail(arg, "Invalid boolean value in");
+    } else if (name == "filter-markup" && !has_value) {
+      config->filter_markup = true;
+    } else if (name == "color" && !has_value) {
+      color_flag = true;
+    } else if (name == "color") {
+      std::optional<LlvmColor> color = ParseLlvmColor(value);
+      if (!color) return fail(arg, "Unsupported --color value (always, never and auto) in");
+      config->color = *color;
     } else if (name == "help" || name == "h") {
       help = true;
     } else if (name == "version" || name == "v") {
@@ -329,7 +346,9 @@ bool ParseFlags(const std::vector<std::string>& given, Config* config, bool* exi
     *exit_now = true;
     return true;
   }
-  if (!config->obj.empty() && !config->build_id.empty()) {
+  if (color_flag) config->color = LlvmColor::kAlways;
+  // (The markup filter reads no requests: as LLVM 16, it does not mind both.)
+  if (!config->filter_markup && !config->obj.empty() && !config->build_id.empty()) {
     std::fprintf(stderr, "error: cannot specify both --build-id and --obj\n");
     return false;
   }
@@ -389,7 +408,8 @@ class LlvmCacheFetcher : public BuildIdFetcher {
   std::string dir_;
 };
 
-class Session {
+// The drop-in's answers, to requests and (as MarkupSymbolizer) to --filter-markup's questions.
+class Session : public MarkupSymbolizer {
  public:
   explicit Session(const Config& config) : config_(config), source_(config.source_lines) {
     options_.demangle = config.demangle;
@@ -469,6 +489,33 @@ class Session {
     std::fflush(stdout);  // the sanitizer waits for this answer before sending the next
   }
 
+  // --filter-markup's questions: a module by build ID, found and opened as for BUILDID:
+  // requests, and the answers a CODE (with or without inlines) or DATA request gets.
+  MarkupFrame Code(std::span<const uint8_t> build_id, uint64_t address,
+                   std::string* error) override {
+    Module* module = OpenBuildId(build_id, error);
+    if (!module) return {};
+    return ToMarkupFrame(CodeLines(module, address, CodeQuery::kCode).front());
+  }
+
+  std::vector<MarkupFrame> InlinedCode(std::span<const uint8_t> build_id, uint64_t address,
+                                       std::string* error) override {
+    std::vector<MarkupFrame> frames;
+    if (Module* module = OpenBuildId(build_id, error)) {
+      for (const CodeLine& line : CodeLines(module, address, CodeQuery::kInlined))
+        frames.push_back(ToMarkupFrame(line));
+    }
+    return frames;
+  }
+
+  std::string DataName(std::span<const uint8_t> build_id, uint64_t address,
+                       std::string* error) override {
+    Module* module = OpenBuildId(build_id, error);
+    std::optional<LlvmSymbolNames::Entry> symbol =
+        module ? module->names->Find(address) : std::nullopt;
+    return symbol ? Name(symbol->name) : std::string();
+  }
+
  private:
   // One line of a CODE answer: a function and where in it.
   struct CodeLine {
@@ -478,10 +525,29 @@ class Session {
     std::optional<uint64_t> start_address;  // JSON StartAddress, when known
   };
 
+  Module* OpenBuildId(std::span<const uint8_t> build_id, std::string* error) {
+    LlvmRequest request;
+    request.build_id.assign(build_id.begin(), build_id.end());
+    request.module = LlvmBuildIdName(build_id);
+    return Open(request, error);
+  }
+
+  MarkupFrame ToMarkupFrame(const CodeLine& line) const {
+    MarkupFrame frame;
+    if (config_.functions != FunctionNames::kNone) frame.function = line.function;
+    frame.file = FileName(line.location);
+    if (!frame.file.empty()) {
+      frame.line = line.location->line;
+      frame.column = line.location->column;
+    }
+    return frame;
+  }
+
   // The file llvm-symbolizer 16 takes for a build ID: <dir>/.build-id/xx/rest.debug under
   // each --debug-file-directory (/usr/lib/debug when none is given), the first that exists
-  // and carries that build ID (llvm-symbolizer only asks that it exists), else the debug file
-  // debuginfod has for it; empty when none.
+  // and carries that build ID or none at all (llvm-symbolizer only asks that it exists; a
+  // file there without a build ID note, such as an object, contradicts nothing), else the
+  // debug file debuginfod has for it; empty when none.
   std::string FindByBuildId(std::span<const uint8_t> build_id) {
     if (build_id.size() < 2) return {};
     if (llvm_fetcher_) options_.fetcher = llvm_fetcher_;  // on for the rest of the run
@@ -490,8 +556,10 @@ class Session {
     for (const std::string& dir : dirs) {
       std::string path = BuildIdPaths(dir, build_id)[1];  // the ".debug" one
       Result<std::shared_ptr<ElfFile>> elf = ElfFile::Open(path);
-      std::span<const uint8_t> found = elf ? (*elf)->build_id() : std::span<const uint8_t>();
-      if (std::equal(found.begin(), found.end(), build_id.begin(), build_id.end())) return path;
+      if (!elf) continue;
+      std::span<const uint8_t> found = (*elf)->build_id();
+      if (found.empty() || std::equal(found.begin(), found.end(), build_id.begin(), build_id.end()))
+        return path;
     }
     if (options_.fetcher) {  // (the fetcher checks the build ID of what it brings)
       Result<std::string> fetched =
@@ -653,8 +721,19 @@ class Session {
     out_ += '}';
   }
 
+  // How the frames of a CODE answer are asked for, as llvm-symbolizer asks LLVM's symbolizer.
+  enum class CodeQuery {
+    kInlined,    // symbolizeInlinedCode: every frame of the inline chain
+    kCode,       // symbolizeCode: the innermost location, named by the out-of-line function
+    kInnermost,  // symbolizeInlinedCode's first frame alone (GNU style without inlines)
+  };
+  CodeQuery RequestQuery() const {
+    if (config_.inlines) return CodeQuery::kInlined;
+    return config_.style == Style::kGnu ? CodeQuery::kInnermost : CodeQuery::kCode;
+  }
+
   // The lines of a CODE answer, innermost first, as llvm-symbolizer prints them.
-  std::vector<CodeLine> CodeLines(Module* module, uint64_t address) {
+  std::vector<CodeLine> CodeLines(Module* module, uint64_t address, CodeQuery query) {
     std::vector<CodeLine> lines;
     if (!module) {
       lines.emplace_back();
@@ -685,21 +764,21 @@ class Session {
     outer.location = frames_.empty() ? nullptr : &frames_.back();
     outer.start = outer.location;
     if (!outer.location || outer.location->file.empty()) outer.location = &symbol_file_;
-    if (frames_.size() > 1 && !config_.inlines && config_.style == Style::kGnu) {
+    if (frames_.size() > 1 && query == CodeQuery::kInnermost) {
       // GNU style: the innermost frame of the inline chain, as addr2line (llvm-symbolizer
       // answers it with symbolizeInlinedCode's first frame: the symbol table names only the
       // outermost one).
       lines.push_back(
           {FrameName(frames_.front()), &frames_.front(), &frames_.front(), std::nullopt});
       return lines;
-    } else if (frames_.size() > 1 && !config_.inlines) {
+    } else if (frames_.size() > 1 && query != CodeQuery::kInlined) {
       // The innermost location, named (as llvm-symbolizer does) by the symbol table where
       // it is asked (the out-of-line function), else by the innermost DWARF function.
       // (Its start is the innermost function's too, as llvm-symbolizer's.)
       outer.location = &frames_.front();
       outer.start = &frames_.front();
       if (!symbol) outer.function = FrameName(frames_.front());
-    } else if (config_.inlines) {
+    } else if (query == CodeQuery::kInlined) {
       for (size_t i = 0; i + 1 < frames_.size(); ++i)
         lines.push_back({FrameName(frames_[i]), &frames_[i], &frames_[i], std::nullopt});
     }
@@ -708,7 +787,7 @@ class Session {
   }
 
   void AppendCode(Module* module, uint64_t address) {
-    std::vector<CodeLine> lines = CodeLines(module, address);
+    std::vector<CodeLine> lines = CodeLines(module, address, RequestQuery());
     for (size_t i = 0; i < lines.size(); ++i) AppendFrame(lines[i], i > 0);
   }
 
@@ -813,7 +892,7 @@ class Session {
         // A module that failed before answers with no frames (with one unknown frame
         // under --no-inlines), as llvm-symbolizer's cached failure does.
         if (module || !config_.inlines) {
-          std::vector<CodeLine> lines = CodeLines(module, address);
+          std::vector<CodeLine> lines = CodeLines(module, address, RequestQuery());
           for (size_t i = 0; i < lines.size(); ++i) {
             if (i) out_ += ',';
             AppendJsonFrame(lines[i]);
@@ -880,6 +959,46 @@ class Session {
   SourceFrame symbol_file_;          // likewise: the STT_FILE stand-in
 };
 
+// --filter-markup: stdin's lines through the markup filter. Input is read as it comes, and
+// the output of the lines a read brought is written and flushed before the next read: at once
+// for a log followed as it grows, in large writes for a file. Messages go out per line.
+int FilterMarkup(Session* session, const Config& config) {
+  const bool color = config.color == LlvmColor::kAlways ||
+                     (config.color == LlvmColor::kAuto && LlvmTerminalHasColors(STDOUT_FILENO));
+  MarkupFilter filter(*session, color, LlvmTerminalHasColors(STDERR_FILENO));
+  std::string pending, out, err;
+  auto filter_line = [&](std::string_view line) {
+    filter.Filter(line, &out, &err);
+    std::fwrite(err.data(), 1, err.size(), stderr);
+    err.clear();
+  };
+  auto write_out = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    out.clear();
+  };
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // (a read error ends the input, as it ends LLVM's std::getline loop)
+    pending.append(buffer, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
+         start = newline + 1)
+      filter_line(std::string_view(pending).substr(start, newline + 1 - start));
+    pending.erase(0, start);
+    write_out();
+  }
+  if (!pending.empty()) {
+    pending += '\n';  // as LLVM reads lines (std::getline, then '\n')
+    filter_line(pending);
+  }
+  filter.Finish(&out);
+  write_out();
+  return kExitOk;
+}
+
 }  // namespace
 
 bool IsLlvmSymbolizerName(std::string_view argv0) {
@@ -902,6 +1021,7 @@ int RunLlvmSymbolizer(int argc, char** argv) {
   // The symbolizers live until exit (see KeepUntilExit): leaking the session is deliberate.
   auto* session = new Session(config);
   KeepUntilExit(static_cast<const void*>(session));
+  if (config.filter_markup) return FilterMarkup(session, config);  // (arguments unused, as in LLVM)
   if (!config.inputs.empty()) {
     // JSON answers to command-line requests form one array, as in llvm-symbolizer.
     bool list = config.style == Style::kJson;

@@ -100,5 +100,14 @@ TEST(LlvmArgs, Llvm16Spellings) {
   EXPECT_FALSE(IsLlvm16Option("-demangle=maybe"));
 }
 
+TEST(LlvmArgs, ColorValues) {
+  EXPECT_EQ(ParseLlvmColor("always"), LlvmColor::kAlways);
+  EXPECT_EQ(ParseLlvmColor("never"), LlvmColor::kNever);
+  EXPECT_EQ(ParseLlvmColor("auto"), LlvmColor::kAuto);
+  EXPECT_FALSE(ParseLlvmColor(""));
+  EXPECT_FALSE(ParseLlvmColor("Always"));
+  EXPECT_FALSE(ParseLlvmColor("yes"));
+}
+
 }  // namespace
 }  // namespace stacksym::cli
