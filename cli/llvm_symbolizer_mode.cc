@@ -718,7 +718,7 @@ class Session {
   // apply to it.
   void AppendData(Module* module, uint64_t address) {
     std::optional<LlvmSymbolNames::Entry> symbol =
-        module ? module->names->Find(address) : std::nullopt;
+        module ? module->names->FindData(address) : std::nullopt;
     if (!symbol) {
       out_ += "??\n0 0\n";
     } else {
@@ -824,7 +824,7 @@ class Session {
       }
       case LlvmCommand::kData: {
         std::optional<LlvmSymbolNames::Entry> symbol =
-            module ? module->names->Find(address) : std::nullopt;
+            module ? module->names->FindData(address) : std::nullopt;
         out_ += ",\"Data\":{\"Name\":";
         AppendJsonString(symbol ? Name(symbol->name) : std::string(), &out_);
         out_ += ",\"Size\":";
