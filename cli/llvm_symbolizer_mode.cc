@@ -797,7 +797,7 @@ class Session : public MarkupSymbolizer {
   // apply to it.
   void AppendData(Module* module, uint64_t address) {
     std::optional<LlvmSymbolNames::Entry> symbol =
-        module ? module->names->Find(address) : std::nullopt;
+        module ? module->names->FindData(address) : std::nullopt;
     if (!symbol) {
       out_ += "??\n0 0\n";
     } else {
@@ -903,7 +903,7 @@ class Session : public MarkupSymbolizer {
       }
       case LlvmCommand::kData: {
         std::optional<LlvmSymbolNames::Entry> symbol =
-            module ? module->names->Find(address) : std::nullopt;
+            module ? module->names->FindData(address) : std::nullopt;
         out_ += ",\"Data\":{\"Name\":";
         AppendJsonString(symbol ? Name(symbol->name) : std::string(), &out_);
         out_ += ",\"Size\":";

@@ -99,6 +99,7 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) : elf
                     strings->size());
       error_ = text;
       entries_.clear();
+      any_section_.clear();
       return;
     }
     if (raw.type == STT_FILE) {
@@ -120,46 +121,72 @@ LlvmSymbolNames::LlvmSymbolNames(const ElfFile& elf, bool untag_addresses) : elf
     const uint64_t placed = elf.type() == ET_REL && raw.shndx < elf.sections().size()
                                 ? elf.sections()[raw.shndx].addr
                                 : 0;
-    uint64_t value = raw.value + placed;
-    // ARM and microMIPS functions' low bit marks their instruction set, not their address.
-    if ((elf.machine() == EM_ARM || elf.machine() == EM_MIPS) && raw.type == STT_FUNC &&
-        raw.shndx != SHN_ABS)
-      value &= ~uint64_t{1};
-    if (untag_addresses)
-      value = static_cast<uint64_t>(static_cast<int64_t>(value << 8) >> 8);  // bit 55 up
-    entries_.push_back(
-        {value, raw.size, name, raw.binding == STB_LOCAL ? file : std::string_view()});
+    auto address = [&](uint64_t value) {
+      // ARM and microMIPS functions' low bit marks their instruction set, not their address.
+      if ((elf.machine() == EM_ARM || elf.machine() == EM_MIPS) && raw.type == STT_FUNC &&
+          raw.shndx != SHN_ABS)
+        value &= ~uint64_t{1};
+      if (untag_addresses)
+        value = static_cast<uint64_t>(static_cast<int64_t>(value << 8) >> 8);  // bit 55 up
+      return value;
+    };
+    const std::string_view symbol_file = raw.binding == STB_LOCAL ? file : std::string_view();
+    entries_.push_back({address(raw.value + placed), raw.size, name, symbol_file});
+    // (As llvm-symbolizer sees it: every section at 0.)
+    if (elf.type() == ET_REL)
+      any_section_.push_back({address(raw.value), raw.size, name, symbol_file});
   }
+  OnePerAddress(entries_);
+  OnePerAddress(any_section_);
+}
+
+void LlvmSymbolNames::OnePerAddress(std::vector<Entry>& entries) {
   // Per address the largest size, and the last in the table among equal sizes.
-  std::stable_sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.address != b.address ? a.address < b.address : a.size < b.size;
   });
   size_t out = 0;
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (i + 1 < entries_.size() && entries_[i + 1].address == entries_[i].address) continue;
-    entries_[out++] = entries_[i];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i + 1 < entries.size() && entries[i + 1].address == entries[i].address) continue;
+    entries[out++] = entries[i];
   }
-  entries_.resize(out);
+  entries.resize(out);
+}
+
+// llvm-symbolizer's lookup: the last symbol at or below `address`, unless it is sized and
+// ends before it (a sizeless one covers everything above it).
+const LlvmSymbolNames::Entry* LlvmSymbolNames::Covering(const std::vector<Entry>& entries,
+                                                        uint64_t address) {
+  auto it = std::upper_bound(entries.begin(), entries.end(), address,
+                             [](uint64_t a, const Entry& e) { return a < e.address; });
+  if (it == entries.begin()) return nullptr;
+  --it;
+  if (it->size != 0 && address - it->address >= it->size) return nullptr;  // in a gap
+  return &*it;
 }
 
 std::optional<LlvmSymbolNames::Entry> LlvmSymbolNames::Find(uint64_t address) const {
-  uint64_t base = 0;  // where an object's text section holding `address` was placed
-  if (elf_->type() == ET_REL) {
-    const ElfSection* text = elf::ObjectTextSectionAt(*elf_, address);
-    if (text == nullptr) return std::nullopt;
-    base = text->addr;
-    address += base;
+  if (elf_->type() != ET_REL) {
+    const Entry* e = Covering(entries_, address);
+    return e ? std::optional<Entry>(*e) : std::nullopt;
   }
-  auto it = std::upper_bound(entries_.begin(), entries_.end(), address,
-                             [](uint64_t a, const Entry& e) { return a < e.address; });
-  if (it == entries_.begin()) return std::nullopt;
-  --it;
-  if (it->size != 0 && address - it->address >= it->size) return std::nullopt;  // in a gap
+  // A code offset names the text section that holds it, and is looked up among that
+  // section's symbols; one that no text section holds names none (elf/object_layout.h).
+  const ElfSection* text = elf::ObjectTextSectionAt(*elf_, address);
+  if (text == nullptr) return FindData(address);
+  const Entry* e = Covering(entries_, text->addr + address);
   // (A sizeless symbol of an earlier section does not reach into this one.)
-  if (it->address < base) return std::nullopt;
-  Entry found = *it;
-  found.address -= base;
+  if (e == nullptr || e->address < text->addr) return std::nullopt;
+  Entry found = *e;
+  found.address -= text->addr;
   return found;
+}
+
+std::optional<LlvmSymbolNames::Entry> LlvmSymbolNames::FindData(uint64_t address) const {
+  // An object's data offset names no section: every section's symbols, each at 0, as
+  // llvm-symbolizer looks it up.
+  const Entry* e = Covering(elf_->type() == ET_REL ? any_section_ : entries_, address);
+  return e ? std::optional<Entry>(*e) : std::nullopt;
 }
 
 }  // namespace stacksym::cli

@@ -11,11 +11,13 @@
 // (ARM/AArch64 mapping symbols such as `$x.1`, ARM and RISC-V empty names) and clears the
 // instruction-set bit of ARM and MIPS function addresses.
 //
-// In a relocatable object (.o) an address is an offset into a text section, as
+// In a relocatable object (.o) a code address is an offset into a text section, as
 // llvm-symbolizer reads it (elf/object_layout.h). llvm-symbolizer then looks the symbol up by
 // that offset alone, among every section's symbols (at 0 in each), so it names code by a
 // function of another section, or by a string label of .rodata; the drop-in looks it up among
-// the symbols of the section the offset was read in (docs/dwarf-differences.md).
+// the symbols of the section the offset was read in (docs/dwarf-differences.md). An offset
+// that names no section — a DATA address, a code address no text section holds — is looked up
+// as llvm-symbolizer does, among every section's symbols, each section at 0.
 #pragma once
 
 #include <cstdint>
@@ -40,9 +42,11 @@ class LlvmSymbolNames {
     std::string_view name;  // raw, into the mapped string table
     std::string_view file;  // local symbols: the preceding STT_FILE symbol's name
   };
-  // The symbol llvm-symbolizer answers `address` with, or nullopt. (An object's symbol with
-  // its offset into its section as its address.)
+  // The symbol llvm-symbolizer answers code address `address` with, or nullopt. (An object's
+  // symbol with its offset into its section as its address.)
   std::optional<Entry> Find(uint64_t address) const;
+  // The same for a data address (DATA requests): in an object, an offset into any section.
+  std::optional<Entry> FindData(uint64_t address) const;
 
   // Why llvm-symbolizer 16 refuses the whole file, in its words, or empty: a symbol whose
   // name lies past the end of the string table ("st_name (0xffff) is past the end of the
@@ -50,9 +54,13 @@ class LlvmSymbolNames {
   const std::string& error() const { return error_; }
 
  private:
+  static void OnePerAddress(std::vector<Entry>& entries);
+  static const Entry* Covering(const std::vector<Entry>& entries, uint64_t address);
+
   std::string error_;
   const ElfFile* elf_;
-  std::vector<Entry> entries_;  // one per address, sorted; an object's where ElfFile placed it
+  std::vector<Entry> entries_;      // one per address, sorted; an object's where ElfFile placed it
+  std::vector<Entry> any_section_;  // an object's, each at its offset into its section
 };
 
 }  // namespace stacksym::cli

@@ -1,6 +1,7 @@
 // libFuzzer target for the DWARF reader: units, abbreviations, forms, range lists, aranges,
-// inline trees, name chains, line tables and the variable table (locations, location lists,
-// type sizes, declarations), fed raw section bytes.
+// inline trees, name chains, line tables, the variable table (locations, location lists,
+// type sizes, declarations; looked up by address and by an object's offset) and FRAME's
+// locals, fed raw section bytes.
 //
 // Input: records of [u8 section id][u32 little-endian length][bytes] (ids: 0 .debug_info,
 // 1 .debug_abbrev, 2 .debug_str, 3 .debug_line, 4 .debug_line_str, 5 .debug_str_offsets,
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -90,9 +92,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto source = dwarf::DebugInfoSource::FromSections(sections, options);
   if (source && *source) {
     std::vector<SourceFrame> frames;
-    for (uint64_t a : probes) {
+    std::vector<FrameLocal> locals;
+    DataDeclaration decl;
+    // An object's offsets: every address read as an offset into a 4 KiB section.
+    auto offset_of = [](uint64_t a) -> std::optional<uint64_t> { return a & 0xfff; };
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const uint64_t a = probes[i];
       (*source)->Lookup(a, &frames);
       (*source)->Lookup(a + 1, &frames);
+      if (i >= 256) continue;
+      // FRAME: locals with their location lists (frame base register, DW_OP_bregN entries).
+      locals.clear();
+      (*source)->LookupLocals(a, &locals);
+      (void)(*source)->LookupVariable(a, &decl);
+      (void)(*source)->LookupVariableAtOffset(a & 0xfff, offset_of, &decl);
     }
   }
   return 0;

@@ -12,7 +12,8 @@ for name in dwarf_gcc_c_o2_d4 dwarf_clang_c_o0_d5 dwarf_gcc_c_o1_d2 dwarf_gcc_cx
   id=0
   : > "$out/$name"
   for sec in .debug_info .debug_abbrev .debug_str .debug_line .debug_line_str \
-             .debug_str_offsets .debug_addr .debug_ranges .debug_rnglists .debug_aranges; do
+             .debug_str_offsets .debug_addr .debug_ranges .debug_rnglists .debug_aranges \
+             .debug_loc .debug_loclists; do
     if objcopy --dump-section "$sec=$tmp/s" "$f" /dev/null 2>/dev/null && [ -f "$tmp/s" ]; then
       python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(); sys.stdout.buffer.write(struct.pack("<BI", int(sys.argv[2]), len(d)) + d)' \
         "$tmp/s" "$id" >> "$out/$name"

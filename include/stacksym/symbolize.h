@@ -140,11 +140,13 @@ class ElfSymbolizer {
 
   // The declaration of the global or static variable whose storage holds virtual address
   // `vaddr` (not TLS), or nullopt when DWARF has none with a line. The first call reads the
-  // variables of the whole binary's DWARF into a table (once; CODE lookups never do).
+  // variables of the whole binary's DWARF into a table (once; CODE lookups never do). In a
+  // relocatable object `vaddr` is an offset into any section (src/elf/object_layout.h).
   std::optional<DataDeclaration> FindDataDeclaration(uint64_t vaddr);
 
   // The locals of the innermost function DWARF places at `vaddr` (with those of the
-  // functions inlined into it), in DIE order; empty when there is none.
+  // functions inlined into it), in DIE order; empty when there is none. In a relocatable
+  // object `vaddr` is a code address: an offset into a text section, else into any section.
   std::vector<FrameLocal> FindFrameLocals(uint64_t vaddr);
 
   const ElfFile& elf() const { return *elf_; }
@@ -168,6 +170,12 @@ class ElfSymbolizer {
   // object an address is an offset into a text section, as llvm-symbolizer reads it, and
   // stands for where ElfFile placed that section (src/elf/object_layout.h).
   std::optional<uint64_t> ToVaddr(uint64_t address, AddressKind kind, Reason* reason) const;
+  // Whether `out`, which Prepare turned down, is an object's offset that names no section
+  // (no text section holds it; src/elf/object_layout.h), answered by SymbolizeAnywhere.
+  bool NamesNoSection(const SymbolizedAddress& out, AddressKind kind) const;
+  // Such an offset looked up in any section: at each place elf::ObjectOffsetAnywhere lists,
+  // the first that DWARF or the symbol table answers.
+  void SymbolizeAnywhere(SymbolizedAddress& out);
   // An object file's answer in the caller's terms: its addresses made offsets into the text
   // section the input was read in again. Other files' answers are left alone.
   void ToSectionOffsets(SymbolizedAddress& out) const;

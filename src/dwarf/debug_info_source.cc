@@ -64,9 +64,9 @@ bool DebugInfoSource::Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames) {
   return LookupInUnit(*state, vaddr, frames);
 }
 
-bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
+const dwarf::VariableTable* DebugInfoSource::Variables() {
   DwarfFile* main = units_->main();
-  if (!main) return false;
+  if (!main) return nullptr;
   if (!variables_) {
     files_->LoadLocationLists();
     // A skeleton unit's variables are in its split unit: opened as for CODE answers
@@ -84,7 +84,37 @@ bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
     variables_ =
         std::make_unique<dwarf::VariableTable>(dwarf::VariableTable::Build(*main, split_unit_of));
   }
-  const dwarf::VariableTable::Entry* variable = variables_->Find(vaddr);
+  return variables_.get();
+}
+
+bool DebugInfoSource::LookupVariable(uint64_t vaddr, DataDeclaration* out) {
+  const dwarf::VariableTable* variables = Variables();
+  return variables != nullptr && Declaration(variables->Find(vaddr), out);
+}
+
+bool DebugInfoSource::LookupVariableAtOffset(
+    uint64_t offset, const std::function<std::optional<uint64_t>(uint64_t)>& offset_of,
+    DataDeclaration* out) {
+  const dwarf::VariableTable* variables = Variables();
+  if (variables == nullptr) return false;
+  const dwarf::VariableTable::Entry* best = nullptr;
+  uint64_t best_start = 0;
+  for (const dwarf::VariableTable::Entry& v : variables->entries()) {
+    std::optional<uint64_t> start = offset_of(v.low);
+    if (!start || *start > offset) continue;
+    // Among equal starts the later DIE, as LLVM's map keeps the last one written.
+    if (best != nullptr &&
+        (*start < best_start || (*start == best_start && v.die_offset < best->die_offset)))
+      continue;
+    best = &v;
+    best_start = *start;
+  }
+  if (best == nullptr || offset - best_start >= best->high - best->low) return false;
+  return Declaration(best, out);
+}
+
+bool DebugInfoSource::Declaration(const dwarf::VariableTable::Entry* variable,
+                                  DataDeclaration* out) {
   dwarf::DeclAttrs decl;
   // Declarations moved by dwz into the supplementary file are followed there.
   if (variable == nullptr || variable->file == nullptr) return false;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,6 +87,13 @@ class DebugInfoSource {
   // false when none covers it or its DW_AT_decl_line is 0 or absent. The variable table of
   // the whole file is built on the first call.
   bool LookupVariable(uint64_t vaddr, DataDeclaration* out);
+  // The same for a relocatable object's data offset, which names no section, as LLVM looks it
+  // up with every section at 0: of the variables whose start, as an offset into its section
+  // (`offset_of`; nullopt: none), is at or below `offset`, the one with the
+  // greatest (the later DIE among equal ones) answers, when it reaches `offset`.
+  bool LookupVariableAtOffset(uint64_t offset,
+                              const std::function<std::optional<uint64_t>(uint64_t)>& offset_of,
+                              DataDeclaration* out);
 
   // The locals of the innermost subroutine covering `vaddr` (see ReadFrameLocals); nothing
   // when DWARF has no function there.
@@ -109,6 +117,9 @@ class DebugInfoSource {
  private:
   DebugInfoSource() = default;
   bool LookupInUnit(dwarf::UnitState& state, uint64_t vaddr, std::vector<SourceFrame>* frames);
+
+  const dwarf::VariableTable* Variables();  // built on the first call; null without DWARF
+  bool Declaration(const dwarf::VariableTable::Entry* variable, DataDeclaration* out);
 
   dwarf::DwarfOptions options_;
   std::unique_ptr<dwarf::DebugFiles> files_;

@@ -15,16 +15,17 @@ namespace {
 
 // Function nesting deeper than this (inlined into inlined into ...) is not real output.
 constexpr int kMaxDepth = 256;
-constexpr uint16_t kAtFrameBase = 0x40;               // DW_AT_frame_base
-constexpr uint16_t kAtLlvmTagOffset = 0x3e03;         // DW_AT_LLVM_tag_offset
-constexpr uint8_t kOpFbreg = 0x91;                    // DW_OP_fbreg
-constexpr uint8_t kOpBreg0 = 0x70, kOpBreg31 = 0x8f;  // DW_OP_breg0..31
-constexpr uint8_t kOpDeref = 0x06;                    // DW_OP_deref
+constexpr uint16_t kAtFrameBase = 0x40;             // DW_AT_frame_base
+constexpr uint16_t kAtLlvmTagOffset = 0x3e03;       // DW_AT_LLVM_tag_offset
+constexpr uint8_t kOpFbreg = 0x91;                  // DW_OP_fbreg
+constexpr uint8_t kOpReg0 = 0x50, kOpReg31 = 0x6f;  // DW_OP_reg0..31
+constexpr uint8_t kOpBreg0 = 0x70;                  // DW_OP_breg0
+constexpr uint8_t kOpDeref = 0x06;                  // DW_OP_deref
 
 // The function the locals found below a subroutine DIE are reported under.
 struct Function {
   std::string name;                  // DWARF's short name
-  std::optional<unsigned> base_reg;  // DW_AT_frame_base DW_OP_bregN: that N
+  std::optional<unsigned> base_reg;  // DW_AT_frame_base DW_OP_regN: that N
 };
 
 class Walker {
@@ -54,8 +55,10 @@ class Walker {
                          if (at != kAtFrameBase || v.kind != ValueKind::kBlock || v.value == 0 ||
                              v.data == nullptr)
                            return;
-                         if (v.data[0] >= kOpBreg0 && v.data[0] <= kOpBreg31)
-                           f.base_reg = v.data[0] - kOpBreg0;
+                         // The frame base held in register N (DW_OP_regN, as LLVM reads
+                         // it): a local at DW_OP_bregN M is at frame offset M.
+                         if (v.data[0] >= kOpReg0 && v.data[0] <= kOpReg31)
+                           f.base_reg = v.data[0] - kOpReg0;
                        });
     return f;
   }

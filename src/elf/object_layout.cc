@@ -37,4 +37,25 @@ const ElfSection* ObjectTextSectionAt(const ElfFile& elf, uint64_t offset) {
   return nullptr;
 }
 
+std::vector<uint64_t> ObjectOffsetAnywhere(const ElfFile& elf, uint64_t offset) {
+  std::vector<uint64_t> places;
+  if (elf.type() != ET_REL) return places;
+  bool bare_is_placed = false;
+  for (const ElfSection& s : elf.sections()) {
+    if ((s.flags & SHF_ALLOC) == 0 || s.size == 0) continue;
+    if (offset < s.size) places.push_back(s.addr + offset);
+    if (offset >= s.addr && offset - s.addr < s.size) bare_is_placed = true;
+  }
+  if (!bare_is_placed) places.push_back(offset);
+  return places;
+}
+
+uint64_t ObjectOffsetOf(const ElfFile& elf, uint64_t address) {
+  for (const ElfSection& s : elf.sections()) {
+    if ((s.flags & SHF_ALLOC) == 0 || s.size == 0) continue;
+    if (address >= s.addr && address - s.addr < s.size) return address - s.addr;
+  }
+  return address;
+}
+
 }  // namespace stacksym::elf

@@ -10,6 +10,12 @@
 // Addresses given to and reported by the symbolizer stay llvm-symbolizer's: an offset into the
 // first text section, in header order, that is long enough to hold it (LLVM's
 // SymbolizableObjectFile::getModuleSectionIndexForAddress).
+//
+// The one rule for which section an offset is looked up in is LLVM's SectionedAddress: a code
+// address names the text section ObjectTextSectionAt finds, and every lookup (lines, inline
+// chain, symbols, locals) is of that section's contents. A data address, or a code address no
+// text section holds, names no section ("UndefSection"): it is then an offset into any
+// section, and is looked up at each place ObjectOffsetAnywhere lists.
 #pragma once
 
 #include <cstdint>
@@ -27,5 +33,15 @@ void PlaceObjectSections(uint16_t elf_type, std::vector<ElfSection>& sections);
 // The text section (SHF_EXECINSTR, with file data) that llvm-symbolizer reads `offset` of an
 // ET_REL file in: the first in header order whose size exceeds it. Null when none does.
 const ElfSection* ObjectTextSectionAt(const ElfFile& elf, uint64_t offset);
+
+// The places an offset that names no section stands for in an ET_REL file, in the order they
+// are asked: where ElfFile placed it in each allocated section that holds it, in header order,
+// then the offset's bare value when no section was placed there (DWARF addresses no relocation
+// tied to a section, as hand-written DWARF has, keep their bare values). Empty for other files.
+std::vector<uint64_t> ObjectOffsetAnywhere(const ElfFile& elf, uint64_t offset);
+
+// The other way: the offset a placed address of an ET_REL file is in llvm-symbolizer's view
+// (every section at 0): into the allocated section placed there, else its bare value.
+uint64_t ObjectOffsetOf(const ElfFile& elf, uint64_t address);
 
 }  // namespace stacksym::elf

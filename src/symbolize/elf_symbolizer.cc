@@ -174,9 +174,35 @@ bool ElfSymbolizer::Prepare(uint64_t address, AddressKind kind, SymbolizedAddres
   return true;
 }
 
+bool ElfSymbolizer::NamesNoSection(const SymbolizedAddress& out, AddressKind kind) const {
+  return elf_->type() == ET_REL && kind == AddressKind::kVirtual &&
+         out.reason == Reason::kNotInSegment;
+}
+
+void ElfSymbolizer::SymbolizeAnywhere(SymbolizedAddress& out) {
+  // The first place that answers, in ObjectOffsetAnywhere's order (each place's answer is of
+  // the one section there).
+  LoadDebugInfo();
+  for (uint64_t place : elf::ObjectOffsetAnywhere(*elf_, out.input)) {
+    SymbolizedAddress answer;
+    answer.input = out.input;
+    answer.module = out.module;
+    answer.vaddr = place;
+    if (debug_info_ && !debug_info_->Lookup(place, &answer.frames)) answer.frames.clear();
+    FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), answer);
+    if (answer.frames.empty() && answer.symbol.empty()) continue;
+    ToSectionOffsets(answer);
+    out = std::move(answer);
+    return;
+  }
+}
+
 SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   SymbolizedAddress out;
-  if (!Prepare(address, kind, out)) return out;
+  if (!Prepare(address, kind, out)) {
+    if (NamesNoSection(out, kind)) SymbolizeAnywhere(out);
+    return out;
+  }
   LoadGoPclntab();
   if (UseIndex() && AnswerFromIndex(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
     // One address at a time: saved once a few hundred names wait, not for every new one.
@@ -207,25 +233,39 @@ void ElfSymbolizer::ToSectionOffsets(SymbolizedAddress& out) const {
 }
 
 std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr) {
-  // An object's data address would be an offset into one of several data sections: which
-  // one is not said (llvm-symbolizer looks the offset up in every one).
-  if (elf_->type() == ET_REL) return std::nullopt;
   LoadDebugInfo();
+  if (!debug_info_) return std::nullopt;
   DataDeclaration decl;
-  if (!debug_info_ || !debug_info_->LookupVariable(vaddr, &decl)) return std::nullopt;
+  if (elf_->type() != ET_REL) {
+    if (!debug_info_->LookupVariable(vaddr, &decl)) return std::nullopt;
+    return decl;
+  }
+  // An object's data address names no section: an offset into any (elf/object_layout.h),
+  // every variable's start read as an offset into its own.
+  auto offset_of = [this](uint64_t placed) -> std::optional<uint64_t> {
+    return elf::ObjectOffsetOf(*elf_, placed);
+  };
+  if (!debug_info_->LookupVariableAtOffset(vaddr, offset_of, &decl)) return std::nullopt;
   return decl;
 }
 
 std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {
   LoadDebugInfo();
   std::vector<FrameLocal> locals;
-  if (elf_->type() == ET_REL) {  // a code address: an offset into a text section
-    Reason reason{};
-    std::optional<uint64_t> placed = ToVaddr(vaddr, AddressKind::kVirtual, &reason);
-    if (!placed) return locals;
-    vaddr = *placed;
+  if (!debug_info_) return locals;
+  if (elf_->type() != ET_REL) {
+    debug_info_->LookupLocals(vaddr, &locals);
+    return locals;
   }
-  if (debug_info_) debug_info_->LookupLocals(vaddr, &locals);
+  // A code address: an offset into a text section, else into any section.
+  if (const ElfSection* text = elf::ObjectTextSectionAt(*elf_, vaddr)) {
+    debug_info_->LookupLocals(text->addr + vaddr, &locals);
+    return locals;
+  }
+  for (uint64_t place : elf::ObjectOffsetAnywhere(*elf_, vaddr)) {
+    debug_info_->LookupLocals(place, &locals);
+    if (!locals.empty()) break;
+  }
   return locals;
 }
 
@@ -348,8 +388,12 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   std::vector<uint32_t> positions;  // of vaddrs[i] in `out`
   vaddrs.reserve(addresses.size());
   positions.reserve(addresses.size());
+  std::vector<uint32_t> anywhere;  // an object's offsets that name no section
   for (size_t i = 0; i < addresses.size(); ++i) {
-    if (!Prepare(addresses[i], kind, out[i])) continue;
+    if (!Prepare(addresses[i], kind, out[i])) {
+      if (NamesNoSection(out[i], kind)) anywhere.push_back(static_cast<uint32_t>(i));
+      continue;
+    }
     vaddrs.push_back(out[i].vaddr);
     positions.push_back(static_cast<uint32_t>(i));
   }
@@ -392,6 +436,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
   LoadDebugInfo();
+  for (uint32_t i : anywhere) SymbolizeAnywhere(out[i]);
   if (debug_info_) {
     debug_info_->LookupBatch(
         vaddrs, [&](size_t i) { return &out[positions[i]].frames; }, options_.threads);

@@ -143,5 +143,49 @@ TEST(LlvmSymbolNames, OtherMachinesKeepDollarNames) {
   EXPECT_EQ(NameAt(names, 4), "$x.1");
 }
 
+// An object's offsets (elf/object_layout.h): a code offset a text section holds is looked up
+// among that section's symbols; a DATA offset, or a code offset past every text section, names
+// no section and is looked up as llvm-symbolizer does, among every section's symbols, each
+// section at 0 (per offset the largest symbol; a sizeless one covering everything above it).
+TEST(LlvmSymbolNames, ObjectOffsetsInNoSectionAreLookedUpInEverySection) {
+  ElfBuilder b(true);
+  b.machine = EM_X86_64;
+  b.elf_type = ET_REL;
+  uint32_t text = b.AddSection(
+      {.name = ".text", .flags = SHF_ALLOC | SHF_EXECINSTR, .data = std::vector<uint8_t>(16)});
+  uint32_t data = b.AddSection(
+      {.name = ".data", .flags = SHF_ALLOC | SHF_WRITE, .data = std::vector<uint8_t>(16)});
+  SymtabWriter writer(true);
+  writer.Add("f", 0, 4, STT_FUNC, STB_GLOBAL, static_cast<uint16_t>(text));
+  writer.Add("last", 12, 0, STT_NOTYPE, STB_LOCAL, static_cast<uint16_t>(text));
+  writer.Add("d", 0, 8, STT_OBJECT, STB_GLOBAL, static_cast<uint16_t>(data));
+  writer.Add("d2", 8, 4, STT_OBJECT, STB_GLOBAL, static_cast<uint16_t>(data));
+  b.AddSection({.name = ".symtab",
+                .type = SHT_SYMTAB,
+                .data = writer.symbols(),
+                .link = data + 2,
+                .entsize = writer.entry_size()});
+  b.AddSection({.name = ".strtab", .type = SHT_STRTAB, .data = writer.strings()});
+  auto elf = ElfFile::FromBytes(b.Build(), "crafted.o");
+  ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+  LlvmSymbolNames names(**elf);
+  // Code in .text: its own symbols only (d, larger, at the same offset of .data is not asked).
+  EXPECT_EQ(NameAt(names, 2), "f");
+  EXPECT_EQ(NameAt(names, 5), "??");  // past f, before last
+  EXPECT_EQ(NameAt(names, 14), "last");
+  // Code past .text (16 bytes): every section's symbols; the sizeless last covers it.
+  EXPECT_EQ(NameAt(names, 30), "last");
+  // Data: every section's symbols, the largest at each offset.
+  auto data_at = [&](uint64_t a) {
+    std::optional<LlvmSymbolNames::Entry> e = names.FindData(a);
+    return e ? std::string(e->name) + "@" + std::to_string(e->address) + "+" +
+                   std::to_string(e->size)
+             : std::string("??");
+  };
+  EXPECT_EQ(data_at(2), "d@0+8");
+  EXPECT_EQ(data_at(10), "d2@8+4");
+  EXPECT_EQ(data_at(12), "last@12+0");
+}
+
 }  // namespace
 }  // namespace stacksym::cli

@@ -350,12 +350,175 @@ TEST_P(ObjectSymbolizeTest, EveryTextSectionsDwarfIsAsInTheLinkedTwin) {
       GetParam(), sections, probes.size(), frames);
 }
 
+// The object's symbols as readelf lists them: type, value (an offset into its section),
+// size, section index.
+struct ObjectSymbol {
+  std::string type;
+  uint64_t value, size;
+  uint32_t section;
+};
+std::vector<ObjectSymbol> ObjectSymbols(const std::string& path) {
+  std::vector<ObjectSymbol> symbols;
+  std::istringstream lines(RunCommand("readelf -sW '" + path + "'"));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string num, value, size, type, bind, vis, ndx;
+    if (!(fields >> num >> value >> size >> type >> bind >> vis >> ndx)) continue;
+    if (ndx.find_first_not_of("0123456789") != std::string::npos) continue;
+    symbols.push_back({type, std::stoull(value, nullptr, 16), std::stoull(size, nullptr, 0),
+                       static_cast<uint32_t>(std::stoul(ndx))});
+  }
+  return symbols;
+}
+
+// Offsets that name no section (elf/object_layout.h): DATA requests (at, inside and just
+// past every data symbol), and code addresses past every text section. llvm-symbolizer 16
+// looks them up in every section at that offset, and so does the drop-in: whole answers equal
+// (names not demangled: the drop-in spells them as libiberty does).
+TEST_P(ObjectSymbolizeTest, DropInAnswersOffsetsInNoSectionAsLlvmSymbolizer16) {
+  if (llvm_.empty()) GTEST_SKIP() << "needs llvm-symbolizer-16 (Debian's llvm-16)";
+  auto elf = ElfFile::Open(path_);
+  ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+  uint64_t text_end = 0;
+  for (const ElfSection& s : (*elf)->sections()) {
+    if ((s.flags & SHF_EXECINSTR) != 0) text_end = std::max(text_end, s.size);
+  }
+  std::vector<std::string> requests;
+  size_t data = 0;
+  for (const ObjectSymbol& s : ObjectSymbols(path_)) {
+    if (s.type != "OBJECT") continue;
+    ++data;
+    for (uint64_t at : {s.value, s.value + s.size / 2, s.value + s.size})
+      requests.push_back("DATA " + Hex(at));
+  }
+  for (uint64_t past : {0, 1, 7, 64}) requests.push_back("CODE " + Hex(text_end + past));
+  const std::string list = dir_ + "/nosection";
+  {
+    std::ofstream out(list);
+    for (const std::string& r : requests) out << r << "\n";
+  }
+  const std::string dropin_path = dir_ + "/llvm-symbolizer";
+  fs::create_symlink(STACKSYM_CLI, dropin_path);
+  const std::string args = " --no-demangle --obj='" + path_ + "' < " + list;
+  auto ours = Blocks(RunCommand(dropin_path + args));
+  auto theirs = Blocks(RunCommand(llvm_ + args));
+  ASSERT_EQ(ours.size(), requests.size());
+  ASSERT_EQ(theirs.size(), requests.size());
+  size_t named = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(ours[i], theirs[i]) << requests[i];
+    named += theirs[i][0] != "??";
+  }
+  std::printf(
+      "%s: %zu DATA and CODE requests in no section (%zu data symbols, %zu named) "
+      "answered as llvm-symbolizer-16 answers them\n",
+      GetParam(), requests.size(), data, named);
+}
+
 INSTANTIATE_TEST_SUITE_P(Objects, ObjectSymbolizeTest, ::testing::ValuesIn(kObjects),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            std::string name = info.param;
                            name = name.substr(7, name.size() - 9);  // "object_" ... ".o"
                            return name;
                          });
+
+// AArch64 objects built with clang -O3 (DWARF 4's .debug_loc, DWARF 5's DW_FORM_loclistx):
+// the frame base is DW_OP_reg29 and a local's location list has DW_OP_breg29 N entries, which
+// llvm-symbolizer 16 reads as frame offset N. FRAME at every instruction, and DATA at every
+// byte of every data symbol (offsets into .data, .bss, .rodata: no section named, the
+// declarations found in any), equal to its answers.
+TEST(ObjectFrameTest, LocationListFramesAndDataAreLlvmSymbolizer16s) {
+  const std::string llvm = LlvmSymbolizer16();
+  if (llvm.empty()) GTEST_SKIP() << "needs llvm-symbolizer-16 (Debian's llvm-16)";
+  const std::string dir = ::testing::TempDir() + "/object-frames-" + std::to_string(getpid());
+  fs::create_directories(dir);
+  const std::string dropin_path = dir + "/llvm-symbolizer";
+  fs::create_symlink(STACKSYM_CLI, dropin_path);
+  for (const char* name : {"object_aarch64_frames_d4.o", "object_aarch64_frames_d5.o"}) {
+    SCOPED_TRACE(name);
+    const std::string path = FixturePath(name);
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+    const ElfSection* text = (*elf)->FindSection(".text");
+    ASSERT_NE(text, nullptr);
+    const std::string list = dir + "/frames";
+    {
+      std::ofstream out(list);
+      for (uint64_t a = 0; a < text->size; a += 4) out << "FRAME " << Hex(a) << "\n";
+      for (const ObjectSymbol& s : ObjectSymbols(path)) {
+        if (s.type != "OBJECT") continue;
+        for (uint64_t a = s.value; a <= s.value + s.size; ++a) out << "DATA " << Hex(a) << "\n";
+      }
+    }
+    const std::string args = " --obj='" + path + "' < " + list;
+    const std::string ours = RunCommand(dropin_path + args);
+    const std::string theirs = RunCommand(llvm + args);
+    EXPECT_EQ(ours, theirs);
+    // Offsets read from DW_OP_breg29 entries of location lists (and DW_OP_fbreg).
+    size_t offsets = 0;
+    for (size_t at = theirs.find("\n-4 4 ??\n"); at != std::string::npos;
+         at = theirs.find("\n-4 4 ??\n", at + 1))
+      ++offsets;
+    EXPECT_GE(offsets, 5u);
+    // Declarations of the globals, found in the object's DWARF: at offset 0 of .data, .bss and
+    // .rodata alike the last variable DIE (table); past its 32 bytes none (LLVM's one
+    // variable per start: zeroes, longer, is not reached).
+    for (const char* decl : {"frame_locals.c:8\n", "\n??:?\n"})
+      EXPECT_NE(theirs.find(decl), std::string::npos) << decl;
+    std::printf(
+        "%s: %zu FRAME answers (%zu locals at frame offset -4) equal to "
+        "llvm-symbolizer-16's\n",
+        name, static_cast<size_t>(text->size / 4), offsets);
+  }
+  fs::remove_all(dir);
+}
+
+// FRAME answers on the objects with one text section (with several, llvm-symbolizer 16 takes
+// the subprogram of whichever section's code lies at the offset; the drop-in that of the
+// section the offset was read in): at every instruction start, equal to llvm-symbolizer 16's.
+TEST(ObjectFrameTest, FramesOnObjectsWithOneTextSectionAreLlvmSymbolizer16s) {
+  const std::string llvm = LlvmSymbolizer16();
+  if (llvm.empty()) GTEST_SKIP() << "needs llvm-symbolizer-16 (Debian's llvm-16)";
+  const std::string dir = ::testing::TempDir() + "/object-x86-frames-" + std::to_string(getpid());
+  fs::create_directories(dir);
+  const std::string dropin_path = dir + "/llvm-symbolizer";
+  fs::create_symlink(STACKSYM_CLI, dropin_path);
+  size_t objects = 0;
+  for (const char* name : kObjects) {
+    SCOPED_TRACE(name);
+    const std::string path = FixturePath(name);
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+    size_t text_sections = 0;
+    for (const ElfSection& s : (*elf)->sections())
+      text_sections += (s.flags & SHF_EXECINSTR) != 0 && s.size != 0;
+    if (text_sections != 1) continue;
+    ++objects;
+    size_t sections = 0;
+    const std::vector<Probe> probes = Probes(path, &sections);
+    ASSERT_GT(probes.size(), 100u);
+    const std::string list = dir + "/frames";
+    {
+      std::ofstream out(list);
+      for (const Probe& p : probes) out << "FRAME " << Hex(p.offset) << "\n";
+    }
+    const std::string args = " --obj='" + path + "' < " + list;
+    auto ours = Blocks(RunCommand(dropin_path + args));
+    auto theirs = Blocks(RunCommand(llvm + args));
+    ASSERT_EQ(ours.size(), probes.size());
+    ASSERT_EQ(theirs.size(), probes.size());
+    size_t locals = 0;
+    for (size_t i = 0; i < probes.size(); ++i) {
+      EXPECT_EQ(ours[i], theirs[i]) << "FRAME " << Hex(probes[i].offset);
+      locals += theirs[i].size() / 4;
+    }
+    EXPECT_GT(locals, probes.size());
+    std::printf("%s: %zu FRAME answers (%zu locals) equal to llvm-symbolizer-16's\n", name,
+                probes.size(), locals);
+  }
+  EXPECT_GE(objects, 3u);
+  fs::remove_all(dir);
+}
 
 // -gz: the debug sections are compressed in the object (so their relocations are applied to
 // the decompressed bytes, which the differential tests above check).
