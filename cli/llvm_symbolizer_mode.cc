@@ -420,7 +420,8 @@ class Session : public MarkupSymbolizer {
     options_.relative_paths = config.relativenames;
     options_.dwp_path = config.dwp;
     options_.symbols_from_debug_file = false;  // llvm-symbolizer names from the binary's own tables
-    options_.plt_names = false;  // nor a PLT stub perf's way ("puts@plt"): "_init" or "??"
+    options_.plt_names = false;          // nor a PLT stub perf's way ("puts@plt"): "_init" or "??"
+    options_.dwo_beside_binary = false;  // a .dwo only at comp_dir/dwo_name
     // llvm-symbolizer searches it instead of /usr/lib/debug for a debuglink name under the
     // module's directory; first here, where every debug dir is searched both ways (a build ID
     // match is checked, a debuglink one by CRC, so an extra root cannot give a wrong file).
@@ -448,6 +449,7 @@ class Session : public MarkupSymbolizer {
     std::optional<LlvmRequest> request =
         ParseLlvmRequest(line, config_.obj, &written_module, config_.build_id);
     out_.clear();
+    asked_ = nullptr;
     if (list_separator) out_ += list_separator;
     if (config_.style == Style::kJson) {
       if (config_.pretty && list_separator) out_ += "\n  ";  // an element of the array
@@ -484,6 +486,12 @@ class Session : public MarkupSymbolizer {
           break;
       }
       if (config_.style == Style::kLlvm) out_ += '\n';
+    }
+    // What its DWARF holds that LLVM warns about, as llvm-symbolizer reports it (on stderr,
+    // while answering: before the answer).
+    if (asked_ != nullptr) {
+      for (const std::string& warning : asked_->symbolizer->TakeWarnings())
+        std::fprintf(stderr, "warning: %s\n", warning.c_str());
     }
     std::fwrite(out_.data(), 1, out_.size(), stdout);
     std::fflush(stdout);  // the sanitizer waits for this answer before sending the next
@@ -523,6 +531,9 @@ class Session : public MarkupSymbolizer {
     const SourceFrame* location = nullptr;  // null or empty file: unknown
     const SourceFrame* start = nullptr;     // the DWARF function's start_* (null: unknown)
     std::optional<uint64_t> start_address;  // JSON StartAddress, when known
+    // The text DWARF embeds for the location's file (innermost location only, as LLVM
+    // has it), printed as source context instead of the file's (with a context asked).
+    std::optional<std::string> embedded_source{};
   };
 
   Module* OpenBuildId(std::span<const uint8_t> build_id, std::string* error) {
@@ -541,6 +552,13 @@ class Session : public MarkupSymbolizer {
       frame.column = line.location->column;
     }
     return frame;
+  }
+
+  // The source context under a frame: from the text DWARF embeds for it, else its file.
+  std::string SourceContext(const CodeLine& frame, const std::string& file, int64_t line) {
+    if (frame.embedded_source)
+      return FormatSourceContext(*frame.embedded_source, line, source_.lines());
+    return source_.Around(file, line);
   }
 
   // The file llvm-symbolizer 16 takes for a build ID: <dir>/.build-id/xx/rest.debug under
@@ -605,7 +623,9 @@ class Session : public MarkupSymbolizer {
       }
       it = modules_.emplace(path, std::move(module)).first;
     }
-    return it->second.symbolizer ? &it->second : nullptr;
+    if (!it->second.symbolizer) return nullptr;
+    asked_ = &it->second;
+    return asked_;
   }
 
   std::string Name(std::string_view raw) const {
@@ -683,7 +703,7 @@ class Session : public MarkupSymbolizer {
     }
     out_ += '\n';
     // (An unknown file is looked for as "??", as LLVM does.)
-    out_ += source_.Around(file, line);
+    out_ += SourceContext(frame, file, line);
   }
 
   // llvm-symbolizer's JSON frame (14 and 16 agree): the location's discriminator, the
@@ -704,8 +724,8 @@ class Session : public MarkupSymbolizer {
     out_ += std::to_string(file.empty() ? 0 : frame.location->line);
     if (source_.lines() > 0) {
       // (An unknown file is looked for under LLVM's name for it.)
-      std::string source = source_.Around(file.empty() ? "<invalid>" : file,
-                                          file.empty() ? 0 : frame.location->line);
+      std::string source = SourceContext(frame, file.empty() ? "<invalid>" : file,
+                                         file.empty() ? 0 : frame.location->line);
       if (!source.empty()) {
         out_ += ",\"Source\":";
         AppendJsonString(source, &out_);
@@ -770,6 +790,7 @@ class Session : public MarkupSymbolizer {
       // outermost one).
       lines.push_back(
           {FrameName(frames_.front()), &frames_.front(), &frames_.front(), std::nullopt});
+      AddEmbeddedSource(module, address, lines.front());
       return lines;
     } else if (frames_.size() > 1 && query != CodeQuery::kInlined) {
       // The innermost location, named (as llvm-symbolizer does) by the symbol table where
@@ -783,7 +804,19 @@ class Session : public MarkupSymbolizer {
         lines.push_back({FrameName(frames_[i]), &frames_[i], &frames_[i], std::nullopt});
     }
     lines.push_back(std::move(outer));
+    AddEmbeddedSource(module, address, lines.front());
     return lines;
+  }
+
+  // With a source context asked, the innermost location's embedded text, when DWARF has it
+  // (llvm-symbolizer takes it from the address's line row alone: callers' are read from
+  // their files).
+  void AddEmbeddedSource(Module* module, uint64_t address, CodeLine& innermost) {
+    if (source_.lines() <= 0 || frames_.empty() || innermost.location != &frames_.front() ||
+        innermost.location->file.empty()) {
+      return;
+    }
+    innermost.embedded_source = module->symbolizer->EmbeddedSource(address, AddressKind::kVirtual);
   }
 
   void AppendCode(Module* module, uint64_t address) {
@@ -952,6 +985,7 @@ class Session : public MarkupSymbolizer {
   LlvmSourceContext source_;  // --print-source-context-lines: the files read so far
   SymbolizeOptions options_;
   std::unordered_map<std::string, Module> modules_;
+  Module* asked_ = nullptr;  // the module the request being answered opened (null: none)
   std::shared_ptr<const LlvmCacheFetcher> llvm_fetcher_;         // null under --no-debuginfod
   std::unordered_map<std::string, std::string> build_id_paths_;  // build ID name → its file
   std::string out_;

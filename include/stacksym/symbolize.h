@@ -50,6 +50,11 @@ struct SymbolizeOptions {
   // of "<binary>.dwp" and "<debug file>.dwp"; empty: those. The .dwo files are still looked
   // for when it lacks a unit. Persisted indexes are not used with it.
   std::string dwp_path;
+  // A split unit's .dwo is also looked for in the binary's directory (by its name's last
+  // component) when it is not at comp_dir/dwo_name: for build trees that were moved. Off:
+  // only at comp_dir/dwo_name, as llvm-symbolizer looks (its drop-in turns it off).
+  // Persisted indexes are not used without it.
+  bool dwo_beside_binary = true;
   // Fill SymbolizedAddress::raw_symbol and SourceFrame::raw_function (linkage names). Off,
   // they stay empty: an index then reads no linkage name at all (they are stored apart from
   // the demangled ones), which is what a caller that prints only demangled names wants.
@@ -148,6 +153,17 @@ class ElfSymbolizer {
   // functions inlined into it), in DIE order; empty when there is none. In a relocatable
   // object `vaddr` is a code address: an offset into a text section, else into any section.
   std::vector<FrameLocal> FindFrameLocals(uint64_t vaddr);
+
+  // The source text DWARF embeds for the file of the innermost frame at `address` (DWARF 5's
+  // DW_LNCT_LLVM_source, clang -gembed-source), which llvm-symbolizer prints source context
+  // from instead of reading the file; nullopt when there is none. Always read from the DWARF
+  // (loaded if it was not), never from a persisted index.
+  std::optional<std::string> EmbeddedSource(uint64_t address, AddressKind kind);
+
+  // What the DWARF read so far holds that llvm-symbolizer warns about and the answers went
+  // around (a premature .debug_aranges terminator), in LLVM's words, each once: the ones not
+  // given by an earlier call. For callers that report them as llvm-symbolizer does.
+  std::vector<std::string> TakeWarnings();
 
   const ElfFile& elf() const { return *elf_; }
   // Path of the file DWARF was read from (the binary itself or a separate debug file);

@@ -5,7 +5,8 @@
 
 namespace stacksym::dwarf {
 
-Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEntry>* out) {
+Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEntry>* out,
+                          std::vector<std::string>* warnings) {
   constexpr const char* kSection = ".debug_aranges";
   ByteCursor c(section);
   while (!c.at_end()) {
@@ -38,9 +39,20 @@ Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEn
     size_t pad = (tuple_size - here % tuple_size) % tuple_size;
     set.Skip(pad);
     while (set.remaining() >= tuple_size) {
+      uint64_t entry_offset = header_size + set.offset() + set_offset;
       uint64_t start = set.UN(address_size);
       uint64_t len = set.UN(address_size);
-      if (start == 0 && len == 0) break;
+      if (start == 0 && len == 0) {
+        if (set.remaining() == 0) break;
+        // A terminator before the set's end: the entries after it are read all the same, as
+        // LLVM reads them (and warns in these words).
+        if (warnings != nullptr) {
+          warnings->push_back("address range table at offset " + HexU64(set_offset) +
+                              " has a premature terminator entry at offset " +
+                              HexU64(entry_offset));
+        }
+        continue;
+      }
       if (len != 0 && start + len > start) out->push_back({start, start + len, unit_offset});
     }
     if (!set.ok()) return Malformed(kSection, set_offset, "truncated set");

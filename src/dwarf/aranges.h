@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "stacksym/result.h"
@@ -18,7 +19,10 @@ struct ArangeEntry {
 };
 
 // Appends every non-empty range to `out`. On a corrupt set, the sets before it are kept and
-// an error is returned.
-Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEntry>* out);
+// an error is returned. `warnings` (when given) gets what is odd but read on, in LLVM's words
+// ("address range table at offset 0x0 has a premature terminator entry at offset 0x10": the
+// entries after such a terminator are read too).
+Result<void> ParseAranges(std::span<const uint8_t> section, std::vector<ArangeEntry>* out,
+                          std::vector<std::string>* warnings = nullptr);
 
 }  // namespace stacksym::dwarf

@@ -353,8 +353,10 @@ Result<std::shared_ptr<ElfFile>> DebugFileFinder::FindDwo(const ElfFile& binary,
   } else {
     paths.emplace_back(dwo_name);
   }
-  for (const std::string& dir : DirectoriesOf(binary.path())) {
-    paths.push_back(JoinPath(dir, BaseName(dwo_name)));
+  if (dwo_beside_binary_) {
+    for (const std::string& dir : DirectoriesOf(binary.path())) {
+      paths.push_back(JoinPath(dir, BaseName(dwo_name)));
+    }
   }
   for (const std::string& path : paths) {
     std::shared_ptr<ElfFile> elf =

@@ -63,11 +63,15 @@ class DebugFileFinder {
   explicit DebugFileFinder(const dwarf::DebugFileSearch& search)
       : DebugFileFinder(search.debug_dirs, search.known_path, search.known_root, search.fetcher) {
     set_dwp_path(search.dwp_path);
+    set_dwo_beside_binary(search.dwo_beside_binary);
   }
 
   // The package FindDwp gives for every file instead of "<file path>.dwp" (see
   // DebugFileSearch::dwp_path); empty: the usual names.
   void set_dwp_path(std::string path) { dwp_path_ = std::move(path); }
+  // Whether FindDwo also looks for a .dwo in the binary's directory (see
+  // DebugFileSearch::dwo_beside_binary).
+  void set_dwo_beside_binary(bool on) { dwo_beside_binary_ = on; }
 
   // Separate debug file for a binary without (enough) DWARF, in this order:
   //   <dir>/.build-id/xx/rest.debug for each debug dir (build ID must match);
@@ -89,8 +93,8 @@ class DebugFileFinder {
                                                          FinderTrace* trace = nullptr) const;
 
   // Split DWARF: the .dwo for a skeleton unit: dwo_name as is when absolute, else relative to
-  // comp_dir; then the name's last component in the binary's directory (build trees that were
-  // moved). The caller checks the DWO id.
+  // comp_dir; then (unless set_dwo_beside_binary(false)) the name's last component in the
+  // binary's directory (build trees that were moved). The caller checks the DWO id.
   Result<std::shared_ptr<ElfFile>> FindDwo(const ElfFile& binary, std::string_view comp_dir,
                                            std::string_view dwo_name,
                                            FinderTrace* trace = nullptr) const;
@@ -108,6 +112,7 @@ class DebugFileFinder {
   std::string known_root_;
   std::shared_ptr<const BuildIdFetcher> fetcher_;
   std::string dwp_path_;
+  bool dwo_beside_binary_ = true;
 };
 
 // The supplementary-file reference of a DWARF 5 .debug_sup section (is_supplementary == 0).

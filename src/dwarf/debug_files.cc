@@ -17,10 +17,12 @@ struct DebugFiles::DwpPackage {
 
 namespace {
 
-bool HasDebugInfo(const ElfFile& elf) {
-  const ElfSection* s = elf.FindSection(".debug_info");
+bool HasNonEmptySection(const ElfFile& elf, std::string_view name) {
+  const ElfSection* s = elf.FindSection(name);
   return s != nullptr && s->type != 8 /* SHT_NOBITS */ && s->size > 0;
 }
+
+bool HasDebugInfo(const ElfFile& elf) { return HasNonEmptySection(elf, ".debug_info"); }
 
 bool IsCompressed(const ElfFile& elf, std::string_view name) {
   const ElfSection* s = elf.FindSection(name);
@@ -131,7 +133,12 @@ Result<std::unique_ptr<DebugFiles>> DebugFiles::Open(std::shared_ptr<ElfFile> bi
     Result<std::shared_ptr<ElfFile>> found = files->finder_->FindSeparateDebugFile(*binary);
     if (!found) return std::move(found).error();
     debug_file = *found;
-    if (!debug_file || !HasDebugInfo(*debug_file)) return std::unique_ptr<DebugFiles>();
+    if (!debug_file || !HasDebugInfo(*debug_file)) {
+      // No unit anywhere. The binary's own .debug_aranges is still read, as LLVM reads it
+      // (its problems are reported: UnitCache::TakeWarnings); it names no unit to answer from.
+      if (!HasNonEmptySection(*binary, ".debug_aranges")) return std::unique_ptr<DebugFiles>();
+      debug_file = binary;
+    }
   }
   files->debug_file_ = debug_file;
   files->path_ = debug_file->path();

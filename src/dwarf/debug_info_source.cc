@@ -134,6 +134,14 @@ bool DebugInfoSource::Declaration(const dwarf::VariableTable::Entry* variable,
   return true;
 }
 
+std::optional<std::string_view> DebugInfoSource::EmbeddedSource(uint64_t vaddr) {
+  dwarf::UnitState* state = units_->UnitFor(vaddr);
+  if (state == nullptr || state->line == nullptr) return std::nullopt;
+  const dwarf::LineRow* row = state->line->Find(vaddr);
+  if (row == nullptr) return std::nullopt;
+  return state->line->FileSource(row->file);
+}
+
 void DebugInfoSource::LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out) {
   dwarf::UnitState* state = units_->UnitFor(vaddr);
   if (state == nullptr || state->function_file == nullptr) return;

@@ -99,6 +99,11 @@ class DebugInfoSource {
   // when DWARF has no function there.
   void LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out);
 
+  // The text the line table embeds (DW_LNCT_LLVM_source) for the file of the line row of
+  // `vaddr` — the innermost frame's file, which llvm-symbolizer prints source context of from
+  // it; nullopt when there is no row or its file has none. Valid while the source lives.
+  std::optional<std::string_view> EmbeddedSource(uint64_t vaddr);
+
   // Path of the file DWARF is read from (the binary or its separate debug file).
   const std::string& path() const { return files_->path(); }
   // The files read (dwarf::DebugFiles: which, .dwp bookkeeping) and the units' tables

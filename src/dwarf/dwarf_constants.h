@@ -178,6 +178,7 @@ inline constexpr uint16_t DW_LNCT_directory_index = 0x2;
 inline constexpr uint16_t DW_LNCT_timestamp = 0x3;
 inline constexpr uint16_t DW_LNCT_size = 0x4;
 inline constexpr uint16_t DW_LNCT_MD5 = 0x5;
+inline constexpr uint16_t DW_LNCT_LLVM_source = 0x2001;  // the file's text (clang -gembed-source)
 
 // Range lists (.debug_rnglists).
 inline constexpr uint8_t DW_RLE_end_of_list = 0x00;

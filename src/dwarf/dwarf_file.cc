@@ -399,7 +399,11 @@ Result<void> DwarfFile::DieRanges(const UnitInfo& unit, const AttrValue* low_pc,
     uint64_t base = is_dwo_ ? unit.rnglists_base - (unit.ctx.offset_size == 8 ? 20 : 12) : 0;
     return ReadRangeList(unit, base + ranges->value, true, out);
   }
-  return ReadRangeList(unit, unit.gnu_ranges_base + ranges->value, false, out);
+  // DW_AT_GNU_ranges_base is for the split unit's DW_AT_ranges (copied to it from its
+  // skeleton); the skeleton's own are section offsets, as LLVM and gdb read them (gcc
+  // writes a non-zero base in every skeleton but the first of a link).
+  uint64_t base = is_dwo_ ? unit.gnu_ranges_base : 0;
+  return ReadRangeList(unit, base + ranges->value, false, out);
 }
 
 Result<void> DwarfFile::ReadRangeList(const UnitInfo& unit, uint64_t offset, bool rnglists,

@@ -28,6 +28,10 @@ struct DebugFileSearch {
   // The split-DWARF package of every binary's split units, in place of "<binary>.dwp" and
   // "<debug file>.dwp"; empty: those.
   std::string dwp_path;
+  // A split unit's .dwo is also looked for in the binary's directory, by the last component
+  // of its name, when comp_dir/dwo_name has none (build trees that were moved). Off: only
+  // there, as LLVM looks.
+  bool dwo_beside_binary = true;
   // Asked by build ID when no debug dir has the debug file (debuginfod); null: local only.
   std::shared_ptr<const BuildIdFetcher> fetcher;
 };

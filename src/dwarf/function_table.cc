@@ -224,11 +224,15 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
   // The thread's own, reused subroutine after subroutine (a full walk meets one per
   // function of the unit): no allocation per subroutine.
   static thread_local std::vector<AddressRange> die_ranges;
-  // parents[d] = node enclosing the DIEs at depth d + 1.
+  // parents[d] = node enclosing the DIEs at depth d + 1; under_subprogram[d]: whether a
+  // DW_TAG_subprogram DIE (with a node or not) encloses them.
   static thread_local std::vector<int32_t> parents;
+  static thread_local std::vector<uint8_t> under_subprogram;
   die_ranges.clear();
   parents.clear();
+  under_subprogram.clear();
   int32_t current_parent = -1;
+  bool current_under_subprogram = false;
   bool first = true;
   // Reset per subroutine DIE below, only in the fields read back: zeroing the whole of them
   // for each (a `rep stos`) was a fifth of this function's own time.
@@ -242,6 +246,8 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
       if (parents.empty()) return Malformed(kInfo, die_offset, "unexpected end of children");
       current_parent = parents.back();
       parents.pop_back();
+      current_under_subprogram = under_subprogram.back() != 0;
+      under_subprogram.pop_back();
       continue;
     }
     const Abbrev* abbrev = abbrevs.Find(code);
@@ -256,7 +262,11 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
       node = FunctionNode{};
       node.die_offset = die_offset;
       node.parent = current_parent;
-      node.inlined = abbrev->tag == DW_TAG_inlined_subroutine;
+      // An inlined subroutine no subprogram encloses (invalid DWARF: right under the unit)
+      // has no caller to name: LLVM's inline chain ends at it, so it is the out-of-line
+      // function of its chain here too.
+      node.inlined = abbrev->tag == DW_TAG_inlined_subroutine &&
+                     (current_parent >= 0 || current_under_subprogram);
       if (!ReadSubroutineAttrs(c, abbrevs, *abbrev, unit.ctx, &attrs, &node, file_, &unit)) {
         return Malformed(kInfo, die_offset, "truncated DIE attributes");
       }
@@ -272,7 +282,7 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
         for (const AddressRange& r : die_ranges) {
           ranges->push_back({r.low, r.high, kIncomplete, static_cast<uint32_t>(ranges->size())});
         }
-        if (node.inlined) {
+        if (abbrev->tag == DW_TAG_inlined_subroutine) {
           if (abbrev->has_children && !SkipChildren(c, abbrevs, unit, attrs.sibling)) {
             return Malformed(kInfo, die_offset, "corrupt DIE tree");
           }
@@ -307,7 +317,9 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
     if (abbrev->has_children) {
       if (parents.size() >= kMaxDepth) return Malformed(kInfo, die_offset, "DIE tree too deep");
       parents.push_back(current_parent);
+      under_subprogram.push_back(current_under_subprogram ? 1 : 0);
       current_parent = node_for_children;
+      current_under_subprogram |= abbrev->tag == DW_TAG_subprogram;
     }
   }
   return {};

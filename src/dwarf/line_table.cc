@@ -61,18 +61,20 @@ bool ReadV5Entries(ByteCursor& c, const FormContext& ctx, OnEntry on_entry) {
   // empty, which would otherwise let a huge count add entries without consuming input.
   if (count > c.remaining()) return false;
   for (uint64_t n = 0; n < count; ++n) {
-    std::string_view path;
-    uint64_t dir = 0;
+    LineTable::FileEntry entry;
     for (uint8_t i = 0; i < format_count; ++i) {
       AttrValue v;
       if (!ReadAttrValue(c, formats[i].form, 0, ctx, &v)) return false;
       if (formats[i].content == DW_LNCT_path) {
-        if (!on_entry.string(v, &path)) return false;
+        if (!on_entry.string(v, &entry.name)) return false;
       } else if (formats[i].content == DW_LNCT_directory_index) {
-        dir = v.value;
+        entry.dir_index = v.value;
+      } else if (formats[i].content == DW_LNCT_LLVM_source) {
+        // Not a string it can read: no source, as LLVM takes it (not a bad table).
+        entry.has_source = on_entry.string(v, &entry.source);
       }
     }
-    on_entry.add(path, dir);
+    on_entry.add(entry);
   }
   return c.ok();
 }
@@ -145,7 +147,7 @@ Result<ByteCursor> LineTable::ParseHeader(const LineSections& s, uint64_t offset
       const LineSections* s;
       uint8_t os;
       bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
-      void add(std::string_view path, uint64_t) { t->dirs_.push_back(path); }
+      void add(const FileEntry& entry) { t->dirs_.push_back(entry.name); }
     } dirs{table, &s, offset_size};
     if (!ReadV5Entries(c, ctx, dirs)) {
       return Malformed(kSection, offset, "bad directory table");
@@ -155,7 +157,7 @@ Result<ByteCursor> LineTable::ParseHeader(const LineSections& s, uint64_t offset
       const LineSections* s;
       uint8_t os;
       bool string(const AttrValue& v, std::string_view* out) { return EntryString(v, *s, os, out); }
-      void add(std::string_view path, uint64_t dir) { t->files_.push_back({path, dir}); }
+      void add(const FileEntry& entry) { t->files_.push_back(entry); }
     } files{table, &s, offset_size};
     if (!ReadV5Entries(c, ctx, files)) return Malformed(kSection, offset, "bad file name table");
   } else {
@@ -172,7 +174,7 @@ Result<ByteCursor> LineTable::ParseHeader(const LineSections& s, uint64_t offset
       uint64_t dir = c.Uleb128();
       c.SkipLeb128();  // mtime
       c.SkipLeb128();  // length
-      table->files_.push_back({name, dir});
+      table->files_.push_back({name, dir, {}, false});
     }
   }
   if (!c.ok()) return Malformed(kSection, offset, "truncated line table header");
@@ -384,6 +386,12 @@ uint32_t LineTable::Discriminator(const LineRow* row) const {
   auto it = std::lower_bound(discriminators_.begin(), discriminators_.end(), index,
                              [](const RowDiscriminator& d, uint32_t i) { return d.row < i; });
   return it != discriminators_.end() && it->row == index ? it->value : 0;
+}
+
+std::optional<std::string_view> LineTable::FileSource(uint64_t index) const {
+  // (DW_LNCT_LLVM_source exists in DWARF 5 tables only: entries are numbered from 0.)
+  if (version_ < 5 || index >= files_.size() || !files_[index].has_source) return std::nullopt;
+  return files_[index].source;
 }
 
 bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out,

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,8 @@ class LineTable {
   struct FileEntry {
     std::string_view name;
     uint64_t dir_index = 0;
+    std::string_view source;  // DW_LNCT_LLVM_source: the file's text embedded (clang)
+    bool has_source = false;  // (an empty one is still the file's text)
   };
 
   // `address_size` is the unit's (used only when a v2–v4 program needs it; v5 headers carry it).
@@ -70,6 +73,11 @@ class LineTable {
   // `comp_dir` nor DWARF 5's directory 0; other include directories stay (absolute ones too).
   bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
                 bool comp_dir_before_dir0 = true, bool relative = false) const;
+
+  // The text of file `index` embedded in the table (DWARF 5's DW_LNCT_LLVM_source, clang's
+  // -gembed-source), which llvm-symbolizer prints source context from instead of the file;
+  // nullopt when the entry has none.
+  std::optional<std::string_view> FileSource(uint64_t index) const;
 
   uint16_t version() const { return version_; }
   std::span<const LineRow> rows() const { return rows_; }

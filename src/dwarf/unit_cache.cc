@@ -1,5 +1,7 @@
 #include "dwarf/unit_cache.h"
 
+#include <utility>
+
 #include "dwarf/die_chain.h"
 #include "dwarf/dwarf_constants.h"
 #include "dwarf/dwarf_error.h"
@@ -60,12 +62,20 @@ const std::vector<Error>& UnitCache::unit_errors() {
   return unit_errors_;
 }
 
+std::vector<std::string> UnitCache::TakeWarnings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(warnings_, {});
+}
+
 const std::vector<ArangeEntry>& UnitCache::Aranges() {
   if (!aranges_) {
     aranges_.emplace();
-    Result<void> parsed = ParseAranges(main_->sections().aranges, &*aranges_);
+    std::vector<std::string> warnings;
+    Result<void> parsed = ParseAranges(main_->sections().aranges, &*aranges_, &warnings);
+    std::lock_guard<std::mutex> lock(mu_);
     // What was read before a corrupt entry is still used.
     if (!parsed) unit_errors_.push_back(std::move(parsed).error());
+    for (std::string& w : warnings) warnings_.push_back(std::move(w));
   }
   return *aranges_;
 }
@@ -209,11 +219,18 @@ std::unique_ptr<UnitState> UnitCache::BuildUnit(UnitInfo& unit, std::span<const 
     return state;  // not ok
   }
   state->comp_dir = unit.comp_dir;
-  if (IsSplit(unit)) {
+  bool own_functions = !IsSplit(unit);
+  if (!own_functions) {
     Result<void> r = BuildSplitFunctions(unit, state.get());
-    // Without the split object the line table of the skeleton still answers.
-    if (!r) AddUnitError(std::move(r).error());
-  } else {
+    if (!r) {
+      // Without the split object its skeleton answers, as LLVM's does: the line table, and
+      // the functions it describes itself (clang's -fsplit-dwarf-inlining puts the inline
+      // tree there, named by DW_AT_name only), if any.
+      AddUnitError(std::move(r).error());
+      own_functions = true;
+    }
+  }
+  if (own_functions) {
     Result<FunctionTable> functions = FunctionTable::Build(*main_, unit, wanted);
     if (functions) {
       state->functions = std::move(*functions);

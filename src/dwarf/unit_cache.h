@@ -206,6 +206,9 @@ class UnitCache {
   size_t memory_bytes() const;  // heap held by tables and caches (not the section bytes)
   // Errors met while parsing units (each unit's first), for tests and --verbose output.
   const std::vector<Error>& unit_errors();
+  // What LLVM warns about in the DWARF read so far and the answers went around, in its words
+  // (aranges.h), not given by an earlier call. Does not wait for a streamed .debug_info.
+  std::vector<std::string> TakeWarnings();
 
  private:
   Result<void> BuildUnitMap();
@@ -279,8 +282,9 @@ class UnitCache {
   std::map<std::pair<const DwarfFile*, uint64_t>, std::unique_ptr<LineTable>> other_line_tables_;
   DemangleCache demangled_;
   std::vector<Error> unit_errors_;
+  std::vector<std::string> warnings_;  // not taken yet
   std::atomic<size_t> parsed_units_{0};
-  std::mutex mu_;  // line_tables_ and unit_errors_ (units are parsed concurrently)
+  std::mutex mu_;  // line_tables_, unit_errors_ and warnings_ (units are parsed concurrently)
 };
 
 template <typename Work>

@@ -39,6 +39,11 @@ ElfSymbolizer::~ElfSymbolizer() {
   if (index_) index::SaveNameMemo(*index_, /*at_least=*/0);
 }
 
+std::vector<std::string> ElfSymbolizer::TakeWarnings() {
+  if (!debug_info_) return {};
+  return debug_info_->units().TakeWarnings();
+}
+
 std::string ElfSymbolizer::debug_file() const {
   if (debug_info_) return debug_info_->path();
   if (index_) return index::IdentityValue(index_->identity(), "debug");
@@ -86,7 +91,8 @@ bool ElfSymbolizer::UseIndex() {
     // placed by ElfFile, not the file's.)
     if (!options_.cache_dir.empty() && options_.use_debug_info && elf_->type() != ET_REL &&
         options_.symbols_from_debug_file && options_.plt_names && !options_.short_function_names &&
-        !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty()) {
+        !options_.start_addresses && !options_.relative_paths && options_.dwp_path.empty() &&
+        options_.dwo_beside_binary) {
       // A build's DWARF source (IndexBuilder::Build) is kept, not torn down now; it is the one
       // LoadDebugInfo would open when demangling is off and inlines are on, and then answers
       // what the index leaves to DWARF.
@@ -247,6 +253,16 @@ std::optional<DataDeclaration> ElfSymbolizer::FindDataDeclaration(uint64_t vaddr
   };
   if (!debug_info_->LookupVariableAtOffset(vaddr, offset_of, &decl)) return std::nullopt;
   return decl;
+}
+
+std::optional<std::string> ElfSymbolizer::EmbeddedSource(uint64_t address, AddressKind kind) {
+  LoadDebugInfo();
+  Reason reason{};
+  std::optional<uint64_t> vaddr = ToVaddr(address, kind, &reason);
+  if (!vaddr || !debug_info_) return std::nullopt;
+  std::optional<std::string_view> text = debug_info_->EmbeddedSource(*vaddr);
+  if (!text) return std::nullopt;
+  return std::string(*text);
 }
 
 std::vector<FrameLocal> ElfSymbolizer::FindFrameLocals(uint64_t vaddr) {

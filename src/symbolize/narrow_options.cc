@@ -11,6 +11,7 @@ dwarf::DebugFileSearch ToDebugFileSearch(const SymbolizeOptions& options) {
   search.known_path = options.known_path;
   search.known_root = options.known_root;
   search.dwp_path = options.dwp_path;
+  search.dwo_beside_binary = options.dwo_beside_binary;
   search.fetcher = options.fetcher;
   return search;
 }

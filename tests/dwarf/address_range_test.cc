@@ -7,6 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "base/hex.h"
+#include "dwarf/aranges.h"
+
 namespace stacksym::dwarf {
 namespace {
 
@@ -97,6 +100,62 @@ namespace {
 
 // The bucket index must give exactly the answers of a plain search, for dense, sparse,
 // clustered and extreme (near 2^64) address layouts.
+// One .debug_aranges set (DWARF 2 header, 8-byte addresses: tuples from offset 0x10) of the
+// unit at `unit` with the given (address, length) tuples, terminator included by the caller.
+void AppendArangeSet(uint32_t unit, std::initializer_list<std::pair<uint64_t, uint64_t>> tuples,
+                     std::vector<uint8_t>* out) {
+  auto put = [&](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  put(12 + tuples.size() * 16, 4);  // after the length: header (8), padding (4), tuples
+  put(2, 2);
+  put(unit, 4);
+  put(8, 1);
+  put(0, 1);
+  put(0, 4);
+  for (auto [address, length] : tuples) {
+    put(address, 8);
+    put(length, 8);
+  }
+}
+
+TEST(ArangesTest, PrematureTerminatorWarnsAndTheRestIsRead) {
+  // LLVM's debug-aranges-premature-end.yaml: a (0, 0) tuple at 0x10 before the set's end.
+  std::vector<uint8_t> section;
+  AppendArangeSet(0, {{0, 0}, {0x5678, 0x20}, {0, 0}}, &section);
+  AppendArangeSet(0x40, {{0x9000, 0x10}, {0, 0}}, &section);  // a well-formed one after it
+  std::vector<ArangeEntry> entries;
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ParseAranges(section, &entries, &warnings));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "address range table at offset 0x0 has a premature terminator entry at offset 0x10");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].low, 0x5678u);
+  EXPECT_EQ(entries[0].high, 0x5698u);
+  EXPECT_EQ(entries[0].unit_offset, 0u);
+  EXPECT_EQ(entries[1].low, 0x9000u);
+  EXPECT_EQ(entries[1].unit_offset, 0x40u);
+
+  // In the second set, at its offset: the warning names the set and the entry.
+  std::vector<uint8_t> later;
+  AppendArangeSet(0, {{0x100, 0x10}, {0, 0}}, &later);
+  const size_t second = later.size();
+  AppendArangeSet(0x40, {{0x9000, 0x10}, {0, 0}, {0x9100, 0x8}, {0, 0}}, &later);
+  entries.clear();
+  warnings.clear();
+  ASSERT_TRUE(ParseAranges(later, &entries, &warnings));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "address range table at offset " + HexU64(second) +
+                             " has a premature terminator entry at offset " +
+                             HexU64(second + 0x20));
+  EXPECT_EQ(entries.size(), 3u);
+  // Without a place for warnings, the same entries.
+  entries.clear();
+  ASSERT_TRUE(ParseAranges(later, &entries));
+  EXPECT_EQ(entries.size(), 3u);
+}
+
 TEST(AddressIndex, AgreesWithPlainSearch) {
   std::mt19937_64 rng(7);
   std::vector<std::vector<uint64_t>> layouts;

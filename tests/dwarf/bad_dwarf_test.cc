@@ -73,6 +73,39 @@ TEST_P(TinyDwarfTest, WithoutInlinesOnlyTheOutOfLineFrame) {
   EXPECT_EQ(frames[0].line, 30u);  // the line of the address itself
 }
 
+// An inlined subroutine right under the unit, no subprogram around it (LLVM's test
+// invalid-inlined-subroutine.s): the chain ends at it, as LLVM's does, instead of naming a
+// caller that does not exist ("??:0:0" after it).
+TEST_P(TinyDwarfTest, InlinedSubroutineWithoutSubprogramEndsTheChain) {
+  TinyDwarf t = BuildTinyDwarf(GetParam(), /*without_main=*/true);
+  for (bool inlines : {true, false}) {
+    auto source = Open(t.sections(), inlines);
+    ASSERT_NE(source, nullptr);
+    std::vector<SourceFrame> frames;
+    ASSERT_TRUE(source->Lookup(0x1011, &frames));
+    ASSERT_EQ(frames.size(), 1u) << "inlines " << inlines;
+    EXPECT_EQ(frames[0].function, "helper");
+    EXPECT_EQ(frames[0].line, 20u);  // the row at 0x1010
+    EXPECT_FALSE(frames[0].inlined);
+    ASSERT_TRUE(source->Lookup(0x1015, &frames));
+    if (!inlines) {
+      ASSERT_EQ(frames.size(), 1u);
+      EXPECT_EQ(frames[0].function, "helper");  // the outermost of the chain
+      EXPECT_EQ(frames[0].line, 30u);
+      continue;
+    }
+    // leaf, inlined into helper, which is the last frame.
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].function, "leaf");
+    EXPECT_EQ(frames[0].line, 30u);
+    EXPECT_TRUE(frames[0].inlined);
+    EXPECT_EQ(frames[1].function, "helper");
+    EXPECT_EQ(frames[1].file, "/src/tiny.c");  // leaf's call site
+    EXPECT_EQ(frames[1].line, 42u);
+    EXPECT_FALSE(frames[1].inlined);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, TinyDwarfTest, ::testing::Values(2, 3, 4, 5));
 
 TEST(BadDwarfTest, AbstractOriginCyclesTerminate) {
@@ -184,9 +217,11 @@ TEST(BadDwarfTest, RandomCorruptionIsSafe) {
   }
 }
 
-TEST(BadDwarfTest, SkeletonUnitWithoutFilesFallsBackToLines) {
-  // The tiny DWARF 5 unit turned into a skeleton (unit type 4 + a DWO id): its functions live
-  // in a .dwo nobody can look for here, so lines answer alone and the unit reports why.
+TEST(BadDwarfTest, SkeletonUnitWithoutFilesAnswersFromItself) {
+  // The tiny DWARF 5 unit turned into a skeleton (unit type 4 + a DWO id): its split unit
+  // lives in a .dwo nobody can look for here, so the skeleton answers with what it holds
+  // itself, as LLVM's does (clang's -fsplit-dwarf-inlining leaves an inline tree there), and
+  // the unit reports why.
   TinyDwarf t = BuildTinyDwarf(5);
   t.info[6] = dwarf::DW_UT_skeleton;
   std::vector<uint8_t> dwo_id(8, 0x11);
@@ -197,9 +232,13 @@ TEST(BadDwarfTest, SkeletonUnitWithoutFilesFallsBackToLines) {
   ASSERT_NE(source, nullptr);
   std::vector<SourceFrame> frames;
   ASSERT_TRUE(source->Lookup(0x1015, &frames));
-  ASSERT_EQ(frames.size(), 1u);
-  EXPECT_EQ(frames[0].function, "");
+  // (The DWO id moved the DIEs: the abstract origins now point between them, so the inlined
+  // frames' names are not checked.)
+  ASSERT_EQ(frames.size(), 3u);
   EXPECT_EQ(frames[0].line, 30u);
+  EXPECT_TRUE(frames[0].inlined);
+  EXPECT_EQ(frames[2].function, "main");
+  EXPECT_FALSE(frames[2].inlined);
   ASSERT_FALSE(source->units().unit_errors().empty());
   EXPECT_NE(source->units().unit_errors()[0].message.find("split DWARF"), std::string::npos);
 }

@@ -60,7 +60,7 @@ dwarf::DwarfSections TinyDwarf::sections() const {
   return s;
 }
 
-TinyDwarf BuildTinyDwarf(int version) {
+TinyDwarf BuildTinyDwarf(int version, bool without_main) {
   TinyDwarf t;
   ByteWriter ab;
   // 1: compile unit
@@ -109,15 +109,15 @@ TinyDwarf BuildTinyDwarf(int version) {
   in.Uleb(2).Str("helper");
   t.leaf_abstract_die = in.size();
   in.Uleb(2).Str("leaf");
-  in.Uleb(3).U32(0).U64(0x1000).U32(0x100);  // main
+  if (!without_main) in.Uleb(3).U32(0).U64(0x1000).U32(0x100);  // main
   in.Uleb(4);
   t.helper_origin_field = in.size();
   in.U32(static_cast<uint32_t>(t.helper_abstract_die)).U64(0x1010).U32(0x10).U8(1).U8(7).U8(3);
   in.Uleb(4).U32(static_cast<uint32_t>(t.leaf_abstract_die)).U64(0x1014).U32(4).U8(1).U8(42).U8(9);
-  in.U8(0);  // end of leaf's children
-  in.U8(0);  // end of helper's children
-  in.U8(0);  // end of main's children
-  in.U8(0);  // end of the unit's children
+  in.U8(0);                     // end of leaf's children
+  in.U8(0);                     // end of helper's children
+  if (!without_main) in.U8(0);  // end of main's children
+  in.U8(0);                     // end of the unit's children
   in.Patch32(0, static_cast<uint32_t>(in.size() - 4));
   t.info = in.bytes();
 

@@ -44,6 +44,8 @@ struct TinyDwarf {
   size_t leaf_abstract_die = 0;
   dwarf::DwarfSections sections() const;
 };
-TinyDwarf BuildTinyDwarf(int version);
+// `without_main`: no "main" DIE, "helper" sits right under the unit (invalid DWARF: an
+// inlined subroutine no subprogram encloses).
+TinyDwarf BuildTinyDwarf(int version, bool without_main = false);
 
 }  // namespace stacksym::testing
