@@ -254,9 +254,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& given) {
   sender_options.timeout_s = o.send_timeout_s;
   sender_options.ca_file = o.ca_file;
   for (size_t d = 0; d < impl->destination_urls.size(); ++d) {
-    sender_options.headers.assign(
-        d < o.otlp_urls.size() ? o.otlp_headers.begin() : o.pyroscope_headers.begin(),
-        d < o.otlp_urls.size() ? o.otlp_headers.end() : o.pyroscope_headers.end());
+    // Destinations are the OTLP URLs, then the Pyroscope ones.
+    sender_options.headers = d < o.otlp_urls.size() ? o.otlp_headers : o.pyroscope_headers;
     Result<std::unique_ptr<HttpSender>> sender = HttpSender::Start(
         impl->destination_urls[d], d, impl->queue.get(), sender_options, impl->exporters[d].get());
     if (!sender) return sender.error();

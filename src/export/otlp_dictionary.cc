@@ -16,29 +16,19 @@ OtlpDictionaryWriter OtlpDictionaryWriter::Fresh(pb::ProfilesDictionary* out) {
   link->set_span_id(std::string(8, '\0'));
   out->add_attribute_table();
   out->add_stack_table();
-  d.String("");
-  return d;
+  return d;  // the string table wrote "" as entry 0
 }
 
 OtlpDictionaryWriter OtlpDictionaryWriter::Adopt(pb::ProfilesDictionary* out) {
-  OtlpDictionaryWriter d(out);
-  if (out->string_table_size() == 0) out->add_string_table();  // entry 0: ""
+  OtlpDictionaryWriter d(out);  // its strings indexed by the string table
   if (out->function_table_size() == 0) out->add_function_table();
   // From the end, so that of equal entries the first one is kept.
-  for (int i = out->string_table_size() - 1; i >= 0; --i) d.strings_[out->string_table(i)] = i;
   for (int i = out->function_table_size() - 1; i >= 1; --i) {
     const pb::Function& f = out->function_table(i);
     d.functions_[{f.name_strindex(), f.system_name_strindex(), f.filename_strindex(),
                   f.start_line()}] = i;
   }
   return d;
-}
-
-int32_t OtlpDictionaryWriter::String(std::string_view s) {
-  std::string valid = output::ToValidUtf8(s);
-  auto [it, inserted] = strings_.try_emplace(valid, out_->string_table_size());
-  if (inserted) out_->add_string_table(std::move(valid));
-  return it->second;
 }
 
 int32_t OtlpDictionaryWriter::Function(const SourceFrame& line, bool python) {

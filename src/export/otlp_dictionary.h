@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "otlp_profiles.pb.h"
+#include "output/proto_string_table.h"
 #include "stacksym/frame.h"
 
 namespace stacksym {
@@ -34,9 +35,8 @@ class OtlpDictionaryWriter {
   // Entry 0 of the string and function tables is added when missing.
   static OtlpDictionaryWriter Adopt(otlp::ProfilesDictionary* out);
 
-  // Strings must be UTF-8 (a proto3 string that is not fails to parse): bytes that are not
-  // become '?'.
-  int32_t String(std::string_view s);
+  // Strings must be UTF-8: bytes that are not become '?' (ProtoStringTable).
+  int32_t String(std::string_view s) { return static_cast<int32_t>(strings_.Index(s)); }
   int32_t StringAttribute(std::string_view key, std::string_view value) {
     return Attribute(key, /*is_int=*/false, value, 0);
   }
@@ -51,11 +51,11 @@ class OtlpDictionaryWriter {
   otlp::ProfilesDictionary* out() { return out_; }
 
  private:
-  explicit OtlpDictionaryWriter(otlp::ProfilesDictionary* out) : out_(out) {}
+  explicit OtlpDictionaryWriter(otlp::ProfilesDictionary* out) : out_(out), strings_(out) {}
   int32_t Attribute(std::string_view key, bool is_int, std::string_view s, int64_t i);
 
   otlp::ProfilesDictionary* out_;
-  std::unordered_map<std::string, int32_t> strings_;  // by the UTF-8 text written
+  ProtoStringTable<otlp::ProfilesDictionary> strings_;
   std::map<std::tuple<int32_t, bool, std::string, int64_t>, int32_t> attributes_;
   std::map<std::tuple<int32_t, int32_t, int32_t, int64_t>, int32_t> functions_;
   std::map<std::vector<int32_t>, int32_t> stacks_;

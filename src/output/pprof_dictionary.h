@@ -14,6 +14,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "output/proto_string_table.h"
 #include "profile.pb.h"
 #include "stacksym/frame.h"
 
@@ -26,21 +27,18 @@ class PprofDictionaryWriter {
   // reused; new Functions get ids past the largest there.
   static PprofDictionaryWriter Adopt(perftools::profiles::Profile* out);
 
-  // profile.proto strings must be UTF-8 (protobuf refuses to parse anything else): bytes that
-  // are not become '?'.
-  int64_t String(std::string_view s);
+  // profile.proto strings must be UTF-8: bytes that are not become '?' (ProtoStringTable).
+  int64_t String(std::string_view s) { return strings_.Index(s); }
   // name (demangled, else the linkage name), system_name (the linkage name, else the name),
   // filename; the start line for Python functions only: not every path that names native
   // frames knows it, and every path's profile must be the same bytes.
   uint64_t Function(const SourceFrame& line, bool python);
 
  private:
-  explicit PprofDictionaryWriter(perftools::profiles::Profile* out) : out_(out) {}
+  explicit PprofDictionaryWriter(perftools::profiles::Profile* out) : out_(out), strings_(out) {}
 
   perftools::profiles::Profile* out_;
-  // By the string as given (a hit skips the UTF-8 check), and by the UTF-8 text written.
-  std::unordered_map<std::string, int64_t> by_given_;
-  std::unordered_map<std::string, int64_t> by_written_;
+  ProtoStringTable<perftools::profiles::Profile> strings_;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, uint64_t> functions_;
   uint64_t next_function_id_ = 1;
 };

@@ -302,11 +302,15 @@ def unsymbolized_vaddrs(requests, path, build_id):
     return vaddrs
 
 
-def case_store():
-    if shutil.which("debuginfod-find") is None:
-        print("SKIP: debuginfod-find (Debian's debuginfod package) is not installed",
-              file=sys.stderr)
+def skip_without(tool, why):
+    """Exits 77 (ctest's skip) with a message when `tool` is not on PATH."""
+    if shutil.which(tool) is None:
+        print("SKIP: " + why, file=sys.stderr)
         sys.exit(77)
+
+
+def case_store():
+    skip_without("debuginfod-find", "debuginfod-find (Debian's debuginfod package) is not installed")
     tmp = tempfile.mkdtemp(prefix="stacksym-agent-store-")
     try:
         store_case(tmp)
@@ -428,10 +432,7 @@ def make_certificate(tmp):
 
 
 def case_tls():
-    if shutil.which("openssl") is None:
-        print("SKIP: needs the openssl command (Debian's openssl) to make a certificate",
-              file=sys.stderr)
-        sys.exit(77)
+    skip_without("openssl", "needs the openssl command (Debian's openssl) to make a certificate")
     tmp = tempfile.mkdtemp(prefix="stacksym-agent-tls-")
     try:
         cert, key = make_certificate(tmp)

@@ -13,6 +13,7 @@
 
 #include "stacksym/elf.h"
 #include "stacksym/symbolize.h"
+#include "symbolizer_reference.h"
 
 namespace stacksym {
 namespace {
@@ -25,17 +26,6 @@ std::string ReadText(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string RunCapture(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, p)) > 0) out.append(buffer, n);
-  pclose(p);
-  return out;
 }
 
 uint64_t SymbolAddress(const ElfFile& elf, std::string_view name) {
@@ -97,8 +87,8 @@ TEST(EmbeddedSourceTest, DropInPrintsItAsLlvmSymbolizer16) {
   for (const char* style : {"LLVM", "GNU", "JSON"}) {
     std::string args = std::string(" --print-source-context-lines=3 --output-style=") + style +
                        " --obj=" + embedded + addresses + " 2>&1";
-    std::string expected = RunCapture(std::string(kLlvm16) + args);
-    std::string ours = RunCapture(dropin + args);
+    std::string expected = testing::RunCapture(std::string(kLlvm16) + args);
+    std::string ours = testing::RunCapture(dropin + args);
     ASSERT_NE(expected.find(" >: "), std::string::npos) << style << ": no context from LLVM";
     EXPECT_EQ(ours, expected) << style;
   }

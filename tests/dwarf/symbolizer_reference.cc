@@ -12,8 +12,6 @@
 
 namespace stacksym::testing {
 
-namespace {
-
 std::string RunCapture(const std::string& command) {
   std::string out;
   FILE* p = popen(command.c_str(), "r");
@@ -24,6 +22,8 @@ std::string RunCapture(const std::string& command) {
   pclose(p);
   return out;
 }
+
+namespace {
 
 std::string WriteAddresses(const std::vector<uint64_t>& addresses) {
   char path[] = "/tmp/stacksym_dwarf_addrs_XXXXXX";

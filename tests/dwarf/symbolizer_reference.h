@@ -19,6 +19,9 @@ using RefChain = std::vector<RefFrame>;  // innermost first
 
 bool ToolExists(const std::string& tool);
 
+// The standard output of a shell command (empty when it cannot be run).
+std::string RunCapture(const std::string& command);
+
 // `llvm-symbolizer --inlines --no-demangle --obj=path` over all addresses (one process).
 // Empty vector on failure.
 std::vector<RefChain> RunLlvmSymbolizer(const std::string& path,
