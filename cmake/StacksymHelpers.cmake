@@ -3,16 +3,37 @@
 # stacksym_module(NAME SOURCES... [DEPS libs...]) — one static library per src/<module>.
 # All modules are collected into the `stacksym` interface library.
 set_property(GLOBAL PROPERTY STACKSYM_MODULES "")
+# Unity batches: each module's and each test binary's files compiled STACKSYM_UNITY_BATCH at a
+# time, so that the headers they share are parsed once per batch (CI compiles everything twice on
+# two cores). Files listed ALONE are compiled on their own: they define, in an anonymous
+# namespace, a name another file of the batch defines too, or a class whose members use such
+# types (gcc's -Wsubobject-linkage when the file is not the main one).
+option(STACKSYM_UNITY "Compile modules and test binaries in unity batches" ON)
+set(STACKSYM_UNITY_BATCH 8)
+function(stacksym_unity target)
+  if(STACKSYM_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON
+                          UNITY_BUILD_BATCH_SIZE ${STACKSYM_UNITY_BATCH})
+    foreach(file ${ARGN})
+      set_source_files_properties(${file} TARGET_DIRECTORY ${target}
+                                  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endforeach()
+  endif()
+endfunction()
+
+# stacksym_module(NAME SOURCES files... [ALONE files...] DEPS libs...)
 function(stacksym_module name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;ALONE;DEPS" ${ARGN})
   add_library(stacksym_${name} STATIC ${ARG_SOURCES})
+  stacksym_unity(stacksym_${name} ${ARG_ALONE})
   # PIC: the modules are linked into libstacksym.so (the C API) as well as the executables.
   set_target_properties(stacksym_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(stacksym_${name} PUBLIC ${ARG_DEPS})
   set_property(GLOBAL APPEND PROPERTY STACKSYM_MODULES stacksym_${name})
 endfunction()
 
-# stacksym_gtest(NAME SOURCES... [LIBS libs...] [DEPENDS targets...] [LABELS labels...] [SERIAL])
+# stacksym_gtest(NAME SOURCES... [ALONE files...] [LIBS libs...] [DEPENDS targets...]
+#                [LABELS labels...] [SERIAL])
 # A GoogleTest binary registered with ctest, one ctest entry per test case. SERIAL: its cases
 # run alone (timing-sensitive tests, such as sampling a workload for a few seconds).
 # The compile flags every test file gets; the precompiled header below is built with the same.
@@ -36,6 +57,10 @@ function(stacksym_test_compile_flags target)
     STACKSYM_FIXTURE_DIR="${STACKSYM_FIXTURE_DIR}"
     STACKSYM_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     STACKSYM_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  if(STACKSYM_SANITIZE)
+    # Tests that judge timing, or sweep many addresses, relax or thin out under ASan (~10x slower).
+    target_compile_definitions(${target} PRIVATE STACKSYM_SANITIZED_BUILD=1)
+  endif()
 endfunction()
 
 # One precompiled header for every test file: <gtest/gtest.h> alone took 3 s of each test
@@ -55,8 +80,9 @@ function(stacksym_test_pch)
 endfunction()
 
 function(stacksym_gtest name)
-  cmake_parse_arguments(ARG "SERIAL" "TIMEOUT" "SOURCES;LIBS;DEPENDS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "TIMEOUT" "SOURCES;ALONE;LIBS;DEPENDS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  stacksym_unity(${name} ${ARG_ALONE})
   stacksym_test_pch()
   stacksym_test_compile_flags(${name})
   target_precompile_headers(${name} REUSE_FROM stacksym_test_pch)

@@ -13,10 +13,6 @@
 namespace stacksym {
 namespace {
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 Result<void> WriteAll(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
@@ -98,12 +94,12 @@ Result<ProfileFormat> ParseProfileFormat(std::string_view name) {
 }
 
 std::optional<ProfileFormat> ProfileFormatFromPath(std::string_view path) {
-  if (EndsWith(path, ".pb.gz") || EndsWith(path, ".pb") || EndsWith(path, ".pprof")) {
+  if (path.ends_with(".pb.gz") || path.ends_with(".pb") || path.ends_with(".pprof")) {
     return ProfileFormat::kPprof;
   }
-  if (EndsWith(path, ".folded") || EndsWith(path, ".txt")) return ProfileFormat::kFolded;
-  if (EndsWith(path, ".html") || EndsWith(path, ".htm")) return ProfileFormat::kHtml;
-  if (EndsWith(path, ".svg")) return ProfileFormat::kSvg;
+  if (path.ends_with(".folded") || path.ends_with(".txt")) return ProfileFormat::kFolded;
+  if (path.ends_with(".html") || path.ends_with(".htm")) return ProfileFormat::kHtml;
+  if (path.ends_with(".svg")) return ProfileFormat::kSvg;
   return std::nullopt;
 }
 

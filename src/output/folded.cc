@@ -26,10 +26,6 @@ void AppendSanitized(std::string_view name, std::string* out) {
   }
 }
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
@@ -53,8 +49,8 @@ std::string FormatFolded(const Profile& profile, const FoldedOptions& options) {
         // A plain frame whose name happens to end in a marker would be read back as a
         // kernel or inlined frame: a trailing space keeps it plain.
         if (entry.kind == output::EntryKind::kUser &&
-            (EndsWith(entry.name, kKernelSuffix) || EndsWith(entry.name, kInlineSuffix) ||
-             EndsWith(entry.name, kPythonSuffix))) {
+            (entry.name.ends_with(kKernelSuffix) || entry.name.ends_with(kInlineSuffix) ||
+             entry.name.ends_with(kPythonSuffix))) {
           line.push_back(' ');
         }
         if (entry.kind == output::EntryKind::kKernel && options.mark_kernel) {
@@ -177,18 +173,18 @@ Result<Profile> ParseFolded(std::string_view text) {
         continue;
       }
       if (part.empty()) return error("empty frame name");
-      if (EndsWith(part, kInlineSuffix) && !chain.empty() && !chain_kernel && !chain_python) {
+      if (part.ends_with(kInlineSuffix) && !chain.empty() && !chain_kernel && !chain_python) {
         chain.emplace_back(part.substr(0, part.size() - kInlineSuffix.size()));
         continue;
       }
       flush_chain();
-      chain_kernel = EndsWith(part, kKernelSuffix);
-      chain_python = EndsWith(part, kPythonSuffix);
+      chain_kernel = part.ends_with(kKernelSuffix);
+      chain_python = part.ends_with(kPythonSuffix);
       if (chain_kernel) {
         part.remove_suffix(kKernelSuffix.size());
       } else if (chain_python) {
         part.remove_suffix(kPythonSuffix.size());
-      } else if (EndsWith(part, kInlineSuffix)) {
+      } else if (part.ends_with(kInlineSuffix)) {
         part.remove_suffix(kInlineSuffix.size());  // an inlined frame with no caller shown
       }
       if (part.empty()) return error("empty frame name");

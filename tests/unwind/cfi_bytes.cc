@@ -2,15 +2,11 @@
 
 #include <cstring>
 
+#include "../elf/elf_builder.h"
+
 namespace stacksym::testing {
 namespace {
 
-void Append32(std::vector<uint8_t>& b, uint32_t v) {
-  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-void Append64(std::vector<uint8_t>& b, uint64_t v) {
-  for (int i = 0; i < 8; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
 void Patch32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
 }
