@@ -2,7 +2,8 @@
 # burns CPU in a generator under a recursion, nested functions and a method of a nested class;
 # a second thread burns CPU in zlib.compress (C). Each part runs for a fixed CPU time
 # (thread_time), and the CPU each took is written as JSON to argv[1]. Lines the test checks
-# carry a "# @name" marker: the test finds them in this file.
+# carry a "# @name" marker: the test finds them in this file. argv[3], if given, is a wait in
+# seconds before any of it (an ASan-built recorder registers the interpreter late).
 import json
 import sys
 import threading
@@ -10,6 +11,7 @@ import time
 import zlib
 
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 0.4
+START_DELAY = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 DATA = bytes(range(256)) * 2000
 spent = {}
 
@@ -50,6 +52,7 @@ class Outer:
 
 
 def main():
+    time.sleep(START_DELAY)
     worker = threading.Thread(target=burn_zlib, args=(SECONDS,), name="zlib")
     worker.start()
     Outer.Inner().method(SECONDS)  # @main
