@@ -112,9 +112,10 @@ class ProfileSymbolizer {
   // What is kept now: symbolizers and their bytes, remembered frames.
   size_t cached_symbolizers() const;
   uint64_t cached_bytes() const;
-  // The kept symbolizers' mapped file pages out of the resident set (ElfSymbolizer::
-  // ReleasePages): the agent calls it after each window.
-  void ReleasePages() const;
+  // The most the kept symbolizers held at once (their memory_bytes) during the last Symbolize:
+  // the bound is kept module by module, so at most max_cached_bytes and the module at hand.
+  // Each module's mapped file pages leave the resident set once its frames are answered.
+  uint64_t peak_cached_bytes() const;
   size_t remembered_frames() const;
 
   struct Session;  // the caches (profile_symbolizer.cc)

@@ -75,7 +75,8 @@ struct Agent::Impl {
   bool recording_done = false;
   AgentStats stats;
   RecordStats last_record_stats;
-  uint64_t encode_errors = 0, output_files = 0, output_errors = 0, symbolizer_bytes = 0;
+  uint64_t encode_errors = 0, output_files = 0, output_errors = 0, symbolizer_bytes = 0,
+           symbolizer_peak_bytes = 0;
   std::atomic<bool> abort{false};
   std::thread encoder;
 
@@ -103,9 +104,6 @@ struct Agent::Impl {
       }
       Export(window);
       window = Profile();
-      // The symbolizers kept for the next window keep their files mapped; the pages they read
-      // leave the resident set (on a build host they were half the agent's RSS).
-      if (symbolizer) symbolizer->ReleasePages();
       // Give the window's memory, and that of unwind tables and symbolizers dropped meanwhile,
       // back to the system: glibc keeps freed heap otherwise, and a long-lived agent's RSS
       // would be its worst moment's.
@@ -143,7 +141,10 @@ struct Agent::Impl {
       ++stats.windows_exported;
     }
     stats.processes_tracked = window.processes.size();
-    if (symbolizer) symbolizer_bytes = symbolizer->cached_bytes();
+    if (symbolizer) {
+      symbolizer_bytes = symbolizer->cached_bytes();
+      symbolizer_peak_bytes = symbolizer->peak_cached_bytes();
+    }
   }
 
   agent::AgentMetricsInput MetricsInput() {
@@ -156,6 +157,7 @@ struct Agent::Impl {
       in.output_files = output_files;
       in.output_errors = output_errors;
       in.symbolizer_cached_bytes = symbolizer_bytes;
+      in.symbolizer_peak_bytes = symbolizer_peak_bytes;
     }
     in.agent.samples = in.record.samples;
     in.agent.samples_lost = in.record.lost;

@@ -135,6 +135,9 @@ std::string RenderAgentMetrics(const AgentMetricsInput& in) {
          "Processes with samples in the last window.", d(in.agent.processes_tracked));
   Metric(&out, "stacksym_agent_symbolizer_cache_bytes", "gauge",
          "Memory of the symbolizers kept across windows.", d(in.symbolizer_cached_bytes));
+  Metric(&out, "stacksym_agent_symbolizer_cache_peak_bytes", "gauge",
+         "The most the kept symbolizers held while the last window was symbolized.",
+         d(in.symbolizer_peak_bytes));
   Metric(&out, "stacksym_agent_bpf_unwind_rows_bytes", "gauge",
          "Kernel memory of the unwind-table rows map in use.", d(in.record.bpf_rows_map_bytes));
   Metric(&out, "process_cpu_seconds_total", "counter", "User and system CPU time of the agent.",

@@ -29,6 +29,7 @@ struct AgentMetricsInput {
   uint64_t output_files = 0;
   uint64_t output_errors = 0;
   uint64_t symbolizer_cached_bytes = 0;
+  uint64_t symbolizer_peak_bytes = 0;  // the most they held while the last window was named
 };
 
 std::string RenderAgentMetrics(const AgentMetricsInput& in);

@@ -321,6 +321,7 @@ struct ProfileSymbolizer::Session {
   size_t max_frames = 0;
   std::unordered_map<std::string, Cached> modules;
   uint64_t bytes = 0;
+  uint64_t peak_bytes = 0;  // the most `modules` held at once during the last Symbolize
   uint64_t clock = 0;
   std::unique_ptr<KernelSymbolizer> kernel;
   std::optional<Error> kernel_error;
@@ -374,6 +375,7 @@ struct ProfileSymbolizer::Session {
     uint64_t now = c.module.symbolizer ? c.module.symbolizer->memory_bytes() : 0;
     bytes = bytes - c.bytes + now;
     c.bytes = now;
+    peak_bytes = std::max(peak_bytes, bytes);
   }
   void Trim() {
     while (bytes > max_bytes && modules.size() > 1) {
@@ -419,11 +421,7 @@ ProfileSymbolizer::~ProfileSymbolizer() = default;
 size_t ProfileSymbolizer::cached_symbolizers() const { return session_->modules.size(); }
 uint64_t ProfileSymbolizer::cached_bytes() const { return session_->bytes; }
 
-void ProfileSymbolizer::ReleasePages() const {
-  for (const auto& [build_id, cached] : session_->modules) {
-    if (cached.module.symbolizer) cached.module.symbolizer->ReleasePages();
-  }
-}
+uint64_t ProfileSymbolizer::peak_cached_bytes() const { return session_->peak_bytes; }
 size_t ProfileSymbolizer::remembered_frames() const {
   return session_->remembered.size() + session_->older.size();
 }
@@ -432,6 +430,7 @@ ProfileSymbolizeStats ProfileSymbolizer::Symbolize(Profile& profile) {
   Session& s = *session_;
   const ProfileSymbolizeOptions& options = s.options;
   ProfileSymbolizeStats stats;
+  s.peak_bytes = s.bytes;
   profile.symbols.resize(profile.frames.size());
   FrameGroups groups = GroupFrames(profile, options.resymbolize,
                                    !options.kallsyms_path.empty() || !options.vmlinux_path.empty());
@@ -459,6 +458,11 @@ ProfileSymbolizeStats ProfileSymbolizer::Symbolize(Profile& profile) {
     Session::Cached& cached = s.Module(profile, module);
     AnswerModule(profile, m, groups.by_module[m], cached.module, stats);
     s.Measure(cached);
+    // Bounded module by module, not once a profile is done: a window of a build host meets
+    // dozens of new binaries, each read whole, and held them all until its end (662 MB). The
+    // pages a kept one read leave the resident set at once too; the page cache keeps them.
+    if (cached.module.symbolizer) cached.module.symbolizer->ReleasePages();
+    s.Trim();
   }
   if (!groups.kernel.empty()) AnswerKernel(profile, groups.kernel, s.Kernel(), stats);
   for (uint32_t frame : groups.all) {
@@ -467,7 +471,6 @@ ProfileSymbolizeStats ProfileSymbolizer::Symbolize(Profile& profile) {
       s.Remember(Session::FrameKey(profile, f), *profile.symbols[frame]);
     }
   }
-  s.Trim();
   CountAnswers(profile, groups, stats);
   return stats;
 }

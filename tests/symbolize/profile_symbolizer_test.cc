@@ -198,5 +198,44 @@ TEST(SymbolizeProfileTest, RawAndKernelFrames) {
   EXPECT_EQ(p.symbols[k]->lines.back().function, want);
 }
 
+// The session's bound on kept symbolizers holds module by module: a window that meets many new
+// binaries (a build host's) holds at most the bound and the module at hand, not all of them
+// until it ends; the answers are those of a session that kept everything.
+TEST(ProfileSymbolizerTest, CacheBoundHoldsWithinOneProfile) {
+  Profile p;
+  std::vector<uint32_t> frames;
+  for (const char* name : {"capture_app", "process_target", "output_symbolize_target"}) {
+    std::string path = std::string(STACKSYM_FIXTURE_DIR) + "/" + name;
+    auto elf = ElfFile::Open(path);
+    ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+    std::vector<uint8_t> id((*elf)->build_id().begin(), (*elf)->build_id().end());
+    Fn fn = FindFunction(**elf, "main");
+    ASSERT_NE(fn.vaddr, 0u) << name;
+    uint32_t m = p.AddModule({ModuleKind::kElf, path, id});
+    frames.push_back(p.InternFrame({FrameKind::kUser, m, fn.file_offset}));
+  }
+  p.AddSample({.pid = 1, .tid = 1, .comm = "x", .frames = frames}, 1);
+  ProfileSymbolizeOptions options;
+  options.kallsyms_path.clear();
+  Profile kept_all = p;
+  ProfileSymbolizer unbounded(options);
+  unbounded.Symbolize(kept_all);
+  ASSERT_EQ(unbounded.cached_symbolizers(), 3u);
+  EXPECT_EQ(unbounded.peak_cached_bytes(), unbounded.cached_bytes());
+
+  ProfileSymbolizer bounded(options, /*max_cached_bytes=*/1);
+  bounded.Symbolize(p);
+  EXPECT_EQ(bounded.cached_symbolizers(), 1u);
+  EXPECT_GT(bounded.peak_cached_bytes(), 0u);
+  EXPECT_LT(bounded.peak_cached_bytes(), unbounded.cached_bytes())
+      << "all three symbolizers were held at once";
+  for (uint32_t f : frames) {
+    ASSERT_TRUE(p.symbols[f] && kept_all.symbols[f]);
+    ASSERT_FALSE(p.symbols[f]->lines.empty());
+    EXPECT_EQ(p.symbols[f]->lines.back().function, "main");
+    EXPECT_EQ(p.symbols[f]->lines.back().function, kept_all.symbols[f]->lines.back().function);
+  }
+}
+
 }  // namespace
 }  // namespace stacksym
