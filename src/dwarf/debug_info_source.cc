@@ -127,7 +127,7 @@ bool DebugInfoSource::Declaration(const dwarf::VariableTable::Entry* variable,
   if (decl.has_file && unit != nullptr && decl.file_file != nullptr) {
     const LineTable* line = units_->DeclLineTable(*decl.file_file, *unit);
     // As llvm-symbolizer 16 writes it (DATA answers are LLVM 15+'s: no comp_dir twice).
-    if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file, false)) {
+    if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file)) {
       out->file.clear();
     }
   }

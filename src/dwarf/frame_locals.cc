@@ -164,8 +164,7 @@ class Walker {
         case DW_AT_decl_file:
           // The file index is read in the requested unit's line table, as LLVM does.
           if (std::optional<uint64_t> index = AsUnsignedConstant(v); index && line_) {
-            if (!line_->FilePath(*index, comp_dir_, &local->decl_file, false))
-              local->decl_file.clear();
+            if (!line_->FilePath(*index, comp_dir_, &local->decl_file)) local->decl_file.clear();
           }
           break;
         case DW_AT_decl_line:

@@ -395,7 +395,7 @@ std::optional<std::string_view> LineTable::FileSource(uint64_t index) const {
 }
 
 bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
-                         bool comp_dir_before_dir0, bool relative) const {
+                         bool relative) const {
   const FileEntry* entry = nullptr;
   if (version_ >= 5) {
     if (index < files_.size()) entry = &files_[index];
@@ -414,17 +414,16 @@ bool LineTable::FilePath(uint64_t index, std::string_view comp_dir, std::string*
   } else if (entry->dir_index >= 1 && entry->dir_index <= dirs_.size()) {
     dir = dirs_[entry->dir_index - 1];
   }
-  // llvm-symbolizer 14 prepends the compilation directory whenever the include directory is
-  // relative — also for DWARF 5's directory 0 (which is itself the compilation directory, so
-  // a relative comp_dir such as Debian's "./stdlib" appears twice). We print what it prints.
-  // LLVM 15+ no longer does that for directory 0 (comp_dir_before_dir0 false).
+  // DWARF 5's directory 0 is the compilation directory itself: LLVM 15+ joins nothing before
+  // it. llvm-symbolizer 14 prepends the compilation directory to every relative include
+  // directory, so a relative comp_dir such as Debian's "./stdlib" appeared twice.
   bool dir_absolute = !dir.empty() && dir.front() == '/';
   bool dir0 = version_ >= 5 && entry->dir_index == 0;
   if (relative) {
     if (dir0) dir = {};
     comp_dir = {};
   }
-  if (!comp_dir.empty() && !dir_absolute && (comp_dir_before_dir0 || !dir0)) {
+  if (!comp_dir.empty() && !dir_absolute && !dir0) {
     AppendPath(out, comp_dir);
   }
   AppendPath(out, dir);

@@ -65,14 +65,14 @@ class LineTable {
   // The discriminator of a row of this table (DW_LNE_set_discriminator; 0 when none).
   uint32_t Discriminator(const LineRow* row) const;
 
-  // Path of file `index` the way llvm-symbolizer prints it (absolute-path mode): absolute names
-  // as they are, otherwise comp_dir / include directory / name joined with '/'.
-  // `comp_dir_before_dir0`: also before DWARF 5's directory 0 (which already is the
-  // compilation directory), as llvm-symbolizer 14 does; LLVM 15+ (false) does not.
+  // Path of file `index` the way llvm-symbolizer 16 prints it (absolute-path mode): absolute
+  // names as they are, otherwise comp_dir / include directory / name joined with '/', where
+  // DWARF 5's directory 0, the compilation directory itself, gets no comp_dir before it
+  // (llvm-symbolizer 14 put it there too).
   // `relative` (llvm-symbolizer --relativenames): without the compilation directory, neither
   // `comp_dir` nor DWARF 5's directory 0; other include directories stay (absolute ones too).
   bool FilePath(uint64_t index, std::string_view comp_dir, std::string* out,
-                bool comp_dir_before_dir0 = true, bool relative = false) const;
+                bool relative = false) const;
 
   // The text of file `index` embedded in the table (DWARF 5's DW_LNCT_LLVM_source, clang's
   // -gembed-source), which llvm-symbolizer prints source context from instead of the file;

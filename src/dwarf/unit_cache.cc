@@ -366,10 +366,8 @@ const std::string& UnitCache::FilePath(UnitState& state, uint32_t file) {
   }
   if (state.path_state[file] == 0) {
     state.path_state[file] =
-        state.line->FilePath(file, state.comp_dir, &state.paths[file],
-                             /*comp_dir_before_dir0=*/true, options_.relative_paths)
-            ? 1
-            : 2;
+        state.line->FilePath(file, state.comp_dir, &state.paths[file], options_.relative_paths) ? 1
+                                                                                                : 2;
   }
   return state.path_state[file] == 1 ? state.paths[file] : kEmpty;
 }

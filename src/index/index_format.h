@@ -31,8 +31,9 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // 14: untyped symbols (STT_NOTYPE: assembly without .type) in the symbol table; without a
 // debug file's .symtab, the MiniDebugInfo's (.gnu_debugdata) in those gaps
 // (elf::FallbackSymbolTable), then absolute ones (elf::AbsoluteSymbolTable), as the direct
-// path now answers.
-inline constexpr uint32_t kVersion = 14;
+// path now answers; 15: DWARF 5 file paths in directory 0 without the compilation directory
+// before it (llvm-symbolizer 16's join: ./stdlib/x.c where 14 printed ./stdlib/./stdlib/x.c).
+inline constexpr uint32_t kVersion = 15;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)

@@ -257,16 +257,8 @@ dropin)
   compare "without --fallback-debug-path"
   ! grep -q 'inline_fixture.cc:[1-9]' "$work/dropin.out" || fail "the debuglink file was found without the flag"
   echo "== --fallback-debug-path: $(wc -l <"$work/requests") requests identical to llvm-symbolizer-14, with and without it"
-  # libc with its separate debug file (libc6-dbg).
-  addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
-  compare "libc"
-  compare "libc -p --verbose" -p --verbose
-  compare "libc --relativenames" --relativenames
-  compare_json "libc JSON --relativenames" --relativenames
-  compare_json "libc JSON"
-  grep -q '"StartLine":[1-9]' "$work/dropin.json" || fail "libc JSON: no start line"
-  compare_json "libc JSON --no-inlines --basenames" --no-inlines --basenames
-  compare "libc --functions=short --no-inlines" --functions=short --no-inlines
+  # libc's CODE answers are compared with 16 (step dropin_llvm16): 14 puts the compilation
+  # directory before DWARF 5's directory 0 as well ("./csu/./csu/version.c").
   # GCC clone suffixes as LLVM's demangler prints them, at -O2 and -O3 (14 and 16 agree: step
   # dropin_llvm16 compares with 16). DATA only as JSON here (above).
   for opt in O2 O3; do
@@ -321,12 +313,24 @@ dropin_llvm16)
         for ((x = 16#$a; x < 16#$a + 16#$s; x += 3)); do printf 'FRAME %s 0x%x\n' "$1" $x; done
       done
   }
+  # libc's CODE answers, with its separate debug file (libc6-dbg), in every style. 14 and 16
+  # differ here in every path: 16 no longer puts the compilation directory before DWARF 5's
+  # directory 0 ("./stdlib/abort.c", where 14 printed "./stdlib/./stdlib/abort.c", in FileName
+  # and StartFileName alike); the drop-in, and every command, join paths as 16 does.
+  addresses_of "$libc" 300 | sed "s|^|CODE \"$libc\" |" >"$work/requests"
+  compare16 "libc CODE"
+  grep -q '^\./csu/version\.c:' "$work/dropin.out" || fail "libc CODE: no ./csu/version.c line"
+  compare16 "libc CODE -p --verbose" -p --verbose
+  compare16 "libc CODE --relativenames" --relativenames
+  compare16 "libc CODE JSON --relativenames" --output-style=JSON --relativenames
+  compare16 "libc CODE JSON" --output-style=JSON
+  grep -q '"StartLine":[1-9]' "$work/dropin.out" || fail "libc JSON: no start line"
+  compare16 "libc CODE JSON --no-inlines --basenames" --output-style=JSON --no-inlines --basenames
+  compare16 "libc CODE --functions=short --no-inlines" --functions=short --no-inlines
+  echo "== libc: $(wc -l <"$work/requests") CODE requests identical to llvm-symbolizer-16"
   # JSON CODE with inline chains and discriminators at every instruction of fixtures built
-  # with g++ -O2 (DWARF 5 and 4) and clang++ -O2 -fdebug-info-for-profiling. On these 14 and
-  # 16 print the same CODE answers. On libc they differ in every path (16 no longer puts the
-  # compilation directory before DWARF 5's directory 0: "./stdlib/abort.c", where 14 prints
-  # "./stdlib/./stdlib/abort.c", in FileName and StartFileName alike); the drop-in's CODE
-  # answers are 14's, so libc's JSON CODE answers are compared with 14 in step dropin.
+  # with g++ -O2 (DWARF 5 and 4) and clang++ -O2 -fdebug-info-for-profiling (absolute
+  # compilation directories: 14 and 16 print the same CODE answers there).
   inline_src="$SOURCE_DIR/tests/install/inline_fixture.cc"
   inline_builds=("g++ -gdwarf-5 -O2" "g++ -gdwarf-4 -O2")
   command -v clang++ >/dev/null && inline_builds+=("clang++ -gdwarf-5 -O2 -fdebug-info-for-profiling")
