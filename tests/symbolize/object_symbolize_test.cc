@@ -533,5 +533,68 @@ TEST(ObjectFixtureTest, GzObjectsHaveCompressedDebugSections) {
   }
 }
 
+// A kernel module (kmod.ko: two objects linked by `ld -r --build-id`): addresses relative to
+// its .text, as the kernel's module frames are, get llvm-symbolizer 16's functions, inline
+// chains and file:line:column on every byte of .text; and so does the module stripped by
+// `eu-strip -f`, with its debug file found by build ID in a debug directory or through its
+// .gnu_debuglink beside it.
+TEST(KernelModuleTest, TextOffsetsAnswerAsLlvmSymbolizer16WithTheDebugFileApartToo) {
+  const std::string llvm = LlvmSymbolizer16();
+  if (llvm.empty()) GTEST_SKIP() << "needs llvm-symbolizer-16 (Debian's llvm-16)";
+  const std::string module = FixturePath("kmod.ko");
+  auto elf = ElfFile::Open(module);
+  ASSERT_TRUE(elf.ok()) << elf.error().ToString();
+  ASSERT_EQ((*elf)->type(), ET_REL);
+  const ElfSection* text = (*elf)->FindSection(".text");
+  ASSERT_NE(text, nullptr);
+  ASSERT_GT(text->size, 16u);
+  const std::string hex = (*elf)->build_id_hex();
+  ASSERT_FALSE(hex.empty()) << "ld -r --build-id wrote no build ID";
+
+  const std::string dir = ::testing::TempDir() + "/kmod-" + std::to_string(getpid());
+  fs::create_directories(dir + "/alone");
+  fs::create_directories(dir + "/beside");
+  fs::create_directories(dir + "/debug/.build-id/" + hex.substr(0, 2));
+  const std::string stripped = FixturePath("kmod_stripped.ko");
+  const std::string debug = FixturePath("kmod_stripped.ko.debug");
+  fs::copy_file(stripped, dir + "/alone/kmod.ko");
+  fs::copy_file(debug,
+                dir + "/debug/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
+  fs::copy_file(stripped, dir + "/beside/kmod_stripped.ko");
+  fs::copy_file(debug, dir + "/beside/kmod_stripped.ko.debug");
+  const std::string offsets = dir + "/offsets";
+  {
+    std::ofstream out(offsets);
+    for (uint64_t o = 0; o < text->size; ++o) out << Hex(o) << "\n";
+  }
+  auto ours = [&](const std::string& file, const std::string& extra) {
+    return Blocks(RunCommand(std::string(STACKSYM_CLI) +
+                             " symbolize elf --output-style=llvm --no-default-debug-dir " + extra +
+                             " --file '" + file + "' < " + offsets));
+  };
+  auto theirs = Blocks(RunCommand(llvm + " --inlines --obj='" + module + "' < " + offsets));
+  auto full = ours(module, "");
+  auto by_build_id = ours(dir + "/alone/kmod.ko", "--debug-dir '" + dir + "/debug'");
+  auto by_debuglink = ours(dir + "/beside/kmod_stripped.ko", "");
+  ASSERT_EQ(theirs.size(), text->size);
+  ASSERT_EQ(full.size(), text->size);
+  size_t inlined = 0, named = 0;
+  for (size_t o = 0; o < text->size; ++o) {
+    SCOPED_TRACE(".text+" + Hex(o));
+    EXPECT_EQ(full[o], theirs[o]);
+    EXPECT_EQ(by_build_id[o], full[o]);
+    EXPECT_EQ(by_debuglink[o], full[o]);
+    inlined += full[o].size() > 2;
+    named += !full[o].empty() && full[o][0] != "??";
+  }
+  EXPECT_GT(named * 4, text->size * 3);  // all but the padding between functions
+  EXPECT_GT(inlined, 0u) << "no inlined frame: the fixture no longer inlines kmod_scale";
+  std::printf(
+      "kmod.ko: %zu offsets of .text as llvm-symbolizer 16 (%zu with inlined frames), "
+      "alike stripped with the debug file by build ID and by debuglink\n",
+      static_cast<size_t>(text->size), inlined);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace stacksym
