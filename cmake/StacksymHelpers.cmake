@@ -1,7 +1,5 @@
 # Shared CMake helpers.
 
-# stacksym_module(NAME SOURCES... [DEPS libs...]) — one static library per src/<module>.
-# All modules are collected into the `stacksym` interface library.
 set_property(GLOBAL PROPERTY STACKSYM_MODULES "")
 # Unity batches: each module's and each test binary's files compiled STACKSYM_UNITY_BATCH at a
 # time, so that the headers they share are parsed once per batch (CI compiles everything twice on
@@ -21,7 +19,8 @@ function(stacksym_unity target)
   endif()
 endfunction()
 
-# stacksym_module(NAME SOURCES files... [ALONE files...] DEPS libs...)
+# stacksym_module(NAME SOURCES files... [ALONE files...] DEPS libs...) — one static library per
+# src/<module>. All modules are collected into the `stacksym` interface library.
 function(stacksym_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;ALONE;DEPS" ${ARGN})
   add_library(stacksym_${name} STATIC ${ARG_SOURCES})

@@ -126,7 +126,7 @@ bool DebugInfoSource::Declaration(const dwarf::VariableTable::Entry* variable,
   const UnitInfo* unit = decl.file_unit;
   if (decl.has_file && unit != nullptr && decl.file_file != nullptr) {
     const LineTable* line = units_->DeclLineTable(*decl.file_file, *unit);
-    // As llvm-symbolizer 16 writes it (DATA answers are LLVM 15+'s: no comp_dir twice).
+    // As llvm-symbolizer 16 writes it (LineTable::FilePath's one rule).
     if (line == nullptr || !line->FilePath(decl.file_index, unit->comp_dir, &out->file)) {
       out->file.clear();
     }
