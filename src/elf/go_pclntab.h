@@ -88,6 +88,11 @@ class GoPclntab {
       std::vector<Run> runs;
     };
     std::vector<Table> tables_;
+    // Where the entries ascend (the binary search finds the last entry at or before a pc),
+    // the function found last answers for the pcs up to the next entry without a search.
+    int ascending_entries_ = -1;  // unknown yet
+    size_t function_ = SIZE_MAX;
+    uint64_t entry_ = 0, end_ = 0;
   };
 
   // `table`: the bytes from the table's header on (they may run past its end); `table_vaddr`:
@@ -133,6 +138,7 @@ class GoPclntab {
   GoPclntab() = default;
   Result<void> ParseHeader();
   std::optional<size_t> FindIndex(uint64_t pc) const;
+  std::optional<size_t> FindIndex(uint64_t pc, LookupMemo* memo) const;
   std::optional<uint64_t> EntryAt(size_t i) const;
   std::optional<FuncRecord> RecordAt(size_t i) const;
   // Calls run(from, to, value) for each run of a pc-value table until it returns false; false
