@@ -4,15 +4,18 @@
 # over .text, every function's code alike). Prints each tool's wall time, CPU and peak RSS, and
 # the share of addresses each names (a function other than ??).
 #
-#   bench/go_compare.sh [BUILD_DIR] [BINARY]        (ADDRESSES, default 20000)
+#   bench/go_compare.sh [BUILD_DIR] [BINARY]   (ADDRESSES, default 20000; THREADS, default all)
 #
-# stacksym runs three ways: directly (--no-cache), and with a persisted index directory (the
-# first run builds the index of what it can, the second reads it; Go answers come from the
-# mmapped .gopclntab in both, after the index).
+# stacksym runs three ways: directly (--no-cache: the mmapped .gopclntab answers), and with a
+# persisted index directory: the first run builds the index (since format 16 it holds the
+# pclntab's answers too) and answers from it, the second only reads it. Any Go binary will do,
+# e.g. the test program stripped as services ship (tests/elf/fixtures/go_prog:
+# CGO_ENABLED=0 go build -ldflags='-s -w').
 set -euo pipefail
 BUILD=${1:-build}
 BINARY=${2:-/usr/lib/go-1.19/pkg/tool/linux_amd64/compile}
 ADDRESSES=${ADDRESSES:-20000}
+THREADS=${THREADS:-0}  # 0: one per CPU
 STACKSYM=$BUILD/stacksym
 [[ -x $STACKSYM ]] || { echo "no $STACKSYM: build first (make build)" >&2; exit 2; }
 [[ -f $BINARY ]] || { echo "no $BINARY: apt-get install golang-go" >&2; exit 2; }
@@ -48,12 +51,14 @@ row() {  # NAME LABEL NAMED
 
 cat "$BINARY" >/dev/null  # page cache warm for every tool
 run go_addr2line go tool addr2line "$BINARY"
-run direct "$STACKSYM" symbolize elf --no-cache --no-inlines --output-style=llvm --file "$BINARY"
-run index_cold "$STACKSYM" symbolize elf --cache-dir "$WORK/cache" --no-inlines --output-style=llvm --file "$BINARY"
-run index_warm "$STACKSYM" symbolize elf --cache-dir "$WORK/cache" --no-inlines --output-style=llvm --file "$BINARY"
+opts=(symbolize elf --threads "$THREADS" --no-inlines --output-style=llvm --file "$BINARY")
+run direct "$STACKSYM" "${opts[@]}" --no-cache
+run index_cold "$STACKSYM" "${opts[@]}" --cache-dir "$WORK/cache"
+run index_warm "$STACKSYM" "${opts[@]}" --cache-dir "$WORK/cache"
 read -r base _ <"$WORK/go_addr2line.time"
 
-echo "$(basename "$BINARY"): $(stat -c %s "$BINARY") bytes, $ADDRESSES addresses over .text"
+echo "$(basename "$BINARY"): $(stat -c %s "$BINARY") bytes, $ADDRESSES addresses over .text," \
+  "threads ${THREADS/#0/one per CPU}; index $(stat -c %s "$WORK"/cache/*.symidx) bytes"
 echo
 echo "| tool | wall | CPU | peak RSS | named | speed-up vs go tool addr2line |"
 echo "|---|---:|---:|---:|---:|---:|"

@@ -2,11 +2,14 @@
 // table (at a fixed address) and also as the program's writable data (where the reader looks
 // for the moduledata) and its read-only data (inline trees), then functions are listed and
 // pcs looked up, inline chains included — as the symbolizer asks it — and each function's
-// stack-depth runs read as the unwind table reads them.
+// stack-depth runs read as the unwind table reads them. The first pieces of LookupBounds are
+// checked as a symbol index relies on them: Lookup answers alike at both ends of each, with
+// and without a LookupMemo.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "elf/go_pclntab.h"
@@ -27,6 +30,21 @@ void LookUp(const stacksym::elf::GoPclntab& table, uint64_t pc) {
   if (!table.Lookup(pc, true, &frames, &function)) return;
   Check(!frames.empty() && pc >= function.entry && pc < function.end);
   Check(!frames.back().inlined);
+}
+
+// One Lookup's whole answer, as text.
+std::string Answer(const stacksym::elf::GoPclntab& table, uint64_t pc,
+                   stacksym::elf::GoPclntab::LookupMemo* memo) {
+  std::vector<stacksym::elf::GoFrame> frames;
+  stacksym::elf::GoFunction function;
+  if (!table.Lookup(pc, true, &frames, &function, memo)) return "-";
+  std::string out = std::to_string(function.entry) + " " + std::to_string(function.end) + " " +
+                    std::string(function.name);
+  for (const stacksym::elf::GoFrame& f : frames) {
+    out += "|" + std::string(f.function) + " " + std::string(f.file) + ":" +
+           std::to_string(f.line) + (f.inlined ? "i" : "");
+  }
+  return out;
 }
 
 }  // namespace
@@ -56,6 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(run.begin == at && run.end > run.begin && run.end <= f->end && run.sp_delta >= 0);
       at = run.end;
     }
+  }
+  std::vector<uint64_t> bounds = t.LookupBounds();
+  stacksym::elf::GoPclntab::LookupMemo memo;
+  for (size_t k = 0; k + 1 < bounds.size() && k < kMaxFunctionsListed; ++k) {
+    Check(bounds[k] < bounds[k + 1]);
+    const std::string first = Answer(t, bounds[k], nullptr);
+    Check(Answer(t, bounds[k], &memo) == first);
+    Check(Answer(t, bounds[k + 1] - 1, nullptr) == first);
+    Check(Answer(t, bounds[k + 1] - 1, &memo) == first);
   }
   // And pcs the input names itself (its last 8 bytes), wherever they fall.
   if (size >= 8) {

@@ -1,7 +1,8 @@
 // libFuzzer target for the symbol index reader: arbitrary bytes as an index file, opened with
 // and without checksum verification (without, mutations reach every record the lookups
 // follow), then answers for addresses where the tables change and for words of the input, in
-// every option variant. Must never crash, hang or read out of bounds.
+// every option variant, and the Go pclntab's answers kept there (AnswerGo). Must never crash,
+// hang or read out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         stacksym::SymbolizedAddress out;
         out.vaddr = a;
         (void)(*index)->Answer(a, options, out);
+      }
+    }
+    stacksym::index::GoAnswer go;
+    for (uint64_t a : addresses) {
+      for (bool inlines : {true, false}) {
+        if ((*index)->AnswerGo(a, inlines, &go) && go.found && go.frame_count == 0)
+          __builtin_trap();
       }
     }
     (void)(*index)->identity();

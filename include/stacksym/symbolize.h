@@ -206,10 +206,13 @@ class ElfSymbolizer {
                            const SymbolTable* plt, SymbolizedAddress& out);
   // Go's pclntab (elf/go_pclntab.h), found once: names, file:line and inline chains of Go
   // code where the symbol table and DWARF leave an address unanswered (a binary built with
-  // -ldflags='-s -w'), on every path — DWARF's, the index's.
+  // -ldflags='-s -w'), on the direct path, and on the index's when the index does not hold
+  // the table's answers itself (SymbolIndex::has_go_answers: an index of format 16 holds them
+  // whenever the binary has a readable table, and then the table is not even loaded).
   void LoadGoPclntab();
   void FillFromGo(SymbolizedAddress& out) const;
-  // index_->Answer, then FillFromGo: the index keeps what symbols and DWARF say.
+  // index_->Answer, then Go's answer where it gives no frames (the index's copy, else
+  // FillFromGo); `out` is left as it was when the index cannot answer.
   bool AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& options, SymbolizedAddress& out);
   bool UseIndex();  // opens or builds the cached index once; false: answer directly
   // After a lookup found the index damaged (a chunk failed its checksum): rebuilds it (once);

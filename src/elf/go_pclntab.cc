@@ -232,6 +232,31 @@ std::optional<size_t> GoPclntab::FindIndex(uint64_t pc) const {
   return lo - 1;
 }
 
+std::optional<size_t> GoPclntab::FindIndex(uint64_t pc, LookupMemo* memo) const {
+  if (memo == nullptr) return FindIndex(pc);
+  if (memo->ascending_entries_ < 0) {
+    memo->ascending_entries_ = 1;
+    std::optional<uint64_t> previous = 0;
+    for (size_t i = 0; i <= function_count_ && memo->ascending_entries_ == 1; ++i) {
+      std::optional<uint64_t> entry = EntryAt(i);
+      memo->ascending_entries_ = entry && *entry >= *previous;
+      previous = entry;
+    }
+  }
+  if (memo->ascending_entries_ == 1 && memo->function_ != SIZE_MAX && pc >= memo->entry_ &&
+      pc < memo->end_) {
+    return memo->function_;
+  }
+  std::optional<size_t> i = FindIndex(pc);
+  if (i && memo->ascending_entries_ == 1) {
+    // (Readable: every entry was read above.)
+    memo->function_ = *i;
+    memo->entry_ = EntryAt(*i).value_or(0);
+    memo->end_ = EntryAt(*i + 1).value_or(0);
+  }
+  return i;
+}
+
 std::optional<GoFunction> GoPclntab::FindFunction(uint64_t pc) const {
   std::optional<size_t> i = FindIndex(pc);
   if (!i) return std::nullopt;
@@ -264,8 +289,42 @@ bool GoPclntab::ForEachPcValue(uint64_t table_offset, uint64_t entry,
   }
 }
 
-std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry,
-                                          uint64_t pc) const {
+std::optional<int32_t> GoPclntab::PcValue(uint64_t table_offset, uint64_t entry, uint64_t pc,
+                                          LookupMemo* memo) const {
+  if (memo != nullptr) {
+    auto same = [&](const LookupMemo::Table& t) {
+      return t.offset == table_offset && t.entry == entry;
+    };
+    auto it = std::find_if(memo->tables_.begin(), memo->tables_.end(), same);
+    if (it == memo->tables_.end()) {
+      // A function's tables are asked together: a few are enough.
+      if (memo->tables_.size() >= 8) memo->tables_.clear();
+      LookupMemo::Table& t = memo->tables_.emplace_back();
+      t.offset = table_offset;
+      t.entry = entry;
+      ForEachPcValue(table_offset, entry, [&](uint64_t from, uint64_t to, int32_t value) {
+        t.ascending = t.ascending && to >= from;
+        t.runs.push_back({from, to, value});
+        return true;
+      });
+      it = memo->tables_.end() - 1;
+    }
+    const std::vector<LookupMemo::Run>& runs = it->runs;
+    if (it->ascending) {
+      // Each run starts where the one before ended: the first ending past pc holds it (the
+      // scan below, by binary search).
+      if (runs.empty() || pc < runs.front().from) return std::nullopt;
+      auto run = std::partition_point(runs.begin(), runs.end(),
+                                      [&](const LookupMemo::Run& r) { return r.to <= pc; });
+      if (run == runs.end()) return std::nullopt;
+      return run->value;
+    }
+    for (const LookupMemo::Run& r : runs) {
+      if (pc < r.from) return std::nullopt;
+      if (pc < r.to) return r.value;
+    }
+    return std::nullopt;
+  }
   std::optional<int32_t> found;
   ForEachPcValue(table_offset, entry, [&](uint64_t from, uint64_t to, int32_t value) {
     if (pc < from) return false;  // before the function's first run
@@ -341,9 +400,9 @@ std::optional<uint64_t> GoPclntab::InlineTree(const FuncRecord& f) const {
 }
 
 bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
-                       GoFunction* function) const {
+                       GoFunction* function, LookupMemo* memo) const {
   frames->clear();
-  std::optional<size_t> index = FindIndex(pc);
+  std::optional<size_t> index = FindIndex(pc, memo);
   if (!index) return false;
   std::optional<FuncRecord> f = RecordAt(*index);
   if (!f) return false;
@@ -359,15 +418,15 @@ bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
   uint64_t at = pc;
   for (size_t depth = 0;; ++depth) {
     GoFrame frame;
-    if (std::optional<int32_t> file = PcValue(f->pcfile, f->entry, at)) {
+    if (std::optional<int32_t> file = PcValue(f->pcfile, f->entry, at, memo)) {
       frame.file = FileName(*f, *file);
     }
-    if (std::optional<int32_t> line = PcValue(f->pcln, f->entry, at); line && *line > 0) {
+    if (std::optional<int32_t> line = PcValue(f->pcln, f->entry, at, memo); line && *line > 0) {
       frame.line = static_cast<uint32_t>(*line);
     }
     std::optional<int32_t> node;
     if (inline_index_table && depth < kMaxInlineDepth) {
-      node = PcValue(*inline_index_table, f->entry, at);
+      node = PcValue(*inline_index_table, f->entry, at, memo);
     }
     std::span<const uint8_t> bytes;
     if (node && *node >= 0) bytes = ImageBytes(*tree + uint64_t(*node) * node_size, node_size);
@@ -397,6 +456,43 @@ bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
     }
     at = f->entry + static_cast<uint64_t>(parent_pc);
   }
+}
+
+std::vector<uint64_t> GoPclntab::LookupBounds() const {
+  std::vector<uint64_t> bounds;
+  // Each entry, then its function's bounds. A function's tables are read only for the pcs of
+  // [entry, end) (FindIndex finds it for no others, whatever the entries): their bounds elsewhere
+  // change nothing. A run starts where the one before it ended, the first at the entry (above).
+  std::vector<uint64_t> own;
+  for (size_t i = 0; i <= function_count_; ++i) {
+    if (std::optional<uint64_t> entry = EntryAt(i)) bounds.push_back(*entry);
+    std::optional<FuncRecord> f = RecordAt(i);  // (none past the last)
+    if (!f) continue;
+    own.clear();
+    auto add = [&](uint64_t, uint64_t to, int32_t) {
+      if (to > f->entry && to < f->end) own.push_back(to);
+      return to < f->end;  // the runs ascend (or overflowed: then no matter where they stop)
+    };
+    ForEachPcValue(f->pcfile, f->entry, add);
+    const auto file_end = static_cast<std::ptrdiff_t>(own.size());
+    ForEachPcValue(f->pcln, f->entry, add);
+    const auto line_end = static_cast<std::ptrdiff_t>(own.size());
+    // Lookup reads the inline-index table only where the function has an inline tree.
+    if (InlineTree(*f) && f->npcdata > kPcdataInlTreeIndex) {
+      if (std::optional<uint64_t> table = ReadAt(table_, f->pcdata + kPcdataInlTreeIndex * 4, 4)) {
+        ForEachPcValue(*table, f->entry, add);
+      }
+    }
+    // Each table's runs ascend: three sorted runs to merge (sorted whole if one overflowed).
+    std::inplace_merge(own.begin(), own.begin() + file_end, own.begin() + line_end);
+    std::inplace_merge(own.begin(), own.begin() + line_end, own.end());
+    if (!std::is_sorted(own.begin(), own.end())) std::sort(own.begin(), own.end());
+    bounds.insert(bounds.end(), own.begin(), own.end());
+  }
+  // Sorted already when the entries ascend; not in a corrupt table.
+  if (!std::is_sorted(bounds.begin(), bounds.end())) std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
 }
 
 void GoPclntab::FindGofunc() {

@@ -72,6 +72,29 @@ struct GoFrame {
 
 class GoPclntab {
  public:
+  // A memo of the pc-value tables Lookup decodes, for a caller that asks many pcs of each
+  // function (an index build asks every piece of LookupBounds, in order): the last few tables
+  // decoded once each, instead of from their start for every pc. The same answers as without.
+  class LookupMemo {
+   private:
+    friend class GoPclntab;
+    struct Run {
+      uint64_t from = 0, to = 0;
+      int32_t value = 0;
+    };
+    struct Table {
+      uint64_t offset = 0, entry = 0;
+      bool ascending = true;  // every run ends at or after its start (no pc overflowed)
+      std::vector<Run> runs;
+    };
+    std::vector<Table> tables_;
+    // Where the entries ascend (the binary search finds the last entry at or before a pc),
+    // the function found last answers for the pcs up to the next entry without a search.
+    int ascending_entries_ = -1;  // unknown yet
+    size_t function_ = SIZE_MAX;
+    uint64_t entry_ = 0, end_ = 0;
+  };
+
   // `table`: the bytes from the table's header on (they may run past its end); `table_vaddr`:
   // where the header is in memory; `image`: the program's loaded bytes, for inline trees
   // (empty: no inline frames).
@@ -96,7 +119,15 @@ class GoPclntab {
   // pc's frames, innermost first (only the function itself without `inlines`), and the
   // function; false when no function covers pc. A frame whose file:line tables are corrupt
   // keeps its name with an empty file and line 0.
-  bool Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames, GoFunction* function) const;
+  bool Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames, GoFunction* function,
+              LookupMemo* memo = nullptr) const;
+  // The pcs at which Lookup's answer can change, sorted, each once: every function entry (and
+  // the table's end pc), and every run bound of every function's file, line and inline-index
+  // tables. A pc's answer depends only on how it compares with these (its chain's outer frames
+  // on its inline node alone), so Lookup answers every pc of [bound k, bound k+1) — and of
+  // [0, the first) and [the last, 2^64) — as it answers the first: what a symbol index stores
+  // (src/index/), a table's answers without a second reading of it.
+  std::vector<uint64_t> LookupBounds() const;
   // The i-th function's stack depths, from its entry on without gaps, up to the end of its code
   // (the alignment padding before the next function is not covered); false when its pcsp
   // table is missing or corrupt.
@@ -107,13 +138,16 @@ class GoPclntab {
   GoPclntab() = default;
   Result<void> ParseHeader();
   std::optional<size_t> FindIndex(uint64_t pc) const;
+  std::optional<size_t> FindIndex(uint64_t pc, LookupMemo* memo) const;
   std::optional<uint64_t> EntryAt(size_t i) const;
   std::optional<FuncRecord> RecordAt(size_t i) const;
   // Calls run(from, to, value) for each run of a pc-value table until it returns false; false
   // when the table is absent or corrupt before its end.
   bool ForEachPcValue(uint64_t table_offset, uint64_t entry,
                       const std::function<bool(uint64_t, uint64_t, int32_t)>& run) const;
-  std::optional<int32_t> PcValue(uint64_t table_offset, uint64_t entry, uint64_t pc) const;
+  // The value of the run holding pc (nullopt: none), read through `memo` when given.
+  std::optional<int32_t> PcValue(uint64_t table_offset, uint64_t entry, uint64_t pc,
+                                 LookupMemo* memo = nullptr) const;
   std::string_view FuncName(int64_t name_offset) const;
   std::string_view FileName(const FuncRecord& f, int32_t file_number) const;
   std::span<const uint8_t> ImageBytes(uint64_t vaddr, size_t size) const;

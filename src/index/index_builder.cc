@@ -17,6 +17,7 @@
 #include "base/parallel.h"
 #include "cache/checksum.h"
 #include "dwarf/debug_info_source.h"
+#include "elf/go_pclntab.h"
 #include "elf/symbol_choice.h"
 #include "index/index_format.h"
 #include "index/index_identity.h"
@@ -139,7 +140,7 @@ class StringTable {
     // DWARF string section): known by their address before their bytes are compared.
     Slot& slot = by_bytes_.Find(hash, [&](const Slot& b) {
       return b.ref.size == s.size() &&
-             (b.data == s.data() || std::memcmp(b.data, s.data(), s.size()) == 0);
+             (b.data == s.data() || s.empty() || std::memcmp(b.data, s.data(), s.size()) == 0);
     });
     if (!slot.empty()) return slot.ref;
     StrRef ref = {static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(s.size())};
@@ -277,6 +278,16 @@ struct SymbolString {
 };
 using SymbolStrings = std::vector<SymbolString>;
 
+// The strings of the Go pclntab's answers, in the order they were added (before the merge, on
+// the symbol table's thread): files into the first region, names into the second.
+struct GoStrings {
+  struct Hashed {
+    std::string_view text;
+    uint64_t hash = 0;
+  };
+  std::vector<Hashed> files, names;
+};
+
 // How many names the units' parts carry, and how many of them are mangled (only those have
 // a linkage name of their own): what the name tables are sized by.
 struct NameCounts {
@@ -298,12 +309,13 @@ NameCounts CountNames(const std::vector<UnitPart>& parts) {
 // call: the stream refers to the strings themselves.
 PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
                            const std::vector<size_t>& merged_path_counts,
-                           const SymbolStrings& symbols) {
+                           const SymbolStrings& symbols, const GoStrings& go) {
   NameCounts counts = CountNames(parts);
-  counts.carriers += symbols.size();
+  counts.carriers += symbols.size() + go.names.size();
   for (const SymbolString& s : symbols) counts.mangled += s.raw_hash != 0;
   // Distinct names are fewer than the units' ones added up (units share most of them).
   StringTable files(1024), names(counts.carriers / 2), linkage(counts.mangled / 2);
+  for (const GoStrings::Hashed& f : go.files) files.Add(f.text, f.hash);
   for (size_t i = 0; i < parts.size(); ++i) {
     const UnitPart& part = parts[i];
     if (!part.tables.ok) continue;
@@ -315,6 +327,7 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
     }
   }
   for (const SymbolString& s : symbols) names.Add(s.pretty, s.pretty_hash);
+  for (const GoStrings::Hashed& n : go.names) names.Add(n.text, n.hash);
   for (const UnitPart& part : parts) {
     for (const UnitPart::Carrier& c : part.carriers) names.Add(c.pretty, c.pretty_hash);
   }
@@ -331,17 +344,19 @@ PieceStream StreamAsMerged(const std::vector<UnitPart>& parts,
   return stream;
 }
 
-void EncodeFunctions(const dwarf::UnitTables& t, UnitPart* part) {
-  part->segment_base = t.segments.empty() ? 0 : t.segments.front().start;
-  part->too_big |= t.segments.size() > 0xffffffffu;
-  part->segment_count = static_cast<uint32_t>(t.segments.size());
-  part->segment_blocks.reserve((t.segments.size() + kSegmentsPerBlock - 1) / kSegmentsPerBlock);
-  part->segment_bytes.reserve(t.segments.size() * 3);
+// Segments (address → node) in blocks of kSegmentsPerBlock (index_format.h), starts relative
+// to the first one's.
+void EncodeSegments(std::span<const dwarf::AddressSegment> segments, UnitPart* part) {
+  part->segment_base = segments.empty() ? 0 : segments.front().start;
+  part->too_big |= segments.size() > 0xffffffffu;
+  part->segment_count = static_cast<uint32_t>(segments.size());
+  part->segment_blocks.reserve((segments.size() + kSegmentsPerBlock - 1) / kSegmentsPerBlock);
+  part->segment_bytes.reserve(segments.size() * 3);
   std::vector<uint8_t>& bytes = part->segment_bytes;
   uint64_t previous_start = 0;
   int64_t previous_node = 0;
-  for (size_t k = 0; k < t.segments.size(); ++k) {
-    const dwarf::AddressSegment& s = t.segments[k];
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const dwarf::AddressSegment& s = segments[k];
     part->too_big |= s.start < part->segment_base || s.start - part->segment_base > 0xffffffffu;
     const uint64_t start = s.start - part->segment_base;
     if (k % kSegmentsPerBlock == 0) {
@@ -356,6 +371,10 @@ void EncodeFunctions(const dwarf::UnitTables& t, UnitPart* part) {
     previous_start = start;
     previous_node = s.id;
   }
+}
+
+void EncodeFunctions(const dwarf::UnitTables& t, UnitPart* part) {
+  EncodeSegments(t.segments, part);
   part->nodes.reserve(t.nodes.size());
   uint64_t max_distance = 0, max_line = 0, max_file = 0, max_column = 0;
   for (size_t k = 0; k < t.nodes.size(); ++k) {
@@ -586,6 +605,13 @@ class IndexBuild {
   void IndexSymbols();
   std::vector<const ElfSymbol*> FlattenSymbolTable();
   void NameSymbols(const std::vector<const ElfSymbol*>& by_record);
+  void IndexGoAnswers();
+  uint32_t GoContextId(uint32_t function, const elf::GoFrame& innermost, uint32_t outer);
+  uint32_t GoFrameId(const elf::GoFrame& frame, uint32_t outer);
+  StrRef GoName(std::string_view name);
+  uint32_t GoFile(std::string_view file);
+  void DropGoAnswers();
+  void AddGoUnit();
   bool ExportUnits();
   void ExportUnit(size_t i);
   void CountMergedPaths();
@@ -646,6 +672,27 @@ class IndexBuild {
   SymbolStrings symbol_strings_;  // for the dictionary's samples
   std::unique_ptr<SpreadThread> symbol_worker_;
 
+  // The Go pclntab's answers (IndexGoAnswers, on the symbol table's thread), when the binary
+  // has a readable table; `go_table_` kept while the strings refer into its bytes.
+  std::unique_ptr<elf::GoPclntab> go_table_;
+  UnitPart go_part_;  // the answers' segments and rows, encoded as a unit's
+  std::vector<UnitRecord> go_unit_;
+  std::vector<GoContextRecord> go_contexts_;
+  std::vector<GoFunctionRecord> go_functions_;
+  std::vector<GoFrameRecord> go_frames_;
+  std::vector<uint32_t> go_paths_;  // the Go unit's paths: numbers into path_strings_
+  GoStrings go_strings_;            // for the dictionary's samples
+  // Go's names and files are views into the table, the same view for each use of one: known by
+  // where they are before their bytes are hashed.
+  std::unordered_map<const char*, StrRef> go_names_;
+  std::unordered_map<const char*, uint32_t> go_files_;
+  struct GoRecordSlot {
+    uint64_t hash = 0;
+    uint32_t id = 0;  // into go_contexts_ or go_frames_
+    bool empty() const { return hash == 0; }
+  };
+  FlatTable<GoRecordSlot> go_context_ids_, go_frame_ids_;
+
   // Sections written from the units' parts, one piece per unit (or line table).
   std::vector<UnitPart> parts_;
   std::mutex encoded_mutex_;
@@ -699,6 +746,7 @@ Result<IndexImage> IndexBuild::Run(std::unique_ptr<dwarf::DebugInfoSource>* dwar
     FinishMerge();
   }
   if (symbol_worker_) symbol_worker_->Join();  // no units to merge: joined here
+  AddGoUnit();
   if (Result<void> joined = JoinRegions(); !joined) return std::move(joined).error();
   LayOutRecords(sink);
   if (Result<void> compressed = CompressStrings(); !compressed) {
@@ -750,6 +798,7 @@ void IndexBuild::IndexSymbols() {
   strings_.Reserve(count);
   linkage_.Reserve(count / 4);
   NameSymbols(FlattenSymbolTable());
+  IndexGoAnswers();
 }
 
 // The symbol segments and records: the binary's table flattened (FlattenSymbols), a stripped
@@ -800,6 +849,162 @@ void IndexBuild::NameSymbols(const std::vector<const ElfSymbol*>& by_record) {
     symbols_[k].pretty = AddName(s.pretty, s.pretty_hash);
     symbols_[k].raw = LinkageRef(s.raw, s.raw_hash == 0, symbols_[k].pretty, s.raw_hash);
   }
+}
+
+// The Go pclntab's answers for every address, where the binary has a table, as the direct path
+// reads them from it (ElfSymbolizer asks them for what the symbol table and DWARF leave
+// without frames; so does it from the index): the table asked once per piece of addresses
+// that it answers alike (GoPclntab::LookupBounds), with inlines (the answer without them is
+// the function at the innermost frame's place), and the pieces encoded as one more unit's
+// segments (→ the chain without the innermost place) and rows (→ that place), neighbouring
+// pieces joined where they map to the same.
+void IndexBuild::IndexGoAnswers() {
+  auto found = elf::FindGoPclntab(*elf_);
+  // A table that cannot be read answers nothing on the direct path either (LoadGoPclntab).
+  if (!found || !*found) return;
+  go_table_ = std::move(**found);
+  const elf::GoPclntab& table = *go_table_;
+  std::vector<uint64_t> bounds = table.LookupBounds();
+  if (bounds.empty() || bounds.front() != 0) bounds.insert(bounds.begin(), 0);
+  go_paths_.push_back(path_strings_.Id(AddFile("")));  // file 0: unknown
+  std::vector<dwarf::AddressSegment> segments;
+  std::vector<dwarf::LineRow> rows;
+  std::vector<elf::GoFrame> frames;
+  elf::GoFunction function, previous;
+  elf::GoPclntab::LookupMemo memo;  // each function's tables decoded once
+  for (uint64_t start : bounds) {
+    dwarf::AddressSegment segment{start, -1};
+    dwarf::LineRow row{start, 0, 0, dwarf::LineRow::kEndSequence};
+    if (table.Lookup(start, true, &frames, &function, &memo) && !function.name.empty() &&
+        !frames.empty()) {
+      const bool same_function = !go_functions_.empty() && function.entry == previous.entry &&
+                                 function.end == previous.end &&
+                                 function.name.data() == previous.name.data() &&
+                                 function.name.size() == previous.name.size();
+      if (!same_function) {
+        go_functions_.push_back({function.entry, function.end, GoName(function.name)});
+        previous = function;
+      }
+      uint32_t outer = kNoGoFrame;
+      for (size_t k = frames.size(); k-- > 1;) outer = GoFrameId(frames[k], outer);
+      const uint32_t context =
+          GoContextId(static_cast<uint32_t>(go_functions_.size() - 1), frames[0], outer);
+      segment.id = static_cast<int32_t>(std::min<uint32_t>(context, INT32_MAX));
+      row.line = frames[0].line;
+      row.file = static_cast<uint16_t>(std::min<uint32_t>(GoFile(frames[0].file), 0xffff));
+    } else if (segments.empty()) {
+      continue;  // before the first answer: the unit starts there
+    }
+    if (segments.empty() || segments.back().id != segment.id) segments.push_back(segment);
+    if (rows.empty() || rows.back().file != row.file || rows.back().line != row.line) {
+      rows.push_back(row);
+    }
+  }
+  if (go_contexts_.size() > INT32_MAX || go_frames_.size() >= kNoGoFrame ||
+      go_paths_.size() >= dwarf::LineRow::kEndSequence) {
+    DropGoAnswers();  // more than the records can number: the binary's table answers
+    return;
+  }
+  EncodeSegments(segments, &go_part_);
+  EncodeRows(rows, {}, &go_part_);
+  go_part_.row_count = static_cast<uint32_t>(rows.size());
+  if (go_part_.too_big || rows.size() > 0xffffffffu) DropGoAnswers();
+}
+
+// No Go answers in the index after all (the strings added stay, unread).
+void IndexBuild::DropGoAnswers() {
+  go_table_.reset();
+  go_part_ = {};
+  go_contexts_.clear();
+  go_functions_.clear();
+  go_frames_.clear();
+  go_paths_.clear();
+}
+
+StrRef IndexBuild::GoName(std::string_view name) {
+  if (name.empty()) return {};
+  auto [it, added] = go_names_.try_emplace(name.data());
+  if (added || it->second.size != name.size()) {
+    const uint64_t hash = HashBytes(name);
+    it->second = AddName(name, hash);
+    go_strings_.names.push_back({name, hash});
+  }
+  return it->second;
+}
+
+// The file's number in the Go unit's paths (0: unknown).
+uint32_t IndexBuild::GoFile(std::string_view file) {
+  if (file.empty()) return 0;
+  auto [it, added] = go_files_.try_emplace(file.data());
+  if (added) {
+    const uint64_t hash = HashBytes(file);
+    it->second = static_cast<uint32_t>(go_paths_.size());
+    go_paths_.push_back(path_strings_.Id(AddFile(file, hash)));
+    go_strings_.files.push_back({file, hash});
+  }
+  return it->second;
+}
+
+// The context's record (each distinct one once: the pieces of a function's code share them).
+uint32_t IndexBuild::GoContextId(uint32_t function, const elf::GoFrame& innermost, uint32_t outer) {
+  GoContextRecord record{GoName(innermost.function), function, outer,
+                         innermost.inlined ? kGoFrameInlined : 0u, 0};
+  const uint64_t hash =
+      MixHash((uint64_t{record.name.offset} << 32 | record.name.size) * 0x9e3779b97f4a7c15 ^
+              (uint64_t{record.function} << 32 | record.outer) * 0xc2b2ae3d27d4eb4f ^ record.flags);
+  GoRecordSlot& slot = go_context_ids_.Find(hash, [&](const GoRecordSlot& s) {
+    const GoContextRecord& r = go_contexts_[s.id];
+    return r.name.offset == record.name.offset && r.name.size == record.name.size &&
+           r.function == record.function && r.outer == record.outer && r.flags == record.flags;
+  });
+  if (!slot.empty()) return slot.id;
+  const uint32_t id = static_cast<uint32_t>(go_contexts_.size());
+  slot = {hash, id};
+  go_context_ids_.Filled();
+  go_contexts_.push_back(record);
+  return id;
+}
+
+// An outer frame's record, `outer` its caller's (each distinct frame once).
+uint32_t IndexBuild::GoFrameId(const elf::GoFrame& frame, uint32_t outer) {
+  GoFrameRecord record{GoName(frame.function), GoFile(frame.file), frame.line, outer,
+                       frame.inlined ? kGoFrameInlined : 0u};
+  const uint64_t hash =
+      MixHash((uint64_t{record.function.offset} << 32 | record.function.size) * 0x9e3779b97f4a7c15 ^
+              (uint64_t{record.file} << 32 | record.line) * 0xc2b2ae3d27d4eb4f ^
+              (uint64_t{record.outer} << 1 | record.flags));
+  GoRecordSlot& slot = go_frame_ids_.Find(hash, [&](const GoRecordSlot& s) {
+    const GoFrameRecord& r = go_frames_[s.id];
+    return r.function.offset == record.function.offset && r.function.size == record.function.size &&
+           r.file == record.file && r.line == record.line && r.outer == record.outer &&
+           r.flags == record.flags;
+  });
+  if (!slot.empty()) return slot.id;
+  const uint32_t id = static_cast<uint32_t>(go_frames_.size());
+  slot = {hash, id};
+  go_frame_ids_.Filled();
+  go_frames_.push_back(record);
+  return id;
+}
+
+// The Go answers' unit, after the DWARF's: its segments and rows appended to theirs, its line
+// table and paths added.
+void IndexBuild::AddGoUnit() {
+  if (go_table_ == nullptr) return;
+  UnitRecord unit;
+  unit.ok = 1;
+  unit.segment_begin = static_cast<uint32_t>(function_segments_.block_count);
+  unit.segment_base = go_part_.segment_base;
+  unit.segment_count = go_part_.segment_count;
+  too_big_ |= !function_segments_.Append(go_part_.segment_blocks, go_part_.segment_bytes);
+  unit.line_table = static_cast<uint32_t>(line_tables_.size());
+  line_tables_.push_back(
+      {static_cast<uint32_t>(rows_.block_count), static_cast<uint32_t>(go_part_.row_count)});
+  too_big_ |= !rows_.Append(go_part_.blocks, go_part_.rows);
+  unit.path_begin = static_cast<uint32_t>(paths_.size());
+  paths_.insert(paths_.end(), go_paths_.begin(), go_paths_.end());
+  unit.path_count = static_cast<uint32_t>(go_paths_.size());
+  go_unit_.push_back(unit);
 }
 
 // Every unit exported and encoded on the thread that takes it (the merge after only appends
@@ -901,7 +1106,8 @@ void IndexBuild::StartTraining() {
 
 // The dictionary trained on the stream the merge makes (or made), made apart from it.
 void IndexBuild::TrainDictionary() {
-  dictionary_ = TrainStringDictionary(StreamAsMerged(parts_, merged_path_counts_, symbol_strings_));
+  dictionary_ = TrainStringDictionary(
+      StreamAsMerged(parts_, merged_path_counts_, symbol_strings_, go_strings_));
 }
 
 // The merge, on the main thread beside the training: the units' parts appended in unit
@@ -1083,6 +1289,9 @@ Result<void> IndexBuild::JoinRegions() {
   };
   for (SymbolRecord& symbol : symbols_) place(symbol.raw), place(symbol.pretty);
   for (NameRecord& name : names_) place(name.raw), place(name.pretty);
+  for (GoContextRecord& context : go_contexts_) place(context.name);
+  for (GoFunctionRecord& function : go_functions_) place(function.name);
+  for (GoFrameRecord& frame : go_frames_) place(frame.function);
   for (StrRef& ref : start_files_.refs()) place(ref);
   for (StrRef& ref : path_strings_.refs()) place(ref);
   for (const StringTable* region : {&files_, &strings_, &linkage_}) {
@@ -1128,6 +1337,11 @@ void IndexBuild::LayOutRecords(IndexSink* sink) {
   sections_.push_back({SectionKind::kStartFiles, Kept(std::move(start_files_.refs()))});
   sections_.push_back({SectionKind::kCallDiscrims, Kept(std::move(call_discriminators_))});
   sections_.push_back({SectionKind::kPathStrings, Kept(std::move(path_strings_.refs()))});
+  image_.Keep(std::move(go_part_));  // its segments and rows are pieces of sections above
+  sections_.push_back({SectionKind::kGoUnit, Kept(std::move(go_unit_))});
+  sections_.push_back({SectionKind::kGoContexts, Kept(std::move(go_contexts_))});
+  sections_.push_back({SectionKind::kGoFunctions, Kept(std::move(go_functions_))});
+  sections_.push_back({SectionKind::kGoFrames, Kept(std::move(go_frames_))});
   early_sections_ = sections_.size();
   // The strings' three and the chunk checksums still to come.
   head_ = &image_.Keep(
@@ -1312,7 +1526,8 @@ void IndexBuild::WriteHead(IndexSink* sink) {
   bool no_symbols = elf_->symbols().empty() && fallback_symbols_ == nullptr &&
                     elf::AbsoluteSymbolTable(*elf_) == nullptr &&
                     elf::PltSymbolTable(*elf_) == nullptr;
-  header.flags = no_symbols ? uint32_t{kSymbolTableEmpty} : 0u;
+  header.flags = (no_symbols ? uint32_t{kSymbolTableEmpty} : 0u) |
+                 (go_table_ != nullptr ? uint32_t{kGoAnswers} : 0u);
   std::span<const uint8_t> build_id = elf_->build_id();
   header.build_id_size = static_cast<uint8_t>(std::min(build_id.size(), sizeof(header.build_id)));
   // A Go binary may have no GNU build ID: an empty span's data() may be null.

@@ -33,10 +33,15 @@ inline constexpr char kMagic[8] = {'S', 'T', 'K', 'S', 'Y', 'M', 'I', 'X'};
 // (elf::FallbackSymbolTable), then absolute ones (elf::AbsoluteSymbolTable), as the direct
 // path now answers; 15: DWARF 5 file paths in directory 0 without the compilation directory
 // before it (llvm-symbolizer 16's join: ./stdlib/x.c where 14 printed ./stdlib/./stdlib/x.c).
-inline constexpr uint32_t kVersion = 15;
+// 16: the Go pclntab's answers (kGoUnit and the Go records), which the direct path asks after
+// the symbol table and DWARF.
+inline constexpr uint32_t kVersion = 16;
 
 enum HeaderFlags : uint32_t {
   kSymbolTableEmpty = 1,  // the binary has no symbol table at all (Reason::kNoSymbols)
+  // The Go pclntab's answers are in the index (kGoUnit...): the binary has a readable table,
+  // and they are asked from here, not from the binary.
+  kGoAnswers = 2,
 };
 
 struct FileHeader {
@@ -74,8 +79,12 @@ enum class SectionKind : uint32_t {
   kStringDict,            // bytes: the zstd dictionary of the string blocks (empty: none)
   kPathStrings,           // StrRef[]: the distinct paths of units (empty: unknown)
   kFunctionSegmentBytes,  // bytes: the encoded function segments of every block
+  kGoUnit,                // UnitRecord[1]: the Go pclntab's answers as a unit (or none)
+  kGoContexts,            // GoContextRecord[]: what its segments map addresses to
+  kGoFunctions,           // GoFunctionRecord[]: the functions those answers name
+  kGoFrames,              // GoFrameRecord[]: their inline chains' outer frames
 };
-inline constexpr uint32_t kSectionKindCount = 20;
+inline constexpr uint32_t kSectionKindCount = 24;
 
 // Strings (names, paths) form one stream that StrRef points into; it is cut into blocks of
 // kStringBlockSize bytes, each compressed as one zstd frame with the dictionary of
@@ -256,5 +265,44 @@ struct RowBlockRecord {
 };
 static_assert(sizeof(RowBlockRecord) == 16);
 inline constexpr uint16_t kEndSequenceFile = 0xffff;  // a row's file: end of a sequence
+
+// The Go pclntab's answers (elf::GoPclntab::Lookup with inlines, which ElfSymbolizer asks for
+// what the symbol table and DWARF leave without frames), for every address, as one more unit
+// (kGoUnit, kept apart from the DWARF's units: one UnitRecord, no nodes), whose function
+// segments and line rows are in the sections the units' are in, encoded alike:
+//   - its segments: address → context (below; -1: no answer there), the answer's function and
+//     chain without the innermost frame's place;
+//   - its line rows: address → the innermost frame's file (a number into the unit's paths,
+//     whose first is the unknown file, "") and line; column and discriminators 0;
+// the answer being the same for every address between two of the table's bounds
+// (elf::GoPclntab::LookupBounds), so that the two encode the table's answers exactly.
+struct GoContextRecord {
+  StrRef name;                  // the innermost frame's function
+  uint32_t function = 0;        // GoFunctionRecord index
+  uint32_t outer = 0xffffffff;  // the innermost frame's caller (GoFrameRecord), or kNoGoFrame
+  uint32_t flags = 0;           // kGoFrameInlined: the innermost frame is an inlined call
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(GoContextRecord) == 24);
+
+struct GoFunctionRecord {
+  uint64_t entry = 0;
+  uint64_t end = 0;
+  StrRef name;  // never empty (Lookup's answers without a name are no answers)
+};
+static_assert(sizeof(GoFunctionRecord) == 24);
+
+// An outer frame of a chain (innermost first): each names the next one out, its caller, whose
+// record comes before it (so a chain cannot loop).
+inline constexpr uint32_t kNoGoFrame = 0xffffffff;
+inline constexpr uint32_t kGoFrameInlined = 1;
+struct GoFrameRecord {
+  StrRef function;
+  uint32_t file = 0;  // a number into the Go unit's paths (0: unknown)
+  uint32_t line = 0;
+  uint32_t outer = kNoGoFrame;  // the caller's frame; kNoGoFrame: the last
+  uint32_t flags = 0;           // kGoFrameInlined
+};
+static_assert(sizeof(GoFrameRecord) == 24);
 
 }  // namespace stacksym::index

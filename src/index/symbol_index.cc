@@ -273,6 +273,10 @@ Result<void> SymbolIndex::Parse(const OpenOptions& options) {
   STACKSYM_RECORDS(start_files_, StrRef, kStartFiles, "start files")
   STACKSYM_RECORDS(call_discriminators_, CallDiscriminatorRecord, kCallDiscrims,
                    "call discriminators")
+  STACKSYM_RECORDS(go_unit_, UnitRecord, kGoUnit, "Go unit")
+  STACKSYM_RECORDS(go_contexts_, GoContextRecord, kGoContexts, "Go contexts")
+  STACKSYM_RECORDS(go_functions_, GoFunctionRecord, kGoFunctions, "Go functions")
+  STACKSYM_RECORDS(go_frames_, GoFrameRecord, kGoFrames, "Go frames")
 #undef STACKSYM_RECORDS
   // The string stream: its size, then block_count + 1 offsets into the compressed bytes.
   std::span<const uint8_t> blocks = section(SectionKind::kStringBlocks);
@@ -366,7 +370,9 @@ std::vector<std::pair<std::string_view, uint64_t>> SymbolIndex::section_sizes() 
       "line-tables", "row-blocks",        "paths",
       "row-bytes",   "chunk-crcs",        "string-blocks",
       "names",       "start-files",       "call-discriminators",
-      "string-dict", "path-strings",      "function-segment-bytes"};
+      "string-dict", "path-strings",      "function-segment-bytes",
+      "go-unit",     "go-contexts",       "go-functions",
+      "go-frames"};
   std::vector<std::pair<std::string_view, uint64_t>> out;
   out.emplace_back("header", sizeof(FileHeader) + header_->section_count * sizeof(SectionEntry));
   auto entries = reinterpret_cast<const SectionEntry*>(bytes_.data() + sizeof(FileHeader));
@@ -695,6 +701,27 @@ bool SymbolIndex::CallDiscriminator(uint32_t node, uint32_t* out) const {
   return true;
 }
 
+bool SymbolIndex::FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node) const {
+  *node = -1;
+  std::span<const FunctionSegmentBlockRecord> segment_blocks;
+  if (!SegmentBlocks(unit, &segment_blocks)) return false;
+  if (vaddr < unit.segment_base) return true;
+  const uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
+  size_t after = 0;
+  if (!VerifiedUpperBound(
+          segment_blocks, offset,
+          [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
+          &after)) {
+    return false;
+  }
+  return after == 0 || DecodeSegmentBlock(segment_blocks, after - 1, unit.segment_count,
+                                          [&](uint64_t start, int32_t n) {
+                                            if (start > offset) return false;
+                                            *node = n;
+                                            return true;
+                                          });
+}
+
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
 bool SymbolIndex::LookupFrames(uint64_t vaddr, const AnswerOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
@@ -717,24 +744,7 @@ bool SymbolIndex::LookupFrames(uint64_t vaddr, const AnswerOptions& options, boo
     table = &line_tables_[unit.line_table];
   }
   int32_t node = -1;
-  if (vaddr >= unit.segment_base) {
-    uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
-    size_t after = 0;
-    if (!VerifiedUpperBound(
-            segment_blocks, offset,
-            [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
-            &after)) {
-      return !(*corrupt = true);
-    }
-    if (after > 0 && !DecodeSegmentBlock(segment_blocks, after - 1, unit.segment_count,
-                                         [&](uint64_t start, int32_t n) {
-                                           if (start > offset) return false;
-                                           node = n;
-                                           return true;
-                                         })) {
-      return !(*corrupt = true);
-    }
-  }
+  if (!FindNode(unit, vaddr, &node)) return !(*corrupt = true);
   if (node < -1 || (node >= 0 && static_cast<size_t>(node) >= nodes.size())) {
     return !(*corrupt = true);
   }
@@ -892,6 +902,89 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const AnswerOptions& options,
   if (symbol == nullptr && out.frames.empty()) {
     out.reason = (header_->flags & kSymbolTableEmpty) != 0 ? Reason::kNoSymbols : Reason::kNoSymbol;
   }
+  return true;
+}
+
+void GoAnswer::Views(elf::GoFunction* function, std::vector<elf::GoFrame>* views) const {
+  *function = elf::GoFunction{entry, end, name, 0};
+  views->clear();
+  for (size_t k = 0; k < frame_count; ++k) {
+    const Frame& f = frames[k];
+    views->push_back(elf::GoFrame{f.function, f.file, f.line, f.inlined});
+  }
+}
+
+bool SymbolIndex::AnswerGo(uint64_t vaddr, bool inlines, GoAnswer* out, Reader* reader) const {
+  StringCache& cache = reader != nullptr ? *reader->cache_ : *string_cache_;
+  out->found = false;
+  out->frame_count = 0;
+  if (damaged()) return false;
+  if (go_unit_.empty()) return true;
+  if (!Verified(go_unit_[0])) return false;
+  const UnitRecord& unit = go_unit_[0];
+  // The segments give the answer's function and chain but for the innermost frame's place,
+  // which the rows give.
+  int32_t node = -1;
+  std::span<const uint32_t> paths;
+  if (!FindNode(unit, vaddr, &node) || node < -1 ||
+      !Slice(paths_, unit.path_begin, unit.path_count, &paths)) {
+    return false;
+  }
+  if (node < 0) return true;  // no function there
+  if (static_cast<size_t>(node) >= go_contexts_.size() || !Verified(go_contexts_[node]) ||
+      unit.line_table >= line_tables_.size()) {
+    return false;
+  }
+  const GoContextRecord& context = go_contexts_[static_cast<size_t>(node)];
+  Row row;
+  bool has_row = false;
+  if (!FindRow(line_tables_[unit.line_table], vaddr, &row, &has_row) || !has_row) return false;
+  if (context.function >= go_functions_.size() || !Verified(go_functions_[context.function])) {
+    return false;
+  }
+  const GoFunctionRecord& function = go_functions_[context.function];
+  if (function.name.size == 0 || !String(function.name, &out->name, cache)) return false;
+  out->entry = function.entry;
+  out->end = function.end;
+  auto next_frame = [&]() -> GoAnswer::Frame& {
+    if (out->frame_count == out->frames.size()) out->frames.emplace_back();
+    return out->frames[out->frame_count++];
+  };
+  auto file = [&](uint64_t number, std::string* path) {
+    path->clear();
+    if (number >= paths.size() || !Verified(paths[number])) return false;
+    const uint32_t id = paths[number];
+    return id < path_strings_.size() && Verified(path_strings_[id]) &&
+           String(path_strings_[id], path, cache);
+  };
+  GoAnswer::Frame& innermost = next_frame();
+  if (!file(row.file, &innermost.file)) return false;
+  innermost.line = row.line;
+  if (!inlines) {
+    // Lookup without inlines: the function itself, at the innermost frame's place.
+    innermost.function = out->name;
+    innermost.inlined = false;
+    out->found = true;
+    return true;
+  }
+  if (!String(context.name, &innermost.function, cache)) return false;
+  innermost.inlined = (context.flags & kGoFrameInlined) != 0;
+  // Outward; a caller's record comes before its callee's, so the walk ends.
+  for (uint32_t id = context.outer, callee = kNoGoFrame; id != kNoGoFrame;
+       callee = id, id = go_frames_[callee].outer) {
+    if (id >= go_frames_.size() || (callee != kNoGoFrame && id >= callee) ||
+        !Verified(go_frames_[id])) {
+      return false;
+    }
+    const GoFrameRecord& record = go_frames_[id];
+    GoAnswer::Frame& frame = next_frame();
+    if (!file(record.file, &frame.file) || !String(record.function, &frame.function, cache)) {
+      return false;
+    }
+    frame.line = record.line;
+    frame.inlined = (record.flags & kGoFrameInlined) != 0;
+  }
+  out->found = true;
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "elf/go_pclntab.h"
 #include "index/index_format.h"
 #include "index/index_options.h"
 #include "index/name_memo.h"
@@ -32,6 +33,24 @@
 #include "stacksym/result.h"
 
 namespace stacksym::index {
+
+// The Go pclntab's answer for an address as an index keeps it (SymbolIndex::AnswerGo): what
+// elf::GoPclntab::Lookup gives, its strings held here. Reused from answer to answer: the
+// first frame_count frames are this answer's, the rest storage for the next ones.
+struct GoAnswer {
+  struct Frame {
+    std::string function, file;
+    uint32_t line = 0;
+    bool inlined = false;
+  };
+  bool found = false;  // false: no function there
+  uint64_t entry = 0, end = 0;
+  std::string name;
+  std::vector<Frame> frames;  // innermost first
+  size_t frame_count = 0;
+  // The answer in Lookup's terms: views into this object.
+  void Views(elf::GoFunction* function, std::vector<elf::GoFrame>* views) const;
+};
 
 class SymbolIndex {
   struct StringCache;  // decompressed string blocks and a zstd context (symbol_index.cc)
@@ -82,6 +101,15 @@ class SymbolIndex {
                      std::vector<SourceFrame>* spare, Reader* reader = nullptr) const;
   // Null when zstd cannot allocate a context.
   std::unique_ptr<Reader> NewReader() const;
+
+  // Whether the index holds the Go pclntab's answers (the binary has a readable table): they
+  // are then asked here (AnswerGo), not from the binary.
+  bool has_go_answers() const { return (header_->flags & kGoAnswers) != 0; }
+  // The Go pclntab's answer for `vaddr`, as elf::GoPclntab::Lookup(vaddr, inlines) gives it
+  // (ElfSymbolizer asks it where the symbol table and DWARF — Answer — give no frames): true
+  // with `out` filled, out->found false where no function covers `vaddr`; false when a record
+  // is inconsistent or damaged. `reader` as for AnswerReusing.
+  bool AnswerGo(uint64_t vaddr, bool inlines, GoAnswer* out, Reader* reader = nullptr) const;
 
   // Unmaps from this process the pages lookups have read so far (they stay in the page cache
   // and come back on the next read): a batch calls it now and then, so that its resident size
@@ -212,6 +240,9 @@ class SymbolIndex {
     uint16_t file = 0;
     uint32_t discriminator = 0;
   };
+  // The innermost node (-1: none) of `unit`'s function segments at `vaddr`; false when the
+  // unit's records or bytes are inconsistent.
+  bool FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node) const;
   // A unit's function segment blocks: false when its record points outside them.
   bool SegmentBlocks(const UnitRecord& unit,
                      std::span<const FunctionSegmentBlockRecord>* blocks) const;
@@ -253,6 +284,10 @@ class SymbolIndex {
   std::span<const LineTableRecord> line_tables_;
   std::span<const RowBlockRecord> row_blocks_;
   std::span<const uint8_t> row_bytes_;
+  std::span<const UnitRecord> go_unit_;  // one, or none
+  std::span<const GoContextRecord> go_contexts_;
+  std::span<const GoFunctionRecord> go_functions_;
+  std::span<const GoFrameRecord> go_frames_;
   std::span<const uint32_t> paths_;
   std::span<const StrRef> path_strings_;
   // Chunk checksums: chunk k is bytes_ [k * kChunkSize, (k + 1) * kChunkSize) clipped to

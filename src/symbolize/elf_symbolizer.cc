@@ -209,7 +209,6 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     if (NamesNoSection(out, kind)) SymbolizeAnywhere(out);
     return out;
   }
-  LoadGoPclntab();
   if (UseIndex() && AnswerFromIndex(out.vaddr, symbolize::ToAnswerOptions(options_), out)) {
     // One address at a time: saved once a few hundred names wait, not for every new one.
     index::SaveNameMemo(*index_, /*at_least=*/256);
@@ -220,6 +219,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
     return out;
   }
   LoadDebugInfo();
+  LoadGoPclntab();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), out);
   FillFromGo(out);
@@ -305,24 +305,13 @@ void ElfSymbolizer::LoadGoPclntab() {
   if (table && *table) go_pclntab_ = std::move(**table);
 }
 
-bool ElfSymbolizer::AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& options,
-                                    SymbolizedAddress& out) {
-  if (!index_->Answer(vaddr, options, out)) return false;
-  FillFromGo(out);
-  return true;
-}
+namespace {
 
-void ElfSymbolizer::FillFromGo(SymbolizedAddress& out) const {
-  // After the symbol table and DWARF (or the index, which holds what they say): DWARF's frames
-  // stay; Go's table names what they leave without frames.
-  if (!go_pclntab_ || !out.frames.empty()) return;
-  std::vector<elf::GoFrame> frames;
-  elf::GoFunction function;
-  const bool lines = options_.use_debug_info;
-  if (!go_pclntab_->Lookup(out.vaddr, lines && options_.inlines, &frames, &function) ||
-      function.name.empty()) {
-    return;
-  }
+// Go's answer for an address merged into what the symbol table and DWARF (or the index's copy
+// of them) said, where they gave no frames: the one merge, whether the answer comes from the
+// pclntab or from an index's copy of its answers. `lines`: file:line frames wanted.
+void MergeGoAnswer(const elf::GoFunction& function, std::span<const elf::GoFrame> frames,
+                   bool lines, bool linkage_names, SymbolizedAddress& out) {
   // A symbol that does not start at the function (a sizeless one before it, in a cgo binary's
   // .dynsym) names it worse than Go's table.
   if (out.symbol.empty() || out.symbol_address != function.entry) {
@@ -345,10 +334,70 @@ void ElfSymbolizer::FillFromGo(SymbolizedAddress& out) const {
       f.inlined = frame.inlined;
     }
   }
-  if (!options_.linkage_names) {
+  if (!linkage_names) {
     out.raw_symbol.clear();
     for (SourceFrame& frame : out.frames) frame.raw_function.clear();
   }
+}
+
+// Go's answer after the index's (Answer, AnswerReusing) answer of the symbol table and DWARF:
+// from the index's copy of the pclntab's answers when it holds them, else from the binary's
+// table (`from_table`: ElfSymbolizer::FillFromGo). False when the copy is damaged (the
+// address then goes to the direct path).
+template <class FromTable>
+bool FillGoAfterIndex(const index::SymbolIndex& index, const SymbolizeOptions& options,
+                      index::SymbolIndex::Reader* reader, index::GoAnswer* go,
+                      SymbolizedAddress& out, const FromTable& from_table) {
+  if (!index.has_go_answers()) {
+    from_table(out);
+    return true;
+  }
+  if (!out.frames.empty()) return true;
+  if (!index.AnswerGo(out.vaddr, options.inlines, go, reader)) return false;
+  if (!go->found || go->name.empty()) return true;
+  elf::GoFunction function;
+  std::vector<elf::GoFrame> frames;
+  go->Views(&function, &frames);
+  // An index is used only with debug info on (UseIndex): file:line frames wanted.
+  MergeGoAnswer(function, frames, /*lines=*/true, options.linkage_names, out);
+  return true;
+}
+
+}  // namespace
+
+bool ElfSymbolizer::AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& options,
+                                    SymbolizedAddress& out) {
+  if (!index_->has_go_answers()) LoadGoPclntab();  // else the index holds them
+  SymbolizedAddress answer;
+  answer.vaddr = vaddr;
+  if (!index_->Answer(vaddr, options, answer)) return false;
+  index::GoAnswer go;
+  if (!FillGoAfterIndex(*index_, options_, nullptr, &go, answer,
+                        [this](SymbolizedAddress& a) { FillFromGo(a); })) {
+    return false;
+  }
+  out.reason = answer.reason;
+  out.symbol = std::move(answer.symbol);
+  out.raw_symbol = std::move(answer.raw_symbol);
+  out.symbol_address = answer.symbol_address;
+  out.symbol_size = answer.symbol_size;
+  out.offset = answer.offset;
+  out.frames = std::move(answer.frames);
+  return true;
+}
+
+void ElfSymbolizer::FillFromGo(SymbolizedAddress& out) const {
+  // After the symbol table and DWARF (or the index, which holds what they say): DWARF's frames
+  // stay; Go's table names what they leave without frames.
+  if (!go_pclntab_ || !out.frames.empty()) return;
+  std::vector<elf::GoFrame> frames;
+  elf::GoFunction function;
+  const bool lines = options_.use_debug_info;
+  if (!go_pclntab_->Lookup(out.vaddr, lines && options_.inlines, &frames, &function) ||
+      function.name.empty()) {
+    return;
+  }
+  MergeGoAnswer(function, frames, lines, options_.linkage_names, out);
 }
 
 const SymbolTable* ElfSymbolizer::plt_symbols() const {
@@ -399,7 +448,6 @@ void ElfSymbolizer::FillFromSymbolTable(const SymbolTable* fallback, const Symbo
 std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uint64_t> addresses,
                                                              AddressKind kind) {
   std::vector<SymbolizedAddress> out(addresses.size());
-  LoadGoPclntab();  // before the threads below share it
   std::vector<uint64_t> vaddrs;
   std::vector<uint32_t> positions;  // of vaddrs[i] in `out`
   vaddrs.reserve(addresses.size());
@@ -452,6 +500,7 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
   }
   // DWARF: the units the batch needs are parsed, and their addresses answered, on every core.
   LoadDebugInfo();
+  LoadGoPclntab();  // before the threads below share it
   for (uint32_t i : anywhere) SymbolizeAnywhere(out[i]);
   if (debug_info_) {
     debug_info_->LookupBatch(
@@ -504,7 +553,8 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
     }
   }
   std::sort(order.begin(), order.end());
-  LoadGoPclntab();  // before the threads below share it
+  // The threads below share it (unless the index holds its answers).
+  if (!index_->has_go_answers()) LoadGoPclntab();
   // A thread is worth starting for a few hundred lookups (each takes microseconds).
   constexpr size_t kLookupsPerThread = 512;
   unsigned threads = std::min(std::max(workers, 1u),
@@ -520,6 +570,7 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
     SymbolizedAddress answer;
     answer.module = elf_->path();
     std::vector<SourceFrame> spare;  // frames (and their strings' storage) for the next answers
+    index::GoAnswer go;              // likewise for Go's answers
     constexpr size_t kReleaseEvery = 1024;  // answers; see SymbolIndex::ReleasePages
     size_t done = 0;
     for (auto [begin, end] = runs.Next(t); begin < end; std::tie(begin, end) = runs.Next(t)) {
@@ -527,8 +578,9 @@ void ElfSymbolizer::SymbolizeEachConcurrently(
         auto [vaddr, position] = order[i];
         answer.input = addresses[position];
         answer.vaddr = vaddr;
-        if (index_->AnswerReusing(vaddr, answer_options, answer, &spare, reader.get())) {
-          FillFromGo(answer);
+        if (index_->AnswerReusing(vaddr, answer_options, answer, &spare, reader.get()) &&
+            FillGoAfterIndex(*index_, options_, reader.get(), &go, answer,
+                             [this](SymbolizedAddress& a) { FillFromGo(a); })) {
           sink(t, position, answer);
         } else {
           unanswered[t].push_back(position);

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -307,6 +308,56 @@ TEST_P(CraftedPclntab, DamagedTablesNeverReadOutside) {
     if (std::unique_ptr<GoPclntab> table = flipped.Parse()) {
       for (uint64_t pc : {0x1000, 0x1024, 0x1150}) table->Lookup(pc, true, &frames, &function);
       for (size_t i = 0; i < table->function_count() && i < 4; ++i) table->FunctionAt(i);
+    }
+  }
+}
+
+// One Lookup's whole answer, as text ("-": none).
+std::string AnswerAt(const GoPclntab& table, uint64_t pc, GoPclntab::LookupMemo* memo) {
+  std::vector<GoFrame> frames;
+  GoFunction function;
+  if (!table.Lookup(pc, true, &frames, &function, memo)) return "-";
+  std::string out = std::to_string(function.entry) + "-" + std::to_string(function.end) + " " +
+                    std::string(function.name);
+  for (const GoFrame& f : frames) {
+    out += " | " + std::string(f.function) + " " + std::string(f.file) + ":" +
+           std::to_string(f.line) + (f.inlined ? " inlined" : "");
+  }
+  return out;
+}
+
+// What a symbol index relies on (src/index/): every pc answers as the start of the piece of
+// LookupBounds() holding it, asked in ascending order through a LookupMemo as the index build
+// asks — on the table, and on damaged ones (whose entries need not ascend).
+void ExpectPiecesAnswerAlike(const GoPclntab& table, const std::string& what) {
+  const std::vector<uint64_t> bounds = table.LookupBounds();
+  ASSERT_TRUE(std::is_sorted(bounds.begin(), bounds.end())) << what;
+  ASSERT_EQ(std::adjacent_find(bounds.begin(), bounds.end()), bounds.end()) << what;
+  GoPclntab::LookupMemo memo;
+  for (uint64_t pc = 0xf00; pc < 0x1300; ++pc) {
+    auto after = std::upper_bound(bounds.begin(), bounds.end(), pc);
+    const uint64_t start = after == bounds.begin() ? 0 : *(after - 1);
+    const std::string expected = AnswerAt(table, start, nullptr);
+    ASSERT_EQ(AnswerAt(table, pc, nullptr), expected) << what << " at 0x" << std::hex << pc;
+    ASSERT_EQ(AnswerAt(table, pc, &memo), expected) << what << " at 0x" << std::hex << pc;
+  }
+}
+
+TEST_P(CraftedPclntab, EveryPcAnswersAsItsPieceOfLookupBounds) {
+  const Crafted whole = GetParam().build();
+  std::unique_ptr<GoPclntab> table = whole.Parse();
+  ASSERT_TRUE(table);
+  // The entries and the end, a line change, and the inline run where there is a tree.
+  EXPECT_GE(table->LookupBounds().size(), GetParam().inlines ? 5u : 4u);
+  ExpectPiecesAnswerAlike(*table, "the table");
+  std::mt19937 random(GetParam().version == GoPclntabVersion::k1_2 ? 3 : 4);
+  for (int round = 0; round < 200; ++round) {
+    Crafted flipped = whole;
+    std::vector<uint8_t>& bytes =
+        round % 3 == 0 && !flipped.tree.empty() ? flipped.tree : flipped.table;
+    for (int k = 0; k < 2; ++k) bytes[random() % bytes.size()] ^= 1u << (random() % 8);
+    if (std::unique_ptr<GoPclntab> damaged = flipped.Parse()) {
+      ExpectPiecesAnswerAlike(*damaged, "round " + std::to_string(round));
     }
   }
 }
