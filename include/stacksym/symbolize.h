@@ -204,6 +204,9 @@ class ElfSymbolizer {
   // `fallback` and `plt` name, in that order, what the binary's table and DWARF do not.
   void FillFromSymbolTable(const SymbolTable* fallback, const SymbolTable* absolute,
                            const SymbolTable* plt, SymbolizedAddress& out);
+  // A function only DWARF names (no symbol covers it): its start, size and +offset from the
+  // run of its code (dwarf/function_run.h), as the index answers them.
+  void FillFromFunctionRun(SymbolizedAddress& out);
   // Go's pclntab (elf/go_pclntab.h), found once: names, file:line and inline chains of Go
   // code where the symbol table and DWARF leave an address unanswered (a binary built with
   // -ldflags='-s -w'), on the direct path, and on the index's when the index does not hold

@@ -142,6 +142,18 @@ std::optional<std::string_view> DebugInfoSource::EmbeddedSource(uint64_t vaddr) 
   return state->line->FileSource(row->file);
 }
 
+dwarf::FunctionRun DebugInfoSource::OutermostRun(uint64_t vaddr) {
+  dwarf::UnitState* state = units_->UnitFor(vaddr);
+  if (state == nullptr) return {};
+  // A table built for some addresses (LookupBatch) leaves out the inlined code they are not
+  // in, which would cut the run short: the run is found in the whole unit's table.
+  if (state->functions.coverage() != dwarf::FunctionTable::Coverage::kFull &&
+      !units_->CompleteUnit(*state)) {
+    return {};
+  }
+  return state->functions.OutermostRun(vaddr);
+}
+
 void DebugInfoSource::LookupLocals(uint64_t vaddr, std::vector<FrameLocal>* out) {
   dwarf::UnitState* state = units_->UnitFor(vaddr);
   if (state == nullptr || state->function_file == nullptr) return;

@@ -74,6 +74,9 @@ class DebugInfoSource {
   // covers no function and no line for vaddr. A frame whose function DWARF does not name
   // (line-table-only units) has an empty function.
   bool Lookup(uint64_t vaddr, std::vector<SourceFrame>* frames);
+  // Where the out-of-line function around vaddr starts and ends (dwarf::OutermostRun): the
+  // start and size of a function that only DWARF names, as a symbol would give them.
+  dwarf::FunctionRun OutermostRun(uint64_t vaddr);
 
   // Lookup() of every address, on `threads` threads (0: one per CPU): each unit's tables are
   // built for just the addresses that fall in it, and those addresses are answered by the

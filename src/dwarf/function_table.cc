@@ -325,4 +325,29 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
   return {};
 }
 
+FunctionRun FunctionTable::OutermostRun(uint64_t address) const {
+  FunctionRun run;
+  auto [lo, hi] = index_.Candidates(address);
+  std::span<const AddressSegment> candidates = std::span(segments_).subspan(lo, hi - lo);
+  // The last candidate starting at or before the address, as FindSegment finds it.
+  auto after = std::upper_bound(candidates.begin(), candidates.end(), address,
+                                [](uint64_t a, const AddressSegment& s) { return a < s.start; });
+  if (after == candidates.begin()) return run;
+  const size_t found = lo + static_cast<size_t>(after - candidates.begin()) - 1;
+  auto at = [&](size_t i, uint64_t* start, int32_t* id) {
+    *start = segments_[i].start;
+    *id = segments_[i].id;
+    return true;
+  };
+  auto outer = [&](int32_t id) {
+    for (size_t guard = 0; id >= 0 && nodes_[static_cast<size_t>(id)].inlined; ++guard) {
+      if (guard == 4096) return kNoId - 1;
+      id = nodes_[static_cast<size_t>(id)].parent;
+    }
+    return id;
+  };
+  dwarf::OutermostRun(found, segments_.size(), at, outer, &run);
+  return run;
+}
+
 }  // namespace stacksym::dwarf

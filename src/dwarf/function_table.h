@@ -22,6 +22,7 @@
 
 #include "dwarf/address_range.h"
 #include "dwarf/dwarf_file.h"
+#include "dwarf/function_run.h"
 #include "stacksym/result.h"
 
 namespace stacksym::dwarf {
@@ -78,6 +79,9 @@ class FunctionTable {
   int32_t Find(uint64_t address) const { return FindSegment(segments_, index_, address); }
   std::span<const FunctionNode> nodes() const { return nodes_; }
   std::span<const AddressSegment> segments() const { return segments_; }
+  // The code of the out-of-line function around `address` (OutermostRun's one rule): where a
+  // function only DWARF names starts and ends, as a symbol would say.
+  FunctionRun OutermostRun(uint64_t address) const;
   size_t memory_bytes() const {
     return nodes_.capacity() * sizeof(FunctionNode) +
            segments_.capacity() * sizeof(AddressSegment) + index_.memory_bytes();

@@ -722,6 +722,69 @@ bool SymbolIndex::FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node
                                           });
 }
 
+bool SymbolIndex::OutermostRun(uint64_t vaddr, dwarf::FunctionRun* run) const {
+  *run = {};
+  const int32_t unit_id = FindSegmentRecord(unit_segments_, vaddr);
+  if (unit_id < 0) return true;
+  if (static_cast<uint32_t>(unit_id) >= units_.size()) return false;
+  const UnitRecord& unit = units_[static_cast<size_t>(unit_id)];
+  if (unit.ok == 0 || vaddr < unit.segment_base) return true;
+  std::span<const FunctionSegmentBlockRecord> blocks;
+  UnitNodes nodes;
+  if (!SegmentBlocks(unit, &blocks) || !NodesOf(unit, &nodes)) return false;
+  // Segments are read a block at a time: the last block decoded is kept.
+  struct Segment {
+    uint64_t start;
+    int32_t node;
+  };
+  Segment decoded[kSegmentsPerBlock];
+  size_t decoded_block = SIZE_MAX, decoded_count = 0;
+  auto decode = [&](size_t block) {
+    if (block == decoded_block) return true;
+    decoded_count = 0;
+    decoded_block = SIZE_MAX;
+    if (!DecodeSegmentBlock(blocks, block, unit.segment_count, [&](uint64_t start, int32_t n) {
+          decoded[decoded_count++] = {start, n};
+          return decoded_count < kSegmentsPerBlock;
+        })) {
+      return false;
+    }
+    decoded_block = block;
+    return true;
+  };
+  auto at = [&](size_t i, uint64_t* start, int32_t* node) {
+    if (!decode(i / kSegmentsPerBlock) || i % kSegmentsPerBlock >= decoded_count) return false;
+    *start = unit.segment_base + decoded[i % kSegmentsPerBlock].start;
+    *node = decoded[i % kSegmentsPerBlock].node;
+    return *node >= -1 && (*node < 0 || static_cast<size_t>(*node) < nodes.size());
+  };
+  // A node's out-of-line function; parents come before their children (LookupFrames).
+  auto outer = [&](int32_t n) {
+    while (n >= 0) {
+      if (!Verified(nodes.RecordBytes(static_cast<size_t>(n)))) return dwarf::kNoId - 1;
+      if (!nodes.Inlined(static_cast<size_t>(n))) return n;
+      const int32_t parent = nodes.Get(static_cast<size_t>(n)).parent;
+      if (parent >= n) return dwarf::kNoId - 1;
+      n = parent;
+    }
+    return n;
+  };
+  const uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
+  size_t after = 0;
+  if (!VerifiedUpperBound(
+          blocks, offset,
+          [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
+          &after)) {
+    return false;
+  }
+  if (after == 0) return true;
+  const size_t block = after - 1;
+  if (!decode(block)) return false;
+  size_t found = block * kSegmentsPerBlock;
+  for (size_t k = 1; k < decoded_count && decoded[k].start <= offset; ++k) ++found;
+  return dwarf::OutermostRun(found, unit.segment_count, at, outer, run);
+}
+
 // Mirrors DebugInfoSource::LookupInUnit over the persisted tables.
 bool SymbolIndex::LookupFrames(uint64_t vaddr, const AnswerOptions& options, bool name_outermost,
                                std::vector<SourceFrame>* frames, std::vector<SourceFrame>* spare,
@@ -898,6 +961,15 @@ bool SymbolIndex::AnswerReusing(uint64_t vaddr, const AnswerOptions& options,
       outermost.function = out.symbol;
       outermost.raw_function = out.raw_symbol;
     }
+  }
+  if (symbol == nullptr && !out.frames.empty()) {
+    // Mirrors ElfSymbolizer::FillFromFunctionRun: a function only DWARF names.
+    dwarf::FunctionRun run;
+    if (!OutermostRun(vaddr, &run)) {
+      RecycleFrames(&out.frames, spare);
+      return false;
+    }
+    dwarf::NameFromRun(run, vaddr, &out);
   }
   if (symbol == nullptr && out.frames.empty()) {
     out.reason = (header_->flags & kSymbolTableEmpty) != 0 ? Reason::kNoSymbols : Reason::kNoSymbol;

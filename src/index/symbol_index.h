@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "dwarf/function_run.h"
 #include "elf/go_pclntab.h"
 #include "index/index_format.h"
 #include "index/index_options.h"
@@ -243,6 +244,9 @@ class SymbolIndex {
   // The innermost node (-1: none) of `unit`'s function segments at `vaddr`; false when the
   // unit's records or bytes are inconsistent.
   bool FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node) const;
+  // The code of the out-of-line function around `vaddr` (dwarf::OutermostRun's one rule, over
+  // the persisted segments): false when the records or bytes are inconsistent.
+  bool OutermostRun(uint64_t vaddr, dwarf::FunctionRun* run) const;
   // A unit's function segment blocks: false when its record points outside them.
   bool SegmentBlocks(const UnitRecord& unit,
                      std::span<const FunctionSegmentBlockRecord>* blocks) const;

@@ -8,6 +8,7 @@
 #include "base/parallel.h"
 #include "base/run_sharing.h"
 #include "dwarf/debug_info_source.h"
+#include "dwarf/function_run.h"
 #include "elf/go_pclntab.h"
 #include "elf/object_layout.h"
 #include "elf/symbol_choice.h"
@@ -196,6 +197,7 @@ void ElfSymbolizer::SymbolizeAnywhere(SymbolizedAddress& out) {
     answer.vaddr = place;
     if (debug_info_ && !debug_info_->Lookup(place, &answer.frames)) answer.frames.clear();
     FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), answer);
+    FillFromFunctionRun(answer);
     if (answer.frames.empty() && answer.symbol.empty()) continue;
     ToSectionOffsets(answer);
     out = std::move(answer);
@@ -222,6 +224,7 @@ SymbolizedAddress ElfSymbolizer::Symbolize(uint64_t address, AddressKind kind) {
   LoadGoPclntab();
   if (debug_info_ && !debug_info_->Lookup(out.vaddr, &out.frames)) out.frames.clear();
   FillFromSymbolTable(fallback_symbols(), absolute_symbols(), plt_symbols(), out);
+  FillFromFunctionRun(out);
   FillFromGo(out);
   ToSectionOffsets(out);
   return out;
@@ -386,6 +389,13 @@ bool ElfSymbolizer::AnswerFromIndex(uint64_t vaddr, const index::AnswerOptions& 
   return true;
 }
 
+void ElfSymbolizer::FillFromFunctionRun(SymbolizedAddress& out) {
+  // After the symbol table, which names what it covers: a function only DWARF names gets the
+  // start, size and +offset of its code's run, as the index answers them.
+  if (!out.symbol.empty() || out.frames.empty() || !debug_info_) return;
+  dwarf::NameFromRun(debug_info_->OutermostRun(out.vaddr), out.vaddr, &out);
+}
+
 void ElfSymbolizer::FillFromGo(SymbolizedAddress& out) const {
   // After the symbol table and DWARF (or the index, which holds what they say): DWARF's frames
   // stay; Go's table names what they leave without frames.
@@ -517,9 +527,13 @@ std::vector<SymbolizedAddress> ElfSymbolizer::SymbolizeBatch(std::span<const uin
     for (size_t k = t; k < positions.size(); k += threads) {
       FillFromSymbolTable(fallback, absolute, plt, out[positions[k]]);
       FillFromGo(out[positions[k]]);
-      ToSectionOffsets(out[positions[k]]);
     }
   });
+  // The DWARF tables are one thread's at a time; the functions only they name are few.
+  for (uint32_t position : positions) {
+    FillFromFunctionRun(out[position]);
+    ToSectionOffsets(out[position]);
+  }
   return out;
 }
 

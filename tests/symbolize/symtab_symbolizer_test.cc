@@ -232,7 +232,12 @@ TEST(SymtabSymbolizer, StrippedBinaryNamesWhatDwarfDoesNotFromItsDebugFile) {
   SymbolizedAddress m = (*symbolizer)->Symbolize(main_fn->address, AddressKind::kVirtual);
   ASSERT_FALSE(m.frames.empty()) << "main has DWARF";
   EXPECT_EQ(m.frames.back().function, "main");
-  EXPECT_EQ(m.symbol, "") << "a DWARF-named function is not renamed from the debug file";
+  // A function DWARF names keeps DWARF's name (not renamed from the debug file's .symtab),
+  // with the start and size of its code (dwarf/function_run.h), which are the symbol's.
+  EXPECT_EQ(m.symbol, "main");
+  EXPECT_EQ(m.symbol_address, main_fn->address);
+  EXPECT_EQ(m.symbol_size, main_fn->size);
+  EXPECT_EQ(m.offset, 0u);
 
   options.symbols_from_debug_file = false;
   auto llvm_like = ElfSymbolizer::Open(binary, options);
