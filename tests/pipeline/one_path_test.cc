@@ -14,7 +14,10 @@
 // tree; (h) stripped with MiniDebugInfo only (.gnu_debugdata, made as Fedora makes it): the
 // program's functions named from the xz-compressed .symtab, with no debug file anywhere;
 // (i) a Go program stripped as Go services ship (-ldflags='-s -w'), named from its .gopclntab
-// alone (built at test time with golang-go, with a GNU build ID note so the server finds it).
+// alone (built at test time with golang-go, with a GNU build ID note so the server finds it);
+// (j) JIT code: the unstripped program also runs code it wrote into anonymous memory, named
+// only by the perf map it writes (/tmp/perf-PID.map), read by record as the recording ends and
+// by symbolize-profile --perf-map-dir on both its paths.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,7 +60,8 @@ enum class Layout {
   kSplit,
   kEuStrip,
   kMiniDebugInfo,
-  kGoStripped
+  kGoStripped,
+  kPerfMap
 };
 
 struct Case {
@@ -126,6 +130,7 @@ class OnePathTest : public ::testing::TestWithParam<Case> {
       case Layout::kDwz:
       case Layout::kSplit:
       case Layout::kGoStripped:
+      case Layout::kPerfMap:
         Shell("cp " + fixture + " " + binary_);
         break;
       case Layout::kBuildIdDir:
@@ -201,6 +206,23 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
     GTEST_SKIP() << "needs xz (package xz-utils)";
   }
   const bool go = GetParam().layout == Layout::kGoStripped;
+  const bool jit = GetParam().layout == Layout::kPerfMap;
+#if !defined(__x86_64__)
+  if (jit) GTEST_SKIP() << "the JIT program writes x86-64 code";
+#endif
+  // The program's perf maps are removed at the end (only its own: other tests write theirs).
+  struct PerfMapsRemoved {
+    ~PerfMapsRemoved() {
+      for (const auto& entry : fs::directory_iterator("/tmp")) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("perf-") && name.ends_with(".map") &&
+            ReadFile(entry.path().string()).find("jit_spin_loop") != std::string::npos) {
+          std::error_code ec;
+          fs::remove(entry.path(), ec);
+        }
+      }
+    }
+  } perf_maps_removed;
   if (go && !testing::GoBuilds::Get().have_go()) {
     GTEST_SKIP() << "needs Go (Debian package golang-go)";
   }
@@ -250,14 +272,18 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
 
   std::string common = "symbolize-profile --kallsyms /proc/kallsyms " +
                        std::string(debuginfod ? "" : "--no-debuginfod ") + work_ + "/raw.pb.gz ";
+  // (After the positional arguments: the option takes several values.)
+  const std::string jit_flags = jit ? " --perf-map-dir /tmp" : "";
   for (const char* ext : {".folded", ".pb.gz"}) {
     SCOPED_TRACE(ext);
     std::string local = work_ + "/local" + ext;
     std::string remote = work_ + "/remote" + ext;
-    std::string local_out =
-        Stacksym(common + local + " --cache-dir " + work_ + "/local-cache" + local_flags_, &code);
+    std::string local_out = Stacksym(
+        common + local + " --cache-dir " + work_ + "/local-cache" + local_flags_ + jit_flags,
+        &code);
     ASSERT_EQ(code, 0) << local_out;
-    std::string remote_out = Stacksym(common + remote + " --no-cache --server " + url, &code);
+    std::string remote_out =
+        Stacksym(common + remote + " --no-cache --server " + url + jit_flags, &code);
     ASSERT_EQ(code, 0) << remote_out;
     // Not vacuous: the server named the program's frames.
     EXPECT_NE(remote_out.find("frames named by the server"), std::string::npos) << remote_out;
@@ -272,7 +298,9 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
   // Every function of the program named, on both paths and by record; kernel frames named.
   std::set<std::string> frames = FoldedFrames(ReadFile(work_ + "/local.folded"));
   std::set<std::string> by_record = FoldedFrames(ReadFile(work_ + "/record.folded"));
-  for (const std::string& function : go ? kGoProgramFunctions : kProgramFunctions) {
+  std::vector<std::string> functions = go ? kGoProgramFunctions : kProgramFunctions;
+  if (jit) functions.push_back("jit_spin_loop");
+  for (const std::string& function : functions) {
     EXPECT_TRUE(frames.count(function)) << function << " not named by symbolize-profile";
     EXPECT_TRUE(by_record.count(function)) << function << " not named by record\n" << recorded;
   }
@@ -298,7 +326,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{Layout::kSplit, "split_dwarf", "matrix_split"},
                       Case{Layout::kEuStrip, "eu_strip", "matrix_eustrip"},
                       Case{Layout::kMiniDebugInfo, "minidebuginfo", "matrix_minidebuginfo"},
-                      Case{Layout::kGoStripped, "go_stripped", ""}),
+                      Case{Layout::kGoStripped, "go_stripped", ""},
+                      Case{Layout::kPerfMap, "perf_map", "matrix_perfmap"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
