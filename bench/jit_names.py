@@ -64,7 +64,7 @@ def main():
         frames += count * len(user)
         named += count * sum(1 for f in user if not unnamed(f))
     pct = lambda a, b: f"{100.0 * a / b:5.1f} %" if b else "    -"
-    print(f"{samples:6d} samples  {pct(jit, samples)} name a JIT function  "
+    print(f"{samples:6d} samples  {pct(jit, samples)} name a program function  "
           f"{pct(leaf_named, samples)} leaf named  {pct(named, frames)} of frames named")
 
 
