@@ -83,6 +83,10 @@ Result<void> Resolve(Options& o) {
     o.agent.symbolize_options = std::move(*symbolize);
     // A long-lived process keeps no DWARF beside an index it built (hundreds of MB).
     o.agent.symbolize_options.symbolize.keep_dwarf_after_index_build = false;
+    // One thread: an agent's symbolization (and the index builds of new binaries) runs beside
+    // the host's work, not on all its cores at once, and each thread's working set of a build
+    // is memory the agent would hold at its peak.
+    o.agent.symbolize_options.symbolize.threads = 1;
   }
   for (auto [given, out] : {std::pair{&o.otlp_headers, &o.agent.otlp_headers},
                             std::pair{&o.pyroscope_headers, &o.agent.pyroscope_headers}}) {

@@ -170,6 +170,12 @@ std::shared_ptr<PythonBinary> PythonProcesses::BinaryOf(uint32_t pid, const std:
                                                         uint64_t inode) {
   std::string file_key = path + "\n" + std::to_string(inode);
   if (auto it = files_.find(file_key); it != files_.end()) return it->second;
+  // A host that builds and runs new programs all day brings new files without end: past the
+  // bound, what was learnt of those that are not CPython is forgotten (looked at again if
+  // they run again).
+  if (files_.size() >= kMaxFiles) {
+    std::erase_if(files_, [](const auto& entry) { return !entry.second->interpreter; });
+  }
   auto binary = std::make_shared<PythonBinary>();
   binary->path = path;
   files_[file_key] = binary;
@@ -189,6 +195,8 @@ std::shared_ptr<PythonBinary> PythonProcesses::BinaryOf(uint32_t pid, const std:
       std::string_view names(reinterpret_cast<const char*>(dynstr->data()), dynstr->size());
       binary->needs_libpython = names.find("libpython") != std::string_view::npos;
     }
+    // Every program a host runs comes here once: only what it was is kept, not the file.
+    binary->elf.reset();
     return binary;
   }
   binary->interpreter = **interpreter;

@@ -135,6 +135,7 @@ class PythonProcesses {
   // Interpreter binaries by BinaryKey; every file examined by path and inode.
   std::unordered_map<std::string, std::shared_ptr<PythonBinary>> binaries_;
   std::unordered_map<std::string, std::shared_ptr<PythonBinary>> files_;
+  static constexpr size_t kMaxFiles = 4096;
   std::vector<std::shared_ptr<PythonBinary>> reading_dwarf_;
   uint64_t generation_ = 0;
   double last_sweep_ = 0;

@@ -67,7 +67,30 @@ std::vector<CodeRange> EvaluatorRanges(const ElfFile& elf) {
   return out;
 }
 
+namespace {
+
+// Whether a string table of the file (.dynstr, .strtab) holds `name` whole: a byte search, so
+// that the symbol table of every program a host runs is not built (and kept) just to learn
+// that it is not Python.
+bool NamesSymbol(const ElfFile& elf, std::string_view name) {
+  for (const char* section : {".dynstr", ".strtab"}) {
+    Result<std::span<const uint8_t>> bytes = elf.SectionData(section);
+    if (!bytes || bytes->empty()) continue;
+    std::string_view strings(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+    for (size_t at = strings.find(name); at != std::string_view::npos;
+         at = strings.find(name, at + 1)) {
+      const bool starts = at == 0 || strings[at - 1] == '\0';
+      const bool ends = at + name.size() == strings.size() || strings[at + name.size()] == '\0';
+      if (starts && ends) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<std::optional<Interpreter>> FindInterpreter(const ElfFile& elf) {
+  if (!NamesSymbol(elf, "_PyRuntime")) return std::optional<Interpreter>();
   const ElfSymbol* runtime = nullptr;
   const ElfSymbol* py_version = nullptr;
   Interpreter interp;
