@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "elf_builder.h"
+#include "stacksym/elf.h"
+
 namespace stacksym::elf {
 namespace {
 
@@ -53,20 +56,62 @@ const std::initializer_list<uint8_t> kLinesA = {22, 0x10, 4, 0xf0, 0x01, 0};
 const std::initializer_list<uint8_t> kLinesB = {42, 0x80, 0x02, 0};
 const std::initializer_list<uint8_t> kInlineIndex = {0, 0x20, 2, 0x10, 1, 0xd0, 0x01, 0};
 
+// The 1.2-magic tables with an inline tree (Go 1.9–1.15) add a second level: main.deep inlined
+// into main.inl at [0x1030, 0x1038) (line 33), called from main.inl's line 14 at entry+0x28.
+// Lines of main.a: 10, 12 from 0x1010, 14 from 0x1028, 33 from 0x1030, 12 from 0x1038.
+const std::initializer_list<uint8_t> kLinesDeep = {22, 0x10, 4,  0x18, 4,    0x08,
+                                                   38, 0x08, 41, 0xc8, 0x01, 0};
+// Node -1 before 0x1020, 0 (main.inl) to 0x1030, 1 (main.deep) to 0x1038, then -1.
+const std::initializer_list<uint8_t> kInlineIndexDeep = {0,    0x20, 2,    0x10, 2,
+                                                         0x08, 3,    0xc8, 0x01, 0};
+
 struct Crafted {
   std::vector<uint8_t> table;
   std::vector<uint8_t> tree;    // at kTreeVaddr
   std::vector<uint8_t> module;  // at kModuleVaddr
-  std::unique_ptr<GoPclntab> Parse() const {
+  uint32_t go_minor = 0;        // the release the binary would name
+  std::unique_ptr<GoPclntab> Parse() const { return ParseAs(go_minor); }
+  std::unique_ptr<GoPclntab> ParseAs(uint32_t minor) const {
     std::vector<GoSegment> image = {
         {kTableVaddr, table, false}, {kTreeVaddr, tree, false}, {kModuleVaddr, module, true}};
-    auto parsed = GoPclntab::Parse(table, kTableVaddr, image);
+    auto parsed = GoPclntab::Parse(table, kTableVaddr, image, minor);
     return parsed ? std::move(*parsed) : nullptr;
   }
 };
 
-// Go 1.2–1.15: one table, offsets from its start, pointer-sized entries.
-Crafted Build12() {
+// The inline tree of a 1.2-magic table, in the layout of Go 1.`go_minor`: node 0 main.inl
+// (called from main.a's line 10 at entry+8), node 1 main.deep (from main.inl's line 14 at
+// entry+0x28).
+std::vector<uint8_t> Tree12(uint32_t go_minor, uint64_t inl_name, uint64_t deep_name) {
+  Bytes tree;
+  struct Node {
+    int32_t parent;
+    uint64_t name;
+    uint32_t line;
+    uint32_t parent_pc;
+  };
+  for (const Node& n : {Node{-1, inl_name, 10, 0x8}, Node{0, deep_name, 14, 0x28}}) {
+    if (go_minor <= 11) {
+      tree.Put(static_cast<uint32_t>(n.parent), 4);
+      tree.Put(1, 4);  // file
+      tree.Put(n.line, 4);
+      tree.Put(n.name, 4);
+    } else {
+      tree.Put(static_cast<uint16_t>(n.parent), 2);
+      tree.Put(0, 2);  // funcID, padding
+      tree.Put(1, 4);  // file
+      tree.Put(n.line, 4);
+      tree.Put(n.name, 4);
+      tree.Put(n.parent_pc, 4);
+    }
+  }
+  return tree.v;
+}
+
+// Go 1.2–1.15: one table, offsets from its start, pointer-sized entries. go_minor 0: no inline
+// tree; 9–15: main.a has one in that release's layout (the top of go_pclntab.h).
+Crafted Build12(uint32_t go_minor = 0) {
+  const bool inlines = go_minor >= 9;
   Bytes t;
   t.Put(0xfffffffb, 4);
   t.Raw({0, 0, 1, 8});
@@ -80,6 +125,8 @@ Crafted Build12() {
   };
   size_t name_a = put_string("main.a");
   size_t name_b = put_string("main.b");
+  size_t name_inl = put_string("main.inl");
+  size_t name_deep = put_string("main.deep");
   size_t file = put_string(kFile);
   size_t filetab = t.size();
   t.Put(2, 4);  // file numbers start at 1
@@ -90,28 +137,45 @@ Crafted Build12() {
     return at;
   };
   size_t pcfile = put_table(kFileTable12);
-  size_t lines_a = put_table(kLinesA);
+  size_t lines_a = put_table(inlines ? kLinesDeep : kLinesA);
   size_t lines_b = put_table(kLinesB);
-  auto put_func = [&](uint64_t entry, size_t name, size_t lines) {
+  size_t inline_index = put_table(kInlineIndexDeep);
+  // PCDATA_InlTreeIndex and FUNCDATA_InlTree: 1 and 2 up to Go 1.12, 2 and 4 in 1.13–1.15.
+  const uint32_t pcdata_index = go_minor >= 13 ? 2 : 1;
+  const uint32_t funcdata_index = go_minor >= 13 ? 4 : 2;
+  auto put_func = [&](uint64_t entry, size_t name, size_t lines, bool tree) {
     while (t.size() % 8 != 0) t.Put(0, 1);
     size_t at = t.size();
     t.Put(entry, 8);
     t.Put(name, 4);
-    t.Put(0, 4 * 3);  // args, frame, pcsp
+    t.Put(0, 4 * 3);  // args, frame (deferreturn from 1.12), pcsp
     t.Put(pcfile, 4);
     t.Put(lines, 4);
-    t.Put(0, 4 * 2);  // npcdata, nfuncdata
+    t.Put(tree ? pcdata_index + 1 : 0, 4);  // npcdata
+    const uint8_t nfuncdata = tree ? static_cast<uint8_t>(funcdata_index + 1) : 0;
+    if (go_minor >= 12) {
+      t.Raw({0, 0, 0, nfuncdata});  // funcID, unused, nfuncdata uint8
+    } else {
+      t.Put(nfuncdata, 4);  // nfuncdata int32
+    }
+    if (!tree) return at;
+    for (uint32_t i = 0; i < pcdata_index; ++i) t.Put(0, 4);
+    t.Put(inline_index, 4);
+    while ((kTableVaddr + t.size()) % 8 != 0) t.Put(0, 1);  // funcdata are pointer-aligned
+    for (uint32_t i = 0; i < funcdata_index; ++i) t.Put(0, 8);
+    t.Put(kTreeVaddr, 8);
     return at;
   };
-  size_t func_a = put_func(0x1000, name_a, lines_a);
-  size_t func_b = put_func(0x1100, name_b, lines_b);
+  size_t func_a = put_func(0x1000, name_a, lines_a, inlines);
+  size_t func_b = put_func(0x1100, name_b, lines_b, false);
   t.Set(functab, 0x1000, 8);
   t.Set(functab + 8, func_a, 8);
   t.Set(functab + 16, 0x1100, 8);
   t.Set(functab + 24, func_b, 8);
   t.Set(functab + 32, 0x1200, 8);
   t.Set(functab + 40, filetab, 4);
-  return Crafted{t.v, {}, {}};
+  return Crafted{
+      t.v, inlines ? Tree12(go_minor, name_inl, name_deep) : std::vector<uint8_t>{}, {}, go_minor};
 }
 
 // Go 1.16 on: a header of sub-table offsets; 1.18 on, entries are uint32 offsets from the text
@@ -213,7 +277,7 @@ Crafted BuildModern(uint32_t magic) {
     module.Set(8 * 22, kTextStart, 8);
     module.Set(8 * gofunc_word, kTreeVaddr, 8);
   }
-  return Crafted{t.v, tree.v, module.v};
+  return Crafted{t.v, tree.v, module.v, 0};
 }
 
 struct Version {
@@ -224,7 +288,10 @@ struct Version {
 };
 
 const Version kVersions[] = {
-    {"1.2", Build12, GoPclntabVersion::k1_2, false},
+    {"1.2", [] { return Build12(); }, GoPclntabVersion::k1_2, false},
+    {"1.2_go1.9", [] { return Build12(9); }, GoPclntabVersion::k1_2, true},
+    {"1.2_go1.12", [] { return Build12(12); }, GoPclntabVersion::k1_2, true},
+    {"1.2_go1.13", [] { return Build12(13); }, GoPclntabVersion::k1_2, true},
     {"1.16", [] { return BuildModern(0xfffffffa); }, GoPclntabVersion::k1_16, true},
     {"1.18", [] { return BuildModern(0xfffffff0); }, GoPclntabVersion::k1_18, true},
     {"1.20", [] { return BuildModern(0xfffffff1); }, GoPclntabVersion::k1_20, true},
@@ -368,6 +435,218 @@ INSTANTIATE_TEST_SUITE_P(Headers, CraftedPclntab, ::testing::ValuesIn(kVersions)
                            for (char& c : name) c = c == '.' ? '_' : c;
                            return name;
                          });
+
+// A pc's frames as "function file:line" joined by " | ", an inlined frame marked "(i)".
+std::string Chain(const GoPclntab& table, uint64_t pc) {
+  std::vector<GoFrame> frames;
+  GoFunction function;
+  if (!table.Lookup(pc, true, &frames, &function)) return "-";
+  std::string out;
+  for (const GoFrame& f : frames) {
+    if (!out.empty()) out += " | ";
+    out += std::string(f.function) + " " + std::string(f.file) + ":" + std::to_string(f.line) +
+           (f.inlined ? "(i)" : "");
+  }
+  return out;
+}
+
+// The releases whose 1.2-magic tables carry inline trees, each in its layout: Go's chain,
+// innermost first, each caller at its call site (Go 1.9–1.11: the node's file:line; 1.12 on:
+// the line at the node's parentPc).
+class Crafted12 : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(Crafted12, InlineChainsAsGoPrintsThem) {
+  const Crafted crafted = Build12(GetParam());  // (the table reads its bytes)
+  std::unique_ptr<GoPclntab> table = crafted.Parse();
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->go_minor(), GetParam());
+  EXPECT_EQ(Chain(*table, 0x1034),
+            "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1037),
+            "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1020), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x102c), "main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1004), "main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1038), "main.a /src/a.go:12");
+  EXPECT_EQ(Chain(*table, 0x1150), "main.b /src/a.go:20");
+}
+
+// A release that is unknown, has no inline trees (before 1.9), writes another magic (1.16+)
+// or lays the record out otherwise: no inline frames, never a chain read in a wrong layout.
+TEST_P(Crafted12, OtherOrUnknownReleasesGiveNoInlineFrames) {
+  const Crafted crafted = Build12(GetParam());
+  const bool go19 = GetParam() <= 11;
+  for (uint32_t minor : {0u, 2u, 8u, 16u, 20u, 99u, go19 ? 12u : 11u, go19 ? 13u : 9u}) {
+    std::unique_ptr<GoPclntab> table = crafted.ParseAs(minor);
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33") << "as go1." << minor;
+    EXPECT_EQ(Chain(*table, 0x1024), "main.a /src/a.go:12") << "as go1." << minor;
+  }
+  // A record whose unused bytes are set is not the release's layout: none for it. (Its tail:
+  // after the entry and seven int32; main.a's record offset is the function table's second
+  // word.)
+  Crafted odd = crafted;
+  uint64_t record = 0;
+  std::memcpy(&record, odd.table.data() + 24, 8);
+  odd.table[record + 8 + 7 * 4 + 1] = 1;
+  std::unique_ptr<GoPclntab> table = odd.Parse();
+  ASSERT_TRUE(table);
+  EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33");
+}
+
+// Damaged trees stop the chain at the function, its place unknown; a missing node gives the
+// function alone. Nothing else.
+TEST_P(Crafted12, DamagedTreesStopClearly) {
+  const Crafted whole = Build12(GetParam());
+  const bool go19 = GetParam() <= 11;
+  const size_t node = go19 ? 16 : 20;
+  {  // node 1's parent is itself (a cycle) / its parentPc negative
+    Crafted c = whole;
+    if (go19) {
+      c.tree[node] = 1;
+    } else {
+      for (size_t i = 0; i < 4; ++i) c.tree[node + 16 + i] = 0xff;
+    }
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.deep /src/a.go:33(i) | main.a :0");
+    EXPECT_EQ(Chain(*table, 0x1024), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  }
+  if (go19) {  // node 0's parent after it: the chain stops past main.inl
+    Crafted c = whole;
+    c.tree[0] = 1;
+    c.tree[1] = c.tree[2] = c.tree[3] = 0;
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034),
+              "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a :0");
+  }
+  {  // the tree cut after node 0: no node 1
+    Crafted c = whole;
+    c.tree.resize(node);
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33");
+    EXPECT_EQ(Chain(*table, 0x1024), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  }
+  for (size_t size = 0; size < whole.tree.size(); ++size) {  // every cut: a chain or less
+    Crafted c = whole;
+    c.tree.resize(size);
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    const std::string chain = Chain(*table, 0x1034);
+    EXPECT_TRUE(chain == "main.a /src/a.go:33" ||
+                chain ==
+                    "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10")
+        << size << ": " << chain;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, Crafted12, ::testing::Values(9u, 10u, 11u, 12u, 13u, 14u, 15u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return "go1_" + std::to_string(info.param);
+                         });
+
+// An ELF file around a crafted 1.2-magic table: .text, .gopclntab, the inline tree and, as
+// `version` says, the release named in .go.buildinfo (up to Go 1.17: a pointer to the
+// runtime.buildVersion string; from 1.18 on: inline) or by the runtime.buildVersion symbol.
+enum class VersionIn { kNowhere, kBuildInfoPointer, kBuildInfoInline, kSymbol };
+
+std::vector<uint8_t> GoElf(const Crafted& crafted, VersionIn where, const std::string& version) {
+  using testing::BuilderSection;
+  testing::ElfBuilder b;
+  b.elf_type = ET_EXEC;
+  auto loaded = [&](BuilderSection section, uint32_t flags) {
+    const uint64_t vaddr = section.addr;
+    section.flags |= SHF_ALLOC;
+    uint32_t index = b.AddSection(std::move(section));
+    b.AddSegment({.type = PT_LOAD,
+                  .flags = flags,
+                  .section = static_cast<int>(index),
+                  .vaddr = vaddr,
+                  .align = 8});
+    return index;
+  };
+  loaded({.name = ".text",
+          .flags = SHF_EXECINSTR,
+          .addr = 0x1000,
+          .data = std::vector<uint8_t>(0x200, 0xcc)},
+         PF_R | PF_X);
+  loaded({.name = ".gopclntab", .addr = kTableVaddr, .data = crafted.table}, PF_R);
+  loaded({.name = ".rodata", .addr = kTreeVaddr, .data = crafted.tree}, PF_R);
+  // The version string's header {data, length} at 0x50000, its bytes at 0x50010.
+  constexpr uint64_t kDataVaddr = 0x50000;
+  Bytes data;
+  data.Put(kDataVaddr + 16, 8);
+  data.Put(version.size(), 8);
+  data.v.insert(data.v.end(), version.begin(), version.end());
+  uint32_t data_index = loaded(
+      {.name = ".data", .flags = SHF_WRITE, .addr = kDataVaddr, .data = data.v}, PF_R | PF_W);
+  if (where == VersionIn::kBuildInfoPointer || where == VersionIn::kBuildInfoInline) {
+    Bytes info;
+    info.v.assign({0xff, ' ', 'G', 'o', ' ', 'b', 'u', 'i', 'l', 'd', 'i', 'n', 'f', ':'});
+    info.Raw({8, where == VersionIn::kBuildInfoInline ? uint8_t{2} : uint8_t{0}});
+    if (where == VersionIn::kBuildInfoPointer) {
+      info.Put(kDataVaddr, 8);  // runtime.buildVersion
+      info.Put(0, 8);           // runtime.modinfo
+    } else {
+      info.Put(0, 16);
+      info.Put(version.size(), 1);  // a one-byte varint
+      info.v.insert(info.v.end(), version.begin(), version.end());
+    }
+    loaded({.name = ".go.buildinfo", .flags = SHF_WRITE, .addr = 0x60000, .data = info.v},
+           PF_R | PF_W);
+  }
+  if (where == VersionIn::kSymbol) {
+    testing::SymtabWriter symbols;
+    symbols.Add("runtime.buildVersion", kDataVaddr, 16, STT_OBJECT, STB_LOCAL,
+                static_cast<uint16_t>(data_index));
+    // .text, .gopclntab, .rodata and .data are sections 1 to 4: .symtab 5, .strtab 6.
+    b.AddSection({.name = ".symtab",
+                  .type = SHT_SYMTAB,
+                  .data = symbols.symbols(),
+                  .link = 6,
+                  .addralign = 8,
+                  .entsize = symbols.entry_size()});
+    b.AddSection({.name = ".strtab", .type = SHT_STRTAB, .data = symbols.strings()});
+  }
+  return b.Build();
+}
+
+// FindGoPclntab names the release to the table: where the binary names one of the 1.2-magic
+// layouts, the inline chain; where it names none, or a release that writes another magic,
+// no inline frames.
+TEST(GoRelease, FoundInTheBinaryDecidesTheInlineLayout) {
+  struct Case {
+    uint32_t table_minor;  // the layout the table is crafted in
+    VersionIn where;
+    std::string version;
+    uint32_t expected_minor;
+  };
+  const std::string chain =
+      "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10";
+  const std::string none = "main.a /src/a.go:33";
+  for (const Case& c :
+       {Case{13, VersionIn::kBuildInfoPointer, "go1.13.8", 13},
+        Case{15, VersionIn::kBuildInfoPointer, "go1.15", 15},
+        Case{12, VersionIn::kBuildInfoInline, "go1.12.17", 12},
+        Case{10, VersionIn::kSymbol, "go1.10.8", 10}, Case{9, VersionIn::kSymbol, "go1.9rc2", 9},
+        Case{13, VersionIn::kBuildInfoInline, "go1.19.5", 19},
+        Case{13, VersionIn::kBuildInfoPointer, "devel +3dd3ab41 Tue", 0},
+        Case{11, VersionIn::kSymbol, "go1.111", 111}, Case{11, VersionIn::kSymbol, "go1.", 0},
+        Case{11, VersionIn::kNowhere, "go1.11", 0}}) {
+    const Crafted crafted = Build12(c.table_minor);
+    const std::vector<uint8_t> bytes = GoElf(crafted, c.where, c.version);
+    auto elf = ElfFile::FromBytes(bytes, "go");
+    ASSERT_TRUE(elf) << c.version;
+    auto found = FindGoPclntab(**elf);
+    ASSERT_TRUE(found && *found) << c.version;
+    const GoPclntab& table = ***found;
+    EXPECT_EQ(table.go_minor(), c.expected_minor) << c.version;
+    const bool layout_known = c.expected_minor >= 9 && c.expected_minor <= 15;
+    EXPECT_EQ(Chain(table, 0x1034), layout_known ? chain : none) << c.version;
+  }
+}
 
 TEST(CraftedPclntab, UnknownMagicAndBadHeaderFieldsAreRefused) {
   Crafted crafted = BuildModern(0xfffffff1);
