@@ -1,9 +1,12 @@
 // Go pclntabs written byte by byte, one per header the reader knows: Go 1.2 (0xfffffffb),
 // 1.16 (0xfffffffa), 1.18 (0xfffffff0) and 1.20 (0xfffffff1). Debian's Go 1.19 makes only the
 // 1.18 layout (go_symbolize_test.cc reads real binaries); the others exist only here. Each
-// table holds two functions with file:line tables, and (1.16 on) an inline tree with one call
-// inlined into the first function. Then every truncation and many byte flips of each table:
-// fewer answers, never a read outside it.
+// table holds two functions with file:line tables, and (1.16 on, and 1.2-magic tables of Go
+// 1.9–1.15 in each of their three inline layouts) an inline tree with a call inlined into the
+// first function — two levels deep in the 1.2-magic ones. Then every truncation and many byte
+// flips of each table: fewer answers, never a read outside it; and for the 1.2-magic layouts,
+// the release named wrongly or not at all (no inline frames), damaged trees (a clear stop),
+// and ELF files that name the release in .go.buildinfo or runtime.buildVersion.
 #include "elf/go_pclntab.h"
 
 #include <gtest/gtest.h>
