@@ -780,11 +780,27 @@ bool Plausible(const ElfFile& elf, const GoPclntab& table) {
          InExecutableSegment(elf, first->entry) && InExecutableSegment(elf, last->entry);
 }
 
+// The binary's release (GoMinorRelease), read once, when a table is about to be parsed: not
+// for the binaries without one.
+class LazyRelease {
+ public:
+  LazyRelease(const ElfFile& elf, const std::vector<GoSegment>& image) : elf_(elf), image_(image) {}
+  uint32_t Get() {
+    if (!minor_) minor_ = GoMinorRelease(elf_, image_);
+    return *minor_;
+  }
+
+ private:
+  const ElfFile& elf_;
+  const std::vector<GoSegment>& image_;
+  std::optional<uint32_t> minor_;
+};
+
 FoundTable ParseGuessed(const ElfFile& elf, const std::vector<GoSegment>& image, uint64_t vaddr,
-                        uint32_t go_minor) {
+                        LazyRelease& release) {
   std::span<const uint8_t> bytes = BytesFrom(image, vaddr);
   if (!StartsWithMagic(bytes)) return std::nullopt;
-  auto table = GoPclntab::Parse(bytes, vaddr, image, go_minor);
+  auto table = GoPclntab::Parse(bytes, vaddr, image, release.Get());
   if (!table || !Plausible(elf, **table)) return std::nullopt;
   return std::move(*table);
 }
@@ -799,7 +815,7 @@ bool IsGoBinary(const ElfFile& elf) {
 
 Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
   std::vector<GoSegment> image = LoadedImage(elf);
-  const uint32_t go_minor = GoMinorRelease(elf, image);
+  LazyRelease release(elf, image);
   // Go's own linker names the section; ld keeps the name for executables, not for PIE, where
   // it merges .data.rel.ro.gopclntab into .data.rel.ro.
   for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
@@ -807,6 +823,7 @@ Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
     if (section == nullptr || section->type == SHT_NOBITS) continue;
     auto data = elf.SectionData(*section);
     if (!data) return std::move(data).error();
+    const uint32_t go_minor = release.Get();  // (before the image is moved)
     auto table = GoPclntab::Parse(*data, section->addr, std::move(image), go_minor);
     if (!table) return std::move(table).error();
     return FoundTable(std::move(*table));
@@ -814,13 +831,13 @@ Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
   // The linker's symbols, when a symbol table is left: the table itself, or the moduledata,
   // whose first word points to it.
   if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.pclntab")) {
-    if (FoundTable table = ParseGuessed(elf, image, symbol->address, go_minor)) return table;
+    if (FoundTable table = ParseGuessed(elf, image, symbol->address, release)) return table;
   }
   if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.firstmoduledata")) {
     const uint8_t pointer_size = elf.is_64bit() ? 8 : 4;
     std::optional<uint64_t> header = ReadAt(BytesFrom(image, symbol->address), 0, pointer_size);
     if (header) {
-      if (FoundTable table = ParseGuessed(elf, image, *header, go_minor)) return table;
+      if (FoundTable table = ParseGuessed(elf, image, *header, release)) return table;
     }
   }
   // Else a header found in the data segments: only in a Go binary, or one without section
@@ -830,7 +847,7 @@ Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
     // The linker aligns the table to at least 8 bytes.
     for (size_t off = (8 - s.vaddr % 8) % 8; off + 8 <= s.bytes.size(); off += 8) {
       if (!StartsWithMagic(s.bytes.subspan(off))) continue;
-      if (FoundTable table = ParseGuessed(elf, image, s.vaddr + off, go_minor)) return table;
+      if (FoundTable table = ParseGuessed(elf, image, s.vaddr + off, release)) return table;
     }
   }
   return FoundTable();
