@@ -17,9 +17,10 @@
 //               20-byte nodes {parent int16, funcID, pad, file, line, func, parentPc int32}:
 //               a caller's file:line is its tables' at entry + parentPc (as from 1.16 on);
 //   go1.13–1.15 as 1.12, with PCDATA_InlTreeIndex 2 and FUNCDATA_InlTree 4.
-// An unknown release (a binary without both), one before 1.9 (no inline trees) or a record that
-// contradicts its release's layout gives no inline frames — never a chain read with the wrong
-// layout.
+// An unknown release (neither .go.buildinfo nor the symbol: a stripped binary before Go 1.13,
+// a "devel" build), one before 1.9 (no inline trees), one that writes a later magic, or a
+// record that contradicts its release's layout gives no inline frames — never a chain read in
+// a wrong layout, and no layout guessed from the bytes alone.
 //
 // Every byte is read bounds-checked through ByteCursor: a corrupt table gives fewer answers or
 // an error, never a read outside the mapping.
