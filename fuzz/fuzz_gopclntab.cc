@@ -4,7 +4,8 @@
 // pcs looked up, inline chains included — as the symbolizer asks it — and each function's
 // stack-depth runs read as the unwind table reads them. The first pieces of LookupBounds are
 // checked as a symbol index relies on them: Lookup answers alike at both ends of each, with
-// and without a LookupMemo.
+// and without a LookupMemo. The input's length names the release that linked it (go1.N, N =
+// length % 17), which picks the inline-tree layout of a 1.2-magic table (Go 1.9–1.15).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +30,7 @@ void LookUp(const stacksym::elf::GoPclntab& table, uint64_t pc) {
   stacksym::elf::GoFunction function;
   if (!table.Lookup(pc, true, &frames, &function)) return;
   Check(!frames.empty() && pc >= function.entry && pc < function.end);
-  Check(!frames.back().inlined);
+  for (size_t i = 0; i < frames.size(); ++i) Check(frames[i].inlined == (i + 1 < frames.size()));
 }
 
 // One Lookup's whole answer, as text.
@@ -53,13 +54,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::span<const uint8_t> bytes(data, size);
   std::vector<stacksym::elf::GoSegment> image = {{kTableVaddr, bytes, false},
                                                  {kDataVaddr, bytes, true}};
-  auto table = stacksym::elf::GoPclntab::Parse(bytes, kTableVaddr, image);
+  const uint32_t go_minor = static_cast<uint32_t>(size % 17);
+  auto table = stacksym::elf::GoPclntab::Parse(bytes, kTableVaddr, image, go_minor);
   if (!table) {
     Check(!table.error().message.empty());
     return 0;
   }
   const stacksym::elf::GoPclntab& t = **table;
-  Check(t.function_count() > 0);
+  Check(t.function_count() > 0 && t.go_minor() == go_minor);
   for (size_t i = 0; i < t.function_count() && i < kMaxFunctionsListed; ++i) {
     std::optional<stacksym::elf::GoFunction> f = t.FunctionAt(i);
     if (!f) continue;

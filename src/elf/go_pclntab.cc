@@ -17,9 +17,14 @@ constexpr uint32_t kMagic116 = 0xfffffffa;
 constexpr uint32_t kMagic118 = 0xfffffff0;
 constexpr uint32_t kMagic120 = 0xfffffff1;
 
-// runtime/symtab.go: _PCDATA_InlTreeIndex and _FUNCDATA_InlTree (since Go 1.16).
-constexpr uint32_t kPcdataInlTreeIndex = 2;
-constexpr uint32_t kFuncdataInlTree = 3;
+// runtime/symtab.go's _PCDATA_InlTreeIndex and _FUNCDATA_InlTree: Go 1.9–1.12, 1.13–1.15 and
+// from 1.16 on (ChooseInlineLayout).
+constexpr uint32_t kPcdataInlTreeIndex19 = 1;
+constexpr uint32_t kFuncdataInlTree19 = 2;
+constexpr uint32_t kPcdataInlTreeIndex113 = 2;
+constexpr uint32_t kFuncdataInlTree113 = 4;
+constexpr uint32_t kPcdataInlTreeIndex116 = 2;
+constexpr uint32_t kFuncdataInlTree116 = 3;
 // An inline chain deeper than this is a cycle in a corrupt tree.
 constexpr size_t kMaxInlineDepth = 256;
 constexpr uint32_t kNoEntry = ~uint32_t{0};
@@ -83,16 +88,72 @@ struct GoPclntab::FuncRecord {
   uint64_t pcdata = 0;  // offset of pcdata[0] in table_
 };
 
+// A node of an inline tree (runtime's inlinedCall), the fields of its layout.
+struct GoPclntab::InlineNode {
+  int32_t name_offset = -1;  // the inlined function's name
+  int32_t parent = -1;       // Go 1.9–1.11: the caller's node, < 0: the function itself
+  int32_t file = -1;         // Go 1.9–1.11: the call site's file number ...
+  int32_t line = 0;          // ... and line
+  int32_t parent_pc = -1;    // Go 1.12 on: an instruction of the caller's, from the entry
+};
+
 Result<std::unique_ptr<GoPclntab>> GoPclntab::Parse(std::span<const uint8_t> table,
                                                     uint64_t table_vaddr,
-                                                    std::vector<GoSegment> image) {
+                                                    std::vector<GoSegment> image,
+                                                    uint32_t go_minor) {
   std::unique_ptr<GoPclntab> t(new GoPclntab());
   t->table_ = table;
   t->table_vaddr_ = table_vaddr;
   t->image_ = std::move(image);
+  t->go_minor_ = go_minor;
   if (Result<void> header = t->ParseHeader(); !header) return std::move(header).error();
+  t->ChooseInlineLayout();
   if (t->version_ >= GoPclntabVersion::k1_18) t->FindGofunc();
   return t;
+}
+
+void GoPclntab::ChooseInlineLayout() {
+  switch (version_) {
+    case GoPclntabVersion::k1_16:
+      inline_layout_ = InlineLayout::kGo116;
+      break;
+    case GoPclntabVersion::k1_18:
+      inline_layout_ = InlineLayout::kGo118;
+      break;
+    case GoPclntabVersion::k1_20:
+      inline_layout_ = InlineLayout::kGo120;
+      break;
+    case GoPclntabVersion::k1_2:
+      // The magic does not tell; the release does. Unknown, before 1.9 (no inline trees) or one
+      // that writes a later magic: no inline frames rather than a chain read in a wrong layout.
+      if (go_minor_ >= 9 && go_minor_ <= 11) {
+        inline_layout_ = InlineLayout::kGo19;
+      } else if (go_minor_ == 12) {
+        inline_layout_ = InlineLayout::kGo112;
+      } else if (go_minor_ >= 13 && go_minor_ <= 15) {
+        inline_layout_ = InlineLayout::kGo113;
+      }
+      break;
+  }
+  switch (inline_layout_) {
+    case InlineLayout::kNone:
+      break;
+    case InlineLayout::kGo19:
+    case InlineLayout::kGo112:
+      pcdata_inline_index_ = kPcdataInlTreeIndex19;
+      funcdata_inline_tree_ = kFuncdataInlTree19;
+      break;
+    case InlineLayout::kGo113:
+      pcdata_inline_index_ = kPcdataInlTreeIndex113;
+      funcdata_inline_tree_ = kFuncdataInlTree113;
+      break;
+    case InlineLayout::kGo116:
+    case InlineLayout::kGo118:
+    case InlineLayout::kGo120:
+      pcdata_inline_index_ = kPcdataInlTreeIndex116;
+      funcdata_inline_tree_ = kFuncdataInlTree116;
+      break;
+  }
 }
 
 Result<void> GoPclntab::ParseHeader() {
@@ -200,6 +261,19 @@ std::optional<GoPclntab::FuncRecord> GoPclntab::RecordAt(size_t i) const {
     c.Skip(1);                                           // pad
     f.nfuncdata = c.U8();
     f.pcdata = c.offset();
+  } else {
+    // Go 1.2–1.11 end the record in an int32 nfuncdata; 1.12–1.15 in {funcID, two unused bytes,
+    // nfuncdata uint8}. Bytes that contradict the release's layout (a release misnamed, a
+    // corrupt record) leave the function without funcdata, so without inline frames.
+    uint8_t tail[4];
+    for (uint8_t& b : tail) b = c.U8();
+    f.pcdata = c.offset();
+    if (inline_layout_ == InlineLayout::kGo19 && tail[1] == 0 && tail[2] == 0 && tail[3] == 0) {
+      f.nfuncdata = tail[0];
+    } else if ((inline_layout_ == InlineLayout::kGo112 || inline_layout_ == InlineLayout::kGo113) &&
+               tail[1] == 0 && tail[2] == 0) {
+      f.nfuncdata = tail[3];
+    }
   }
   // The record names its own entry: a mismatch is a corrupt or misread table.
   if (!c.ok() || record_entry != f.entry) return std::nullopt;
@@ -383,20 +457,93 @@ std::span<const uint8_t> GoPclntab::ImageBytes(uint64_t vaddr, size_t size) cons
 }
 
 std::optional<uint64_t> GoPclntab::InlineTree(const FuncRecord& f) const {
-  if (version_ == GoPclntabVersion::k1_2 || f.nfuncdata <= kFuncdataInlTree) return std::nullopt;
+  if (inline_layout_ == InlineLayout::kNone || f.nfuncdata <= funcdata_inline_tree_) {
+    return std::nullopt;
+  }
   uint64_t funcdata = f.pcdata + uint64_t{f.npcdata} * 4;
   if (version_ >= GoPclntabVersion::k1_18) {
     // uint32 offsets from the moduledata's gofunc.
-    std::optional<uint64_t> off = ReadAt(table_, funcdata + kFuncdataInlTree * 4, 4);
+    std::optional<uint64_t> off = ReadAt(table_, funcdata + funcdata_inline_tree_ * 4, 4);
     if (!off || *off == kNoEntry || gofunc_ == 0) return std::nullopt;
     return gofunc_ + *off;
   }
-  // 1.16/1.17: pointers, aligned to the pointer size in memory.
+  // Go 1.2–1.17: pointers, aligned to the pointer size in memory.
   if ((table_vaddr_ + funcdata) % pointer_size_ != 0) funcdata += 4;
   std::optional<uint64_t> address =
-      ReadAt(table_, funcdata + kFuncdataInlTree * pointer_size_, pointer_size_);
+      ReadAt(table_, funcdata + funcdata_inline_tree_ * pointer_size_, pointer_size_);
   if (!address || *address == 0) return std::nullopt;
   return address;
+}
+
+std::optional<uint64_t> GoPclntab::InlineIndexTable(const FuncRecord& f) const {
+  if (inline_layout_ == InlineLayout::kNone || f.npcdata <= pcdata_inline_index_) {
+    return std::nullopt;
+  }
+  return ReadAt(table_, f.pcdata + uint64_t{pcdata_inline_index_} * 4, 4);
+}
+
+std::optional<GoPclntab::InlineNode> GoPclntab::NodeAt(uint64_t tree, int32_t index) const {
+  if (index < 0 || inline_layout_ == InlineLayout::kNone) return std::nullopt;
+  const bool small =
+      inline_layout_ == InlineLayout::kGo19 || inline_layout_ == InlineLayout::kGo120;
+  const size_t size = small ? 16 : 20;
+  std::span<const uint8_t> bytes = ImageBytes(tree + static_cast<uint64_t>(index) * size, size);
+  if (bytes.empty()) return std::nullopt;
+  ByteCursor c(bytes);
+  InlineNode node;
+  switch (inline_layout_) {
+    case InlineLayout::kGo19:  // parent, file, line, func
+      node.parent = c.S32();
+      node.file = c.S32();
+      node.line = c.S32();
+      node.name_offset = c.S32();
+      break;
+    case InlineLayout::kGo120:  // funcID, padding, nameOff, parentPc, startLine
+      c.Skip(4);
+      node.name_offset = c.S32();
+      node.parent_pc = c.S32();
+      break;
+    default:  // parent int16, funcID, padding, file, line, func, parentPc
+      node.parent = c.S16();
+      c.Skip(2);
+      node.file = c.S32();
+      node.line = c.S32();
+      node.name_offset = c.S32();
+      node.parent_pc = c.S32();
+      break;
+  }
+  if (!c.ok()) return std::nullopt;
+  return node;
+}
+
+void GoPclntab::AppendParentChain(const FuncRecord& f, uint64_t tree, int32_t index,
+                                  const GoFunction& function, std::vector<GoFrame>* frames) const {
+  // Go 1.9–1.11's traceback: the caller of node i is at node i's file:line, and is node i's
+  // parent, or the function itself where the parent is < 0. The linker adds a node's parent
+  // before it, so a parent at or after its child is a corrupt tree: the chain stops there at
+  // the function, its place unknown.
+  std::optional<InlineNode> node = NodeAt(tree, index);
+  for (size_t depth = 0; node; ++depth) {
+    GoFrame caller;
+    caller.file = FileName(f, node->file);
+    caller.line = node->line > 0 ? static_cast<uint32_t>(node->line) : 0;
+    if (node->parent < 0) break;
+    std::optional<InlineNode> parent;
+    if (node->parent < index && depth < kMaxInlineDepth) parent = NodeAt(tree, node->parent);
+    if (!parent) break;
+    caller.function = FuncName(parent->name_offset);
+    caller.inlined = true;
+    frames->push_back(caller);
+    index = node->parent;
+    node = parent;
+  }
+  // The function itself: at the outermost node's call site, or (a corrupt tree) unknown.
+  GoFrame outer{function.name, {}, 0, false};
+  if (node && node->parent < 0) {
+    outer.file = FileName(f, node->file);
+    outer.line = node->line > 0 ? static_cast<uint32_t>(node->line) : 0;
+  }
+  frames->push_back(outer);
 }
 
 bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
@@ -408,13 +555,11 @@ bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
   if (!f) return false;
   *function = GoFunction{f->entry, f->end, FuncName(f->name_offset), f->flag};
   std::optional<uint64_t> tree = inlines ? InlineTree(*f) : std::nullopt;
-  std::optional<uint64_t> inline_index_table;
-  if (tree && f->npcdata > kPcdataInlTreeIndex) {
-    inline_index_table = ReadAt(table_, f->pcdata + kPcdataInlTreeIndex * 4, 4);
-  }
-  const size_t node_size = version_ == GoPclntabVersion::k1_20 ? 16 : 20;
+  std::optional<uint64_t> inline_index_table = tree ? InlineIndexTable(*f) : std::nullopt;
+  const uint64_t tree_vaddr = tree.value_or(0);  // (read only where inline_index_table is)
   // From the innermost inlined function out: each frame's file:line is the pc-value tables'
-  // at `at`; its caller's position is that of the instruction at the node's parentPc.
+  // at `at`; from Go 1.12 on, its caller's position is that of the instruction at the node's
+  // parentPc, and so on out (Go 1.9–1.11: AppendParentChain).
   uint64_t at = pc;
   for (size_t depth = 0;; ++depth) {
     GoFrame frame;
@@ -424,37 +569,28 @@ bool GoPclntab::Lookup(uint64_t pc, bool inlines, std::vector<GoFrame>* frames,
     if (std::optional<int32_t> line = PcValue(f->pcln, f->entry, at, memo); line && *line > 0) {
       frame.line = static_cast<uint32_t>(*line);
     }
-    std::optional<int32_t> node;
+    std::optional<int32_t> index;
     if (inline_index_table && depth < kMaxInlineDepth) {
-      node = PcValue(*inline_index_table, f->entry, at, memo);
+      index = PcValue(*inline_index_table, f->entry, at, memo);
     }
-    std::span<const uint8_t> bytes;
-    if (node && *node >= 0) bytes = ImageBytes(*tree + uint64_t(*node) * node_size, node_size);
-    if (bytes.empty()) {
+    std::optional<InlineNode> node = index ? NodeAt(tree_vaddr, *index) : std::nullopt;
+    if (!node) {
       frame.function = function->name;
       frames->push_back(frame);
       return true;
     }
-    ByteCursor c(bytes);
-    int32_t name_offset;
-    int32_t parent_pc;
-    if (version_ == GoPclntabVersion::k1_20) {
-      c.Skip(4);  // funcID, padding
-      name_offset = c.S32();
-      parent_pc = c.S32();
-    } else {
-      c.Skip(12);  // parent, funcID, padding, file, line
-      name_offset = c.S32();
-      parent_pc = c.S32();
-    }
-    frame.function = FuncName(name_offset);
+    frame.function = FuncName(node->name_offset);
     frame.inlined = true;
     frames->push_back(frame);
-    if (parent_pc < 0) {  // a corrupt node: the function itself, at the address
+    if (inline_layout_ == InlineLayout::kGo19) {
+      AppendParentChain(*f, tree_vaddr, *index, *function, frames);
+      return true;
+    }
+    if (node->parent_pc < 0) {  // a corrupt node: the function itself, at the address
       frames->push_back(GoFrame{function->name, {}, 0, false});
       return true;
     }
-    at = f->entry + static_cast<uint64_t>(parent_pc);
+    at = f->entry + static_cast<uint64_t>(node->parent_pc);
   }
 }
 
@@ -478,10 +614,9 @@ std::vector<uint64_t> GoPclntab::LookupBounds() const {
     ForEachPcValue(f->pcln, f->entry, add);
     const auto line_end = static_cast<std::ptrdiff_t>(own.size());
     // Lookup reads the inline-index table only where the function has an inline tree.
-    if (InlineTree(*f) && f->npcdata > kPcdataInlTreeIndex) {
-      if (std::optional<uint64_t> table = ReadAt(table_, f->pcdata + kPcdataInlTreeIndex * 4, 4)) {
+    if (InlineTree(*f)) {
+      if (std::optional<uint64_t> table = InlineIndexTable(*f))
         ForEachPcValue(*table, f->entry, add);
-      }
     }
     // Each table's runs ascend: three sorted runs to merge (sorted whole if one overflowed).
     std::inplace_merge(own.begin(), own.begin() + file_end, own.begin() + line_end);
@@ -545,6 +680,73 @@ std::span<const uint8_t> BytesFrom(const std::vector<GoSegment>& image, uint64_t
   return {};
 }
 
+// N of a runtime version "go1.N", "go1.N.P", "go1.NrcK", "go1.NbetaK"; 0 for anything else
+// (a development build's "devel +hash ...", bytes that are no version).
+uint32_t MinorOfVersion(std::string_view version) {
+  constexpr std::string_view kPrefix = "go1.";
+  if (!version.starts_with(kPrefix)) return 0;
+  uint32_t minor = 0;
+  size_t i = kPrefix.size();
+  for (; i < version.size() && i < kPrefix.size() + 4 && version[i] >= '0' && version[i] <= '9';
+       ++i) {
+    minor = minor * 10 + static_cast<uint32_t>(version[i] - '0');
+  }
+  if (i == kPrefix.size()) return 0;
+  if (i < version.size() && version[i] >= '0' && version[i] <= '9') return 0;  // too long
+  return minor;
+}
+
+// A Go string header {data pointer, length} at vaddr, its bytes read through the image.
+std::string_view GoStringAt(const std::vector<GoSegment>& image, uint64_t vaddr,
+                            size_t pointer_size) {
+  constexpr uint64_t kMaxVersionLength = 128;
+  std::span<const uint8_t> header = BytesFrom(image, vaddr);
+  std::optional<uint64_t> data = ReadAt(header, 0, pointer_size);
+  std::optional<uint64_t> length = ReadAt(header, pointer_size, pointer_size);
+  if (!data || !length || *length > kMaxVersionLength) return {};
+  std::span<const uint8_t> bytes = BytesFrom(image, *data);
+  if (bytes.size() < *length) return {};
+  return {reinterpret_cast<const char*>(bytes.data()), static_cast<size_t>(*length)};
+}
+
+// N of the release "go1.N" that linked the binary, 0 when it does not say. Go 1.13 on write
+// .go.buildinfo: a 16-byte header ("\xff Go buildinf:", the pointer size, flags), then up to
+// 1.17 a pointer to the runtime.buildVersion string, from 1.18 on (flag 2) the version inline,
+// a varint length and its bytes at offset 32. Else the runtime.buildVersion symbol, where a
+// symbol table is left.
+uint32_t GoMinorRelease(const ElfFile& elf, const std::vector<GoSegment>& image) {
+  constexpr std::string_view kBuildInfoMagic = "\xff Go buildinf:";
+  const ElfSection* section = elf.FindSection(".go.buildinfo");
+  std::optional<std::span<const uint8_t>> info;
+  if (section != nullptr && section->type != SHT_NOBITS) {
+    if (auto data = elf.SectionData(*section)) info = *data;
+  }
+  if (info && info->size() >= 32 &&
+      std::memcmp(info->data(), kBuildInfoMagic.data(), kBuildInfoMagic.size()) == 0) {
+    const uint8_t pointer_size = (*info)[14];
+    const uint8_t flags = (*info)[15];
+    std::string_view version;
+    if (flags & 2) {
+      ByteCursor c(*info);
+      c.Seek(32);
+      uint64_t length = c.Uleb128();
+      if (c.ok() && length <= c.remaining()) {
+        std::span<const uint8_t> bytes = c.Bytes(static_cast<size_t>(length));
+        version = {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+      }
+    } else if ((flags & 1) == 0 && (pointer_size == 4 || pointer_size == 8)) {  // little-endian
+      if (std::optional<uint64_t> address = ReadAt(*info, 16, pointer_size)) {
+        version = GoStringAt(image, *address, pointer_size);
+      }
+    }
+    if (uint32_t minor = MinorOfVersion(version)) return minor;
+  }
+  if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.buildVersion")) {
+    return MinorOfVersion(GoStringAt(image, symbol->address, elf.is_64bit() ? 8 : 4));
+  }
+  return 0;
+}
+
 bool StartsWithMagic(std::span<const uint8_t> bytes) {
   if (bytes.size() < 8) return false;
   uint32_t magic;
@@ -578,10 +780,27 @@ bool Plausible(const ElfFile& elf, const GoPclntab& table) {
          InExecutableSegment(elf, first->entry) && InExecutableSegment(elf, last->entry);
 }
 
-FoundTable ParseGuessed(const ElfFile& elf, const std::vector<GoSegment>& image, uint64_t vaddr) {
+// The binary's release (GoMinorRelease), read once, when a table is about to be parsed: not
+// for the binaries without one.
+class LazyRelease {
+ public:
+  LazyRelease(const ElfFile& elf, const std::vector<GoSegment>& image) : elf_(elf), image_(image) {}
+  uint32_t Get() {
+    if (!minor_) minor_ = GoMinorRelease(elf_, image_);
+    return *minor_;
+  }
+
+ private:
+  const ElfFile& elf_;
+  const std::vector<GoSegment>& image_;
+  std::optional<uint32_t> minor_;
+};
+
+FoundTable ParseGuessed(const ElfFile& elf, const std::vector<GoSegment>& image, uint64_t vaddr,
+                        LazyRelease& release) {
   std::span<const uint8_t> bytes = BytesFrom(image, vaddr);
   if (!StartsWithMagic(bytes)) return std::nullopt;
-  auto table = GoPclntab::Parse(bytes, vaddr, image);
+  auto table = GoPclntab::Parse(bytes, vaddr, image, release.Get());
   if (!table || !Plausible(elf, **table)) return std::nullopt;
   return std::move(*table);
 }
@@ -596,6 +815,7 @@ bool IsGoBinary(const ElfFile& elf) {
 
 Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
   std::vector<GoSegment> image = LoadedImage(elf);
+  LazyRelease release(elf, image);
   // Go's own linker names the section; ld keeps the name for executables, not for PIE, where
   // it merges .data.rel.ro.gopclntab into .data.rel.ro.
   for (std::string_view name : {".gopclntab", ".data.rel.ro.gopclntab"}) {
@@ -603,20 +823,21 @@ Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
     if (section == nullptr || section->type == SHT_NOBITS) continue;
     auto data = elf.SectionData(*section);
     if (!data) return std::move(data).error();
-    auto table = GoPclntab::Parse(*data, section->addr, std::move(image));
+    const uint32_t go_minor = release.Get();  // (before the image is moved)
+    auto table = GoPclntab::Parse(*data, section->addr, std::move(image), go_minor);
     if (!table) return std::move(table).error();
     return FoundTable(std::move(*table));
   }
   // The linker's symbols, when a symbol table is left: the table itself, or the moduledata,
   // whose first word points to it.
   if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.pclntab")) {
-    if (FoundTable table = ParseGuessed(elf, image, symbol->address)) return table;
+    if (FoundTable table = ParseGuessed(elf, image, symbol->address, release)) return table;
   }
   if (const ElfSymbol* symbol = elf.symbols().FindByName("runtime.firstmoduledata")) {
     const uint8_t pointer_size = elf.is_64bit() ? 8 : 4;
     std::optional<uint64_t> header = ReadAt(BytesFrom(image, symbol->address), 0, pointer_size);
     if (header) {
-      if (FoundTable table = ParseGuessed(elf, image, *header)) return table;
+      if (FoundTable table = ParseGuessed(elf, image, *header, release)) return table;
     }
   }
   // Else a header found in the data segments: only in a Go binary, or one without section
@@ -626,7 +847,7 @@ Result<FoundTable> FindGoPclntab(const ElfFile& elf) {
     // The linker aligns the table to at least 8 bytes.
     for (size_t off = (8 - s.vaddr % 8) % 8; off + 8 <= s.bytes.size(); off += 8) {
       if (!StartsWithMagic(s.bytes.subspan(off))) continue;
-      if (FoundTable table = ParseGuessed(elf, image, s.vaddr + off)) return table;
+      if (FoundTable table = ParseGuessed(elf, image, s.vaddr + off, release)) return table;
     }
   }
   return FoundTable();

@@ -4,8 +4,23 @@
 // It maps a pc to its function (name, entry, end), to file:line through the function's pcfile
 // and pcln tables (varint-delta pc-value tables), and to the chain of functions inlined there
 // (FUNCDATA_InlTree indexed by PCDATA_InlTreeIndex), innermost first. Table layouts of Go 1.2
-// (magic 0xfffffffb), 1.16 (0xfffffffa), 1.18 (0xfffffff0) and 1.20 (0xfffffff1) are read;
-// inline trees from 1.16 on (1.2–1.15 tables changed their _func layout without a new magic).
+// (magic 0xfffffffb), 1.16 (0xfffffffa), 1.18 (0xfffffff0) and 1.20 (0xfffffff1) are read.
+//
+// Inline trees: from 1.16 on the magic says the layout. Tables with the 1.2 magic (written by
+// Go 1.2 to 1.15) changed it three times without a new one, so the release that linked the
+// binary decides (FindGoPclntab reads its "go1.N" from .go.buildinfo, else from the
+// runtime.buildVersion symbol; Parse takes it as `go_minor`):
+//   go1.9–1.11  _func ends in an int32 nfuncdata; PCDATA_InlTreeIndex 1, FUNCDATA_InlTree 2;
+//               16-byte nodes {parent int32, file int32, line int32, func int32}: a caller's
+//               file:line is the node's own, the caller the node at `parent`;
+//   go1.12      _func ends in {funcID, 2 unused bytes, nfuncdata uint8}; indices 1 and 2;
+//               20-byte nodes {parent int16, funcID, pad, file, line, func, parentPc int32}:
+//               a caller's file:line is its tables' at entry + parentPc (as from 1.16 on);
+//   go1.13–1.15 as 1.12, with PCDATA_InlTreeIndex 2 and FUNCDATA_InlTree 4.
+// An unknown release (neither .go.buildinfo nor the symbol: a stripped binary before Go 1.13,
+// a "devel" build), one before 1.9 (no inline trees), one that writes a later magic, or a
+// record that contradicts its release's layout gives no inline frames — never a chain read in
+// a wrong layout, and no layout guessed from the bytes alone.
 //
 // Every byte is read bounds-checked through ByteCursor: a corrupt table gives fewer answers or
 // an error, never a read outside the mapping.
@@ -97,15 +112,18 @@ class GoPclntab {
 
   // `table`: the bytes from the table's header on (they may run past its end); `table_vaddr`:
   // where the header is in memory; `image`: the program's loaded bytes, for inline trees
-  // (empty: no inline frames).
+  // (empty: no inline frames); `go_minor`: N of the release "go1.N" that linked the binary (0:
+  // unknown), which a 1.2-magic table needs for its inline trees (see the top of this file).
   static Result<std::unique_ptr<GoPclntab>> Parse(std::span<const uint8_t> table,
                                                   uint64_t table_vaddr,
-                                                  std::vector<GoSegment> image);
+                                                  std::vector<GoSegment> image,
+                                                  uint32_t go_minor = 0);
 
   GoPclntabVersion version() const { return version_; }
   uint8_t pointer_size() const { return pointer_size_; }
   uint8_t pc_quantum() const { return quantum_; }
   size_t function_count() const { return function_count_; }
+  uint32_t go_minor() const { return go_minor_; }  // as given to Parse
   uint64_t table_vaddr() const { return table_vaddr_; }
   size_t table_size() const { return table_.size(); }  // bytes from the header to the mapping's end
   // Where the runtime's go:func.* data starts (Go 1.18+ funcdata are offsets from it; found
@@ -135,6 +153,9 @@ class GoPclntab {
 
  private:
   struct FuncRecord;  // a function's _func record, decoded
+  struct InlineNode;  // a node of an inline tree, decoded
+  // How this table's inline trees are laid out (the top of this file); kNone: no inline frames.
+  enum class InlineLayout : uint8_t { kNone, kGo19, kGo112, kGo113, kGo116, kGo118, kGo120 };
   GoPclntab() = default;
   Result<void> ParseHeader();
   std::optional<size_t> FindIndex(uint64_t pc) const;
@@ -152,6 +173,13 @@ class GoPclntab {
   std::string_view FileName(const FuncRecord& f, int32_t file_number) const;
   std::span<const uint8_t> ImageBytes(uint64_t vaddr, size_t size) const;
   std::optional<uint64_t> InlineTree(const FuncRecord& f) const;
+  // The offset in table_ of f's inline-index pc-value table (nullopt: none or no tree).
+  std::optional<uint64_t> InlineIndexTable(const FuncRecord& f) const;
+  std::optional<InlineNode> NodeAt(uint64_t tree, int32_t index) const;
+  void ChooseInlineLayout();
+  // The frames of the chain from `node` out (Go 1.9–1.11: through the nodes' parents).
+  void AppendParentChain(const FuncRecord& f, uint64_t tree, int32_t node,
+                         const GoFunction& function, std::vector<GoFrame>* frames) const;
   void FindGofunc();
 
   std::span<const uint8_t> table_;
@@ -168,13 +196,18 @@ class GoPclntab {
   uint64_t pctab_ = 0;    // 1.2: pc-value tables are relative to the table itself
   uint64_t functab_ = 0;  // the (entry, func offset) pairs; funcs are relative to it
   uint64_t gofunc_ = 0;
+  uint32_t go_minor_ = 0;
+  InlineLayout inline_layout_ = InlineLayout::kNone;
+  uint32_t pcdata_inline_index_ = 0;   // PCDATA_InlTreeIndex of the layout
+  uint32_t funcdata_inline_tree_ = 0;  // FUNCDATA_InlTree of the layout
 };
 
 // The Go pclntab of an ELF file: the .gopclntab section (.data.rel.ro.gopclntab in PIE
 // linked by Go), else the table runtime.pclntab or runtime.firstmoduledata points to, else —
 // in a Go binary (.go.buildinfo, .note.go.buildid) or one without section headers — a table
 // header found in the loaded segments (ld merges the PIE section into .data.rel.ro).
-// nullopt when the file has none; an error when the named section is corrupt.
+// nullopt when the file has none; an error when the named section is corrupt. The table's
+// go_minor() is the release the binary names (.go.buildinfo, else runtime.buildVersion).
 Result<std::optional<std::unique_ptr<GoPclntab>>> FindGoPclntab(const ElfFile& elf);
 
 }  // namespace stacksym::elf

@@ -1,9 +1,12 @@
 // Go pclntabs written byte by byte, one per header the reader knows: Go 1.2 (0xfffffffb),
 // 1.16 (0xfffffffa), 1.18 (0xfffffff0) and 1.20 (0xfffffff1). Debian's Go 1.19 makes only the
 // 1.18 layout (go_symbolize_test.cc reads real binaries); the others exist only here. Each
-// table holds two functions with file:line tables, and (1.16 on) an inline tree with one call
-// inlined into the first function. Then every truncation and many byte flips of each table:
-// fewer answers, never a read outside it.
+// table holds two functions with file:line tables, and (1.16 on, and 1.2-magic tables of Go
+// 1.9–1.15 in each of their three inline layouts) an inline tree with a call inlined into the
+// first function — two levels deep in the 1.2-magic ones. Then every truncation and many byte
+// flips of each table: fewer answers, never a read outside it; and for the 1.2-magic layouts,
+// the release named wrongly or not at all (no inline frames), damaged trees (a clear stop),
+// and ELF files that name the release in .go.buildinfo or runtime.buildVersion.
 #include "elf/go_pclntab.h"
 
 #include <gtest/gtest.h>
@@ -15,206 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "go_crafted.h"
+#include "stacksym/elf.h"
+
 namespace stacksym::elf {
 namespace {
 
-constexpr uint64_t kTableVaddr = 0x10000;
-constexpr uint64_t kTreeVaddr = 0x20000;    // the inline tree (1.18+: go:func.*, gofunc)
-constexpr uint64_t kModuleVaddr = 0x30000;  // the moduledata (1.18+), writable
-constexpr uint64_t kTextStart = 0x1000;
-constexpr const char* kFile = "/src/a.go";
-
-struct Bytes {
-  std::vector<uint8_t> v;
-  size_t size() const { return v.size(); }
-  // Little-endian, n bytes; past the 8th they are zero (a shift by 64 is undefined).
-  static uint8_t ByteOf(uint64_t value, size_t i) {
-    return i < 8 ? static_cast<uint8_t>(value >> (8 * i)) : 0;
-  }
-  void Put(uint64_t value, size_t n) {
-    for (size_t i = 0; i < n; ++i) v.push_back(ByteOf(value, i));
-  }
-  void Set(size_t at, uint64_t value, size_t n) {
-    for (size_t i = 0; i < n; ++i) v[at + i] = ByteOf(value, i);
-  }
-  void Str(const std::string& s) {
-    v.insert(v.end(), s.begin(), s.end());
-    v.push_back(0);
-  }
-  void Raw(std::initializer_list<uint8_t> bytes) { v.insert(v.end(), bytes); }
-};
-
-// Pc-value tables: (zig-zag value delta, pc delta) varint pairs from value -1 at the entry.
-// main.a (0x1000..0x1100): line 10 before 0x1010, 12 after; main.inl inlined at
-// [0x1020, 0x1030), called from the instruction at entry+8. main.b (0x1100..0x1200): line 20.
-const std::initializer_list<uint8_t> kFileTable12 = {4, 0x80, 0x02, 0};  // file 1
-const std::initializer_list<uint8_t> kFileTable = {2, 0x80, 0x02, 0};    // file 0 (cutab)
-const std::initializer_list<uint8_t> kLinesA = {22, 0x10, 4, 0xf0, 0x01, 0};
-const std::initializer_list<uint8_t> kLinesB = {42, 0x80, 0x02, 0};
-const std::initializer_list<uint8_t> kInlineIndex = {0, 0x20, 2, 0x10, 1, 0xd0, 0x01, 0};
-
-struct Crafted {
-  std::vector<uint8_t> table;
-  std::vector<uint8_t> tree;    // at kTreeVaddr
-  std::vector<uint8_t> module;  // at kModuleVaddr
-  std::unique_ptr<GoPclntab> Parse() const {
-    std::vector<GoSegment> image = {
-        {kTableVaddr, table, false}, {kTreeVaddr, tree, false}, {kModuleVaddr, module, true}};
-    auto parsed = GoPclntab::Parse(table, kTableVaddr, image);
-    return parsed ? std::move(*parsed) : nullptr;
-  }
-};
-
-// Go 1.2–1.15: one table, offsets from its start, pointer-sized entries.
-Crafted Build12() {
-  Bytes t;
-  t.Put(0xfffffffb, 4);
-  t.Raw({0, 0, 1, 8});
-  t.Put(2, 8);  // nfunc
-  const size_t functab = t.size();
-  t.Put(0, 8 * 5 + 4);  // two (entry, func offset) pairs, the end pc, the filetab offset
-  auto put_string = [&](const std::string& s) {
-    size_t at = t.size();
-    t.Str(s);
-    return at;
-  };
-  size_t name_a = put_string("main.a");
-  size_t name_b = put_string("main.b");
-  size_t file = put_string(kFile);
-  size_t filetab = t.size();
-  t.Put(2, 4);  // file numbers start at 1
-  t.Put(file, 4);
-  auto put_table = [&](std::initializer_list<uint8_t> bytes) {
-    size_t at = t.size();
-    t.Raw(bytes);
-    return at;
-  };
-  size_t pcfile = put_table(kFileTable12);
-  size_t lines_a = put_table(kLinesA);
-  size_t lines_b = put_table(kLinesB);
-  auto put_func = [&](uint64_t entry, size_t name, size_t lines) {
-    while (t.size() % 8 != 0) t.Put(0, 1);
-    size_t at = t.size();
-    t.Put(entry, 8);
-    t.Put(name, 4);
-    t.Put(0, 4 * 3);  // args, frame, pcsp
-    t.Put(pcfile, 4);
-    t.Put(lines, 4);
-    t.Put(0, 4 * 2);  // npcdata, nfuncdata
-    return at;
-  };
-  size_t func_a = put_func(0x1000, name_a, lines_a);
-  size_t func_b = put_func(0x1100, name_b, lines_b);
-  t.Set(functab, 0x1000, 8);
-  t.Set(functab + 8, func_a, 8);
-  t.Set(functab + 16, 0x1100, 8);
-  t.Set(functab + 24, func_b, 8);
-  t.Set(functab + 32, 0x1200, 8);
-  t.Set(functab + 40, filetab, 4);
-  return Crafted{t.v, {}, {}};
-}
-
-// Go 1.16 on: a header of sub-table offsets; 1.18 on, entries are uint32 offsets from the text
-// start and funcdata uint32 offsets from the moduledata's gofunc.
-Crafted BuildModern(uint32_t magic) {
-  const bool v118 = magic == 0xfffffff0 || magic == 0xfffffff1;
-  const bool v120 = magic == 0xfffffff1;
-  Bytes t;
-  t.Put(magic, 4);
-  t.Raw({0, 0, 1, 8});
-  t.Put(2, 8);  // nfunc
-  t.Put(1, 8);  // nfiles
-  if (v118) t.Put(kTextStart, 8);
-  const size_t offsets = t.size();  // funcname, cu, filetab, pctab, functab
-  t.Put(0, 8 * 5);
-  auto set_offset = [&](int which) { t.Set(offsets + 8 * which, t.size(), 8); };
-  set_offset(0);
-  const size_t funcnametab = t.size();
-  t.Str("main.a");
-  t.Str("main.b");
-  t.Str("main.inl");
-  set_offset(1);
-  t.Put(0, 4);  // cutab: compilation unit 0's file 0 is at filetab offset 0
-  set_offset(2);
-  t.Str(kFile);
-  set_offset(3);
-  const size_t pctab = t.size();
-  t.Put(0, 1);  // offset 0 means "no table"
-  auto put_table = [&](std::initializer_list<uint8_t> bytes) {
-    size_t at = t.size() - pctab;
-    t.Raw(bytes);
-    return at;
-  };
-  size_t pcfile = put_table(kFileTable);
-  size_t lines_a = put_table(kLinesA);
-  size_t lines_b = put_table(kLinesB);
-  size_t inline_index = put_table(kInlineIndex);
-  while (t.size() % 8 != 0) t.Put(0, 1);
-  set_offset(4);
-  const size_t functab = t.size();
-  const size_t word = v118 ? 4 : 8;
-  t.Put(0, word * 5);  // two pairs and the end pc
-  auto put_func = [&](uint64_t entry, size_t name, size_t lines, bool inlines) {
-    while (t.size() % 8 != 0) t.Put(0, 1);
-    size_t at = t.size() - functab;
-    t.Put(v118 ? entry - kTextStart : entry, v118 ? 4 : 8);
-    t.Put(name, 4);
-    t.Put(0, 4 * 3);  // args, deferreturn, pcsp
-    t.Put(pcfile, 4);
-    t.Put(lines, 4);
-    t.Put(inlines ? 3 : 0, 4);                                // npcdata
-    t.Put(0, 4);                                              // cuOffset
-    if (v120) t.Put(0, 4);                                    // startLine
-    t.Raw({0, 0, 0, static_cast<uint8_t>(inlines ? 4 : 0)});  // funcID, flag, pad, nfuncdata
-    if (!inlines) return at;
-    t.Put(0, 4);  // PCDATA_UnsafePoint
-    t.Put(0, 4);  // PCDATA_StackMapIndex
-    t.Put(inline_index, 4);
-    if (v118) {
-      for (int i = 0; i < 3; ++i) t.Put(0xffffffff, 4);  // no funcdata 0..2
-      t.Put(0, 4);                                       // FUNCDATA_InlTree: gofunc + 0
-    } else {
-      while ((kTableVaddr + t.size()) % 8 != 0) t.Put(0, 1);
-      t.Put(0, 8 * 3);
-      t.Put(kTreeVaddr, 8);
-    }
-    return at;
-  };
-  size_t func_a = put_func(0x1000, 0, lines_a, true);
-  size_t func_b = put_func(0x1100, 7, lines_b, false);
-  auto set_entry = [&](int i, uint64_t entry, uint64_t func) {
-    t.Set(functab + 2 * word * i, v118 ? entry - kTextStart : entry, word);
-    t.Set(functab + 2 * word * i + word, func, word);
-  };
-  set_entry(0, 0x1000, func_a);
-  set_entry(1, 0x1100, func_b);
-  t.Set(functab + 4 * word, v118 ? 0x1200 - kTextStart : 0x1200, word);
-
-  Bytes tree;  // node 0: main.inl, called from entry+8
-  if (v120) {
-    tree.Put(0, 4);   // funcID, padding
-    tree.Put(14, 4);  // nameOff of main.inl
-    tree.Put(8, 4);   // parentPc
-    tree.Put(0, 4);   // startLine
-  } else {
-    tree.Put(0xffff, 2);  // parent: none
-    tree.Put(0, 2);       // funcID, padding
-    tree.Put(0, 4);       // file
-    tree.Put(0, 4);       // line
-    tree.Put(14, 4);      // func_
-    tree.Put(8, 4);       // parentPc
-  }
-  Bytes module;
-  if (v118) {
-    const size_t gofunc_word = v120 ? 40 : 38;
-    module.Put(0, 8 * (gofunc_word + 4));
-    module.Set(0, kTableVaddr, 8);
-    module.Set(8, kTableVaddr + funcnametab, 8);
-    module.Set(8 * 22, kTextStart, 8);
-    module.Set(8 * gofunc_word, kTreeVaddr, 8);
-  }
-  return Crafted{t.v, tree.v, module.v};
-}
+using namespace crafted;  // NOLINT: the crafted tables are this file's subject
 
 struct Version {
   const char* name;
@@ -224,7 +34,10 @@ struct Version {
 };
 
 const Version kVersions[] = {
-    {"1.2", Build12, GoPclntabVersion::k1_2, false},
+    {"1.2", [] { return Build12(); }, GoPclntabVersion::k1_2, false},
+    {"1.2_go1.9", [] { return Build12(9); }, GoPclntabVersion::k1_2, true},
+    {"1.2_go1.12", [] { return Build12(12); }, GoPclntabVersion::k1_2, true},
+    {"1.2_go1.13", [] { return Build12(13); }, GoPclntabVersion::k1_2, true},
     {"1.16", [] { return BuildModern(0xfffffffa); }, GoPclntabVersion::k1_16, true},
     {"1.18", [] { return BuildModern(0xfffffff0); }, GoPclntabVersion::k1_18, true},
     {"1.20", [] { return BuildModern(0xfffffff1); }, GoPclntabVersion::k1_20, true},
@@ -368,6 +181,152 @@ INSTANTIATE_TEST_SUITE_P(Headers, CraftedPclntab, ::testing::ValuesIn(kVersions)
                            for (char& c : name) c = c == '.' ? '_' : c;
                            return name;
                          });
+
+// A pc's frames as "function file:line" joined by " | ", an inlined frame marked "(i)".
+std::string Chain(const GoPclntab& table, uint64_t pc) {
+  std::vector<GoFrame> frames;
+  GoFunction function;
+  if (!table.Lookup(pc, true, &frames, &function)) return "-";
+  std::string out;
+  for (const GoFrame& f : frames) {
+    if (!out.empty()) out += " | ";
+    out += std::string(f.function) + " " + std::string(f.file) + ":" + std::to_string(f.line) +
+           (f.inlined ? "(i)" : "");
+  }
+  return out;
+}
+
+// The releases whose 1.2-magic tables carry inline trees, each in its layout: Go's chain,
+// innermost first, each caller at its call site (Go 1.9–1.11: the node's file:line; 1.12 on:
+// the line at the node's parentPc).
+class Crafted12 : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(Crafted12, InlineChainsAsGoPrintsThem) {
+  const Crafted crafted = Build12(GetParam());  // (the table reads its bytes)
+  std::unique_ptr<GoPclntab> table = crafted.Parse();
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->go_minor(), GetParam());
+  EXPECT_EQ(Chain(*table, 0x1034),
+            "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1037),
+            "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1020), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x102c), "main.inl /src/a.go:14(i) | main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1004), "main.a /src/a.go:10");
+  EXPECT_EQ(Chain(*table, 0x1038), "main.a /src/a.go:12");
+  EXPECT_EQ(Chain(*table, 0x1150), "main.b /src/a.go:20");
+}
+
+// A release that is unknown, has no inline trees (before 1.9), writes another magic (1.16+)
+// or lays the record out otherwise: no inline frames, never a chain read in a wrong layout.
+TEST_P(Crafted12, OtherOrUnknownReleasesGiveNoInlineFrames) {
+  const Crafted crafted = Build12(GetParam());
+  const bool go19 = GetParam() <= 11;
+  for (uint32_t minor : {0u, 2u, 8u, 16u, 20u, 99u, go19 ? 12u : 11u, go19 ? 13u : 9u}) {
+    std::unique_ptr<GoPclntab> table = crafted.ParseAs(minor);
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33") << "as go1." << minor;
+    EXPECT_EQ(Chain(*table, 0x1024), "main.a /src/a.go:12") << "as go1." << minor;
+  }
+  // A record whose unused bytes are set is not the release's layout: none for it. (Its tail:
+  // after the entry and seven int32; main.a's record offset is the function table's second
+  // word.)
+  Crafted odd = crafted;
+  uint64_t record = 0;
+  std::memcpy(&record, odd.table.data() + 24, 8);
+  odd.table[record + 8 + 7 * 4 + 1] = 1;
+  std::unique_ptr<GoPclntab> table = odd.Parse();
+  ASSERT_TRUE(table);
+  EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33");
+}
+
+// Damaged trees stop the chain at the function, its place unknown; a missing node gives the
+// function alone. Nothing else.
+TEST_P(Crafted12, DamagedTreesStopClearly) {
+  const Crafted whole = Build12(GetParam());
+  const bool go19 = GetParam() <= 11;
+  const size_t node = go19 ? 16 : 20;
+  {  // node 1's parent is itself (a cycle) / its parentPc negative
+    Crafted c = whole;
+    if (go19) {
+      c.tree[node] = 1;
+    } else {
+      for (size_t i = 0; i < 4; ++i) c.tree[node + 16 + i] = 0xff;
+    }
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.deep /src/a.go:33(i) | main.a :0");
+    EXPECT_EQ(Chain(*table, 0x1024), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  }
+  if (go19) {  // node 0's parent after it: the chain stops past main.inl
+    Crafted c = whole;
+    c.tree[0] = 1;
+    c.tree[1] = c.tree[2] = c.tree[3] = 0;
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034),
+              "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a :0");
+  }
+  {  // the tree cut after node 0: no node 1
+    Crafted c = whole;
+    c.tree.resize(node);
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    EXPECT_EQ(Chain(*table, 0x1034), "main.a /src/a.go:33");
+    EXPECT_EQ(Chain(*table, 0x1024), "main.inl /src/a.go:12(i) | main.a /src/a.go:10");
+  }
+  for (size_t size = 0; size < whole.tree.size(); ++size) {  // every cut: a chain or less
+    Crafted c = whole;
+    c.tree.resize(size);
+    std::unique_ptr<GoPclntab> table = c.Parse();
+    ASSERT_TRUE(table);
+    const std::string chain = Chain(*table, 0x1034);
+    EXPECT_TRUE(chain == "main.a /src/a.go:33" ||
+                chain ==
+                    "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10")
+        << size << ": " << chain;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, Crafted12, ::testing::Values(9u, 10u, 11u, 12u, 13u, 14u, 15u),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                           return "go1_" + std::to_string(info.param);
+                         });
+
+// FindGoPclntab names the release to the table: where the binary names one of the 1.2-magic
+// layouts, the inline chain; where it names none, or a release that writes another magic,
+// no inline frames.
+TEST(GoRelease, FoundInTheBinaryDecidesTheInlineLayout) {
+  struct Case {
+    uint32_t table_minor;  // the layout the table is crafted in
+    VersionIn where;
+    std::string version;
+    uint32_t expected_minor;
+  };
+  const std::string chain =
+      "main.deep /src/a.go:33(i) | main.inl /src/a.go:14(i) | main.a /src/a.go:10";
+  const std::string none = "main.a /src/a.go:33";
+  for (const Case& c :
+       {Case{13, VersionIn::kBuildInfoPointer, "go1.13.8", 13},
+        Case{15, VersionIn::kBuildInfoPointer, "go1.15", 15},
+        Case{12, VersionIn::kBuildInfoInline, "go1.12.17", 12},
+        Case{10, VersionIn::kSymbol, "go1.10.8", 10}, Case{9, VersionIn::kSymbol, "go1.9rc2", 9},
+        Case{13, VersionIn::kBuildInfoInline, "go1.19.5", 19},
+        Case{13, VersionIn::kBuildInfoPointer, "devel +3dd3ab41 Tue", 0},
+        Case{11, VersionIn::kSymbol, "go1.111", 111}, Case{11, VersionIn::kSymbol, "go1.", 0},
+        Case{11, VersionIn::kNowhere, "go1.11", 0}}) {
+    const Crafted crafted = Build12(c.table_minor);
+    const std::vector<uint8_t> bytes = GoElf(crafted, c.where, c.version);
+    auto elf = ElfFile::FromBytes(bytes, "go");
+    ASSERT_TRUE(elf) << c.version;
+    auto found = FindGoPclntab(**elf);
+    ASSERT_TRUE(found && *found) << c.version;
+    const GoPclntab& table = ***found;
+    EXPECT_EQ(table.go_minor(), c.expected_minor) << c.version;
+    const bool layout_known = c.expected_minor >= 9 && c.expected_minor <= 15;
+    EXPECT_EQ(Chain(table, 0x1034), layout_known ? chain : none) << c.version;
+  }
+}
 
 TEST(CraftedPclntab, UnknownMagicAndBadHeaderFieldsAreRefused) {
   Crafted crafted = BuildModern(0xfffffff1);

@@ -9,6 +9,9 @@
 //     Lookup at each of them, so the direct path is not what a cached run asks.
 //   - Damaged Go records (the first and last byte of each Go section) are found by their
 //     checksums and the index rebuilt.
+//   - Crafted ELF files around Go 1.2-magic tables with inline trees in the layouts of Go 1.9,
+//     1.12 and 1.13 (tests/elf/go_crafted.h; no installed Go writes them): the index answers
+//     every pc as the direct path and the table do, inline chains included.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 
 #include "../symbolize/go_builds.h"
 #include "elf/go_pclntab.h"
+#include "go_crafted.h"
 #include "index/index_format.h"
 #include "index/symbol_index.h"
 #include "index_test_util.h"
@@ -222,6 +226,58 @@ TEST_P(IndexGoDamageTest, DamagedGoRecordsAreFoundAndRebuilt) {
     }
   }
   EXPECT_EQ(flipped, 8u) << "the four Go sections not all found";
+}
+
+// The release named three ways (the runtime.buildVersion symbol, .go.buildinfo's pointer and
+// inline string), each with the table of its layout.
+TEST(IndexGoCrafted, Go12TablesInlineChainsAreIndexed) {
+  using elf::crafted::VersionIn;
+  struct Case {
+    uint32_t minor;
+    VersionIn where;
+  };
+  for (Case c : {Case{9, VersionIn::kSymbol}, Case{12, VersionIn::kBuildInfoInline},
+                 Case{13, VersionIn::kBuildInfoPointer}}) {
+    SCOPED_TRACE("go1." + std::to_string(c.minor));
+    RealTempDir dir;
+    const elf::crafted::Crafted crafted = elf::crafted::Build12(c.minor);
+    const std::string path = dir.path() + "/prog";
+    testing::WriteBytes(path, GoElf(crafted, c.where, "go1." + std::to_string(c.minor) + ".3"));
+    std::vector<uint64_t> addresses;
+    for (uint64_t pc = 0xff0; pc < 0x1210; ++pc) addresses.push_back(pc);
+    SymbolizeOptions direct, cached;
+    cached.cache_dir = dir.path() + "/cache";
+    const std::vector<std::string> expected = Answers(path, addresses, direct);
+    ASSERT_EQ(expected.size(), addresses.size());
+    const std::string& deep = expected[0x1034 - 0xff0];
+    EXPECT_NE(deep.find("main.deep"), std::string::npos) << deep;
+    EXPECT_NE(deep.find("main.inl"), std::string::npos) << deep;
+    EXPECT_EQ(FirstDifferences(addresses, expected, Answers(path, addresses, cached)), "")
+        << "the run that built the index";
+    EXPECT_EQ(FirstDifferences(addresses, expected, Answers(path, addresses, cached)), "")
+        << "a run from the index";
+    // And the index's own Go answers are the table's.
+    auto index = index::SymbolIndex::Open(testing::IndexPathFor(path, cached.cache_dir, cached));
+    ASSERT_TRUE(index) << index.error().ToString();
+    ASSERT_TRUE((*index)->has_go_answers());
+    auto reader = (*index)->NewReader();
+    auto file = ElfFile::Open(path);
+    ASSERT_TRUE(file);
+    std::unique_ptr<elf::GoPclntab> table = TableOf(**file);
+    ASSERT_NE(table, nullptr);
+    index::GoAnswer answer;
+    std::vector<elf::GoFrame> frames, stored_frames;
+    elf::GoFunction function, stored_function;
+    for (uint64_t a : addresses) {
+      ASSERT_TRUE((*index)->AnswerGo(a, true, &answer, reader.get()));
+      const bool found = table->Lookup(a, true, &frames, &function) && !function.name.empty();
+      ASSERT_EQ(answer.found, found) << "0x" << std::hex << a;
+      if (!found) continue;
+      answer.Views(&stored_function, &stored_frames);
+      ASSERT_EQ(Describe(stored_function, stored_frames), Describe(function, frames))
+          << "0x" << std::hex << a;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(GoBuilds, IndexGoTest,

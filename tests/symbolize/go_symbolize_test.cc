@@ -228,6 +228,35 @@ TEST(GoSymbolize, GoBuildIdIsReported) {
   EXPECT_EQ(out, "- " + stripped + " go:" + expected + "\n");
 }
 
+// The release the table is told (it picks a 1.2-magic table's inline layout) is the one
+// `go version` reads from the binary: from .go.buildinfo, and without it (removed here) from
+// the unstripped build's runtime.buildVersion symbol.
+TEST(GoSymbolize, ReleaseIsTheOneGoVersionReads) {
+  REQUIRE_GO_BUILD(plain, "plain");
+  const std::string stripped = BuildVariant("stripped");
+  const std::string said = RunCommand("go version " + plain);  // "PATH: go1.19.8"
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(said, match, std::regex(": go1\\.([0-9]+)"))) << said;
+  const uint32_t expected = static_cast<uint32_t>(std::stoul(match[1].str()));
+  auto minor_of = [](const std::string& path) -> int64_t {
+    auto elf = ElfFile::Open(path);
+    if (!elf) return -1;
+    auto table = elf::FindGoPclntab(**elf);
+    return table && *table ? int64_t{(**table)->go_minor()} : -1;
+  };
+  EXPECT_EQ(minor_of(plain), expected);
+  EXPECT_EQ(minor_of(stripped), expected);
+  const std::string without = plain + ".without-buildinfo";
+  int code = -1;
+  std::string out =
+      RunCommand("objcopy --remove-section .go.buildinfo " + plain + " " + without, &code);
+  ASSERT_EQ(code, 0) << out;
+  auto elf = ElfFile::Open(without);
+  ASSERT_TRUE(elf);
+  ASSERT_EQ((*elf)->FindSection(".go.buildinfo"), nullptr);
+  EXPECT_EQ(minor_of(without), expected);
+}
+
 // Samples of `record`'s folded output whose frames of the program (not the kernel's) are all
 // named, weighted by their counts.
 TEST(GoSymbolize, RecordNamesTheStrippedProgramsFrames) {
