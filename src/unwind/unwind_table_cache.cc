@@ -2,6 +2,7 @@
 // with a directory, also loaded from and stored to persisted table files.
 #include <cstdio>
 #include <list>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -56,6 +57,10 @@ struct UnwindTableCache::Impl {
   mutable std::mutex mu;
   std::list<Entry> lru;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> by_key;
+  // Every table handed out, while anyone holds it: one past the byte bound (a big binary's,
+  // held by the processes that map it) is handed out again, not read or built once more per
+  // process — each copy was the agent's largest heap peak on a build host.
+  std::unordered_map<std::string, std::weak_ptr<const UnwindTable>> live;
   size_t bytes = 0;
   uint64_t evictions = 0;
   uint64_t dir_loads = 0;
@@ -63,6 +68,31 @@ struct UnwindTableCache::Impl {
   bool dir_unusable = false;  // said once; from then on tables are built in memory only
 
   std::shared_ptr<const UnwindTable> FromDir(const ElfFile& elf);
+
+  // The held table of `key` put back at the front of the LRU (null: no one holds it).
+  std::shared_ptr<const UnwindTable> ReviveLocked(const std::string& key) {
+    auto it = live.find(key);
+    if (it == live.end()) return nullptr;
+    std::shared_ptr<const UnwindTable> table = it->second.lock();
+    if (!table) {
+      live.erase(it);
+      return nullptr;
+    }
+    InsertLocked(key, table);
+    return table;
+  }
+  void InsertLocked(const std::string& key, const std::shared_ptr<const UnwindTable>& table) {
+    const size_t entry_bytes = table->memory_bytes() + key.size();
+    lru.push_front({key, table, entry_bytes});
+    by_key.emplace(key, lru.begin());
+    bytes += entry_bytes;
+    live[key] = table;
+    EvictLocked();
+    // Forgotten tables' entries go once they outnumber the cached ones.
+    if (live.size() > 2 * lru.size() + 64) {
+      std::erase_if(live, [](const auto& e) { return e.second.expired(); });
+    }
+  }
 
   void EvictLocked() {
     // The entry just used (front) is kept even when it alone exceeds the bound.
@@ -93,6 +123,7 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
       impl_->lru.splice(impl_->lru.begin(), impl_->lru, it->second);
       return it->second->table;
     }
+    if (std::shared_ptr<const UnwindTable> held = impl_->ReviveLocked(key)) return held;
   }
   // Built outside the lock: two threads may build the same table at once; the first to
   // insert wins and both return the same one. (Two processes storing the same file at once
@@ -109,11 +140,8 @@ std::shared_ptr<const UnwindTable> UnwindTableCache::Get(const ElfFile& elf,
     impl_->lru.splice(impl_->lru.begin(), impl_->lru, it->second);
     return it->second->table;
   }
-  const size_t bytes = table->memory_bytes() + key.size();
-  impl_->lru.push_front({key, table, bytes});
-  impl_->by_key.emplace(key, impl_->lru.begin());
-  impl_->bytes += bytes;
-  impl_->EvictLocked();
+  if (std::shared_ptr<const UnwindTable> held = impl_->ReviveLocked(key)) return held;
+  impl_->InsertLocked(key, table);
   return table;
 }
 

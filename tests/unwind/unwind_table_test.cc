@@ -384,6 +384,23 @@ TEST(UnwindTableCache, SharesByBuildIdAndEvicts) {
   EXPECT_EQ(small.evictions(), 1u) << "the most recent table stays";
 }
 
+// A table evicted past the byte bound while someone still holds it (the processes mapping a
+// big binary) is handed out again, not built once more: one copy per build ID.
+TEST(UnwindTableCache, AHeldTableIsSharedPastTheBound) {
+  std::shared_ptr<ElfFile> a = Open(Fixture("unwind_gcc_o2"));
+  std::shared_ptr<ElfFile> b = Open(Fixture("unwind_clang_o2"));
+  ASSERT_TRUE(a && b);
+  UnwindTableCache small({.max_bytes = 1});
+  std::shared_ptr<const UnwindTable> held = small.Get(*a);
+  small.Get(*b);  // evicts a's
+  EXPECT_EQ(small.evictions(), 1u);
+  EXPECT_EQ(small.Get(*a).get(), held.get()) << "a second copy of a held table";
+  std::weak_ptr<const UnwindTable> gone = small.Get(*b);  // evicts a's again
+  held.reset();
+  small.Get(*a);  // no one held it: built again
+  EXPECT_TRUE(gone.expired()) << "b's table, evicted and not held, was kept";
+}
+
 TEST(UnwindTableCache, BadCfiGivesAnEmptyTableRemembered) {
   CfiBytes b(unwind::CfiSectionKind::kEhFrame);
   size_t cie = b.AddCie(X86CieInstructions());
