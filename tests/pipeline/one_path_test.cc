@@ -273,7 +273,10 @@ TEST_P(OnePathTest, EveryPathNamesEveryFunctionAlike) {
   ASSERT_TRUE(server) << server.error().ToString();
   std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
 
-  std::string common = "symbolize-profile --kallsyms /proc/kallsyms " +
+  // One copy of kallsyms for both paths: BPF programs (other tests' recorders, running beside
+  // this one) come and go from /proc/kallsyms between the two runs.
+  Shell("cp /proc/kallsyms " + work_ + "/kallsyms");
+  std::string common = "symbolize-profile --kallsyms " + work_ + "/kallsyms " +
                        std::string(debuginfod ? "" : "--no-debuginfod ") + work_ + "/raw.pb.gz ";
   // (After the positional arguments: the option takes several values.)
   const std::string jit_flags = jit ? " --perf-map-dir /tmp" : "";
