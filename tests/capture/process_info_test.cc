@@ -14,9 +14,9 @@ const std::string kId = "0123456789abcdef0123456789abcdef0123456789abcdef0123456
 
 TEST(ContainerIdTest, EveryRuntimesPath) {
   EXPECT_EQ(ContainerIdFromCgroup("0::/system.slice/docker-" + kId + ".scope\n"), kId);
-  EXPECT_EQ(ContainerIdFromCgroup("12:cpu,cpuacct:/docker/" + kId + "\n11:memory:/docker/" + kId +
-                                  "\n"),
-            kId);
+  EXPECT_EQ(
+      ContainerIdFromCgroup("12:cpu,cpuacct:/docker/" + kId + "\n11:memory:/docker/" + kId + "\n"),
+      kId);
   EXPECT_EQ(ContainerIdFromCgroup("0::/kubepods.slice/kubepods-burstable.slice/"
                                   "kubepods-burstable-pod1234.slice/cri-containerd-" +
                                   kId + ".scope\n"),

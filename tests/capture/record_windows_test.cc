@@ -22,9 +22,11 @@ struct Window {
 
 std::vector<Window> RecordWindows(RecordOptions o, std::unique_ptr<Recorder>& rec) {
   std::vector<Window> windows;
-  EXPECT_TRUE(rec->Run({}, [&](Profile&& p, const RecordStats& s) {
-                   windows.push_back({std::move(p), s});
-                 }).ok());
+  EXPECT_TRUE(rec->Run({},
+                       [&](Profile&& p, const RecordStats& s) {
+                         windows.push_back({std::move(p), s});
+                       })
+                  .ok());
   return windows;
 }
 

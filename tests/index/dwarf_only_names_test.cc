@@ -34,9 +34,9 @@ class DwarfOnlyNamesTest : public ::testing::TestWithParam<const char*> {
     binary_ = testing::RealFixture(GetParam());
     stripped_ = dir_.path() + "/" + GetParam() + ".dwarf-only";
     int exit_code = -1;
-    testing::RealRun("objcopy --strip-all --keep-section='.debug_*' '" + binary_ + "' '" +
-                         stripped_ + "'",
-                     "", &exit_code);
+    testing::RealRun(
+        "objcopy --strip-all --keep-section='.debug_*' '" + binary_ + "' '" + stripped_ + "'", "",
+        &exit_code);
     ASSERT_EQ(exit_code, 0) << "objcopy failed on " << binary_;
     auto elf = ElfFile::Open(binary_);
     ASSERT_TRUE(elf) << elf.error().ToString();

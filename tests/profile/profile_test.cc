@@ -139,8 +139,8 @@ TEST(ProfileSampleTypes, ValuesByTypeAndState) {
   EXPECT_EQ(p.Value(1, SampleType::kWall), 7'000'000u);
   EXPECT_EQ(p.Total(SampleType::kWall), 4'000'000u + 7'000'000u + 1'000u);
   EXPECT_EQ(p.total_samples(), 4u);
-  for (SampleType t : {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu,
-                       SampleType::kWall}) {
+  for (SampleType t :
+       {SampleType::kSamples, SampleType::kCpu, SampleType::kOffCpu, SampleType::kWall}) {
     EXPECT_EQ(ParseSampleType(SampleTypeName(t)), t);
   }
   EXPECT_FALSE(ParseSampleType("cycles"));
