@@ -66,18 +66,23 @@ void SortByLowThenOrder(std::vector<TreeRange>& ranges) {
 
 }  // namespace
 
-int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address) {
+size_t FindSegmentPosition(std::span<const AddressSegment> segments, uint64_t address) {
   // Branch-free lower search (the tables are large and probed at random: mispredicted
   // branches and dependent loads dominate): finds the last segment with start <= address.
   size_t n = segments.size();
-  if (n == 0 || segments[0].start > address) return kNoId;
+  if (n == 0 || segments[0].start > address) return kNoSegment;
   const AddressSegment* base = segments.data();
   while (n > 1) {
     size_t half = n / 2;
     base = base[half].start <= address ? base + half : base;
     n -= half;
   }
-  return base->id;
+  return static_cast<size_t>(base - segments.data());
+}
+
+int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address) {
+  const size_t position = FindSegmentPosition(segments, address);
+  return position == kNoSegment ? kNoId : segments[position].id;
 }
 
 std::vector<AddressSegment> FlattenNested(std::vector<TreeRange>& ranges) {

@@ -2,6 +2,7 @@
 // disjoint segment table (one binary search per lookup).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -24,6 +25,10 @@ inline constexpr int32_t kNoId = -1;
 
 // The id whose segment holds `address`, or kNoId.
 int32_t FindSegment(std::span<const AddressSegment> segments, uint64_t address);
+// The position in `segments` of the segment holding `address`, or kNoSegment (before the
+// first).
+inline constexpr size_t kNoSegment = SIZE_MAX;
+size_t FindSegmentPosition(std::span<const AddressSegment> segments, uint64_t address);
 
 // The same, searching only the candidates `index` (built over the segment starts) names.
 inline int32_t FindSegment(std::span<const AddressSegment> segments, const AddressIndex& index,

@@ -328,12 +328,10 @@ Result<void> FunctionTable::WalkSubroutine(ByteCursor& c, const AbbrevTable& abb
 FunctionRun FunctionTable::OutermostRun(uint64_t address) const {
   FunctionRun run;
   auto [lo, hi] = index_.Candidates(address);
-  std::span<const AddressSegment> candidates = std::span(segments_).subspan(lo, hi - lo);
-  // The last candidate starting at or before the address, as FindSegment finds it.
-  auto after = std::upper_bound(candidates.begin(), candidates.end(), address,
-                                [](uint64_t a, const AddressSegment& s) { return a < s.start; });
-  if (after == candidates.begin()) return run;
-  const size_t found = lo + static_cast<size_t>(after - candidates.begin()) - 1;
+  const size_t in_candidates =
+      FindSegmentPosition(std::span(segments_).subspan(lo, hi - lo), address);
+  if (in_candidates == kNoSegment) return run;
+  const size_t found = lo + in_candidates;
   auto at = [&](size_t i, uint64_t* start, int32_t* id) {
     *start = segments_[i].start;
     *id = segments_[i].id;

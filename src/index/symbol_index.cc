@@ -701,6 +701,13 @@ bool SymbolIndex::CallDiscriminator(uint32_t node, uint32_t* out) const {
   return true;
 }
 
+bool SymbolIndex::BlocksFrom(std::span<const FunctionSegmentBlockRecord> blocks, uint64_t offset,
+                             size_t* after) const {
+  return VerifiedUpperBound(
+      blocks, offset,
+      [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; }, after);
+}
+
 bool SymbolIndex::FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node) const {
   *node = -1;
   std::span<const FunctionSegmentBlockRecord> segment_blocks;
@@ -708,12 +715,7 @@ bool SymbolIndex::FindNode(const UnitRecord& unit, uint64_t vaddr, int32_t* node
   if (vaddr < unit.segment_base) return true;
   const uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
   size_t after = 0;
-  if (!VerifiedUpperBound(
-          segment_blocks, offset,
-          [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
-          &after)) {
-    return false;
-  }
+  if (!BlocksFrom(segment_blocks, offset, &after)) return false;
   return after == 0 || DecodeSegmentBlock(segment_blocks, after - 1, unit.segment_count,
                                           [&](uint64_t start, int32_t n) {
                                             if (start > offset) return false;
@@ -771,12 +773,7 @@ bool SymbolIndex::OutermostRun(uint64_t vaddr, dwarf::FunctionRun* run) const {
   };
   const uint64_t offset = std::min<uint64_t>(vaddr - unit.segment_base, 0xffffffffu);
   size_t after = 0;
-  if (!VerifiedUpperBound(
-          blocks, offset,
-          [](uint64_t a, const FunctionSegmentBlockRecord& b) { return a < b.first_start; },
-          &after)) {
-    return false;
-  }
+  if (!BlocksFrom(blocks, offset, &after)) return false;
   if (after == 0) return true;
   const size_t block = after - 1;
   if (!decode(block)) return false;

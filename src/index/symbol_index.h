@@ -247,6 +247,10 @@ class SymbolIndex {
   // The code of the out-of-line function around `vaddr` (dwarf::OutermostRun's one rule, over
   // the persisted segments): false when the records or bytes are inconsistent.
   bool OutermostRun(uint64_t vaddr, dwarf::FunctionRun* run) const;
+  // How many of a unit's segment blocks start at or before `offset` (from the unit's segment
+  // base): the one the offset is in is *after - 1; false when a probed record is damaged.
+  bool BlocksFrom(std::span<const FunctionSegmentBlockRecord> blocks, uint64_t offset,
+                  size_t* after) const;
   // A unit's function segment blocks: false when its record points outside them.
   bool SegmentBlocks(const UnitRecord& unit,
                      std::span<const FunctionSegmentBlockRecord>* blocks) const;
