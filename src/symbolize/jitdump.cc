@@ -85,7 +85,9 @@ Result<JitDump> ReadJitDump(std::span<const uint8_t> bytes) {
       load.code_size = body.U64();
       load.code_index = body.U64();
     }
-    if (body.failed() || load.code_size == 0) {
+    // Code running past the top of the address space is no code a process could hold (and a
+    // table of it could not cover its last byte).
+    if (body.failed() || load.code_size == 0 || load.code_size > UINT64_MAX - load.code_addr) {
       ++dump.skipped_records;
       continue;
     }

@@ -6,8 +6,9 @@
 // the function's name, then the code) and JIT_CODE_MOVE (the code of an index moved to a new
 // address); debug and unwinding records are skipped, JIT_CODE_CLOSE ends the file.
 //
-// Read through ByteCursor, every size checked: the file is untrusted and may be cut short
-// while its process still writes it (then the records before the cut are kept).
+// Read through ByteCursor, every size checked (code running past 2^64 is skipped): the file is
+// untrusted and may be cut short while its process still writes it (then the records before
+// the cut are kept).
 //
 //   Result<JitDump> dump = ReadJitDump(bytes);
 //   for (const JitCodeLoad& load : dump->loads) ... load.code_addr, load.name ...

@@ -134,13 +134,15 @@ TEST(JitDumpTest, SkipsMalformedBodies) {
       DumpWriter()
           .Load(0x1000, 0x100, 1, "code_longer_than_its_record", /*code_bytes_written=*/4)
           .Load(0x2000, 0, 2, "empty_code")
-          .Move(0x5000, 0x6000, 0x10, 99)  // no load of index 99
-          .Other(0, 10)                    // a load whose body is cut short
+          .Move(0x5000, 0x6000, 0x10, 99)                     // no load of index 99
+          .Other(0, 10)                                       // a load whose body is cut short
+          .Load(0xfffffffffffffff0, 0x20, 4, "past_the_top")  // found by fuzz_jitdump
           .Load(0x3000, 8, 3, "kept")
+          .Move(0x3000, 0xfffffffffffffff8, 8, 3)  // moved to end exactly at 2^64
           .bytes();
   Result<symbolize::JitDump> dump = symbolize::ReadJitDump(bytes);
   ASSERT_TRUE(dump);
-  EXPECT_EQ(dump->skipped_records, 4u);
+  EXPECT_EQ(dump->skipped_records, 6u);
   ASSERT_EQ(dump->loads.size(), 1u);
   EXPECT_EQ(dump->loads[0].name, "kept");
 }
