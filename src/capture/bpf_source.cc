@@ -264,6 +264,7 @@ class BpfSource : public SampleSource {
       c.bpf_unwind_frames += p.bpf_unwind_frames;
       c.bpf_fallback_copies += p.bpf_fallback_copies;
       c.bpf_unknown_mapping += p.bpf_unknown_mapping;
+      c.bpf_walk_memo_hits += p.bpf_walk_memo_hits;
       AddOffCpuCounts(p, &c.off_cpu);
       c.py_samples += p.py_samples;
       c.py_frames += p.py_frames;

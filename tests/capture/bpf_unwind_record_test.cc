@@ -56,6 +56,9 @@ std::unique_ptr<Recorder> RecordVerified(const std::vector<std::string>& command
       static_cast<unsigned long long>(st.verify_samples),
       static_cast<unsigned long long>(st.verify_no_reference));
   for (const std::string& d : st.verify_differences) std::printf("  differs: %s\n", d.c_str());
+  std::printf("  rows the walk remembered: %llu of %llu frames\n",
+              static_cast<unsigned long long>(st.bpf_walk_memo_hits),
+              static_cast<unsigned long long>(st.bpf_unwind_frames));
   // Every walk in the program says why it ended; most reach the outermost frame.
   uint64_t ends = 0;
   std::printf("  walks in BPF ended:");
@@ -94,8 +97,11 @@ std::unique_ptr<Recorder> RecordVerified(const std::vector<std::string>& command
                     "CAP_PERFMON)";                                                \
   }
 
+// Callers' return addresses repeat from sample to sample: some rows come from the walk's memo,
+// and those chains agree as well as the searched ones.
 void CheckAgreement(const std::vector<std::string>& command, const std::string& who) {
   RECORD_VERIFIED_OR_SKIP(rec, command, who);
+  EXPECT_GT(rec->stats().bpf_walk_memo_hits, 0u);
 }
 
 // Samples whose user stack passes through a module whose path contains `module` (any sample

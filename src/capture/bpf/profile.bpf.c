@@ -115,6 +115,28 @@ struct {
   __type(value, struct stacksym_proc_mappings);
 } proc_mappings SEC(".maps");
 
+// --call-graph bpf: where the walk last found each (process, pc): the mapping's index in the
+// process's mappings and the row's in its table. Most walks repeat the pcs of earlier ones (a
+// thread that blocks again where it blocked before): a remembered place is checked against the
+// maps as they are now (the mapping holds the pc, the row is the last one at or below it), so
+// an entry that is stale, of another process or torn by an NMI costs a search, never a wrong
+// row. Direct-mapped by a hash of (tgid, pc).
+#define WALK_MEMO_ENTRIES 512  // power of two
+struct walk_memo_entry {
+  __u64 pc;
+  __u32 tgid;
+  __u32 place;  // row index in the table << 8 | mapping index (tables have < 2^24 rows)
+};
+struct walk_memo {
+  struct walk_memo_entry e[WALK_MEMO_ENTRIES];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct walk_memo);
+} walk_memo SEC(".maps");
+
 // Python processes user space registered (by tgid), and each of their threads' thread state
 // once found (by tid). Sized by user space.
 struct {
@@ -293,6 +315,7 @@ struct unwind_state {
   __u8 bp_known;
   __u8 exact_pc;  // pc is the instruction itself (sampled, or interrupted by a signal)
   __u8 unknown_mapping;
+  __u32 memo_hits;  // frames whose mapping and row came from walk_memo
 };
 
 static __always_inline void emit_ip(struct unwind_state* st, __u64 ip) {
@@ -342,8 +365,8 @@ static long mapping_search_step(__u32 index, void* arg) {
   return 0;
 }
 
-static __always_inline const struct stacksym_mapping* find_mapping(
-    const struct stacksym_proc_mappings* pm, __u64 pc) {
+// The index of the mapping holding pc, or -1.
+static __always_inline int find_mapping(const struct stacksym_proc_mappings* pm, __u64 pc) {
   __u32 count = pm->count;
   struct mapping_search ms = {
       .pm = pm,
@@ -351,9 +374,18 @@ static __always_inline const struct stacksym_mapping* find_mapping(
       .lo = 0,
       .hi = count > STACKSYM_MAX_PROC_MAPPINGS ? STACKSYM_MAX_PROC_MAPPINGS : count};
   bpf_loop(MAPPING_SEARCH_STEPS, mapping_search_step, &ms, 0);
-  if (ms.lo == 0) return NULL;
-  const struct stacksym_mapping* m = &pm->m[(ms.lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
-  return pc < m->end ? m : NULL;
+  if (ms.lo == 0) return -1;
+  __u32 index = (ms.lo - 1) & (STACKSYM_MAX_PROC_MAPPINGS - 1);
+  return pc < pm->m[index].end ? (int)index : -1;
+}
+
+// Whether mapping `index` holds pc now (the mappings are sorted and disjoint: then it is the
+// one find_mapping finds).
+static __always_inline bool mapping_holds(const struct stacksym_proc_mappings* pm, __u32 index,
+                                          __u64 pc) {
+  if (index >= pm->count) return false;
+  const struct stacksym_mapping* m = &pm->m[index & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
+  return m->start <= pc && pc < m->end;
 }
 
 // One step of the row search, as a bpf_loop callback: the verifier checks it once, instead of
@@ -383,16 +415,69 @@ static long row_search_step(__u32 index, void* arg) {
   return 0;
 }
 
-// The row in force at pc (UnwindTable::Find), or NULL.
+// Row `index` of m's table if it is the row in force at rel: the last one at or below it (what
+// the search finds), else NULL.
+static __always_inline const struct stacksym_unwind_row* row_if_in_force(
+    const struct stacksym_mapping* m, __u32 index, __u64 rel) {
+  if (index >= m->row_count) return NULL;
+  const struct stacksym_unwind_row* r = lookup_row(m->row_start + index);
+  if (!r || r->pc > rel) return NULL;
+  if (index + 1 < m->row_count) {
+    const struct stacksym_unwind_row* next = lookup_row(m->row_start + index + 1);
+    if (!next || next->pc <= rel) return NULL;
+  }
+  return r;
+}
+
+// The row in force at pc (UnwindTable::Find), or NULL: row `*index` when it is (a remembered
+// place), else searched for, and its index left in *index.
 static __always_inline const struct stacksym_unwind_row* find_row(const struct stacksym_mapping* m,
-                                                                  __u64 pc) {
+                                                                  __u64 pc, __u32* index,
+                                                                  bool* remembered) {
   if (m->row_count == 0 || pc < m->table_base) return NULL;
   __u64 rel = pc - m->table_base;
   if (rel >= m->table_end) return NULL;
+  if (*remembered) {
+    const struct stacksym_unwind_row* r = row_if_in_force(m, *index, rel);
+    if (r) return r;
+    *remembered = false;
+  }
   struct row_search rs = {.lo = 0, .hi = m->row_count, .row_start = m->row_start, .rel = rel};
   bpf_loop(ROW_SEARCH_STEPS, row_search_step, &rs, 0);
   if (rs.lo == 0) return NULL;
+  *index = rs.lo - 1;
   return lookup_row(rs.row_start + rs.lo - 1);
+}
+
+// The walk_memo entry of (tgid, pc), or NULL.
+static __always_inline struct walk_memo_entry* memo_entry(__u32 tgid, __u64 pc) {
+  __u32 zero = 0;
+  struct walk_memo* memo = bpf_map_lookup_elem(&walk_memo, &zero);
+  if (!memo) return NULL;
+  __u64 h = (pc ^ ((__u64)tgid << 40)) * 0x9e3779b97f4a7c15ull;
+  return &memo->e[(h >> 40) & (WALK_MEMO_ENTRIES - 1)];
+}
+
+// The mapping and row in force at pc (NULL when pc has no row), from walk_memo when its entry
+// still holds, else searched for and remembered. *mapping < 0: pc is in no mapping.
+static __always_inline const struct stacksym_unwind_row* place_of(
+    struct unwind_state* st, const struct stacksym_proc_mappings* pm, __u64 pc, int* mapping) {
+  struct walk_memo_entry* e = memo_entry(st->tgid, pc);
+  __u32 place = e ? e->place : 0;
+  bool remembered = e && e->pc == pc && e->tgid == st->tgid && mapping_holds(pm, place & 0xff, pc);
+  *mapping = remembered ? (int)(place & 0xff) : find_mapping(pm, pc);
+  if (*mapping < 0) return NULL;
+  const struct stacksym_mapping* m = &pm->m[*mapping & (STACKSYM_MAX_PROC_MAPPINGS - 1)];
+  __u32 row_index = place >> 8;
+  const struct stacksym_unwind_row* row = find_row(m, pc, &row_index, &remembered);
+  if (remembered) {
+    st->memo_hits++;
+  } else if (row && e && row_index < (1u << 24)) {
+    e->pc = pc;
+    e->tgid = st->tgid;
+    e->place = row_index << 8 | (__u32)*mapping;
+  }
+  return row;
 }
 
 static __always_inline int read_word(__u64 addr, __u64* out) {
@@ -440,8 +525,9 @@ __noinline int unwind_frame(struct unwind_state* st) {
   }
   __u64 pc = st->pc, sp = st->sp, bp = st->bp;
   __u64 lookup_pc = st->exact_pc ? pc : pc - 1;
-  const struct stacksym_mapping* m = find_mapping(pm, lookup_pc);
-  if (!m) {
+  int mapping = -1;
+  const struct stacksym_unwind_row* row = place_of(st, pm, lookup_pc, &mapping);
+  if (mapping < 0) {
     // A return address outside every mapping is garbage, or code mapped since the tables
     // were loaded: not a frame; user space reloads the mappings.
     if (st->n > 1) st->n--;
@@ -449,7 +535,6 @@ __noinline int unwind_frame(struct unwind_state* st) {
     st->end = STACKSYM_END_UNMAPPED;
     return 1;
   }
-  const struct stacksym_unwind_row* row = find_row(m, lookup_pc);
   __u64 cfa = 0, ra = 0, caller_bp = bp;
   bool signal = false;
   if (!row || row->cfa_rule == CFA_UNDEFINED) {
@@ -568,6 +653,7 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
   emit_ip(&st, st.pc);
   bpf_loop(STACKSYM_MAX_FRAMES, unwind_step, &st, 0);
   s->unwind_end = st.end;
+  cnt->bpf_walk_memo_hits += st.memo_hits;
   if (st.unknown_mapping) {
     s->flags |= STACKSYM_SAMPLE_UNKNOWN_MAPPING;
     cnt->bpf_unknown_mapping++;
@@ -692,8 +778,7 @@ static __always_inline __u32 code_check_flags(struct py_walk* w, __u8* tmp, __u6
   if (w->check_first_line == 0xff) return 0;
   if (code == w->last_code) return w->last_check;
   __u32 flags = 0;
-  if (!bpf_probe_read_user(tmp, STACKSYM_PY_CODE_READ,
-                           (const void*)(code + w->code_check_start))) {
+  if (!bpf_probe_read_user(tmp, STACKSYM_PY_CODE_READ, (const void*)(code + w->code_check_start))) {
     __s32 first_line = *(__s32*)(tmp + (w->check_first_line & 63));
     __u64 qualname = *(__u64*)(tmp + (w->check_qualname & 63));
     flags = STACKSYM_PY_CHECKED | stacksym_py_code_check(first_line, qualname)

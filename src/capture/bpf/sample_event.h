@@ -278,6 +278,7 @@ struct stacksym_counters {
   __u64 py_frames;         // Python frames those samples carried
   __u64 py_ends[STACKSYM_PY_END_COUNT];  // why each Python walk ended
   __u64 py_thread_searches;  // thread-state lists walked (a thread's first sample, or stale)
+  __u64 bpf_walk_memo_hits;  // --call-graph bpf: frames whose row came from the walk's memo
 };
 
 // Key of the stackmap backend's in-kernel aggregation.
