@@ -185,14 +185,15 @@ void PrintSummary(const RecordStats& s, const Options& o) {
   if (s.call_graph == CallGraph::kBpf) {
     std::fprintf(stderr,
                  "  unwinding in BPF (--call-graph bpf): %llu %s unwound in the program "
-                 "(%.1f frames each, %llu rows remembered), %llu sent as stack copies (tables "
-                 "not loaded yet); %llu walks met an unknown mapping\n",
+                 "(%.1f frames each, %llu rows remembered, %llu stacks replayed), %llu sent as "
+                 "stack copies (tables not loaded yet); %llu walks met an unknown mapping\n",
                  u(s.bpf_unwound),
                  o.record.off_cpu ? "stacks (CPU samples and off-CPU)" : "samples",
                  s.bpf_unwound
                      ? static_cast<double>(s.bpf_unwind_frames) / static_cast<double>(s.bpf_unwound)
                      : 0.0,
-                 u(s.bpf_walk_memo_hits), u(s.bpf_fallback_copies), u(s.bpf_unknown_mapping));
+                 u(s.bpf_walk_memo_hits), u(s.bpf_stack_memo_hits), u(s.bpf_fallback_copies),
+                 u(s.bpf_unknown_mapping));
     std::fprintf(stderr,
                  "  unwind tables in BPF maps: %llu processes, %llu tables, %llu rows loaded "
                  "(%.1f MiB in use at the end, in %llu MiB of maps); evicted to make room: "

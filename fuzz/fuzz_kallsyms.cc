@@ -1,10 +1,12 @@
-// libFuzzer target for the kallsyms parser: any bytes must parse without crashing, and the
-// table must keep its invariants (sorted; Find answers only covering symbols).
+// libFuzzer target for the kallsyms parsers: any bytes must parse without crashing, and the
+// table must keep its invariants (sorted; Find answers only covering symbols). The off-CPU
+// recorder's SwitchFrames reads the same text: a stack it trims stays a suffix of itself.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
 
+#include "capture/switch_frames.h"
 #include "stacksym/kernel.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -30,6 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t probe;
     std::memcpy(&probe, data + off, 8);
     (void)table.Find(probe);
+  }
+  stacksym::capture::SwitchFrames frames = stacksym::capture::SwitchFrames::FromText(text);
+  if (size >= 32) {
+    uint64_t ips[4];
+    std::memcpy(ips, data, sizeof(ips));
+    std::span<const uint64_t> cut = frames.Trim(ips);
+    if (cut.size() > 4 || (!cut.empty() && cut.data() + cut.size() != ips + 4)) __builtin_trap();
   }
   auto symbolizer = stacksym::KernelSymbolizer::FromTable(std::move(table), {});
   if (symbolizer && size >= 8) {

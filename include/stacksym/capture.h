@@ -223,6 +223,7 @@ struct RecordStats {
   uint64_t bpf_fallback_copies = 0;
   uint64_t bpf_unknown_mapping = 0;  // walks that met code mapped after the tables were loaded
   uint64_t bpf_walk_memo_hits = 0;   // frames whose unwind row the walk remembered (walk_memo)
+  uint64_t bpf_stack_memo_hits = 0;  // off-CPU user stacks replayed from the task's last walk
   uint64_t bpf_unwind_ends[kUnwindEndCount] = {};  // why each walk in the program ended
   uint64_t bpf_processes_loaded = 0;
   uint64_t bpf_processes_not_loaded = 0;  // no room (rows, mappings, processes) or unreadable

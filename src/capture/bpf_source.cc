@@ -26,6 +26,7 @@
 #include "capture/perf_event_util.h"
 #include "capture/python_processes.h"
 #include "capture/sample_source.h"
+#include "capture/switch_frames.h"
 #include "stacksym/elf.h"
 #include "stacksym/unwind.h"
 
@@ -98,7 +99,8 @@ bool KernelAtLeast(unsigned want_major, unsigned want_minor) {
 bool HashMapsOnDemand() { return KernelAtLeast(6, 1); }
 
 // --off-cpu: the frames above __schedule in a kernel stack taken in sched_switch's program (the
-// program itself and bpf_trace_run4, the tracepoint's caller of BPF programs).
+// program itself and bpf_trace_run4, the tracepoint's caller of BPF programs); where
+// __traceiter_sched_switch shows too, SwitchFrames cuts it.
 constexpr uint32_t kSwitchKernelSkip = 2;
 // tp_btf where the kernel's BTF describes the tracepoint (libbpf finds its attach point
 // there), else the raw tracepoint, which needs no BTF of its own; only the chosen one is loaded.
@@ -265,6 +267,7 @@ class BpfSource : public SampleSource {
       c.bpf_fallback_copies += p.bpf_fallback_copies;
       c.bpf_unknown_mapping += p.bpf_unknown_mapping;
       c.bpf_walk_memo_hits += p.bpf_walk_memo_hits;
+      c.bpf_stack_memo_hits += p.bpf_stack_memo_hits;
       AddOffCpuCounts(p, &c.off_cpu);
       c.py_samples += p.py_samples;
       c.py_frames += p.py_frames;
@@ -354,6 +357,7 @@ class BpfSource : public SampleSource {
     ro->self_tgid = static_cast<uint32_t>(getpid());
     ro->switch_has_prev_state = KernelAtLeast(5, 18);
     ro->off_cpu_kernel_skip = kSwitchKernelSkip;
+    switch_frames_ = SwitchFrames::FromKallsyms();
   }
 
   // Maps the options do not use get one entry; the rest are sized to the run.
@@ -558,6 +562,7 @@ class BpfSource : public SampleSource {
                                          STACKSYM_SAMPLE_STATE_MASK);
     }
     s.kernel_ips = {reinterpret_cast<const uint64_t*>(bytes + sizeof(*h)), kbytes / 8};
+    if (s.off_cpu != OffCpuPart::kNone) s.kernel_ips = switch_frames_.Trim(s.kernel_ips);
     if (python) {
       s.python = true;
       s.python_frames = {reinterpret_cast<const RawPythonFrame*>(bytes + sizeof(*h) + kbytes),
@@ -689,6 +694,7 @@ class BpfSource : public SampleSource {
   std::vector<bpf_link*> tracepoint_links_;
   std::vector<bpf_link*> off_cpu_links_;
   OffCpuSums sums_;
+  SwitchFrames switch_frames_;  // --off-cpu: cuts the tracepoint's frame off kernel stacks
   double last_sums_drain_ = 0;
   std::vector<uint8_t> sum_record_;
   const SampleCallback* callback_ = nullptr;

@@ -289,6 +289,8 @@ void BpfUnwindLoader::Load(uint32_t pid) {
   if (!source) return;  // gone: nothing to count
   auto value = std::make_unique<stacksym_proc_mappings>();
   std::memset(value.get(), 0, sizeof(*value));
+  value->generation = ++mappings_generation_;
+  if (value->generation == 0) value->generation = ++mappings_generation_;
   std::vector<std::string> keys;  // tables this load holds a use of
   std::string why;
   ++clock_;

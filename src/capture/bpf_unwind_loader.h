@@ -112,6 +112,7 @@ class BpfUnwindLoader {
   std::unordered_set<uint32_t> ever_loaded_;
   bool deleted_since_grace_ = false;  // a process's mappings were deleted since WaitForWalks
   uint64_t clock_ = 0;
+  uint32_t mappings_generation_ = 0;  // stacksym_proc_mappings.generation of the last write
   double last_sweep_ = 0;
   uint64_t processes_loaded_ = 0;
   uint64_t processes_not_loaded_ = 0;

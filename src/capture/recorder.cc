@@ -562,6 +562,7 @@ void Recorder::RefreshStats() {
   stats_.bpf_fallback_copies = c.bpf_fallback_copies;
   stats_.bpf_unknown_mapping = c.bpf_unknown_mapping;
   stats_.bpf_walk_memo_hits = c.bpf_walk_memo_hits;
+  stats_.bpf_stack_memo_hits = c.bpf_stack_memo_hits;
   stats_.bpf_processes_loaded = c.bpf_processes_loaded;
   stats_.bpf_processes_not_loaded = c.bpf_processes_not_loaded;
   stats_.bpf_processes_evicted = c.bpf_processes_evicted;

@@ -121,7 +121,8 @@ struct SourceCounters {
   uint64_t bpf_unwind_frames = 0;
   uint64_t bpf_fallback_copies = 0;
   uint64_t bpf_unknown_mapping = 0;
-  uint64_t bpf_walk_memo_hits = 0;  // frames whose unwind row the walk remembered
+  uint64_t bpf_walk_memo_hits = 0;   // frames whose unwind row the walk remembered
+  uint64_t bpf_stack_memo_hits = 0;  // off-CPU user stacks replayed from the task's last walk
   uint64_t bpf_processes_loaded = 0;
   uint64_t bpf_processes_not_loaded = 0;
   uint64_t bpf_processes_evicted = 0;

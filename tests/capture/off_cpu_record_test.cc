@@ -252,6 +252,73 @@ TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
   EXPECT_GT(peer_read, c.ns / 10);
 }
 
+// The off-CPU time of the twins fixture under from_left and under from_right.
+struct TwinWaits {
+  uint64_t left = 0, right = 0;
+};
+TwinWaits TwinSplit(Recorder& rec) {
+  Symbolize(rec);
+  TwinWaits w;
+  for (const OffCpuStack& s : OffCpuStacks(rec.profile())) {
+    if (HasChain(s.named.user, {"wait_twin", "from_left", "call_twice", "run_twins"}))
+      w.left += s.ns;
+    if (HasChain(s.named.user, {"wait_twin", "from_right", "call_twice", "run_twins"}))
+      w.right += s.ns;
+  }
+  std::printf(
+      "waits under from_left %.1f ms, under from_right %.1f ms; %llu user stacks "
+      "replayed from the thread's last walk of %llu unwound in BPF\n",
+      static_cast<double>(w.left) * 1e-6, static_cast<double>(w.right) * 1e-6,
+      static_cast<unsigned long long>(rec.stats().bpf_stack_memo_hits),
+      static_cast<unsigned long long>(rec.stats().bpf_unwound));
+  return w;
+}
+
+// A thread that blocks again where it blocked before has its user stack replayed from its last
+// walk (stacksym_stack_memo), once the words that walk read are read again. The twins wait from
+// the same registers, half of the time after a wait from the other caller, alike but for the
+// return address on the stack: each caller keeps its own time (a memo trusting the registers
+// alone would give such waits to the other caller), and the other half are replayed.
+TEST(OffCpuRecordTest, TwinCallersEachKeepTheirWaits) {
+  SKIP_WITHOUT_TP_BTF();
+  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "1", "twins"}));
+  ASSERT_TRUE(rec->Run().ok());
+  ExpectAccounted(*rec);
+  TwinWaits w = TwinSplit(*rec);
+  uint64_t both = w.left + w.right;
+  ASSERT_GT(both, 300'000'000u) << "too little waiting recorded to judge";
+  EXPECT_GE(w.left * 10, both * 4);
+  EXPECT_GE(w.right * 10, both * 4);
+  EXPECT_GT(rec->stats().bpf_stack_memo_hits, 1000u);
+}
+
+// Verify mode sends every off-CPU stack as a stack copy as well, unwound in user space: the
+// replayed stacks agree with their copies as the walked ones do.
+TEST(OffCpuRecordTest, ReplayedStacksAgreeWithStackCopies) {
+  SKIP_WITHOUT_TP_BTF();
+  RecordOptions o = OffCpu({kApp, "1", "twins"});
+  o.call_graph = CallGraph::kBpf;
+  o.bpf_unwind_verify = true;
+  o.stack_copy_bytes = 8192;
+  o.ringbuf_size = 64u << 20;
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  const RecordStats& st = rec->stats();
+  std::printf("%llu of %llu chains agree (%llu read too late to compare)\n",
+              static_cast<unsigned long long>(st.verify_agreed),
+              static_cast<unsigned long long>(st.verify_samples),
+              static_cast<unsigned long long>(st.verify_no_reference));
+  for (const std::string& d : st.verify_differences) std::printf("  differs: %s\n", d.c_str());
+  EXPECT_EQ(st.lost, 0u);
+  EXPECT_GT(st.bpf_stack_memo_hits, 1000u);
+  EXPECT_GE(st.verify_samples, st.bpf_stack_memo_hits);
+  EXPECT_GE(st.verify_agreed * 1000, st.verify_samples * 999);
+  TwinWaits w = TwinSplit(*rec);
+  ASSERT_GT(w.left + w.right, 300'000'000u) << "too little waiting recorded to judge";
+  EXPECT_GE(w.left * 10, (w.left + w.right) * 4);
+  EXPECT_GE(w.right * 10, (w.left + w.right) * 4);
+}
+
 // --off-cpu-sample P keeps each interval with probability P and counts it 1/P times. Of
 // intervals of lengths x, the estimate's relative spread is sqrt((1 - P) / P * sum(x^2)) /
 // sum(x): the test needs many intervals, none of which weighs much, and no bias. The ping-pong

@@ -193,10 +193,12 @@ struct {
 // fields (STACKSYM_PY_CODE_READ bytes at PY_CODE_TMP).
 #define SAMPLE_ROOM (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM)
 #define PY_TMP_ROOM 256
+#define WALK_LOG_ROOM (STACKSYM_STACK_MEMO_READS * sizeof(struct stacksym_word_read))
 #define SCRATCH_SIZE                                                      \
   (SAMPLE_ROOM + STACKSYM_UIPS_ROOM + sizeof(struct stacksym_user_regs) + \
-   STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE + PY_TMP_ROOM)
+   STACKSYM_STACK_COPY_ROOM + STACKSYM_PAGE_SIZE + WALK_LOG_ROOM + PY_TMP_ROOM)
 #define PY_TMP (SCRATCH_SIZE - PY_TMP_ROOM)
+#define WALK_LOG (PY_TMP - WALK_LOG_ROOM)  // the words an off-CPU walk read, for its memo
 #define PY_CODE_TMP (PY_TMP + 128)
 _Static_assert(128 + STACKSYM_PY_CODE_READ <= PY_TMP_ROOM, "code read fits");
 struct scratch_buf {
@@ -315,6 +317,9 @@ struct unwind_state {
   __u8 bp_known;
   __u8 exact_pc;  // pc is the instruction itself (sampled, or interrupted by a signal)
   __u8 unknown_mapping;
+  __u8 log_reads;   // write each word read at WALK_LOG (a walk to keep in a stack memo)
+  __u8 log_full;    // more words were read than the log holds
+  __u32 reads;      // words logged
   __u32 memo_hits;  // frames whose mapping and row came from walk_memo
 };
 
@@ -487,9 +492,27 @@ static __always_inline int read_word(__u64 addr, __u64* out) {
   return 0;
 }
 
+// A word the walk reads: logged at WALK_LOG when the walk is to be kept (stacksym_stack_memo).
+static __always_inline int walk_read(struct unwind_state* st, __u64 addr, __u64* out) {
+  if (read_word(addr, out) != 0) return -1;
+  if (!st->log_reads) return 0;
+  __u32 slot = st->slot;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (!buf || st->reads >= STACKSYM_STACK_MEMO_READS) {
+    st->log_full = 1;
+    return 0;
+  }
+  struct stacksym_word_read* r = (struct stacksym_word_read*)(buf->data + WALK_LOG) +
+                                 (st->reads & (STACKSYM_STACK_MEMO_READS - 1));
+  r->addr = addr;
+  r->value = *out;
+  st->reads++;
+  return 0;
+}
+
 // Where a caller's register is, by its rule: -1 when found, else the STACKSYM_END_* of the walk.
-static __always_inline int apply_reg_rule(__u8 rule, __s16 offset, __u64 cfa, __u64 sp, __u64 same,
-                                          __u64* out) {
+static __always_inline int apply_reg_rule(struct unwind_state* st, __u8 rule, __s16 offset,
+                                          __u64 cfa, __u64 sp, __u64 same, __u64* out) {
   switch (rule) {
     case REG_SAME:
       *out = same;
@@ -498,9 +521,9 @@ static __always_inline int apply_reg_rule(__u8 rule, __s16 offset, __u64 cfa, __
       *out = 0;
       return -1;
     case REG_AT_CFA:
-      return read_word(cfa + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
+      return walk_read(st, cfa + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
     case REG_AT_RSP:
-      return read_word(sp + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
+      return walk_read(st, sp + (__u64)(__s64)offset, out) == 0 ? -1 : STACKSYM_END_READ_FAILED;
     case REG_VAL_CFA:
       *out = cfa + (__u64)(__s64)offset;
       return -1;
@@ -543,7 +566,8 @@ __noinline int unwind_frame(struct unwind_state* st) {
       return 1;
     }
     // No CFI here: the frame-pointer convention.
-    if (!st->bp_known || bp < sp || read_word(bp + 8, &ra) != 0 || read_word(bp, &caller_bp) != 0) {
+    if (!st->bp_known || bp < sp || walk_read(st, bp + 8, &ra) != 0 ||
+        walk_read(st, bp, &caller_bp) != 0) {
       st->end = STACKSYM_END_NO_CFI;
       return 1;
     }
@@ -562,7 +586,7 @@ __noinline int unwind_frame(struct unwind_state* st) {
         cfa = bp + off;
         break;
       case CFA_DEREF_RSP:
-        if (read_word(sp + off, &cfa) != 0) {
+        if (walk_read(st, sp + off, &cfa) != 0) {
           st->end = STACKSYM_END_READ_FAILED;
           return 1;
         }
@@ -572,7 +596,7 @@ __noinline int unwind_frame(struct unwind_state* st) {
           st->end = STACKSYM_END_UNSUPPORTED;
           return 1;
         }
-        if (read_word(bp + off, &cfa) != 0) {
+        if (walk_read(st, bp + off, &cfa) != 0) {
           st->end = STACKSYM_END_READ_FAILED;
           return 1;
         }
@@ -592,7 +616,7 @@ __noinline int unwind_frame(struct unwind_state* st) {
       st->end = STACKSYM_END_UNSUPPORTED;
       return 1;
     }
-    int end = apply_reg_rule(ra_rule, row->ra_offset, cfa, sp, pc, &ra);
+    int end = apply_reg_rule(st, ra_rule, row->ra_offset, cfa, sp, pc, &ra);
     if (end >= 0) {
       st->end = end;
       return 1;
@@ -602,7 +626,7 @@ __noinline int unwind_frame(struct unwind_state* st) {
     } else if (rbp_rule > REG_VAL_CFA) {
       st->bp_known = 0;  // only a problem if a caller's CFA is RBP-based
     } else {
-      end = apply_reg_rule(rbp_rule, row->rbp_offset, cfa, sp, bp, &caller_bp);
+      end = apply_reg_rule(st, rbp_rule, row->rbp_offset, cfa, sp, bp, &caller_bp);
       if (end >= 0) {
         st->end = end;
         return 1;
@@ -631,10 +655,64 @@ __noinline int unwind_frame(struct unwind_state* st) {
 
 static long unwind_step(__u32 index, void* arg) { return unwind_frame(arg) ? 1 : 0; }
 
+// Whether the walk kept in `m` is the walk from (pc, sp, bp) now: the same registers and
+// mappings, and every word it read still holds what it read. Global: verified once.
+__noinline int stack_memo_holds(const struct stacksym_stack_memo* m, __u64 pc, __u64 sp, __u64 bp,
+                                __u32 generation) {
+  if (!m || !m->valid || m->pc != pc || m->sp != sp || m->bp != bp || m->generation != generation) {
+    return 0;
+  }
+  __u32 n = m->reads;
+  for (__u32 i = 0; i < STACKSYM_STACK_MEMO_READS; ++i) {
+    if (i >= n) break;
+    __u64 v = 0;
+    if (read_word(m->read[i].addr, &v) != 0 || v != m->read[i].value) return 0;
+  }
+  return 1;
+}
+
+// Keeps the walk just done (its IPs at st->base, its reads at WALK_LOG) in `m`, or marks `m`
+// empty when the walk cannot be replayed: more reads than the log holds, a failed read, or a
+// pc in no loaded mapping (the mappings are to be reloaded).
+static __always_inline void keep_walk(struct stacksym_stack_memo* m, const struct unwind_state* st,
+                                      __u64 pc, __u64 sp, __u64 bp, __u32 generation, __u32 n) {
+  __u32 slot = st->slot;
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  __u64 base = st->base;
+  if (!buf || st->log_full || st->unknown_mapping || st->end == STACKSYM_END_READ_FAILED ||
+      n > STACKSYM_MAX_FRAMES || base > SAMPLE_ROOM) {
+    m->valid = 0;
+    return;
+  }
+  m->pc = pc;
+  m->sp = sp;
+  m->bp = bp;
+  m->generation = generation;
+  m->reads = st->reads;
+  m->frames = n;
+  m->end = st->end;
+  bpf_probe_read_kernel(m->read, sizeof(m->read), buf->data + WALK_LOG);
+  bpf_probe_read_kernel(m->ips, (n & STACKSYM_MAX_FRAMES) * 8, buf->data + base);
+  m->valid = 1;
+}
+
+// The IPs of the walk kept in `m`, written at `base` as the walk would; returns their number.
+static __always_inline __u32 replay_walk(const struct stacksym_stack_memo* m, __u32 slot,
+                                         __u64 base, struct stacksym_sample* s) {
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  __u32 n = m->frames;
+  if (!buf || n > STACKSYM_MAX_FRAMES || base > SAMPLE_ROOM) return 0;
+  bpf_probe_read_kernel(buf->data + base, (n & STACKSYM_MAX_FRAMES) * 8, m->ips);
+  s->unwind_end = m->end;
+  return n;
+}
+
 // --call-graph bpf: walks the user stack of the current task into scratch buffer `slot` at
-// `base`; returns the number of IPs.
+// `base`; returns the number of IPs. With a memo (a switch-out), the task's last walk is
+// replayed when it holds (stack_memo_holds), and a new walk is kept there.
 static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym_sample* s,
-                                         struct stacksym_counters* cnt) {
+                                         struct stacksym_counters* cnt,
+                                         struct stacksym_stack_memo* memo, __u32 generation) {
   struct task_struct* task = bpf_get_current_task_btf();
   struct pt_regs* regs = (struct pt_regs*)bpf_task_pt_regs(task);
   s->unwind_end = STACKSYM_END_UNMAPPED;
@@ -650,6 +728,12 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
   st.exact_pc = 1;
   st.end = STACKSYM_END_DEPTH;
   if (st.pc == 0) return 0;
+  __u64 pc = st.pc, sp = st.sp, bp = st.bp;
+  if (memo && stack_memo_holds(memo, pc, sp, bp, generation)) {
+    cnt->bpf_stack_memo_hits++;
+    return replay_walk(memo, slot, base, s);
+  }
+  st.log_reads = memo != NULL;
   emit_ip(&st, st.pc);
   bpf_loop(STACKSYM_MAX_FRAMES, unwind_step, &st, 0);
   s->unwind_end = st.end;
@@ -658,7 +742,9 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
     s->flags |= STACKSYM_SAMPLE_UNKNOWN_MAPPING;
     cnt->bpf_unknown_mapping++;
   }
-  return st.n > STACKSYM_MAX_FRAMES ? STACKSYM_MAX_FRAMES : st.n;
+  __u32 n = st.n > STACKSYM_MAX_FRAMES ? STACKSYM_MAX_FRAMES : st.n;
+  if (memo) keep_walk(memo, &st, pc, sp, bp, generation, n);
+  return n;
 }
 
 // --- Python frames (see interp/python/frame_walk.h, the same walk in user space) ---
@@ -996,7 +1082,8 @@ static __always_inline __u64 take_python_frames(struct scratch_buf* buf, __u32 s
 // The user stack at `ubase`: unwound here when the process's tables are loaded, else a stack
 // copy (dwarf, or bpf until the tables are loaded) or a frame-pointer chain. Returns its bytes.
 static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, __u32 slot,
-                                            __u64 ubase, struct stacksym_counters* cnt) {
+                                            __u64 ubase, struct stacksym_counters* cnt,
+                                            struct stacksym_stack_memo* memo) {
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   __u32 tgid = s->pid;
   if (!user_stacks || (s->flags & STACKSYM_SAMPLE_KTHREAD)) {
@@ -1005,8 +1092,10 @@ static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, 
   }
   long ulen = 0;
   bool unwound = false;
-  if (bpf_unwind && bpf_map_lookup_elem(&proc_mappings, &tgid)) {
-    __u32 n = unwind_user(slot, ubase, s, cnt);
+  const struct stacksym_proc_mappings* pm =
+      bpf_unwind ? bpf_map_lookup_elem(&proc_mappings, &tgid) : NULL;
+  if (pm) {
+    __u32 n = unwind_user(slot, ubase, s, cnt, memo, pm->generation);
     // The walk met a pc in no loaded mapping (dlopen or exec since the tables were loaded, or
     // a garbage return address): send a stack copy instead, so that the stack stays complete,
     // flagged so that user space reloads the mappings.
@@ -1054,14 +1143,15 @@ static __always_inline long take_user_stack(void* ctx, struct scratch_buf* buf, 
 // still current there, so its thread state is found as in a sample, and an off-CPU record
 // names the Python function that waits. Returns the record's length, 0 when there is none.
 static __always_inline __u64 build_record(void* ctx, struct stacksym_counters* cnt, __u32 slot,
-                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip) {
+                                          __u32 tgid, __u32 tid, __u32 flags, __u64 kernel_skip,
+                                          struct stacksym_stack_memo* memo) {
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf) return 0;
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   fill_header(s, tgid, tid, flags);
   long klen = take_kernel_stack(ctx, buf, kernel_skip, cnt);
   __u64 plen = take_python_frames(buf, slot, sizeof(*s) + klen, cnt);
-  long ulen = take_user_stack(ctx, buf, slot, sizeof(*s) + klen + plen, cnt);
+  long ulen = take_user_stack(ctx, buf, slot, sizeof(*s) + klen + plen, cnt, memo);
   __u64 len = sizeof(*s) + klen + plen + ulen;
   return len > SCRATCH_SIZE ? 0 : len;  // cannot be larger; keeps the verifier's bound explicit
 }
@@ -1086,7 +1176,7 @@ int on_sample(struct bpf_perf_event_data* ctx) {
   if (!cnt) return 0;
   cnt->samples++;
   __u32 slot = bpf_get_smp_processor_id();
-  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0);
+  __u64 len = build_record(ctx, cnt, slot, tgid, tid, 0, 0, NULL);
   struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
   if (!buf || len == 0 || len > SCRATCH_SIZE) return 0;
   if (output_record(buf->data, len, cnt) != 0) cnt->lost_ringbuf++;
@@ -1219,7 +1309,9 @@ static __always_inline struct stacksym_off_cpu_task* task_entry(__u32 tid,
   struct stacksym_off_cpu_task* t = bpf_map_lookup_elem(&off_cpu_tasks, &tid);
   if (t) return t;
   bpf_map_update_elem(&off_cpu_tasks, &tid, buf->data, BPF_NOEXIST);
-  return bpf_map_lookup_elem(&off_cpu_tasks, &tid);
+  t = bpf_map_lookup_elem(&off_cpu_tasks, &tid);
+  if (t) t->memo.valid = 0;  // no walk kept yet (the bytes came from the scratch buffer)
+  return t;
 }
 
 // The current task's stacks, taken as it leaves the CPU: kept in its entry (stacks of IPs) or
@@ -1229,7 +1321,7 @@ static __always_inline void keep_stacks(void* ctx, struct stacksym_off_cpu_task*
                                         __u32 tgid, __u32 tid, __u32 state) {
   __u64 len = build_record(ctx, cnt, slot, tgid, tid,
                            STACKSYM_SAMPLE_OFF_CPU | state << STACKSYM_SAMPLE_STATE_SHIFT,
-                           off_cpu_kernel_skip);
+                           off_cpu_kernel_skip, &t->memo);
   struct stacksym_sample* s = (struct stacksym_sample*)buf->data;
   // Stacks of IPs wait in the entry. Those unwound here (or none) may be added up in the
   // kernel; frame-pointer chains not: exec may replace the image before a sum of them is read,

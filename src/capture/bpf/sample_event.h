@@ -148,6 +148,28 @@ struct stacksym_python_thread {
 #define STACKSYM_OFF_CPU_OPEN_LOST 4
 #define STACKSYM_OFF_CPU_RECORD_ROOM \
   (sizeof(struct stacksym_sample) + STACKSYM_KSTACK_ROOM + STACKSYM_PY_ROOM + STACKSYM_UIPS_ROOM)
+// --call-graph bpf, --off-cpu: the task's last walk of its user stack, kept for its next
+// switch-out. The walk is a function of the registers it starts from, the stack words it reads
+// and the process's tables: when the registers are the same, every word read is read again
+// and is the same, and the process's mappings were not written since (their generation), the
+// walk would give the same IPs, so they are taken from here (a thread that blocks again where
+// it blocked before). Walks that read more words than fit, or failed a read, are not kept.
+#define STACKSYM_STACK_MEMO_READS 32  // power of two
+struct stacksym_word_read {
+  __u64 addr;
+  __u64 value;
+};
+struct stacksym_stack_memo {
+  __u64 pc, sp, bp;  // where the walk started
+  __u32 generation;  // stacksym_proc_mappings.generation it walked with
+  __u32 reads;       // entries of read[]
+  __u32 frames;      // entries of ips[]
+  __u16 end;         // STACKSYM_END_* of the walk
+  __u8 valid;        // 0 until a walk is kept
+  __u8 pad;
+  struct stacksym_word_read read[STACKSYM_STACK_MEMO_READS];
+  __u64 ips[STACKSYM_MAX_FRAMES + 1];
+};
 struct stacksym_off_cpu_task {
   __u64 start_ns;   // 0: no open interval
   __u64 opened_ns;  // STACKSYM_OFF_CPU_OPENED: the time_ns its records share
@@ -156,6 +178,7 @@ struct stacksym_off_cpu_task {
   __u32 len;        // bytes in record
   __u32 summable;   // the record may be added up in a sums map (see below)
   __u8 record[STACKSYM_OFF_CPU_RECORD_ROOM];
+  struct stacksym_stack_memo memo;
 };
 
 // --off-cpu: intervals whose user stack was unwound in BPF (or that have none) are added up in
@@ -219,7 +242,7 @@ struct stacksym_mapping {
 };
 struct stacksym_proc_mappings {
   __u32 count;
-  __u32 pad;
+  __u32 generation;  // new at each write of the value (never 0): see stacksym_stack_memo
   struct stacksym_mapping m[STACKSYM_MAX_PROC_MAPPINGS];
 };
 
@@ -277,8 +300,9 @@ struct stacksym_counters {
   __u64 py_samples;        // samples of registered Python processes
   __u64 py_frames;         // Python frames those samples carried
   __u64 py_ends[STACKSYM_PY_END_COUNT];  // why each Python walk ended
-  __u64 py_thread_searches;  // thread-state lists walked (a thread's first sample, or stale)
-  __u64 bpf_walk_memo_hits;  // --call-graph bpf: frames whose row came from the walk's memo
+  __u64 py_thread_searches;   // thread-state lists walked (a thread's first sample, or stale)
+  __u64 bpf_walk_memo_hits;   // --call-graph bpf: frames whose row came from the walk's memo
+  __u64 bpf_stack_memo_hits;  // --off-cpu: user stacks taken from the task's last walk
 };
 
 // Key of the stackmap backend's in-kernel aggregation.
