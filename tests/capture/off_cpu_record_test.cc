@@ -260,9 +260,9 @@ TwinWaits TwinSplit(Recorder& rec) {
   Symbolize(rec);
   TwinWaits w;
   for (const OffCpuStack& s : OffCpuStacks(rec.profile())) {
-    if (HasChain(s.named.user, {"wait_twin", "from_left", "call_twice", "run_twins"}))
+    if (HasChain(s.named.user, {"wait_twin", "from_left", "call_twice", "twins_loop"}))
       w.left += s.ns;
-    if (HasChain(s.named.user, {"wait_twin", "from_right", "call_twice", "run_twins"}))
+    if (HasChain(s.named.user, {"wait_twin", "from_right", "call_twice", "twins_loop"}))
       w.right += s.ns;
   }
   std::printf(
@@ -278,10 +278,17 @@ TwinWaits TwinSplit(Recorder& rec) {
 // walk (stacksym_stack_memo), once the words that walk read are read again. The twins wait from
 // the same registers, half of the time after a wait from the other caller, alike but for the
 // return address on the stack: each caller keeps its own time (a memo trusting the registers
-// alone would give such waits to the other caller), and the other half are replayed.
-TEST(OffCpuRecordTest, TwinCallersEachKeepTheirWaits) {
+// alone would give such waits to the other caller), and the other half are replayed. Near: the
+// words the walk read are read again in one read; wide (under an 8 KiB frame): one by one.
+class OffCpuTwinsTest : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Twins, OffCpuTwinsTest, ::testing::Values("near", "wide"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
+
+TEST_P(OffCpuTwinsTest, EachCallerKeepsItsWaits) {
   SKIP_WITHOUT_TP_BTF();
-  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "1", "twins"}));
+  CREATE_RECORDER_OR_SKIP(rec, OffCpu({kApp, "1", "twins", GetParam()}));
   ASSERT_TRUE(rec->Run().ok());
   ExpectAccounted(*rec);
   TwinWaits w = TwinSplit(*rec);
@@ -294,12 +301,12 @@ TEST(OffCpuRecordTest, TwinCallersEachKeepTheirWaits) {
 
 // Verify mode sends every off-CPU stack as a stack copy as well, unwound in user space: the
 // replayed stacks agree with their copies as the walked ones do.
-TEST(OffCpuRecordTest, ReplayedStacksAgreeWithStackCopies) {
+TEST_P(OffCpuTwinsTest, ReplayedStacksAgreeWithStackCopies) {
   SKIP_WITHOUT_TP_BTF();
-  RecordOptions o = OffCpu({kApp, "1", "twins"});
+  RecordOptions o = OffCpu({kApp, "1", "twins", GetParam()});
   o.call_graph = CallGraph::kBpf;
   o.bpf_unwind_verify = true;
-  o.stack_copy_bytes = 8192;
+  o.stack_copy_bytes = 16384;  // past the wide frame
   o.ringbuf_size = 64u << 20;
   CREATE_RECORDER_OR_SKIP(rec, o);
   ASSERT_TRUE(rec->Run().ok());

@@ -655,14 +655,38 @@ __noinline int unwind_frame(struct unwind_state* st) {
 
 static long unwind_step(__u32 index, void* arg) { return unwind_frame(arg) ? 1 : 0; }
 
-// Whether the walk kept in `m` is the walk from (pc, sp, bp) now: the same registers and
+// Words of a kept walk within this many bytes of each other are read again in one read, into
+// the stack copy's room of the scratch buffer (unused until the walk is done); else one by one.
+#define MEMO_SPAN_MAX 2048
+#define MEMO_SPAN_AT (SAMPLE_ROOM + STACKSYM_UIPS_ROOM + sizeof(struct stacksym_user_regs))
+_Static_assert(MEMO_SPAN_MAX * 2 <= STACKSYM_STACK_COPY_ROOM, "the span fits the copy's room");
+
+// Whether the walk kept in `m` is the walk from st's registers now: the same registers and
 // mappings, and every word it read still holds what it read. Global: verified once.
-__noinline int stack_memo_holds(const struct stacksym_stack_memo* m, __u64 pc, __u64 sp, __u64 bp,
-                                __u32 generation) {
-  if (!m || !m->valid || m->pc != pc || m->sp != sp || m->bp != bp || m->generation != generation) {
+__noinline int stack_memo_holds(const struct stacksym_stack_memo* m, struct scratch_buf* buf,
+                                const struct unwind_state* st, __u32 generation) {
+  if (!m || !buf || !st || !m->valid || m->pc != st->pc || m->sp != st->sp || m->bp != st->bp ||
+      m->generation != generation) {
     return 0;
   }
   __u32 n = m->reads;
+  __u32 span = m->span;
+  __u64 lo = m->lo;
+  if (span >= 8 && span <= MEMO_SPAN_MAX) {
+    __u8* copy = buf->data + MEMO_SPAN_AT;
+    // The mask changes nothing but gives the verifier the bound the compiler hid from it.
+    __u32 size = span;
+    barrier_var(size);
+    size &= 2 * MEMO_SPAN_MAX - 1;
+    if (bpf_probe_read_user(copy, size, (const void*)lo) != 0) return 0;
+    for (__u32 i = 0; i < STACKSYM_STACK_MEMO_READS; ++i) {
+      if (i >= n) break;
+      __u64 off = m->read[i].addr - lo;
+      if (off > span - 8) return 0;
+      if (*(__u64*)(copy + (off & (MEMO_SPAN_MAX - 1))) != m->read[i].value) return 0;
+    }
+    return 1;
+  }
   for (__u32 i = 0; i < STACKSYM_STACK_MEMO_READS; ++i) {
     if (i >= n) break;
     __u64 v = 0;
@@ -693,6 +717,17 @@ static __always_inline void keep_walk(struct stacksym_stack_memo* m, const struc
   m->end = st->end;
   bpf_probe_read_kernel(m->read, sizeof(m->read), buf->data + WALK_LOG);
   bpf_probe_read_kernel(m->ips, (n & STACKSYM_MAX_FRAMES) * 8, buf->data + base);
+  // The span of the words read: one read checks them all next time (stack_memo_holds).
+  __u64 lo = ~0ull, hi = 0;
+  __u32 reads = st->reads;
+  for (__u32 i = 0; i < STACKSYM_STACK_MEMO_READS; ++i) {
+    if (i >= reads) break;
+    __u64 a = m->read[i].addr;
+    if (a < lo) lo = a;
+    if (a > hi) hi = a;
+  }
+  m->lo = lo;
+  m->span = reads > 0 && hi - lo < MEMO_SPAN_MAX ? (__u32)(hi - lo + 8) : 0;
   m->valid = 1;
 }
 
@@ -729,7 +764,8 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
   st.end = STACKSYM_END_DEPTH;
   if (st.pc == 0) return 0;
   __u64 pc = st.pc, sp = st.sp, bp = st.bp;
-  if (memo && stack_memo_holds(memo, pc, sp, bp, generation)) {
+  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  if (memo && stack_memo_holds(memo, buf, &st, generation)) {
     cnt->bpf_stack_memo_hits++;
     return replay_walk(memo, slot, base, s);
   }

@@ -167,6 +167,9 @@ struct stacksym_stack_memo {
   __u16 end;         // STACKSYM_END_* of the walk
   __u8 valid;        // 0 until a walk is kept
   __u8 pad;
+  __u64 lo;    // the lowest address read
+  __u32 span;  // bytes from lo to the end of the highest word read
+  __u32 pad2;
   struct stacksym_word_read read[STACKSYM_STACK_MEMO_READS];
   __u64 ips[STACKSYM_MAX_FRAMES + 1];
 };
