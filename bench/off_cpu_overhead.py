@@ -4,7 +4,12 @@ Debian's libraries) bare and under each recorder, the recorder's own CPU time, a
 the recorded off-CPU time whose user stack is complete (reaches _start, or clone3/clone for a
 thread: the stack says which code waited, under all of its callers).
 
-  bench/off_cpu_overhead.py [BUILD_DIR] [REPS]
+  bench/off_cpu_overhead.py [BUILD_DIR] [REPS] [--pin CPU]
+
+--pin CPU runs the workloads on that one CPU (taskset): both ping-pong threads then share it,
+every switch is theirs, and runs repeat within a few percent (the issue's setting). The
+recorders take turns within each round of REPS, so that drift of the machine reaches all alike;
+the table gives each recorder's best run and its median.
 
 Workloads (bench/workloads): pingpong (two threads bounce a byte through pipes, about 10^5
 switches a second: the worst case of a recorder's per-switch cost) and blocking (4 threads:
@@ -84,12 +89,15 @@ def switch_cost(before, into):
     into.append((ns, runs))
 
 
+PIN = []  # ["taskset", "-c", CPU] with --pin
+
+
 def run_once(workload, recorder, tmp):
     """Runs the workload, attaches the recorder (a function of pid giving argv, or None) and
     returns (ops_per_s, recorder CPU s, (BPF ns, runs) of its sched_switch program by the end
     of the measured part)."""
     before = bpf_programs() if recorder is not None else {}
-    argv = [workload, str(SECONDS), str(DELAY), str(LINGER)]
+    argv = PIN + [workload, str(SECONDS), str(DELAY), str(LINGER)]
     w = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     cost = []
     timer = None
@@ -210,8 +218,13 @@ def perf_share(tmp):
 
 
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else "build"
-    reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    args = sys.argv[1:]
+    if "--pin" in args:
+        at = args.index("--pin")
+        PIN.extend(["taskset", "-c", args[at + 1]])
+        del args[at:at + 2]
+    build = args[0] if len(args) > 0 else "build"
+    reps = int(args[1]) if len(args) > 1 else 3
     stacksym = os.path.abspath(os.path.join(build, "stacksym"))
     if not os.access(stacksym, os.X_OK):
         sys.exit(f"build stacksym first: {stacksym} missing")
@@ -260,26 +273,33 @@ def main():
                                               os.path.join(t, "perf.data"), "--", "sleep",
                                               str(RECORD_S)],
                               perf_share))
-        print(f"Workloads: {SECONDS:g} s each, best of {reps}, on {os.cpu_count()} CPUs "
-              f"({os.uname().release}).\n")
-        print("| workload | recorder | throughput (ops/s) | loss | recorder CPU (s) | "
+        pinned = f", pinned to CPU {PIN[2]}" if PIN else ""
+        print(f"Workloads: {SECONDS:g} s each, best of {reps} (recorders taking turns){pinned}, "
+              f"on {os.cpu_count()} CPUs ({os.uname().release}).\n")
+        print("| workload | recorder | throughput (ops/s) | median | loss | recorder CPU (s) | "
               "BPF per switch (µs) | off-CPU with complete user stack | lost |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
         for workload in ("pingpong", "blocking"):
-            base = None
-            for name, recorder, share in recorders:
-                best = None
-                for _ in range(reps):
+            best = {name: None for name, _, _ in recorders}
+            results = {name: None for name, _, _ in recorders}
+            runs = {name: [] for name, _, _ in recorders}
+            for _ in range(reps):
+                for name, recorder, share in recorders:
                     ops, cpu, (bpf_ns, bpf_runs) = run_once(os.path.join(tmp, workload),
                                                             recorder, tmp)
                     per_switch = bpf_ns / bpf_runs / 1000 if bpf_runs else float("nan")
                     log(f"{workload} / {name}: {ops:.0f} ops/s, recorder CPU {cpu:.2f} s, "
                         f"BPF {per_switch:.2f} us per switch ({bpf_runs} runs)")
-                    if best is None or ops > best[0]:
-                        best = (ops, cpu, per_switch)
+                    runs[name].append(ops)
+                    if best[name] is None or ops > best[name][0]:
+                        best[name] = (ops, cpu, per_switch)
                         if share is not None:
-                            result = share(tmp)
-                ops, cpu, per_switch = best
+                            results[name] = share(tmp)
+            base = None
+            for name, recorder, share in recorders:
+                ops, cpu, per_switch = best[name]
+                result = results[name]
+                median = sorted(runs[name])[len(runs[name]) // 2]
                 bpf_text = f"{per_switch:.2f}" if per_switch == per_switch else "-"
                 if base is None:
                     base = ops
@@ -290,8 +310,8 @@ def main():
                     c, t, unit, lost = result
                     share_text = (f"{c / t * 100:.1f}% (of {t:.4g} {unit})" if t else
                                   "nothing recorded")
-                print(f"| {workload} | {name} | {ops:.0f} | {loss} | {cpu_text} | {bpf_text} "
-                      f"| {share_text} | {lost} |", flush=True)
+                print(f"| {workload} | {name} | {ops:.0f} | {median:.0f} | {loss} | {cpu_text} "
+                      f"| {bpf_text} | {share_text} | {lost} |", flush=True)
     finally:
         if stats_were == "0":
             with open(stats_path, "w") as f:

@@ -39,6 +39,7 @@ fi
 if want off_cpu_overhead; then
   echo "== off_cpu_overhead"
   bench/off_cpu_overhead.py "$build"
+  bench/off_cpu_overhead.py "$build" 5 --pin 0  # the ping-pong on one CPU: repeatable
 fi
 if want proxy_bench; then
   echo "== proxy_bench"
