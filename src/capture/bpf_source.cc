@@ -167,22 +167,30 @@ class BpfSource : public SampleSource {
         return bpf_map_update_elem(fd, &pid, r, BPF_ANY) == 0;
       });
     }
-    if (off_cpu_) {
-      sums_.Init(bpf_map__fd(skel_->maps.off_cpu_control), bpf_map__fd(skel_->maps.off_cpu_sums0),
-                 bpf_map__fd(skel_->maps.off_cpu_sums1));
-      last_sums_drain_ = MonotonicSeconds();
-      if (Result<void> r = AttachOffCpu(); !r) return r;
-    }
     if (bpf_unwind_) {
       awaiting_exec_ = static_cast<uint32_t>(config.command_pid);
       loader_.Init(bpf_map__fd(skel_->maps.unwind_rows),
                    std::max(config.options.bpf_unwind_rows, 1u), first_rows_segment_,
                    bpf_map__fd(skel_->maps.proc_mappings), kMaxUnwindProcesses,
                    config.unwind_tables);
+      // Processes named by pid run already: their tables go in before the first switch, so
+      // that a process switching 100 000 times a second does not fill the ring with stack
+      // copies while they would load after its first sample.
+      for (pid_t tgid : config.tgids) {
+        if (static_cast<uint32_t>(tgid) != awaiting_exec_) {
+          loader_.Want(static_cast<uint32_t>(tgid), false);
+        }
+      }
     } else {
       close(first_rows_segment_);
     }
     first_rows_segment_ = -1;  // the loader's, or closed
+    if (off_cpu_) {
+      sums_.Init(bpf_map__fd(skel_->maps.off_cpu_control), bpf_map__fd(skel_->maps.off_cpu_sums0),
+                 bpf_map__fd(skel_->maps.off_cpu_sums1));
+      last_sums_drain_ = MonotonicSeconds();
+      if (Result<void> r = AttachOffCpu(); !r) return r;
+    }
     if (Result<void> r = AttachPerfEvents(config); !r) return r;
     lap(&startup_.attach_s);
     if (!stackmap) {

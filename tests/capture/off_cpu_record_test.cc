@@ -252,6 +252,32 @@ TEST(OffCpuRecordTest, PingPongEveryIntervalAccounted) {
   EXPECT_GT(peer_read, c.ns / 10);
 }
 
+// A process named by pid runs already: its unwind tables reach BPF before the first switch is
+// recorded, so that none of its switches goes as a stack copy (at 100 000 switches a second,
+// copies sent while the tables load after a first sample filled the ring buffer) and none is
+// dropped.
+TEST(OffCpuRecordTest, TargetsByPidHaveTheirTablesBeforeTheFirstSwitch) {
+  SKIP_WITHOUT_TP_BTF();
+  Fixture app(kApp, 2.0, "pingpong");
+  RecordOptions o;
+  o.backend = CaptureBackend::kBpf;
+  o.off_cpu = true;
+  o.pids = {app.pid()};
+  o.duration_s = 1.0;
+  CREATE_RECORDER_OR_SKIP(rec, o);
+  ASSERT_TRUE(rec->Run().ok());
+  const RecordStats& st = rec->stats();
+  if (st.call_graph != CallGraph::kBpf) GTEST_SKIP() << "no unwinding in BPF here";
+  std::printf("%llu intervals recorded, %llu dropped; %llu stacks sent as copies\n",
+              static_cast<unsigned long long>(st.off_cpu.recorded),
+              static_cast<unsigned long long>(st.off_cpu.dropped),
+              static_cast<unsigned long long>(st.bpf_fallback_copies));
+  EXPECT_GT(st.off_cpu.recorded, 20000u);
+  EXPECT_EQ(st.off_cpu.dropped, 0u);
+  EXPECT_EQ(st.bpf_fallback_copies, 0u);
+  EXPECT_EQ(st.lost, 0u);
+}
+
 // The off-CPU time of the twins fixture under from_left and under from_right.
 struct TwinWaits {
   uint64_t left = 0, right = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "capture/sample_source.h"
@@ -50,6 +51,23 @@ TEST(RingbufSizeTest, GrowsWithTheStackCopyAndTheRate) {
             capture::DefaultRingbufSize(With(CallGraph::kBpf, 99)));
   EXPECT_LE(capture::DefaultRingbufSize(With(CallGraph::kBpf, 99)),
             capture::DefaultRingbufSize(With(CallGraph::kBpf, 999)));
+}
+
+// Off-CPU switch-outs are not paced by the rate: before a process's tables reach BPF each one
+// sends a stack copy, and the ring holds 8 MiB of them at least. Frame-pointer chains are small.
+TEST(RingbufSizeTest, OffCpuHoldsTheCopiesOfATablelessProcess) {
+  RecordOptions agent = With(CallGraph::kBpf, 19);
+  uint64_t cpu_only = capture::DefaultRingbufSize(agent);
+  agent.off_cpu = true;
+  EXPECT_EQ(capture::DefaultRingbufSize(agent), std::max(cpu_only, 8 * kMiB));
+  agent.call_graph = CallGraph::kDwarf;
+  EXPECT_GE(capture::DefaultRingbufSize(agent), 8 * kMiB);
+  agent.call_graph = CallGraph::kFramePointers;
+  EXPECT_EQ(capture::DefaultRingbufSize(agent),
+            capture::DefaultRingbufSize(With(CallGraph::kFramePointers, 19)));
+  RecordOptions fast = With(CallGraph::kDwarf, 100000);
+  fast.off_cpu = true;
+  EXPECT_EQ(capture::DefaultRingbufSize(fast), 32 * kMiB);
 }
 
 }  // namespace
