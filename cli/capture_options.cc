@@ -100,7 +100,7 @@ void AddCaptureOptions(CLI::App& app, CaptureCliOptions* o, uint32_t default_fre
       ->group("");
   app.add_option("--ringbuf-size", o->ringbuf_size,
                  "Ring buffer size (default: a second of the largest samples at -F on "
-                 "every CPU, 1M to 32M)");
+                 "every CPU, 1M to 32M; at least 8M with --off-cpu)");
   app.add_option("--stackmap-size", o->record.stackmap_size,
                  "Entries of the stackmap backend's map (default 16384)");
   app.add_flag("--no-python", o->no_python,
