@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/hex.h"
+
 namespace stacksym::capture {
 namespace {
 
@@ -14,10 +16,7 @@ bool ParseLine(std::string_view line, uint64_t* address, std::string_view* name)
   if (space == std::string_view::npos || space == 0 || space > 16) return false;
   uint64_t value = 0;
   for (char c : line.substr(0, space)) {
-    int digit = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
+    int digit = HexDigit(c);
     if (digit < 0) return false;
     value = value << 4 | static_cast<uint64_t>(digit);
   }

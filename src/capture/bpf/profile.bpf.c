@@ -698,10 +698,9 @@ __noinline int stack_memo_holds(const struct stacksym_stack_memo* m, struct scra
 // Keeps the walk just done (its IPs at st->base, its reads at WALK_LOG) in `m`, or marks `m`
 // empty when the walk cannot be replayed: more reads than the log holds, a failed read, or a
 // pc in no loaded mapping (the mappings are to be reloaded).
-static __always_inline void keep_walk(struct stacksym_stack_memo* m, const struct unwind_state* st,
-                                      __u64 pc, __u64 sp, __u64 bp, __u32 generation, __u32 n) {
-  __u32 slot = st->slot;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+static __always_inline void keep_walk(struct stacksym_stack_memo* m, struct scratch_buf* buf,
+                                      const struct unwind_state* st, __u64 pc, __u64 sp, __u64 bp,
+                                      __u32 generation, __u32 n) {
   __u64 base = st->base;
   if (!buf || st->log_full || st->unknown_mapping || st->end == STACKSYM_END_READ_FAILED ||
       n > STACKSYM_MAX_FRAMES || base > SAMPLE_ROOM) {
@@ -732,9 +731,9 @@ static __always_inline void keep_walk(struct stacksym_stack_memo* m, const struc
 }
 
 // The IPs of the walk kept in `m`, written at `base` as the walk would; returns their number.
-static __always_inline __u32 replay_walk(const struct stacksym_stack_memo* m, __u32 slot,
-                                         __u64 base, struct stacksym_sample* s) {
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+static __always_inline __u32 replay_walk(const struct stacksym_stack_memo* m,
+                                         struct scratch_buf* buf, __u64 base,
+                                         struct stacksym_sample* s) {
   __u32 n = m->frames;
   if (!buf || n > STACKSYM_MAX_FRAMES || base > SAMPLE_ROOM) return 0;
   bpf_probe_read_kernel(buf->data + base, (n & STACKSYM_MAX_FRAMES) * 8, m->ips);
@@ -764,10 +763,11 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
   st.end = STACKSYM_END_DEPTH;
   if (st.pc == 0) return 0;
   __u64 pc = st.pc, sp = st.sp, bp = st.bp;
-  struct scratch_buf* buf = bpf_map_lookup_elem(&scratch, &slot);
+  // Only a switch-out keeps a walk (samples pass no memo): the scratch buffer's log and room.
+  struct scratch_buf* buf = memo ? bpf_map_lookup_elem(&scratch, &slot) : NULL;
   if (memo && stack_memo_holds(memo, buf, &st, generation)) {
     cnt->bpf_stack_memo_hits++;
-    return replay_walk(memo, slot, base, s);
+    return replay_walk(memo, buf, base, s);
   }
   st.log_reads = memo != NULL;
   emit_ip(&st, st.pc);
@@ -779,7 +779,7 @@ static __always_inline __u32 unwind_user(__u32 slot, __u64 base, struct stacksym
     cnt->bpf_unknown_mapping++;
   }
   __u32 n = st.n > STACKSYM_MAX_FRAMES ? STACKSYM_MAX_FRAMES : st.n;
-  if (memo) keep_walk(memo, &st, pc, sp, bp, generation, n);
+  if (memo) keep_walk(memo, buf, &st, pc, sp, bp, generation, n);
   return n;
 }
 
